@@ -1,0 +1,109 @@
+# rfpipe: plain GNU make; no configure, no recursion.
+VERSION = 0.1.0
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+override CFLAGS += -std=c11 -Wall -Wextra -Werror -Wshadow -Wpointer-arith \
+	-Wstrict-prototypes -Wmissing-prototypes
+override CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+	-DRFP_VERSION=\"$(VERSION)\" -I. -MMD -MP
+
+# Each dependency: pkg-config name and the Debian package that provides it.
+DEPS = libcurl:libcurl4-openssl-dev jansson:libjansson-dev \
+	yaml-0.1:libyaml-dev libcrypto:libssl-dev
+MOCKDEPS = libmicrohttpd:libmicrohttpd-dev
+
+ifeq ($(shell command -v pkg-config),)
+$(error pkg-config not found: install the Debian package pkg-config)
+endif
+ifeq ($(filter clean lint,$(MAKECMDGOALS)),)
+$(foreach d,$(DEPS) $(MOCKDEPS),$(if $(shell pkg-config --exists \
+	$(firstword $(subst :, ,$d)) && echo y),,$(error \
+	$(firstword $(subst :, ,$d)) not found: install the Debian package \
+	$(lastword $(subst :, ,$d)))))
+endif
+
+PKGS = $(foreach d,$(DEPS),$(firstword $(subst :, ,$d)))
+override CFLAGS += $(shell pkg-config --cflags $(PKGS))
+LDLIBS = $(shell pkg-config --libs $(PKGS)) -lm
+MOCKLIBS = $(shell pkg-config --libs libmicrohttpd) -lpthread
+
+B ?= .
+STAGES = fetch classify backoff sink
+BINS = $(STAGES:%=$(B)/bin/rfp-%)
+MOCK = $(B)/bin/rfp-mockportal
+LIBSRC = $(wildcard lib/*.c)
+LIBOBJ = $(LIBSRC:%.c=$(B)/obj/%.o)
+LIBA = $(B)/obj/lib/librfp.a
+UNITSRC = $(wildcard tests/unit/*.c)
+UNITS = $(UNITSRC:tests/unit/%.c=$(B)/bin/unit-%)
+MOCKSRC = $(wildcard tests/mockportal/*.c)
+MANS = $(wildcard man/*.1 man/*.7)
+
+all: $(BINS) $(MOCK)
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(LIBA): $(LIBOBJ)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $(LIBOBJ)
+
+.SECONDEXPANSION:
+$(B)/bin/rfp-%: $$(patsubst %.c,$(B)/obj/%.o,$$(wildcard $$*/*.c)) $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(MOCK): $(MOCKSRC:%.c=$(B)/obj/%.o) $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(MOCKLIBS)
+
+$(B)/bin/unit-%: $(B)/obj/tests/unit/%.o $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Unit tests, then the bats suites with this build's bin/ first in PATH.
+test: all $(UNITS)
+	@for u in $(UNITS); do echo "# $$u"; $$u || exit 1; done
+	PATH="$(abspath $(B))/bin:$$PATH" RFPIPE_ROOT="$(CURDIR)" \
+		bats --jobs $${BATS_JOBS:-2} --no-parallelize-within-files tests/
+
+ASAN = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=all
+check: test
+	$(MAKE) B=build/asan CFLAGS="$(ASAN)" LDFLAGS="-fsanitize=address,undefined" \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 test
+
+install: $(BINS)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(MANDIR)/man7
+	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)/
+	install -m 755 pipeline.sh $(DESTDIR)$(BINDIR)/rfpipe
+	install -m 644 $(filter %.1,$(MANS)) $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(filter %.7,$(MANS)) $(DESTDIR)$(MANDIR)/man7/
+
+uninstall:
+	rm -f $(STAGES:%=$(DESTDIR)$(BINDIR)/rfp-%) $(DESTDIR)$(BINDIR)/rfpipe
+	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man1/%,$(filter %.1,$(MANS)))
+	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man7/%,$(filter %.7,$(MANS)))
+
+lint:
+	mandoc -Tlint -W warning $(MANS)
+	shellcheck pipeline.sh demo.sh tests/*.bash bench/*.sh .ci/run
+
+demo: all
+	./demo.sh
+
+bench: all
+	bench/run.sh
+
+clean:
+	rm -rf bin obj build
+
+.PHONY: all test check install uninstall lint demo bench clean
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

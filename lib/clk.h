@@ -1,0 +1,25 @@
+/*
+ * clk: every clock read, sleep and jitter draw.  RFPIPE_TIME_SCALE (a factor
+ * in (0, 1]) shrinks every protocol delay uniformly so tests run fast.
+ */
+#ifndef RFP_CLK_H
+#define RFP_CLK_H
+
+#include <stdint.h>
+
+/* Wall clock, seconds since the epoch. */
+double	clk_now(void);
+/* Monotonic clock, seconds. */
+double	clk_mono(void);
+/* The time scale factor from RFPIPE_TIME_SCALE; 1 when unset; -1 if invalid. */
+double	clk_scale(void);
+/* Logical seconds to real seconds (multiplies by clk_scale()). */
+double	clk_real(double logical_s);
+/* Sleep for s real seconds (restarted on EINTR unless *stop becomes nonzero). */
+void	clk_sleep(double s, volatile int *stop);
+/* A 64-bit hash of a byte string, with a seed (splitmix-style). */
+uint64_t clk_hash(uint64_t seed, const void *p, unsigned long n);
+/* A uniform draw in [0, 1) determined only by (seed, key, n). */
+double	clk_draw(uint64_t seed, const char *key, long n);
+
+#endif

@@ -1,0 +1,288 @@
+/* rec: capped NDJSON line reading and whole-record writing. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lib/msg.h"
+#include "lib/rec.h"
+#include "lib/x.h"
+
+#define RAW_KEEP	200
+
+struct rec_reader {
+	int	 fd;
+	size_t	 cap;		/* longest line accepted */
+	char	*buf;
+	size_t	 size;		/* allocated */
+	size_t	 start;		/* first unconsumed byte */
+	size_t	 end;		/* one past the last byte read */
+	size_t	 scanned;	/* bytes from start already searched for '\n' */
+	long	 lineno;
+	int	 skipping;	/* discarding the rest of an oversized line */
+	int	 eof;
+};
+
+struct rec_reader *
+rec_reader_new(int fd, size_t cap)
+{
+	struct rec_reader *r = xcalloc(1, sizeof(*r));
+
+	r->fd = fd;
+	r->cap = cap ? cap : REC_LINE_MAX;
+	r->size = 65536;
+	r->buf = xmalloc(r->size);
+	return r;
+}
+
+void
+rec_reader_free(struct rec_reader *r)
+{
+	if (r == NULL)
+		return;
+	free(r->buf);
+	free(r);
+}
+
+/* Take one line ending at nl (exclusive) out of the buffer. */
+static enum rec_rc
+take(struct rec_reader *r, char *nl, char **line, size_t *len, long *lineno)
+{
+	size_t n = (size_t)(nl - (r->buf + r->start));
+	int skipped = r->skipping;
+
+	*nl = '\0';
+	*line = r->buf + r->start;
+	*len = n;
+	*lineno = ++r->lineno;
+	r->start += n + 1;
+	r->scanned = 0;
+	r->skipping = 0;
+	if (n > 0 && (*line)[n - 1] == '\r')
+		(*line)[--(*len)] = '\0';
+	if (skipped || *len > r->cap)
+		return REC_TOOLONG;
+	return REC_LINE;
+}
+
+enum rec_rc
+rec_next(struct rec_reader *r, char **line, size_t *len, long *lineno)
+{
+	char *nl;
+	ssize_t n;
+
+	for (;;) {
+		nl = memchr(r->buf + r->start + r->scanned, '\n',
+		    r->end - r->start - r->scanned);
+		if (nl != NULL)
+			return take(r, nl, line, len, lineno);
+		r->scanned = r->end - r->start;
+		if (r->scanned > r->cap) {
+			/* Over the cap: keep nothing of it but the fact. */
+			r->skipping = 1;
+			r->start = r->end = r->scanned = 0;
+		}
+		if (r->eof) {
+			if (r->end == r->start && !r->skipping)
+				return REC_EOF;
+			if (r->end == r->size)
+				r->buf = xrealloc(r->buf, ++r->size);
+			return take(r, r->buf + r->end++, line, len, lineno);
+		}
+		if (r->start > 0) {
+			memmove(r->buf, r->buf + r->start, r->end - r->start);
+			r->end -= r->start;
+			r->start = 0;
+		}
+		if (r->size - r->end < 4096) {
+			r->size *= 2;
+			r->buf = xrealloc(r->buf, r->size);
+		}
+		n = read(r->fd, r->buf + r->end, r->size - r->end - 1);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return REC_AGAIN;
+			return REC_ERR;
+		}
+		if (n == 0)
+			r->eof = 1;
+		r->end += (size_t)n;
+	}
+}
+
+json_t *
+rec_parse(const char *line, size_t len, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *v;
+
+	v = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+	if (v == NULL) {
+		snprintf(err, errlen, "malformed JSON at column %d: %s",
+		    je.column, je.text);
+		return NULL;
+	}
+	if (!json_is_object(v)) {
+		snprintf(err, errlen, "record is not a JSON object");
+		json_decref(v);
+		return NULL;
+	}
+	return v;
+}
+
+char *
+rec_dump(const json_t *rec, size_t *len)
+{
+	char *s;
+	size_t n;
+
+	s = json_dumps(rec, JSON_COMPACT);
+	if (s == NULL)
+		return NULL;
+	n = strlen(s);
+	s = xrealloc(s, n + 2);
+	s[n] = '\n';
+	s[n + 1] = '\0';
+	*len = n + 1;
+	return s;
+}
+
+int
+rec_write(int fd, const json_t *rec)
+{
+	size_t len, off = 0;
+	ssize_t n;
+	char *s;
+
+	if ((s = rec_dump(rec, &len)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	while (off < len) {
+		n = write(fd, s + off, len - off);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			free(s);
+			return -1;
+		}
+		off += (size_t)n;
+	}
+	free(s);
+	return 0;
+}
+
+json_t *
+rec_bad_input(const char *stage, long lineno, const char *detail,
+    const char *line, size_t len)
+{
+	json_t *rec = json_object(), *raw;
+	size_t n = len < RAW_KEEP ? len : RAW_KEEP, i;
+	char *copy;
+
+	if ((raw = json_stringn(line, n)) == NULL) {
+		/* Not valid UTF-8 (or cut inside a character): keep ASCII only. */
+		copy = xmalloc(n + 1);
+		for (i = 0; i < n; i++)
+			copy[i] = (line[i] >= 0x20 && line[i] < 0x7f) ?
+			    line[i] : '?';
+		raw = json_stringn(copy, n);
+		free(copy);
+	}
+	json_object_set_new(rec, "id", json_null());
+	json_object_set_new(rec, "line", json_integer(lineno));
+	json_object_set_new(rec, "stage", json_string(stage));
+	json_object_set_new(rec, "raw", raw ? raw : json_null());
+	rec_kill(rec, "bad_input", detail);
+	return rec;
+}
+
+void
+rec_kill(json_t *rec, const char *reason, const char *detail)
+{
+	json_object_set_new(rec, "fate", json_string("dead"));
+	json_object_set_new(rec, "dead_reason", json_string(reason));
+	if (detail != NULL)
+		json_object_set_new(rec, "dead_detail", json_string(detail));
+}
+
+const char *
+rec_str(const json_t *rec, const char *key)
+{
+	return json_string_value(json_object_get(rec, key));
+}
+
+long
+rec_int(const json_t *rec, const char *key, long def)
+{
+	json_t *v = json_object_get(rec, key);
+
+	return json_is_integer(v) ? (long)json_integer_value(v) : def;
+}
+
+double
+rec_num(const json_t *rec, const char *key, double def)
+{
+	json_t *v = json_object_get(rec, key);
+
+	return json_is_number(v) ? json_number_value(v) : def;
+}
+
+int
+rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn, void *arg)
+{
+	struct rec_reader *r = rec_reader_new(fd_in, 0);
+	char *line, err[256];
+	size_t len;
+	long lineno;
+	json_t *rec;
+	int rc, ret = 0;
+
+	for (;;) {
+		switch (rec_next(r, &line, &len, &lineno)) {
+		case REC_EOF:
+			goto out;
+		case REC_ERR:
+		case REC_AGAIN:
+			ret = -1;
+			goto out;
+		case REC_TOOLONG:
+			msg_line(lineno, "line longer than %d bytes",
+			    REC_LINE_MAX);
+			rec = rec_bad_input(stage, lineno, "line too long",
+			    line, len);
+			rc = 0;
+			break;
+		default:
+			if (len == 0)
+				continue;
+			if ((rec = rec_parse(line, len, err, sizeof(err))) ==
+			    NULL) {
+				msg_line(lineno, "%s", err);
+				rec = rec_bad_input(stage, lineno, err, line,
+				    len);
+				rc = 0;
+			} else
+				rc = fn(rec, lineno, arg);
+			break;
+		}
+		if (rc == 0 && rec_write(fd_out, rec) == -1) {
+			json_decref(rec);
+			ret = -1;
+			goto out;
+		}
+		json_decref(rec);
+		if (rc == -1) {
+			ret = -1;
+			goto out;
+		}
+	}
+out:
+	rec_reader_free(r);
+	return ret;
+}
