@@ -54,8 +54,9 @@ $(LIBA): $(LIBOBJ)
 	rm -f $@
 	$(AR) rcs $@ $(LIBOBJ)
 
+objs = $(patsubst %.c,$(B)/obj/%.o,$(wildcard $(1)/*.c))
 .SECONDEXPANSION:
-$(B)/bin/rfp-%: $$(patsubst %.c,$(B)/obj/%.o,$$(wildcard $$*/*.c)) $(LIBA)
+$(B)/bin/rfp-%: $$(call objs,$$*) $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -1,6 +1,7 @@
 /* clk: clocks, scaled sleeps and reproducible jitter draws. */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -97,4 +98,79 @@ clk_draw(uint64_t seed, const char *key, long n)
 	h = clk_hash(seed, key, strlen(key));
 	h = mix64(h ^ mix64((uint64_t)n + 0x632be59bd9b4e019ULL));
 	return (double)(h >> 11) / 9007199254740992.0;
+}
+
+int
+clk_deadline(const char *s, double now, double *out)
+{
+	struct tm tm, lt;
+	time_t t;
+	char tail[16];
+	int h, mi, sec = 0, n = 0, zh, zm, y, mo, d;
+	double v;
+
+	if (s == NULL || *s == '\0')
+		return -1;
+	if (*s == '+')
+		return num_duration(s + 1, &v) == -1 ? -1 :
+		    (*out = now + v, 0);
+	if (*s == '@')
+		return num_double(s + 1, 0, 1e11, out);
+	if (strlen(s) <= 8 && strchr(s, '-') == NULL && ((sscanf(s,
+	    "%2d:%2d%n", &h, &mi, &n) == 2 && s[n] == '\0') ||
+	    (sscanf(s, "%2d:%2d:%2d%n", &h, &mi, &sec, &n) == 3 &&
+	    s[n] == '\0'))) {
+		if (h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59)
+			return -1;
+		t = (time_t)now;
+		localtime_r(&t, &lt);
+		lt.tm_hour = h;
+		lt.tm_min = mi;
+		lt.tm_sec = sec;
+		lt.tm_isdst = -1;
+		if ((double)(t = mktime(&lt)) <= now) {
+			lt.tm_mday++;
+			lt.tm_isdst = -1;
+			t = mktime(&lt);
+		}
+		*out = (double)t;
+		return 0;
+	}
+	n = 0;
+	if (sscanf(s, "%4d-%2d-%2d%*1[T ]%2d:%2d%n", &y, &mo, &d, &h, &mi,
+	    &n) != 5 || n == 0)
+		return -1;
+	s += n;
+	if (*s == ':') {
+		n = 0;
+		if (sscanf(s, ":%2d%n", &sec, &n) != 1)
+			return -1;
+		s += n;
+	}
+	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 ||
+	    mi > 59 || sec > 60)
+		return -1;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	if (*s == '\0') {
+		tm.tm_isdst = -1;
+		*out = (double)mktime(&tm);
+		return 0;
+	}
+	if (strcmp(s, "Z") == 0) {
+		*out = (double)timegm(&tm);
+		return 0;
+	}
+	if ((*s == '+' || *s == '-') && sscanf(s + 1, "%2d:%2d%15s", &zh, &zm,
+	    tail) == 2 && strlen(s) == 6 && zh <= 14 && zm <= 59) {
+		*out = (double)timegm(&tm) - (*s == '+' ? 1 : -1) *
+		    (zh * 3600.0 + zm * 60.0);
+		return 0;
+	}
+	return -1;
 }

@@ -22,4 +22,11 @@ uint64_t clk_hash(uint64_t seed, const void *p, unsigned long n);
 /* A uniform draw in [0, 1) determined only by (seed, key, n). */
 double	clk_draw(uint64_t seed, const char *key, long n);
 
+
+/*
+ * A deadline as epoch seconds: "+7h30m" (from now), "06:00" or "06:00:30"
+ * (the next such local time), ISO 8601 "2026-11-30T06:00[:00][Z|+hh:mm]"
+ * (local time without a zone), or "@1796018400" (epoch).  0 or -1.
+ */
+int	clk_deadline(const char *s, double now, double *out);
 #endif

@@ -1,0 +1,303 @@
+/*
+ * rfp-backoff: decide every classified record's fate.
+ *
+ * Reads records from rfp-classify and adds "fate": "done" for class ok;
+ * "dead" with "dead_reason" permanent for class permanent; for class
+ * transient, "retry" with "not_before" (epoch seconds) and "delay_s" when
+ * attempts remain and the run-wide retry budget grants one, else "dead"
+ * with exhausted, budget_spent or deadline_cut.  A server's Retry-After is
+ * a floor: jitter is added above it so records told the same thing do not
+ * return in lockstep.  Records that already carry a fate pass through.
+ *
+ * It never sends a request and never sleeps.  The budget lives in
+ * RUNDIR/state/budget.json under flock(2), shared by every process.
+ *
+ * Exit: 0 at EOF, 1 on a write or state-file error, 2 on a usage or
+ * configuration error.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lib/clk.h"
+#include "lib/conf.h"
+#include "lib/doc.h"
+#include "lib/msg.h"
+#include "lib/opt.h"
+#include "lib/rec.h"
+#include "lib/state.h"
+
+#define PROG	"rfp-backoff"
+
+static const char usage[] =
+    "usage: rfp-backoff [-hv] [--admitted N] [--base S] [--budget N|Nx]\n"
+    "                   [--cap S] [--config FILE] [--deadline WHEN]\n"
+    "                   [--max-attempts N] [--max-retry-after S]\n"
+    "                   [--resolve-deadline WHEN] [--run-dir DIR]\n"
+    "                   [--seed N] [--version]\n";
+
+static struct opts {
+	struct conf	 conf;
+	const char	*run_dir;
+	long		 admitted;
+	double		 deadline;	/* epoch; 0: none */
+	long		 local_left;	/* budget without a run directory */
+	int		 seeded;
+} opts;
+
+/* Draw the retry delay in logical seconds. */
+static double
+delay_for(const json_t *rec, long attempt, double ra)
+{
+	const struct conf *c = &opts.conf;
+	double ceiling, u;
+
+	ceiling = fmin(c->cap, c->base * pow(2, (double)(attempt - 1)));
+	u = clk_draw(opts.conf.seed, rec_str(rec, "id") ? rec_str(rec, "id") :
+	    "", attempt);
+	if (ra < 0)
+		return u * ceiling;
+	/* A floor, not an appointment: spread at least as wide as the floor. */
+	return ra + u * fmax(ra, ceiling);
+}
+
+static int
+spend(long *left)
+{
+	char err[512];
+	int rc;
+
+	if (opts.run_dir == NULL) {
+		if (opts.local_left < 0)
+			opts.local_left = conf_budget_total(&opts.conf,
+			    opts.admitted);
+		if (opts.local_left == 0) {
+			*left = 0;
+			return 0;
+		}
+		*left = --opts.local_left;
+		return 1;
+	}
+	rc = state_budget_spend(opts.run_dir, conf_budget_total(&opts.conf,
+	    opts.admitted), left, err, sizeof(err));
+	if (rc == -1)
+		msg_warn("%s", err);
+	return rc;
+}
+
+static void dead(json_t *, const char *, const char *, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+dead(json_t *rec, const char *reason, const char *fmt, ...)
+{
+	char detail[200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	rec_kill(rec, reason, detail);
+}
+
+static int
+transient(json_t *rec, long lineno)
+{
+	const struct conf *c = &opts.conf;
+	double now = clk_now(), ra = -1, d, nb;
+	long attempt = rec_int(rec, "attempt", 1), left;
+	int rc;
+
+	(void)lineno;
+	if (opts.deadline > 0 && now >= opts.deadline) {
+		dead(rec, "deadline_cut", "transient failure after the "
+		    "deadline");
+		return 0;
+	}
+	if (attempt >= c->max_attempts) {
+		dead(rec, "exhausted", "%ld of %ld attempts failed",
+		    attempt, c->max_attempts);
+		return 0;
+	}
+	if (json_is_number(json_object_get(rec, "retry_after_s")))
+		ra = rec_num(rec, "retry_after_s", -1);
+	if (ra > c->max_retry_after) {
+		if (opts.deadline > 0 && now + clk_real(ra) > opts.deadline)
+			dead(rec, "deadline_cut", "Retry-After %.0f s lands "
+			    "past the deadline", ra);
+		else
+			dead(rec, "exhausted", "Retry-After %.0f s exceeds "
+			    "max_retry_after %.0f s, not waited out", ra,
+			    c->max_retry_after);
+		return 0;
+	}
+	d = delay_for(rec, attempt, ra);
+	nb = now + clk_real(d);
+	if (opts.deadline > 0 && nb >= opts.deadline) {
+		dead(rec, "deadline_cut", "retry due %.1f s after the "
+		    "deadline", nb - opts.deadline);
+		return 0;
+	}
+	if ((rc = spend(&left)) == -1)
+		return -1;
+	if (rc == 0) {
+		dead(rec, "budget_spent", "the run's retry budget is "
+		    "spent");
+		return 0;
+	}
+	json_object_set_new(rec, "fate", json_string("retry"));
+	json_object_set_new(rec, "not_before", json_real(nb));
+	json_object_set_new(rec, "delay_s", json_real(round(d * 1000) /
+	    1000));
+	return 0;
+}
+
+static int
+decide(json_t *rec, long lineno, void *arg)
+{
+	const char *cls;
+
+	(void)arg;
+	if (json_object_get(rec, "fate") != NULL)
+		return 0;
+	cls = rec_str(rec, "class");
+	if (cls == NULL) {
+		msg_line(lineno, "missing field \"class\"");
+		rec_kill(rec, "bad_input", "missing field \"class\"");
+		json_object_set_new(rec, "line", json_integer(lineno));
+		return 0;
+	}
+	if (strcmp(cls, "ok") == 0) {
+		json_object_set_new(rec, "fate", json_string("done"));
+		return 0;
+	}
+	if (strcmp(cls, "transient") == 0)
+		return transient(rec, lineno);
+	rec_kill(rec, "permanent", rec_str(rec, "reason"));
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "admitted", required_argument, NULL, 'A' },
+		{ "base", required_argument, NULL, 'b' },
+		{ "budget", required_argument, NULL, 'B' },
+		{ "cap", required_argument, NULL, 'c' },
+		{ "config", required_argument, NULL, 'C' },
+		{ "deadline", required_argument, NULL, 'D' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "max-attempts", required_argument, NULL, 'm' },
+		{ "max-retry-after", required_argument, NULL, 'M' },
+		{ "resolve-deadline", required_argument, NULL, 'R' },
+		{ "run-dir", required_argument, NULL, 'r' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *config = NULL, *budget = NULL, *deadline = NULL;
+	double base = -1, cap = -1, mra = -1, t;
+	long maxa = -1, seed = -1;
+	char err[512];
+	int c;
+
+	msg_init(PROG);
+	opt_check_env();
+	while ((c = getopt_long(argc, argv, "hv", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'A':
+			opts.admitted = opt_long("admitted", optarg, 0,
+			    1000000000L);
+			break;
+		case 'b':
+			base = opt_duration("base", optarg);
+			break;
+		case 'B':
+			budget = optarg;
+			break;
+		case 'c':
+			cap = opt_duration("cap", optarg);
+			break;
+		case 'C':
+			config = optarg;
+			break;
+		case 'D':
+			deadline = optarg;
+			break;
+		case 'h':
+			opt_help(usage);
+		case 'm':
+			maxa = opt_long("max-attempts", optarg, 1, 1000);
+			break;
+		case 'M':
+			mra = opt_duration("max-retry-after", optarg);
+			break;
+		case 'R':
+			if (clk_deadline(optarg, clk_now(), &t) == -1)
+				msg_die(2, "option --resolve-deadline: cannot "
+				    "read \"%s\" as a time", optarg);
+			printf("@%.3f\n", t);
+			opt_fshut();
+			return 0;
+		case 'r':
+			opts.run_dir = optarg;
+			break;
+		case 's':
+			seed = opt_long("seed", optarg, 0, 2147483647L);
+			break;
+		case 'v':
+			msg_verbose = 1;
+			break;
+		case 'V':
+			opt_version();
+		default:
+			opt_usage(usage);
+		}
+	}
+	if (optind != argc) {
+		msg_warn("unexpected argument \"%s\"", argv[optind]);
+		opt_usage(usage);
+	}
+	conf_init(&opts.conf);
+	if (config != NULL && conf_load(&opts.conf, config, err,
+	    sizeof(err)) == -1)
+		msg_die(2, "%s", err);
+	if (base > 0)
+		opts.conf.base = base;
+	if (cap > 0)
+		opts.conf.cap = cap;
+	if (mra >= 0)
+		opts.conf.max_retry_after = mra;
+	if (maxa > 0)
+		opts.conf.max_attempts = maxa;
+	if (budget != NULL && conf_budget(&opts.conf, budget) == -1)
+		msg_die(2, "option --budget: expected a count or a multiple "
+		    "such as \"3x\", got \"%s\"", budget);
+	if (seed >= 0)
+		opts.conf.seed = (unsigned long)seed;
+	else if (config == NULL || opts.conf.seed == 0)
+		opts.conf.seed = (unsigned long)clk_hash((uint64_t)getpid(),
+		    &t, 0) ^ (unsigned long)(clk_now() * 1e6);
+	if (deadline == NULL)
+		deadline = opts.conf.deadline;
+	if (deadline != NULL && clk_deadline(deadline, clk_now(),
+	    &opts.deadline) == -1)
+		msg_die(2, "option --deadline: cannot read \"%s\" as a time",
+		    deadline);
+	opts.local_left = -1;
+	if (opts.run_dir != NULL && state_mkdirs(opts.run_dir) == -1)
+		msg_diesys(1, "mkdir %s", opts.run_dir);
+	if (rec_loop(PROG, STDIN_FILENO, STDOUT_FILENO, decide, NULL) == -1)
+		msg_die(1, "stopped: output is incomplete");
+	conf_free(&opts.conf);
+	opt_fshut();
+	return 0;
+}

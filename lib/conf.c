@@ -1,0 +1,336 @@
+/* conf: defaults, the YAML schema, per-endpoint settings. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "lib/cfg.h"
+#include "lib/conf.h"
+#include "lib/num.h"
+#include "lib/x.h"
+
+enum kind { K_LONG, K_DOUBLE, K_DUR, K_BOOL, K_STR, K_BUDGET, K_ONOPEN,
+	K_BREAKER, K_ENDPOINTS, K_SEED };
+
+struct key {
+	const char	*name;
+	enum kind	 kind;
+	size_t		 off;
+	double		 min, max;
+};
+
+#define C(f)	offsetof(struct conf, f)
+#define E(f)	offsetof(struct conf_ep, f)
+#define B(f)	offsetof(struct conf_breaker, f)
+
+static const struct key top[] = {
+	{ "base", K_DUR, C(base), 0.001, 3600 },
+	{ "breaker", K_BREAKER, C(defaults.breaker), 0, 0 },
+	{ "budget", K_BUDGET, 0, 0, 0 },
+	{ "burst", K_LONG, C(defaults.burst), 0, 100000 },
+	{ "ca_file", K_STR, C(ca_file), 0, 0 },
+	{ "cap", K_DUR, C(cap), 0.001, 86400 },
+	{ "concurrency", K_LONG, C(concurrency), 1, 4096 },
+	{ "connect_timeout", K_DUR, C(connect_timeout), 0.001, 3600 },
+	{ "deadline", K_STR, C(deadline), 0, 0 },
+	{ "endpoints", K_ENDPOINTS, 0, 0, 0 },
+	{ "max_attempts", K_LONG, C(max_attempts), 1, 1000 },
+	{ "max_body", K_LONG, C(max_body), 1, 1L << 40 },
+	{ "max_redirects", K_LONG, C(max_redirects), 0, 50 },
+	{ "max_retry_after", K_DUR, C(max_retry_after), 0, 31536000 },
+	{ "on_open", K_ONOPEN, C(on_open_dead), 0, 0 },
+	{ "rate", K_DOUBLE, C(defaults.rate), 0, 1e6 },
+	{ "seed", K_SEED, C(seed), 0, 0 },
+	{ "timeout", K_DUR, C(timeout), 0.001, 86400 },
+	{ NULL, 0, 0, 0, 0 }
+};
+
+static const struct key ep_keys[] = {
+	{ "breaker", K_BREAKER, E(breaker), 0, 0 },
+	{ "burst", K_LONG, E(burst), 0, 100000 },
+	{ "concurrency", K_LONG, E(concurrency), 1, 4096 },
+	{ "idempotency_keys", K_BOOL, E(idempotency_keys), 0, 0 },
+	{ "rate", K_DOUBLE, E(rate), 0, 1e6 },
+	{ NULL, 0, 0, 0, 0 }
+};
+
+static const struct key br_keys[] = {
+	{ "cooldown", K_DUR, B(cooldown), 0.001, 86400 },
+	{ "cooldown_max", K_DUR, B(cooldown_max), 0.001, 604800 },
+	{ "failures", K_LONG, B(failures), 1, 1000000 },
+	{ "max_open", K_DUR, B(max_open), 0, 31536000 },
+	{ "min_calls", K_LONG, B(min_calls), 1, 1000000 },
+	{ "rate", K_DOUBLE, B(rate), 0, 100 },
+	{ "window", K_LONG, B(window), 1, 100000 },
+	{ NULL, 0, 0, 0, 0 }
+};
+
+void
+conf_init(struct conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->concurrency = 8;
+	c->max_attempts = 5;
+	c->base = 0.5;
+	c->cap = 30;
+	c->budget = -1;
+	c->budget_x = 3;
+	c->max_retry_after = 3600;
+	c->connect_timeout = 10;
+	c->timeout = 120;
+	c->max_body = 64L * 1024 * 1024;
+	c->max_redirects = 5;
+	c->defaults.breaker.failures = 5;
+	c->defaults.breaker.rate = 0;
+	c->defaults.breaker.window = 20;
+	c->defaults.breaker.min_calls = 10;
+	c->defaults.breaker.cooldown = 30;
+	c->defaults.breaker.cooldown_max = 300;
+	c->defaults.breaker.max_open = 0;
+}
+
+int
+conf_budget(struct conf *c, const char *s)
+{
+	size_t n = strlen(s);
+	char buf[32];
+	double x;
+	long v;
+
+	if (n > 0 && n < sizeof(buf) && s[n - 1] == 'x') {
+		memcpy(buf, s, n - 1);
+		buf[n - 1] = '\0';
+		if (num_double(buf, 0, 1000, &x) == -1)
+			return -1;
+		c->budget = -1;
+		c->budget_x = x;
+		return 0;
+	}
+	if (num_long(s, 0, 1000000000L, &v) == -1)
+		return -1;
+	c->budget = v;
+	return 0;
+}
+
+long
+conf_budget_total(const struct conf *c, long admitted)
+{
+	if (c->budget >= 0)
+		return c->budget;
+	return (long)ceil(c->budget_x * (double)admitted);
+}
+
+struct ctx {
+	const struct cfg *cfg;
+	struct conf	*c;
+	char		*err;
+	size_t		 errlen;
+};
+
+static int
+bad(struct ctx *x, const char *path, const char *what)
+{
+	const char *key = strrchr(path, '.');
+
+	snprintf(x->err, x->errlen, "%s:%ld: key \"%s\": %s", x->cfg->path,
+	    cfg_line(x->cfg, path), key ? key + 1 : path, what);
+	return -1;
+}
+
+static int apply(struct ctx *, const struct key *, const char *, json_t *,
+    void *);
+
+static int
+endpoints(struct ctx *x, const char *path, json_t *v)
+{
+	const char *name;
+	json_t *e;
+	struct conf_ep *ep;
+	char *sub;
+	int rc;
+
+	if (!json_is_object(v))
+		return bad(x, path, "expected a mapping of endpoint names");
+	json_object_foreach(v, name, e) {
+		sub = xasprintf("%s.%s", path, name);
+		if (!json_is_object(e) && !json_is_null(e)) {
+			rc = bad(x, sub, "expected a mapping");
+			free(sub);
+			return rc;
+		}
+		x->c->eps = xrealloc(x->c->eps, (x->c->neps + 1) *
+		    sizeof(*x->c->eps));
+		ep = &x->c->eps[x->c->neps++];
+		*ep = x->c->defaults;
+		ep->name = xstrdup(name);
+		rc = e ? apply(x, ep_keys, sub, e, ep) : 0;
+		free(sub);
+		if (rc == -1)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+one(struct ctx *x, const struct key *k, const char *path, json_t *v,
+    void *base)
+{
+	char *p = (char *)base + k->off;
+	double d;
+
+	switch (k->kind) {
+	case K_LONG:
+		if (!json_is_integer(v) || json_integer_value(v) < k->min ||
+		    json_integer_value(v) > k->max) {
+			char what[80];
+
+			snprintf(what, sizeof(what), "expected an integer from "
+			    "%.0f to %.0f", k->min, k->max);
+			return bad(x, path, what);
+		}
+		*(long *)p = (long)json_integer_value(v);
+		return 0;
+	case K_SEED:
+		if (!json_is_integer(v) || json_integer_value(v) < 0)
+			return bad(x, path, "expected a non-negative integer");
+		*(unsigned long *)p = (unsigned long)json_integer_value(v);
+		return 0;
+	case K_DOUBLE:
+	case K_DUR:
+		if (json_is_number(v))
+			d = json_number_value(v);
+		else if (k->kind == K_DUR && json_is_string(v) &&
+		    num_duration(json_string_value(v), &d) == 0)
+			;
+		else
+			return bad(x, path, k->kind == K_DUR ?
+			    "expected a duration such as 30 or \"1m30s\"" :
+			    "expected a number");
+		if (d < k->min || d > k->max)
+			return bad(x, path, "out of range");
+		*(double *)p = d;
+		return 0;
+	case K_BOOL:
+		if (!json_is_boolean(v))
+			return bad(x, path, "expected true or false");
+		*(int *)p = json_is_true(v);
+		return 0;
+	case K_STR:
+		if (!json_is_string(v))
+			return bad(x, path, "expected a string");
+		free(*(char **)p);
+		*(char **)p = xstrdup(json_string_value(v));
+		return 0;
+	case K_BUDGET:
+		if (json_is_integer(v) && json_integer_value(v) >= 0) {
+			x->c->budget = (long)json_integer_value(v);
+			return 0;
+		}
+		if (!json_is_string(v) || conf_budget(x->c,
+		    json_string_value(v)) == -1)
+			return bad(x, path, "expected a count or a multiple "
+			    "such as \"3x\"");
+		return 0;
+	case K_ONOPEN:
+		if (json_is_string(v) && strcmp(json_string_value(v),
+		    "wait") == 0)
+			*(int *)p = 0;
+		else if (json_is_string(v) && strcmp(json_string_value(v),
+		    "dead") == 0)
+			*(int *)p = 1;
+		else
+			return bad(x, path, "expected \"wait\" or \"dead\"");
+		return 0;
+	case K_BREAKER:
+		if (!json_is_object(v))
+			return bad(x, path, "expected a mapping");
+		return apply(x, br_keys, path, v, p);
+	case K_ENDPOINTS:
+		return endpoints(x, path, v);
+	}
+	return 0;
+}
+
+static int
+apply(struct ctx *x, const struct key *keys, const char *path, json_t *obj,
+    void *base)
+{
+	const struct key *k;
+	const char *name;
+	json_t *v;
+	char *sub;
+	int rc;
+
+	json_object_foreach(obj, name, v) {
+		sub = *path ? xasprintf("%s.%s", path, name) : xstrdup(name);
+		for (k = keys; k->name != NULL; k++)
+			if (strcmp(k->name, name) == 0)
+				break;
+		if (k->name == NULL) {
+			snprintf(x->err, x->errlen, "%s:%ld: unknown key "
+			    "\"%s\"", x->cfg->path, cfg_line(x->cfg, sub),
+			    name);
+			free(sub);
+			return -1;
+		}
+		rc = one(x, k, sub, v, base);
+		free(sub);
+		if (rc == -1)
+			return -1;
+	}
+	return 0;
+}
+
+int
+conf_load(struct conf *c, const char *path, char *err, size_t errlen)
+{
+	struct ctx x;
+	struct cfg *cfg;
+	json_t *eps;
+	int rc;
+
+	if ((cfg = cfg_load(path, err, errlen)) == NULL)
+		return -1;
+	x.cfg = cfg;
+	x.c = c;
+	x.err = err;
+	x.errlen = errlen;
+	/* Endpoints inherit the top-level defaults, so apply those first. */
+	eps = json_object_get(cfg->root, "endpoints");
+	json_incref(eps);
+	json_object_del(cfg->root, "endpoints");
+	rc = apply(&x, top, "", cfg->root, c);
+	if (rc == 0 && eps != NULL)
+		rc = endpoints(&x, "endpoints", eps);
+	json_decref(eps);
+	cfg_free(cfg);
+	return rc;
+}
+
+const struct conf_ep *
+conf_endpoint(const struct conf *c, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < c->neps; i++)
+		if (strcmp(c->eps[i].name, name) == 0)
+			return &c->eps[i];
+	return &c->defaults;
+}
+
+void
+conf_free(struct conf *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->neps; i++)
+		free(c->eps[i].name);
+	free(c->eps);
+	free(c->deadline);
+	free(c->ca_file);
+	c->eps = NULL;
+	c->neps = 0;
+	c->deadline = c->ca_file = NULL;
+}

@@ -1,0 +1,64 @@
+/*
+ * conf: the rfpipe.yaml schema shared by every stage.  Each stage loads the
+ * whole file, so a misspelt key is caught whichever stage reads it first;
+ * flags are applied afterwards and win.
+ */
+#ifndef RFP_CONF_H
+#define RFP_CONF_H
+
+#include <stddef.h>
+
+struct conf_breaker {
+	long	failures;	/* consecutive transient failures that open */
+	double	rate;		/* or: failure percentage over the window ... */
+	long	window;		/* ... of the last calls ... */
+	long	min_calls;	/* ... once at least this many were seen */
+	double	cooldown;	/* seconds open before a probe */
+	double	cooldown_max;	/* cooldown doubles on each re-open up to this */
+	double	max_open;	/* held work is dead-lettered past this; 0: never */
+};
+
+struct conf_ep {
+	char	*name;
+	long	concurrency;	/* in-flight ceiling; 0: the global one */
+	double	rate;		/* requests per second; 0: unpaced */
+	long	burst;
+	int	idempotency_keys; /* the endpoint honours Idempotency-Key */
+	struct conf_breaker breaker;
+};
+
+struct conf {
+	long	concurrency;
+	long	max_attempts;
+	double	base;
+	double	cap;
+	long	budget;		/* absolute count; -1: budget_x times admitted */
+	double	budget_x;
+	double	max_retry_after;
+	unsigned long seed;
+	double	connect_timeout;
+	double	timeout;
+	long	max_body;
+	long	max_redirects;
+	int	on_open_dead;
+	char	*deadline;	/* as written; parsed by lib/deadline */
+	char	*ca_file;
+	struct conf_ep	defaults;	/* endpoint settings for unlisted ones */
+	struct conf_ep	*eps;
+	size_t	neps;
+};
+
+/* Fill c with the built-in defaults. */
+void	conf_init(struct conf *c);
+/* Load path over c; 0, or -1 with "file:line: key ...: what" in err. */
+int	conf_load(struct conf *c, const char *path, char *err, size_t errlen);
+/* Settings for endpoint name (the defaults when it is not listed). */
+const struct conf_ep *conf_endpoint(const struct conf *c, const char *name);
+/* Parse a budget "900" or "3x" into c; 0 or -1. */
+int	conf_budget(struct conf *c, const char *s);
+/* The budget for admitted documents. */
+long	conf_budget_total(const struct conf *c, long admitted);
+/* Free what conf_load allocated. */
+void	conf_free(struct conf *c);
+
+#endif

@@ -1,0 +1,240 @@
+/* doc: manifest record validation and derived names. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "lib/clk.h"
+#include "lib/doc.h"
+#include "lib/x.h"
+
+const char *
+doc_id_check(const char *id)
+{
+	const unsigned char *p;
+	size_t n;
+
+	if (id == NULL || *id == '\0')
+		return "empty";
+	n = strlen(id);
+	if (n > DOC_ID_MAX)
+		return "longer than 200 bytes";
+	if (!isalnum((unsigned char)id[0]))
+		return "must start with a letter or digit";
+	if (strstr(id, "..") != NULL)
+		return "contains \"..\"";
+	for (p = (const unsigned char *)id; *p != '\0'; p++)
+		if (!isalnum(*p) && strchr("._-:@+", *p) == NULL)
+			return "may hold only letters, digits and ._-:@+";
+	return NULL;
+}
+
+/* URL scheme and authority checks; host must be non-empty, no credentials. */
+static const char *
+url_check(const char *url)
+{
+	const char *p, *end;
+	size_t i;
+
+	for (i = 0; url[i] != '\0'; i++)
+		if ((unsigned char)url[i] <= 0x20 || url[i] == 0x7f)
+			return "contains whitespace or control characters";
+	if (strncasecmp(url, "http://", 7) == 0)
+		p = url + 7;
+	else if (strncasecmp(url, "https://", 8) == 0)
+		p = url + 8;
+	else
+		return NULL;	/* caller words the scheme error */
+	end = p + strcspn(p, "/?#");
+	if (end == p)
+		return "has no host";
+	if (memchr(p, '@', (size_t)(end - p)) != NULL)
+		return "embeds credentials (use headers with ${NAME})";
+	return "";
+}
+
+static int
+fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
+{
+	snprintf(err, errlen, fmt, a, b);
+	return -1;
+}
+
+int
+doc_check(const json_t *rec, char *err, size_t errlen)
+{
+	const char *id, *url, *why, *m, *k;
+	json_t *v, *h;
+	char scheme[16];
+	size_t n;
+
+	v = json_object_get(rec, "id");
+	if (v == NULL)
+		return fail(err, errlen, "missing field \"id\"%s%s", "", "");
+	if (!json_is_string(v))
+		return fail(err, errlen, "field \"id\": not a string%s%s", "",
+		    "");
+	id = json_string_value(v);
+	if ((why = doc_id_check(id)) != NULL)
+		return fail(err, errlen, "field \"id\": unsafe id: %s%s", why,
+		    "");
+	v = json_object_get(rec, "url");
+	if (v == NULL)
+		return fail(err, errlen, "missing field \"url\"%s%s", "", "");
+	if (!json_is_string(v))
+		return fail(err, errlen, "field \"url\": not a string%s%s", "",
+		    "");
+	url = json_string_value(v);
+	why = url_check(url);
+	if (why == NULL) {
+		n = strcspn(url, ":");
+		if (url[n] != ':' || n >= sizeof(scheme))
+			return fail(err, errlen,
+			    "field \"url\": not an absolute URL%s%s", "", "");
+		memcpy(scheme, url, n);
+		scheme[n] = '\0';
+		return fail(err, errlen,
+		    "field \"url\": unsupported scheme \"%.15s\"%s", scheme,
+		    "");
+	}
+	if (*why != '\0')
+		return fail(err, errlen, "field \"url\": %s%s", why, "");
+	if ((v = json_object_get(rec, "method")) != NULL) {
+		if (!json_is_string(v))
+			return fail(err, errlen,
+			    "field \"method\": not a string%s%s", "", "");
+		m = json_string_value(v);
+		if (strcmp(m, "GET") && strcmp(m, "HEAD") && strcmp(m, "POST") &&
+		    strcmp(m, "PUT") && strcmp(m, "PATCH") &&
+		    strcmp(m, "DELETE"))
+			return fail(err, errlen,
+			    "field \"method\": unsupported method \"%.20s\"%s",
+			    m, "");
+	}
+	if ((h = json_object_get(rec, "headers")) != NULL) {
+		if (!json_is_object(h))
+			return fail(err, errlen,
+			    "field \"headers\": not an object%s%s", "", "");
+		json_object_foreach(h, k, v) {
+			if (!json_is_string(v))
+				return fail(err, errlen,
+				    "field \"headers\": \"%.60s\" is not a string%s",
+				    k, "");
+			if (*k == '\0' || strpbrk(k, ":\r\n \t") != NULL)
+				return fail(err, errlen,
+				    "field \"headers\": bad header name \"%.60s\"%s",
+				    k, "");
+			if (strpbrk(json_string_value(v), "\r\n") != NULL)
+				return fail(err, errlen,
+				    "field \"headers\": CR or LF in the value of \"%.60s\"%s",
+				    k, "");
+		}
+	}
+	if ((v = json_object_get(rec, "body")) != NULL && !json_is_string(v) &&
+	    !json_is_object(v) && !json_is_array(v))
+		return fail(err, errlen,
+		    "field \"body\": not a string or JSON value%s%s", "", "");
+	if ((v = json_object_get(rec, "body_file")) != NULL &&
+	    !json_is_string(v))
+		return fail(err, errlen, "field \"body_file\": not a string%s%s",
+		    "", "");
+	if ((v = json_object_get(rec, "endpoint")) != NULL &&
+	    (!json_is_string(v) || json_string_length(v) == 0 ||
+	    json_string_length(v) > 100))
+		return fail(err, errlen,
+		    "field \"endpoint\": not a string of 1 to 100 bytes%s%s", "",
+		    "");
+	if ((v = json_object_get(rec, "expect")) != NULL && !json_is_object(v))
+		return fail(err, errlen, "field \"expect\": not an object%s%s",
+		    "", "");
+	if ((v = json_object_get(rec, "idempotency_key")) != NULL &&
+	    (!json_is_string(v) || doc_id_check(json_string_value(v))))
+		return fail(err, errlen,
+		    "field \"idempotency_key\": not a safe string%s%s", "", "");
+	return 0;
+}
+
+char *
+doc_endpoint(const json_t *rec)
+{
+	const char *ep = json_string_value(json_object_get(rec, "endpoint"));
+	const char *url, *p;
+	size_t n;
+	char *s;
+
+	if (ep != NULL)
+		return xstrdup(ep);
+	url = json_string_value(json_object_get(rec, "url"));
+	if (url == NULL)
+		return xstrdup("none");
+	p = strstr(url, "://");
+	p = p ? p + 3 : url;
+	n = strcspn(p, "/?#");
+	s = xmalloc(n + 1);
+	memcpy(s, p, n);
+	s[n] = '\0';
+	for (p = s; *p; p++)
+		s[p - s] = (char)tolower((unsigned char)*p);
+	return s;
+}
+
+char *
+doc_safe_name(const char *s)
+{
+	size_t n = strlen(s), i;
+	char *out;
+	int changed = 0;
+
+	if (n > 100)
+		n = 100, changed = 1;
+	out = xmalloc(n + 20);
+	for (i = 0; i < n; i++) {
+		out[i] = s[i];
+		if (!isalnum((unsigned char)s[i]) && s[i] != '-' &&
+		    !(s[i] == '.' && i > 0)) {
+			out[i] = '_';
+			changed = 1;
+		}
+	}
+	out[n] = '\0';
+	if (changed || n == 0)
+		snprintf(out + n, 20, "-%08llx", (unsigned long long)
+		    (clk_hash(0, s, strlen(s)) & 0xffffffffULL));
+	return out;
+}
+
+int
+doc_is_submission(const json_t *rec)
+{
+	const char *m = json_string_value(json_object_get(rec, "method"));
+
+	if (m == NULL || strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0)
+		return 0;
+	return !json_is_true(json_object_get(rec, "idempotent"));
+}
+
+char *
+doc_idem_key(const json_t *rec)
+{
+	const char *k = json_string_value(json_object_get(rec,
+	    "idempotency_key"));
+	json_t *cycle;
+	char *seed, *cyc;
+	uint64_t h1, h2;
+
+	if (k != NULL)
+		return xstrdup(k);
+	cycle = json_object_get(rec, "cycle");
+	cyc = cycle ? json_dumps(cycle, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+	seed = xasprintf("%s\n%s", json_string_value(json_object_get(rec,
+	    "id")) ?: "", cyc ? cyc : "");
+	free(cyc);
+	h1 = clk_hash(1, seed, strlen(seed));
+	h2 = clk_hash(2, seed, strlen(seed));
+	free(seed);
+	return xasprintf("rfp-%016llx%016llx", (unsigned long long)h1,
+	    (unsigned long long)h2);
+}

@@ -1,0 +1,81 @@
+/* opt: --help, --version, numeric option values, closing stdout. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "lib/clk.h"
+#include "lib/msg.h"
+#include "lib/num.h"
+#include "lib/opt.h"
+
+void
+opt_version(void)
+{
+	printf("%s %s\n", msg_prog(), RFP_VERSION);
+	exit(0);
+}
+
+void
+opt_help(const char *usage)
+{
+	fputs(usage, stdout);
+	exit(0);
+}
+
+void
+opt_usage(const char *usage)
+{
+	fputs(usage, stderr);
+	exit(2);
+}
+
+long
+opt_long(const char *opt, const char *s, long min, long max)
+{
+	long v;
+
+	if (num_long(s, min, max, &v) == -1)
+		msg_die(2, "option --%s: expected an integer from %ld to %ld, "
+		    "got \"%s\"", opt, min, max, s);
+	return v;
+}
+
+double
+opt_double(const char *opt, const char *s, double min, double max)
+{
+	double v;
+
+	if (num_double(s, min, max, &v) == -1)
+		msg_die(2, "option --%s: expected a number from %g to %g, "
+		    "got \"%s\"", opt, min, max, s);
+	return v;
+}
+
+double
+opt_duration(const char *opt, const char *s)
+{
+	double v;
+
+	if (num_duration(s, &v) == -1)
+		msg_die(2, "option --%s: expected a duration such as \"30s\" "
+		    "or \"1h30m\", got \"%s\"", opt, s);
+	return v;
+}
+
+void
+opt_fshut(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout))
+		msg_diesys(1, "write stdout");
+	if (fclose(stdout) != 0 && errno != EBADF)
+		msg_diesys(1, "close stdout");
+}
+
+void
+opt_check_env(void)
+{
+	if (clk_scale() < 0)
+		msg_die(2, "environment RFPIPE_TIME_SCALE: expected a number "
+		    "in (0, 1], got \"%s\"", getenv("RFPIPE_TIME_SCALE"));
+}

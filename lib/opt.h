@@ -1,0 +1,22 @@
+/* opt: what every executable's option handling shares. */
+#ifndef RFP_OPT_H
+#define RFP_OPT_H
+
+/* Print "prog VERSION" to stdout and exit 0. */
+_Noreturn void opt_version(void);
+/* Print usage to stdout and exit 0. */
+_Noreturn void opt_help(const char *usage);
+/* Print usage to stderr after a bad option and exit 2. */
+_Noreturn void opt_usage(const char *usage);
+/* Parse a positive integer option value or die 2 naming the option. */
+long	opt_long(const char *opt, const char *s, long min, long max);
+/* Parse a number option value in [min, max] or die 2 naming the option. */
+double	opt_double(const char *opt, const char *s, double min, double max);
+/* Parse a duration option value ("30s", "1h30m") or die 2. */
+double	opt_duration(const char *opt, const char *s);
+/* Flush and close stdout; die 1 naming the error (a full disk must not exit 0). */
+void	opt_fshut(void);
+/* Die 2 when RFPIPE_TIME_SCALE is set but not a number in (0, 1]. */
+void	opt_check_env(void);
+
+#endif

@@ -1,0 +1,221 @@
+/* state: flock'd JSON state files in the run directory. */
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lib/state.h"
+#include "lib/x.h"
+
+#define STATE_MAX	(1024 * 1024)
+
+static int
+mkdir1(const char *path)
+{
+	if (mkdir(path, 0700) == -1 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+int
+state_mkdirs(const char *rundir)
+{
+	static const char *subs[] = { "state", "docs", "logs", NULL };
+	char path[4096];
+	int i;
+
+	if (mkdir1(rundir) == -1)
+		return -1;
+	for (i = 0; subs[i] != NULL; i++) {
+		snprintf(path, sizeof(path), "%s/%s", rundir, subs[i]);
+		if (mkdir1(path) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* Read the whole of fd from offset 0; NULL on error (errno set). */
+static char *
+slurp(int fd, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = xmalloc(cap);
+	ssize_t r;
+
+	for (;;) {
+		if (n == cap) {
+			if (cap >= STATE_MAX) {
+				free(buf);
+				errno = EFBIG;
+				return NULL;
+			}
+			buf = xrealloc(buf, cap *= 2);
+		}
+		r = pread(fd, buf + n, cap - n, (off_t)n);
+		if (r == -1) {
+			if (errno == EINTR)
+				continue;
+			free(buf);
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	*len = n;
+	return buf;
+}
+
+static int
+parse(const char *path, int fd, json_t **doc, char *err, size_t errlen)
+{
+	json_error_t je;
+	size_t len;
+	char *buf;
+
+	*doc = NULL;
+	if ((buf = slurp(fd, &len)) == NULL) {
+		snprintf(err, errlen, "read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (len > 0) {
+		*doc = json_loadb(buf, len, 0, &je);
+		if (*doc == NULL || !json_is_object(*doc)) {
+			snprintf(err, errlen, "%s: corrupt state file (%s); "
+			    "move it aside to start afresh", path,
+			    *doc ? "not an object" : je.text);
+			json_decref(*doc);
+			*doc = NULL;
+			free(buf);
+			return -1;
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+int
+state_update(const char *path, state_fn *fn, void *arg, char *err,
+    size_t errlen)
+{
+	json_t *doc;
+	char *s;
+	size_t len;
+	int fd, rc;
+
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1) {
+		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (flock(fd, LOCK_EX) == -1) {
+		if (errno == EINTR)
+			continue;
+		snprintf(err, errlen, "lock %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (parse(path, fd, &doc, err, errlen) == -1) {
+		close(fd);
+		return -1;
+	}
+	rc = fn(&doc, arg, err, errlen);
+	if (rc == 0) {
+		s = json_dumps(doc, JSON_COMPACT);
+		len = s ? strlen(s) : 0;
+		if (s == NULL || pwrite(fd, s, len, 0) != (ssize_t)len ||
+		    pwrite(fd, "\n", 1, (off_t)len) != 1 ||
+		    ftruncate(fd, (off_t)len + 1) == -1) {
+			snprintf(err, errlen, "write %s: %s", path,
+			    strerror(errno ? errno : ENOMEM));
+			rc = -1;
+		}
+		free(s);
+	}
+	json_decref(doc);
+	close(fd);		/* releases the lock */
+	return rc;
+}
+
+int
+state_read(const char *path, json_t **doc, char *err, size_t errlen)
+{
+	int fd, rc;
+
+	*doc = NULL;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (flock(fd, LOCK_SH) == -1) {
+		if (errno == EINTR)
+			continue;
+		snprintf(err, errlen, "lock %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	rc = parse(path, fd, doc, err, errlen);
+	close(fd);
+	return rc;
+}
+
+struct budget_arg {
+	long	init;
+	long	left;
+	int	granted;
+};
+
+static int
+budget_fn(json_t **doc, void *arg, char *err, size_t errlen)
+{
+	struct budget_arg *b = arg;
+	json_t *t, *l;
+	long total, left;
+
+	if (*doc == NULL) {
+		*doc = json_object();
+		json_object_set_new(*doc, "total", json_integer(b->init));
+		json_object_set_new(*doc, "left", json_integer(b->init));
+	}
+	t = json_object_get(*doc, "total");
+	l = json_object_get(*doc, "left");
+	if (!json_is_integer(t) || !json_is_integer(l) ||
+	    (total = (long)json_integer_value(t)) < 0 ||
+	    (left = (long)json_integer_value(l)) < 0 || left > total) {
+		snprintf(err, errlen, "state/budget.json: corrupt state file "
+		    "(needs integers 0 <= left <= total); move it aside to "
+		    "start afresh");
+		return -1;
+	}
+	b->granted = left > 0;
+	if (b->granted)
+		left--;
+	b->left = left;
+	json_object_set_new(*doc, "left", json_integer(left));
+	return 0;
+}
+
+int
+state_budget_spend(const char *rundir, long init_total, long *left,
+    char *err, size_t errlen)
+{
+	struct budget_arg b = { init_total, 0, 0 };
+	char *path = xasprintf("%s/state/budget.json", rundir);
+	int rc;
+
+	rc = state_update(path, budget_fn, &b, err, errlen);
+	free(path);
+	if (rc == -1)
+		return -1;
+	*left = b.left;
+	return b.granted;
+}

@@ -1,0 +1,37 @@
+/*
+ * state: the run directory's shared state files.  Every read-modify-write
+ * happens under flock(2) on the file itself, so separate processes share
+ * one budget, one pace and one breaker per endpoint; a lock dies with its
+ * holder.  A file that exists but does not parse is an error, never reset.
+ */
+#ifndef RFP_STATE_H
+#define RFP_STATE_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+/*
+ * Called with the file's current object (NULL when the file is new or
+ * empty).  Set *doc to the new content (ownership passes), return 0 to
+ * write it, 1 to leave the file as it was, -1 to fail with err set.
+ */
+typedef int state_fn(json_t **doc, void *arg, char *err, size_t errlen);
+
+/* Make DIR, DIR/state, DIR/docs and DIR/logs (mode 0700); 0 or -1, errno. */
+int	state_mkdirs(const char *rundir);
+/* Run fn on path's content under an exclusive lock; 0, 1 (no write) or -1. */
+int	state_update(const char *path, state_fn *fn, void *arg, char *err,
+	    size_t errlen);
+/* Read path's object under a shared lock (NULL when absent); -1 on error. */
+int	state_read(const char *path, json_t **doc, char *err, size_t errlen);
+
+/*
+ * The run-wide retry budget in RUNDIR/state/budget.json, created with
+ * init_total retries on first use.  Returns 1 when one retry was granted,
+ * 0 when none is left, -1 on error; *left is what remains.
+ */
+int	state_budget_spend(const char *rundir, long init_total, long *left,
+	    char *err, size_t errlen);
+
+#endif

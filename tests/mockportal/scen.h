@@ -1,0 +1,108 @@
+/*
+ * scen: the mock portal's scenario, loaded from YAML (lib/cfg) and checked
+ * whole before the server starts.  tests/mockportal/README.md documents it.
+ */
+#ifndef MOCK_SCEN_H
+#define MOCK_SCEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum act {
+	ACT_STATUS,		/* answer with a status */
+	ACT_RESET,		/* close with no reply */
+	ACT_HANG,		/* sleep hang_ms, then close with no reply */
+	ACT_DROP,		/* submission: commit, then close with no reply */
+	ACT_SLOW		/* sleep slow_ms, then answer 200 */
+};
+
+struct entry {
+	enum act	 act;
+	int		 status;	/* ACT_STATUS: 200-599; ACT_SLOW: 200 */
+};
+
+struct script {
+	struct entry	*e;
+	size_t		 n;		/* at least 1; the last entry repeats */
+};
+
+struct mixent {
+	long		 weight;
+	struct script	 script;
+};
+
+enum ra_kind {
+	RA_NONE,		/* no Retry-After */
+	RA_SECONDS,		/* delta-seconds: n */
+	RA_IMF,			/* IMF-fixdate n seconds from now */
+	RA_RFC850,		/* obsolete RFC 850 date n seconds from now */
+	RA_ASCTIME,		/* obsolete asctime() date n seconds from now */
+	RA_VERBATIM		/* text, sent as is */
+};
+
+struct retry {
+	enum ra_kind	 kind;
+	long		 n;
+	char		*text;
+};
+
+enum body {
+	BODY_JSON,
+	BODY_PDF,
+	BODY_HTML,
+	BODY_ENVELOPE,
+	BODY_TEXT
+};
+
+/* Settings and state shared by every route with the same endpoint key. */
+struct endpoint {
+	char		*name;
+	int		 has_rate;
+	double		 per_s;
+	long		 burst;
+	struct retry	 rate_ra;
+	int		 has_outage;
+	double		 start_s, end_s;	/* logical; end_s may be HUGE_VAL */
+	struct entry	 outage;		/* ACT_STATUS or ACT_RESET */
+	struct retry	 outage_ra;
+	/* Where rate and outage were first given (loading only). */
+	const void	*rate_src, *outage_src;
+	size_t		 rate_route, outage_route;
+	/* Run-time state, guarded by the portal's mutex. */
+	double		 tat;		/* GCRA theoretical arrival, clk_mono */
+	long		 inflight;
+	struct endpoint	*next;
+};
+
+struct route {
+	char		*match;		/* fnmatch(3) pattern on the path */
+	struct endpoint	*ep;
+	char		**methods;	/* NULL: any method */
+	size_t		 nmethods;
+	struct script	 script;	/* used when nmix == 0 */
+	struct mixent	*mix;
+	size_t		 nmix;
+	long		 mixtotal;
+	struct retry	 ra;
+	double		 delay_ms, hang_ms, slow_ms;
+	int		 rl_headers;
+	enum body	 body;
+	char		*blob;		/* pdf/text body, built once */
+	size_t		 bloblen;
+	int		 submit, dedupe;
+};
+
+struct scen {
+	uint64_t	 seed;
+	int		 has_seed;
+	struct route	*routes;
+	size_t		 nroutes;
+	struct endpoint	*eps;
+};
+
+/* Load and check path; NULL and "file:line: ..." in err when unusable. */
+struct scen *scen_load(const char *path, char *err, size_t errlen);
+/* Free s and everything it holds; NULL is fine. */
+void	scen_free(struct scen *s);
+
+#endif
