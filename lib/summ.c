@@ -299,6 +299,17 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 	return rc;
 }
 
+long
+summ_count(const struct summ *s, const char *what)
+{
+	json_t *v = json_object_get(s->t, what);
+
+	if (v == NULL)
+		v = json_object_get(json_object_get(s->t, "dead_by_reason"),
+		    what);
+	return (long)json_integer_value(v);
+}
+
 void
 summ_free(struct summ *s)
 {

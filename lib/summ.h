@@ -18,6 +18,8 @@ void	summ_add(struct summ *s, const json_t *rec);
  */
 int	summ_finish(struct summ *s, const char *rundir,
 	    const char *admitted_from, double t0, int quiet);
+/* This run's count of "succeeded", "dead" or a dead reason. */
+long	summ_count(const struct summ *s, const char *what);
 /* Free the tally. */
 void	summ_free(struct summ *s);
 

@@ -11,7 +11,8 @@
  * admitted record came out exactly once.  It adds no fields.
  *
  * Exit: 0 at EOF with the counts reconciled, 1 on a write error or a
- * failed reconciliation, 2 on a usage error.
+ * failed reconciliation, 2 on a usage error.  With --fate-status, 3 when
+ * records were dead-lettered and 4 when the deadline cut some.
  */
 #include <sys/stat.h>
 
@@ -37,14 +38,15 @@
 #define PROG	"rfp-sink"
 
 static const char usage[] =
-    "usage: rfp-sink [-hqv] [--admitted-from FILE] [--retry-fifo FIFO]\n"
-    "                --run-dir DIR [--version]\n";
+    "usage: rfp-sink [-hqv] [--admitted-from FILE] [--fate-status]\n"
+    "                [--retry-fifo FIFO] --run-dir DIR [--version]\n";
 
 static struct opts {
 	const char	*run_dir;
 	const char	*fifo;
 	const char	*admitted_from;
 	int		 quiet;
+	int		 fate_status;
 	int		 fd_done, fd_dead, fd_fifo;
 	double		 last_sync;
 	struct summ	*run;		/* this run's records */
@@ -133,6 +135,7 @@ main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "admitted-from", required_argument, NULL, 'a' },
+		{ "fate-status", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "retry-fifo", required_argument, NULL, 'f' },
@@ -156,6 +159,9 @@ main(int argc, char *argv[])
 			break;
 		case 'h':
 			opt_help(usage);
+		case 's':
+			opts.fate_status = 1;
+			break;
 		case 'q':
 			opts.quiet = 1;
 			break;
@@ -200,7 +206,13 @@ main(int argc, char *argv[])
 	close(opts.fd_dead);
 	rc = summ_finish(opts.run, opts.run_dir, opts.admitted_from, t0,
 	    opts.quiet);
-	summ_free(opts.run);
 	opt_fshut();
-	return rc == 0 ? 0 : 1;
+	if (rc != 0)
+		return 1;
+	if (opts.fate_status && summ_count(opts.run, "deadline_cut") > 0)
+		rc = 4;
+	else if (opts.fate_status && summ_count(opts.run, "dead") > 0)
+		rc = 3;
+	summ_free(opts.run);
+	return rc;
 }

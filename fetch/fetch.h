@@ -1,0 +1,65 @@
+/* rfp-fetch internals shared by main.c (the loop) and xfer.c (one transfer). */
+#ifndef RFP_FETCH_H
+#define RFP_FETCH_H
+
+#include <stdio.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "lib/conf.h"
+#include "lib/hdr.h"
+
+struct ep;
+
+struct job {
+	json_t		*rec;
+	struct ep	*ep;
+	double		 not_before;	/* epoch; 0: now */
+	long		 lineno;
+	struct job	*next;		/* in the ready queue */
+};
+
+struct xfer {
+	struct job	*job;
+	CURL		*easy;
+	struct curl_slist *hdrs;
+	char		*body;		/* request body */
+	size_t		 body_len;
+	FILE		*out;		/* response body, or NULL */
+	char		*part;		/* its temporary path */
+	char		*final;		/* its path once complete */
+	EVP_MD_CTX	*sha;
+	long		 bytes;
+	int		 too_large;
+	int		 slot;		/* slot index held, -1: none */
+	int		 probe;		/* the breaker's half-open probe */
+	double		 t0;
+	char		*retry_after;
+	char		*date;
+	char		*ctype;
+	struct hdr_ratelimit rl;
+	int		 rl_seen;
+	double		 capped_at;	/* deadline that capped the timeout */
+};
+
+struct fopts {
+	struct conf	 conf;
+	const char	*run_dir;
+	double		 deadline;	/* epoch; 0: none */
+	int		 insecure;
+};
+
+extern struct fopts fo;
+
+/* Set up a transfer for job's next attempt; NULL and *err on a local error. */
+struct xfer *xfer_start(struct job *job, char *err, size_t errlen);
+/* Fill the record from a finished transfer; the caller frees with xfer_free. */
+void	xfer_finish(struct xfer *x, CURLcode cc);
+/* Release everything of x (not the job). */
+void	xfer_free(struct xfer *x);
+/* Fields of a previous attempt, removed before the next. */
+void	xfer_clear(json_t *rec);
+
+#endif

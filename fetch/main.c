@@ -1,0 +1,838 @@
+/*
+ * rfp-fetch: make each record's request, at most -j at once.
+ *
+ * Reads manifest records on stdin (and, with --retry-fifo, retry records
+ * and acknowledgements that rfp-sink writes back) and writes each record
+ * once per attempt to stdout with the fetch fields added: attempt, status,
+ * error, error_detail, retry_after (raw), date, ratelimit, sent,
+ * elapsed_ms, response_at, bytes, sha256, content_type, body_path, check.
+ * A record with "fate":"retry" keeps its attempt count and is held until
+ * its "not_before" without holding a concurrency slot; any other earlier
+ * fate is cleared, so dead.ndjson can be fed back as a manifest.  Bad lines
+ * and unusable records leave at once as dead bad_input records.
+ *
+ * It never decides a fate and never retries on its own.  Concurrency per
+ * endpoint is shared with every process on the run directory through
+ * flock'd slot files in RUNDIR/state/slots/; bodies go to RUNDIR/docs/ID.
+ *
+ * Exit: 0 when every admitted record has left (and, in loop mode, been
+ * acknowledged), 1 on a fatal error or a signal, 2 on a usage error.
+ */
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "lib/clk.h"
+#include "lib/conf.h"
+#include "lib/doc.h"
+#include "lib/msg.h"
+#include "lib/opt.h"
+#include "lib/rec.h"
+#include "lib/state.h"
+#include "lib/x.h"
+#include "fetch/fetch.h"
+
+#define PROG	"rfp-fetch"
+
+static const char usage[] =
+    "usage: rfp-fetch [-hv] [-j N] [--ca-file FILE] [--config FILE]\n"
+    "                 [--connect-timeout S] [--deadline WHEN] [--insecure]\n"
+    "                 [--max-body BYTES] [--max-redirects N] [--report FILE]\n"
+    "                 [--resume] [--retry-dead] [--retry-fifo FIFO]\n"
+    "                 [--run-dir DIR] [--timeout S] [--version]\n";
+
+struct fopts fo;
+
+struct ep {
+	char		*name;
+	char		*safe;
+	const struct conf_ep *cf;
+	long		 ceiling;
+	long		 inflight;
+	int		*slot_fd;	/* open slot files; -1: not open */
+	char		*slot_held;
+	struct ep	*next;
+};
+
+static struct {
+	const char	*fifo;
+	const char	*report;
+	int		 resume, retry_dead;
+	CURLM		*multi;
+	struct ep	*eps;
+	struct job	*ready, *ready_tail;
+	long		 nready;
+	struct job	**wait;		/* min-heap on not_before */
+	long		 nwait, capwait;
+	long		 active;
+	struct rec_reader *in, *back;
+	int		 in_eof;
+	int		 fd_fifo, fd_fifo_w;
+	char		*out;		/* pending output */
+	size_t		 outlen, outcap, outoff;
+	long		 outstanding;	/* emitted, not yet acknowledged */
+	json_t		*seen;		/* ids admitted from the manifest */
+	json_t		*done;		/* ids already filed (resume) */
+	long		 admitted, skipped, lines;
+	volatile sig_atomic_t stop;
+} S;
+
+static void
+on_signal(int sig)
+{
+	S.stop = sig;
+}
+
+/* Queue a record for stdout. */
+static void
+emit(json_t *rec)
+{
+	size_t len;
+	char *s;
+
+	if ((s = rec_dump(rec, &len)) == NULL)
+		msg_die(1, "out of memory");
+	if (S.outlen + len > S.outcap) {
+		S.outcap = (S.outlen + len) * 2;
+		S.out = xrealloc(S.out, S.outcap);
+	}
+	memcpy(S.out + S.outlen, s, len);
+	S.outlen += len;
+	free(s);
+	S.outstanding++;
+}
+
+/* Write what stdout takes without blocking; -1 when it is gone. */
+static int
+flush_out(void)
+{
+	ssize_t n;
+
+	while (S.outoff < S.outlen) {
+		n = write(STDOUT_FILENO, S.out + S.outoff, S.outlen - S.outoff);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			return -1;
+		}
+		S.outoff += (size_t)n;
+	}
+	S.outoff = S.outlen = 0;
+	return 0;
+}
+
+static struct ep *
+endpoint(const char *name)
+{
+	struct ep *e;
+	long i;
+
+	for (e = S.eps; e != NULL; e = e->next)
+		if (strcmp(e->name, name) == 0)
+			return e;
+	e = xcalloc(1, sizeof(*e));
+	e->name = xstrdup(name);
+	e->safe = doc_safe_name(name);
+	e->cf = conf_endpoint(&fo.conf, name);
+	e->ceiling = e->cf->concurrency > 0 ? e->cf->concurrency :
+	    fo.conf.concurrency;
+	e->slot_fd = xmalloc((size_t)e->ceiling * sizeof(int));
+	e->slot_held = xcalloc((size_t)e->ceiling, 1);
+	for (i = 0; i < e->ceiling; i++)
+		e->slot_fd[i] = -1;
+	e->next = S.eps;
+	S.eps = e;
+	return e;
+}
+
+/* Take a free slot of e shared through flock; its index or -1. */
+static int
+slot_take(struct ep *e)
+{
+	char *path;
+	long i;
+
+	if (e->inflight >= e->ceiling)
+		return -1;
+	if (fo.run_dir == NULL) {
+		for (i = 0; i < e->ceiling; i++)
+			if (!e->slot_held[i])
+				return e->slot_held[i] = 1, (int)i;
+		return -1;
+	}
+	for (i = 0; i < e->ceiling; i++) {
+		if (e->slot_held[i])
+			continue;
+		if (e->slot_fd[i] == -1) {
+			path = xasprintf("%s/state/slots/%s.%ld", fo.run_dir,
+			    e->safe, i);
+			e->slot_fd[i] = open(path, O_RDWR | O_CREAT | O_CLOEXEC,
+			    0600);
+			if (e->slot_fd[i] == -1)
+				msg_diesys(1, "open %s", path);
+			free(path);
+		}
+		if (flock(e->slot_fd[i], LOCK_EX | LOCK_NB) == 0) {
+			e->slot_held[i] = 1;
+			return (int)i;
+		}
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			msg_diesys(1, "lock slot %ld of %s", i, e->name);
+	}
+	return -1;
+}
+
+static void
+slot_give(struct ep *e, int i)
+{
+	if (i < 0)
+		return;
+	if (e->slot_fd[i] != -1)
+		flock(e->slot_fd[i], LOCK_UN);
+	e->slot_held[i] = 0;
+}
+
+static void
+heap_push(struct job *j)
+{
+	long i = S.nwait++, p;
+
+	if (S.nwait > S.capwait) {
+		S.capwait = S.capwait ? S.capwait * 2 : 64;
+		S.wait = xrealloc(S.wait, (size_t)S.capwait * sizeof(*S.wait));
+	}
+	while (i > 0 && S.wait[p = (i - 1) / 2]->not_before > j->not_before) {
+		S.wait[i] = S.wait[p];
+		i = p;
+	}
+	S.wait[i] = j;
+}
+
+static struct job *
+heap_pop(void)
+{
+	struct job *top = S.wait[0], *last = S.wait[--S.nwait];
+	long i = 0, c;
+
+	while ((c = 2 * i + 1) < S.nwait) {
+		if (c + 1 < S.nwait &&
+		    S.wait[c + 1]->not_before < S.wait[c]->not_before)
+			c++;
+		if (last->not_before <= S.wait[c]->not_before)
+			break;
+		S.wait[i] = S.wait[c];
+		i = c;
+	}
+	if (S.nwait > 0)
+		S.wait[i] = last;
+	return top;
+}
+
+static void
+ready_push(struct job *j)
+{
+	j->next = NULL;
+	if (S.ready_tail != NULL)
+		S.ready_tail->next = j;
+	else
+		S.ready = j;
+	S.ready_tail = j;
+	S.nready++;
+}
+
+static void
+job_free(struct job *j)
+{
+	json_decref(j->rec);
+	free(j);
+}
+
+/* Hold or queue a job by its not_before. */
+static void
+schedule(struct job *j)
+{
+	if (j->not_before > clk_now())
+		heap_push(j);
+	else
+		ready_push(j);
+}
+
+/* A record leaves now without a request: dead with reason and detail. */
+static void
+kill_now(json_t *rec, long lineno, const char *reason, const char *detail)
+{
+	if (lineno > 0)
+		json_object_set_new(rec, "line", json_integer(lineno));
+	rec_kill(rec, reason, detail);
+	emit(rec);
+}
+
+/* Admit one manifest line. */
+static void
+admit(char *line, size_t len, long lineno, enum rec_rc rc)
+{
+	char err[300];
+	const char *fate, *id;
+	struct job *j;
+	json_t *rec;
+	char *ep;
+
+	if (rc == REC_TOOLONG) {
+		msg_line(lineno, "line longer than %d bytes", REC_LINE_MAX);
+		rec = rec_bad_input(PROG, lineno, "line too long", line, len);
+		emit(rec);
+		json_decref(rec);
+		S.admitted++;
+		return;
+	}
+	if ((rec = rec_parse(line, len, err, sizeof(err))) == NULL) {
+		msg_line(lineno, "%s", err);
+		rec = rec_bad_input(PROG, lineno, err, line, len);
+		emit(rec);
+		json_decref(rec);
+		S.admitted++;
+		return;
+	}
+	fate = rec_str(rec, "fate");
+	if (fate == NULL || strcmp(fate, "retry") != 0) {
+		xfer_clear(rec);
+		json_object_del(rec, "attempt");
+		json_object_del(rec, "line");
+		json_object_del(rec, "stage");
+	}
+	if (doc_check(rec, err, sizeof(err)) == -1) {
+		msg_line(lineno, "%s", err);
+		kill_now(rec, lineno, "bad_input", err);
+		json_decref(rec);
+		S.admitted++;
+		return;
+	}
+	id = rec_str(rec, "id");
+	if (S.done != NULL && json_object_get(S.done, id) != NULL) {
+		S.skipped++;
+		json_decref(rec);
+		return;
+	}
+	S.admitted++;
+	if (json_object_get(S.seen, id) != NULL) {
+		snprintf(err, sizeof(err), "field \"id\": duplicate id \"%s\" "
+		    "(first on line %ld)", id, (long)json_integer_value(
+		    json_object_get(S.seen, id)));
+		msg_line(lineno, "%s", err);
+		kill_now(rec, lineno, "bad_input", err);
+		json_decref(rec);
+		return;
+	}
+	json_object_set_new(S.seen, id, json_integer(lineno));
+	ep = doc_endpoint(rec);
+	if (json_object_get(rec, "endpoint") == NULL)
+		json_object_set_new(rec, "endpoint", json_string(ep));
+	j = xcalloc(1, sizeof(*j));
+	j->rec = rec;
+	j->ep = endpoint(ep);
+	j->lineno = lineno;
+	j->not_before = rec_num(rec, "not_before", 0);
+	free(ep);
+	schedule(j);
+}
+
+/* A retry or an acknowledgement from rfp-sink. */
+static void
+take_back(char *line, size_t len, long lineno)
+{
+	char err[300], *ep;
+	struct job *j;
+	json_t *rec;
+
+	if ((rec = rec_parse(line, len, err, sizeof(err))) == NULL) {
+		msg_warn("%s:%ld: %s", S.fifo, lineno, err);
+		return;
+	}
+	S.outstanding--;
+	if (json_is_true(json_object_get(rec, "ack"))) {
+		json_decref(rec);
+		return;
+	}
+	ep = doc_endpoint(rec);
+	j = xcalloc(1, sizeof(*j));
+	j->rec = rec;
+	j->ep = endpoint(ep);
+	j->lineno = lineno;
+	j->not_before = rec_num(rec, "not_before", 0);
+	free(ep);
+	schedule(j);
+}
+
+static void
+read_lines(struct rec_reader *r, int manifest)
+{
+	enum rec_rc rc;
+	size_t len;
+	long lineno;
+	char *line;
+
+	for (;;) {
+		if (manifest && S.nready + S.nwait > 4 * fo.conf.concurrency +
+		    64)
+			return;	/* back-pressure: enough work queued */
+		rc = rec_next(r, &line, &len, &lineno);
+		if (rc == REC_AGAIN)
+			return;
+		if (rc == REC_EOF || rc == REC_ERR) {
+			if (rc == REC_ERR)
+				msg_warnsys("read %s", manifest ? "stdin" :
+				    S.fifo);
+			if (manifest)
+				S.in_eof = 1;
+			return;
+		}
+		if (rc == REC_LINE && len == 0)
+			continue;
+		if (manifest)
+			admit(line, len, lineno, rc);
+		else if (rc == REC_LINE)
+			take_back(line, len, lineno);
+	}
+}
+
+/* Start what may start; return the seconds until something might. */
+static void
+start_ready(void)
+{
+	struct job *j, **pp = &S.ready;
+	struct xfer *x;
+	char err[300];
+	int slot;
+
+	S.ready_tail = NULL;
+	while ((j = *pp) != NULL) {
+		if (S.active >= fo.conf.concurrency ||
+		    (fo.deadline > 0 && clk_now() >= fo.deadline)) {
+			S.ready_tail = j;
+			pp = &j->next;
+			continue;
+		}
+		if ((slot = slot_take(j->ep)) == -1) {
+			S.ready_tail = j;
+			pp = &j->next;
+			continue;
+		}
+		*pp = j->next;
+		S.nready--;
+		if ((x = xfer_start(j, err, sizeof(err))) == NULL) {
+			slot_give(j->ep, slot);
+			msg_line(j->lineno, "%s", err);
+			json_object_set_new(j->rec, "error",
+			    json_string("local"));
+			json_object_set_new(j->rec, "error_detail",
+			    json_string(err));
+			json_object_set_new(j->rec, "status", json_null());
+			emit(j->rec);
+			job_free(j);
+			continue;
+		}
+		x->slot = slot;
+		j->ep->inflight++;
+		S.active++;
+		curl_multi_add_handle(S.multi, x->easy);
+	}
+	/* Re-find the tail after unlinking. */
+	S.ready_tail = NULL;
+	for (j = S.ready; j != NULL; j = j->next)
+		S.ready_tail = j;
+}
+
+static void
+finish_done(void)
+{
+	struct xfer *x;
+	CURLMsg *m;
+	int left;
+
+	while ((m = curl_multi_info_read(S.multi, &left)) != NULL) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+		curl_multi_remove_handle(S.multi, m->easy_handle);
+		xfer_finish(x, m->data.result);
+		slot_give(x->job->ep, x->slot);
+		x->job->ep->inflight--;
+		S.active--;
+		emit(x->job->rec);
+		job_free(x->job);
+		xfer_free(x);
+	}
+}
+
+/* Past the deadline: everything still held leaves dead deadline_cut. */
+static void
+cut_waiting(void)
+{
+	struct job *j;
+
+	while (S.nwait > 0) {
+		j = heap_pop();
+		kill_now(j->rec, 0, "deadline_cut", "held for a retry at the "
+		    "deadline");
+		job_free(j);
+	}
+	while ((j = S.ready) != NULL) {
+		S.ready = j->next;
+		kill_now(j->rec, 0, "deadline_cut", "not started by the "
+		    "deadline");
+		job_free(j);
+	}
+	S.ready_tail = NULL;
+	S.nready = 0;
+}
+
+/* Ids already in results.ndjson (and dead.ndjson unless --retry-dead). */
+static void
+load_done(void)
+{
+	const char *files[] = { "results.ndjson", "dead.ndjson" };
+	struct rec_reader *r;
+	char *path, *line, err[64];
+	size_t len;
+	long lineno;
+	json_t *rec;
+	int i, fd, rc;
+
+	S.done = json_object();
+	for (i = 0; i < (S.retry_dead ? 1 : 2); i++) {
+		path = xasprintf("%s/%s", fo.run_dir, files[i]);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+			if (errno != ENOENT)
+				msg_diesys(1, "open %s", path);
+			free(path);
+			continue;
+		}
+		r = rec_reader_new(fd, 0);
+		while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF &&
+		    rc != REC_ERR) {
+			if (rc != REC_LINE)
+				continue;
+			if ((rec = rec_parse(line, len, err, sizeof(err))) ==
+			    NULL) {
+				/* A torn last line from a crash: refetch it. */
+				msg_warn("%s:%ld: unreadable record, its "
+				    "document will be fetched again", path,
+				    lineno);
+				continue;
+			}
+			if (rec_str(rec, "id") != NULL)
+				json_object_set_new(S.done, rec_str(rec, "id"),
+				    json_true());
+			json_decref(rec);
+		}
+		rec_reader_free(r);
+		close(fd);
+		free(path);
+	}
+}
+
+static void
+write_report(void)
+{
+	json_t *r;
+	char *tmp;
+
+	if (S.report == NULL)
+		return;
+	r = json_pack("{s:I,s:I,s:I}", "admitted", (json_int_t)S.admitted,
+	    "skipped", (json_int_t)S.skipped, "pid", (json_int_t)getpid());
+	tmp = xasprintf("%s.tmp", S.report);
+	if (json_dump_file(r, tmp, JSON_COMPACT) == -1 ||
+	    rename(tmp, S.report) == -1)
+		msg_diesys(1, "write %s", S.report);
+	free(tmp);
+	json_decref(r);
+}
+
+static int
+finished(void)
+{
+	if (!S.in_eof || S.nready > 0 || S.nwait > 0 || S.active > 0 ||
+	    S.outlen > 0)
+		return 0;
+	return S.fifo == NULL || S.outstanding <= 0;
+}
+
+static long
+poll_timeout(void)
+{
+	double now = clk_now(), t = 0.25;
+
+	if (S.nwait > 0 && S.wait[0]->not_before - now < t)
+		t = S.wait[0]->not_before - now;
+	if (S.nready > 0 && t > 0.02)
+		t = 0.02;	/* blocked on a slot held elsewhere */
+	if (fo.deadline > 0 && fo.deadline - now < t)
+		t = fo.deadline - now;
+	return t <= 0 ? 0 : (long)(t * 1000) + 1;
+}
+
+static void
+run(void)
+{
+	struct curl_waitfd w[3];
+	unsigned int nw;
+	int running, cut = 0;
+
+	while (!finished() && !S.stop) {
+		if (!S.in_eof)
+			read_lines(S.in, 1);
+		if (S.back != NULL)
+			read_lines(S.back, 0);
+		while (S.nwait > 0 && S.wait[0]->not_before <= clk_now())
+			ready_push(heap_pop());
+		if (fo.deadline > 0 && clk_now() >= fo.deadline && !cut) {
+			cut_waiting();
+			cut = 1;
+		}
+		if (cut && (S.nwait > 0 || S.nready > 0))
+			cut_waiting();
+		start_ready();
+		curl_multi_perform(S.multi, &running);
+		finish_done();
+		if (flush_out() == -1)
+			msg_diesys(1, "write stdout");
+		if (finished())
+			break;
+		nw = 0;
+		if (!S.in_eof && S.nready + S.nwait <= 4 * fo.conf.concurrency +
+		    64) {
+			w[nw].fd = STDIN_FILENO;
+			w[nw].events = CURL_WAIT_POLLIN;
+			w[nw++].revents = 0;
+		}
+		if (S.back != NULL) {
+			w[nw].fd = S.fd_fifo;
+			w[nw].events = CURL_WAIT_POLLIN;
+			w[nw++].revents = 0;
+		}
+		if (S.outlen > 0) {
+			w[nw].fd = STDOUT_FILENO;
+			w[nw].events = CURL_WAIT_POLLOUT;
+			w[nw++].revents = 0;
+		}
+		curl_multi_poll(S.multi, w, nw, (int)poll_timeout(), NULL);
+	}
+}
+
+static void
+nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl == -1 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1)
+		msg_diesys(1, "fcntl");
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "ca-file", required_argument, NULL, 'a' },
+		{ "config", required_argument, NULL, 'C' },
+		{ "connect-timeout", required_argument, NULL, 'c' },
+		{ "deadline", required_argument, NULL, 'D' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "insecure", no_argument, NULL, 'k' },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "max-body", required_argument, NULL, 'B' },
+		{ "max-redirects", required_argument, NULL, 'R' },
+		{ "report", required_argument, NULL, 'p' },
+		{ "resume", no_argument, NULL, 'u' },
+		{ "retry-dead", no_argument, NULL, 'd' },
+		{ "retry-fifo", required_argument, NULL, 'f' },
+		{ "run-dir", required_argument, NULL, 'r' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *config = NULL, *deadline = NULL, *ca = NULL;
+	double ctmo = -1, tmo = -1;
+	long jobs = -1, maxbody = -1, maxredir = -1;
+	struct sigaction sa;
+	char err[512], *path;
+	struct ep *e, *en;
+	long i;
+	int c;
+
+	msg_init(PROG);
+	opt_check_env();
+	while ((c = getopt_long(argc, argv, "hj:v", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'a':
+			ca = optarg;
+			break;
+		case 'B':
+			maxbody = opt_long("max-body", optarg, 1, 1L << 40);
+			break;
+		case 'c':
+			ctmo = opt_duration("connect-timeout", optarg);
+			break;
+		case 'C':
+			config = optarg;
+			break;
+		case 'd':
+			S.retry_dead = 1;
+			break;
+		case 'D':
+			deadline = optarg;
+			break;
+		case 'f':
+			S.fifo = optarg;
+			break;
+		case 'h':
+			opt_help(usage);
+		case 'j':
+			jobs = opt_long("jobs", optarg, 1, 4096);
+			break;
+		case 'k':
+			fo.insecure = 1;
+			break;
+		case 'p':
+			S.report = optarg;
+			break;
+		case 'r':
+			fo.run_dir = optarg;
+			break;
+		case 'R':
+			maxredir = opt_long("max-redirects", optarg, 0, 50);
+			break;
+		case 't':
+			tmo = opt_duration("timeout", optarg);
+			break;
+		case 'u':
+			S.resume = 1;
+			break;
+		case 'v':
+			msg_verbose = 1;
+			break;
+		case 'V':
+			opt_version();
+		default:
+			opt_usage(usage);
+		}
+	}
+	if (optind != argc) {
+		msg_warn("unexpected argument \"%s\"", argv[optind]);
+		opt_usage(usage);
+	}
+	conf_init(&fo.conf);
+	if (config != NULL && conf_load(&fo.conf, config, err,
+	    sizeof(err)) == -1)
+		msg_die(2, "%s", err);
+	if (jobs > 0)
+		fo.conf.concurrency = jobs;
+	if (ctmo > 0)
+		fo.conf.connect_timeout = ctmo;
+	if (tmo > 0)
+		fo.conf.timeout = tmo;
+	if (maxbody > 0)
+		fo.conf.max_body = maxbody;
+	if (maxredir >= 0)
+		fo.conf.max_redirects = maxredir;
+	if (ca != NULL) {
+		free(fo.conf.ca_file);
+		fo.conf.ca_file = xstrdup(ca);
+	}
+	if (deadline == NULL)
+		deadline = fo.conf.deadline;
+	if (deadline != NULL && clk_deadline(deadline, clk_now(),
+	    &fo.deadline) == -1)
+		msg_die(2, "option --deadline: cannot read \"%s\" as a time",
+		    deadline);
+	if ((S.resume || S.retry_dead) && fo.run_dir == NULL)
+		msg_die(2, "option --resume: needs --run-dir");
+	if (fo.insecure)
+		msg_warn("WARNING: --insecure: TLS certificates are NOT "
+		    "verified; a man in the middle can read and change every "
+		    "request");
+	umask(077);
+	if (fo.run_dir != NULL) {
+		if (state_mkdirs(fo.run_dir) == -1)
+			msg_diesys(1, "mkdir %s", fo.run_dir);
+		path = xasprintf("%s/state/slots", fo.run_dir);
+		if (mkdir(path, 0700) == -1 && errno != EEXIST)
+			msg_diesys(1, "mkdir %s", path);
+		free(path);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		msg_die(1, "curl_global_init failed");
+	S.multi = curl_multi_init();
+	curl_multi_setopt(S.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
+	    fo.conf.concurrency);
+	S.seen = json_object();
+	if (S.resume || S.retry_dead)
+		load_done();
+	nonblock(STDIN_FILENO);
+	nonblock(STDOUT_FILENO);
+	S.in = rec_reader_new(STDIN_FILENO, 0);
+	S.fd_fifo = S.fd_fifo_w = -1;
+	if (S.fifo != NULL) {
+		if ((S.fd_fifo = open(S.fifo, O_RDONLY | O_NONBLOCK |
+		    O_CLOEXEC)) == -1)
+			msg_diesys(1, "open %s", S.fifo);
+		/* Hold a writer so the FIFO never reads as EOF between writers. */
+		if ((S.fd_fifo_w = open(S.fifo, O_WRONLY | O_CLOEXEC)) == -1)
+			msg_diesys(1, "open %s", S.fifo);
+		S.back = rec_reader_new(S.fd_fifo, 0);
+	}
+	run();
+	if (S.stop)
+		msg_warn("stopped by signal %d with %ld transfers in flight",
+		    (int)S.stop, S.active);
+	write_report();
+	/* Tidy up: nothing below may lose a record that was emitted. */
+	rec_reader_free(S.in);
+	rec_reader_free(S.back);
+	if (S.fd_fifo != -1)
+		close(S.fd_fifo);
+	if (S.fd_fifo_w != -1)
+		close(S.fd_fifo_w);
+	for (e = S.eps; e != NULL; e = en) {
+		en = e->next;
+		for (i = 0; i < e->ceiling; i++)
+			if (e->slot_fd[i] != -1)
+				close(e->slot_fd[i]);
+		free(e->slot_fd);
+		free(e->slot_held);
+		free(e->name);
+		free(e->safe);
+		free(e);
+	}
+	json_decref(S.seen);
+	json_decref(S.done);
+	free(S.out);
+	free(S.wait);
+	curl_multi_cleanup(S.multi);
+	curl_global_cleanup();
+	conf_free(&fo.conf);
+	if (S.stop)
+		return 1;
+	opt_fshut();
+	return 0;
+}

@@ -1,0 +1,486 @@
+/* xfer: one HTTP attempt over libcurl, and the fields it adds. */
+#include <sys/stat.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "lib/clk.h"
+#include "lib/doc.h"
+#include "lib/msg.h"
+#include "lib/rec.h"
+#include "lib/x.h"
+#include "fetch/fetch.h"
+
+static const char *attempt_fields[] = { "status", "error", "error_detail",
+	"retry_after", "retry_after_s", "retry_after_clamped", "date",
+	"ratelimit", "sent", "elapsed_ms", "response_at", "body_path",
+	"bytes", "sha256", "content_type", "check", "class", "reason", "fate",
+	"not_before", "delay_s", "dead_reason", "dead_detail", NULL };
+
+void
+xfer_clear(json_t *rec)
+{
+	int i;
+
+	for (i = 0; attempt_fields[i] != NULL; i++)
+		json_object_del(rec, attempt_fields[i]);
+}
+
+static size_t
+on_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+	size_t len = size * n;
+
+	if (x->bytes + (long)len > fo.conf.max_body) {
+		x->too_large = 1;
+		return 0;	/* abort: CURLE_WRITE_ERROR */
+	}
+	x->bytes += (long)len;
+	EVP_DigestUpdate(x->sha, p, len);
+	if (x->out != NULL && fwrite(p, 1, len, x->out) != len)
+		return 0;
+	return len;
+}
+
+/* Copy a header value without surrounding space and CR/LF. */
+static char *
+hval(const char *p, size_t n)
+{
+	while (n > 0 && (*p == ' ' || *p == '\t'))
+		p++, n--;
+	while (n > 0 && (p[n - 1] == '\r' || p[n - 1] == '\n' ||
+	    p[n - 1] == ' '))
+		n--;
+	if (n > 512)
+		n = 512;
+	return strndup(p, n);
+}
+
+static void
+keep(char **slot, const char *p, size_t n)
+{
+	free(*slot);
+	*slot = hval(p, n);
+}
+
+static size_t
+on_header(char *p, size_t size, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+	size_t len = size * n, k;
+	char name[64], *v;
+
+	if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) {
+		/* A new response (after a redirect): forget the last one's. */
+		free(x->retry_after);
+		free(x->date);
+		free(x->ctype);
+		x->retry_after = x->date = x->ctype = NULL;
+		hdr_ratelimit_init(&x->rl);
+		x->rl_seen = 0;
+		return len;
+	}
+	k = 0;
+	while (k < len && p[k] != ':')
+		k++;
+	if (k == len || k >= sizeof(name))
+		return len;
+	memcpy(name, p, k);
+	name[k] = '\0';
+	if (strcasecmp(name, "Retry-After") == 0)
+		keep(&x->retry_after, p + k + 1, len - k - 1);
+	else if (strcasecmp(name, "Date") == 0)
+		keep(&x->date, p + k + 1, len - k - 1);
+	else if (strcasecmp(name, "Content-Type") == 0)
+		keep(&x->ctype, p + k + 1, len - k - 1);
+	else if ((v = hval(p + k + 1, len - k - 1)) != NULL) {
+		if (hdr_ratelimit_feed(&x->rl, name, v, clk_now()))
+			x->rl_seen = 1;
+		free(v);
+	}
+	return len;
+}
+
+/* Expand ${NAME} from the environment; NULL (and the name) when unset. */
+static char *
+expand(const char *v, char *missing, size_t mlen)
+{
+	size_t cap = strlen(v) + 1, n = 0, k;
+	char *out = xmalloc(cap), name[128];
+	const char *p = v, *e, *val;
+
+	while (*p != '\0') {
+		if (p[0] == '$' && p[1] == '{' && (e = strchr(p, '}')) != NULL &&
+		    (k = (size_t)(e - p - 2)) < sizeof(name) && k > 0) {
+			memcpy(name, p + 2, k);
+			name[k] = '\0';
+			if ((val = getenv(name)) == NULL) {
+				snprintf(missing, mlen, "%s", name);
+				free(out);
+				return NULL;
+			}
+			cap += strlen(val);
+			out = xrealloc(out, cap);
+			memcpy(out + n, val, strlen(val));
+			n += strlen(val);
+			p = e + 1;
+			continue;
+		}
+		out[n++] = *p++;
+	}
+	out[n] = '\0';
+	return out;
+}
+
+/* Request headers: the record's, expanded, plus attempt and idempotency. */
+static int
+headers(struct xfer *x, const json_t *rec, long attempt, char *err,
+    size_t errlen)
+{
+	json_t *h = json_object_get(rec, "headers"), *v;
+	const char *k;
+	char missing[128], *val, *line, *key;
+	int ctype = 0;
+
+	json_object_foreach(h, k, v) {
+		if ((val = expand(json_string_value(v), missing,
+		    sizeof(missing))) == NULL) {
+			snprintf(err, errlen, "header \"%s\": environment "
+			    "variable \"%s\" is not set", k, missing);
+			return -1;
+		}
+		if (strpbrk(val, "\r\n") != NULL) {
+			free(val);
+			snprintf(err, errlen, "header \"%s\": CR or LF after "
+			    "expansion", k);
+			return -1;
+		}
+		if (strcasecmp(k, "Content-Type") == 0)
+			ctype = 1;
+		line = xasprintf("%s: %s", k, val);
+		x->hdrs = curl_slist_append(x->hdrs, line);
+		free(line);
+		free(val);
+	}
+	line = xasprintf("X-Rfp-Attempt: %ld", attempt);
+	x->hdrs = curl_slist_append(x->hdrs, line);
+	free(line);
+	if (doc_is_submission(rec)) {
+		key = doc_idem_key(rec);
+		line = xasprintf("Idempotency-Key: %s", key);
+		x->hdrs = curl_slist_append(x->hdrs, line);
+		free(line);
+		free(key);
+	}
+	if (!ctype && json_is_object(h) == 0 && x->body != NULL &&
+	    !json_is_string(json_object_get(rec, "body")))
+		x->hdrs = curl_slist_append(x->hdrs,
+		    "Content-Type: application/json");
+	x->hdrs = curl_slist_append(x->hdrs, "Expect:");
+	return 0;
+}
+
+static int
+load_body(struct xfer *x, const json_t *rec, char *err, size_t errlen)
+{
+	json_t *b = json_object_get(rec, "body");
+	const char *bf = rec_str(rec, "body_file");
+	struct stat st;
+	FILE *f;
+
+	if (json_is_string(b)) {
+		x->body_len = json_string_length(b);
+		x->body = xmalloc(x->body_len + 1);
+		memcpy(x->body, json_string_value(b), x->body_len);
+	} else if (b != NULL) {
+		x->body = json_dumps(b, JSON_COMPACT);
+		x->body_len = strlen(x->body);
+	} else if (bf != NULL) {
+		if ((f = fopen(bf, "rb")) == NULL || fstat(fileno(f), &st) ==
+		    -1 || !S_ISREG(st.st_mode) || st.st_size > fo.conf.max_body) {
+			snprintf(err, errlen, "body_file \"%.200s\": %s", bf,
+			    f == NULL ? strerror(errno) : "not a regular file "
+			    "within max_body");
+			if (f != NULL)
+				fclose(f);
+			return -1;
+		}
+		x->body_len = (size_t)st.st_size;
+		x->body = xmalloc(x->body_len + 1);
+		if (fread(x->body, 1, x->body_len, f) != x->body_len) {
+			snprintf(err, errlen, "body_file \"%.200s\": short read",
+			    bf);
+			fclose(f);
+			return -1;
+		}
+		fclose(f);
+	}
+	return 0;
+}
+
+struct xfer *
+xfer_start(struct job *job, char *err, size_t errlen)
+{
+	json_t *rec = job->rec;
+	const char *method = rec_str(rec, "method");
+	struct xfer *x = xcalloc(1, sizeof(*x));
+	long attempt = rec_int(rec, "attempt", 0) + 1;
+	double tmo = fo.conf.timeout, left;
+	const char *id = rec_str(rec, "id");
+	int fd;
+
+	xfer_clear(rec);
+	json_object_set_new(rec, "attempt", json_integer(attempt));
+	x->job = job;
+	x->slot = -1;
+	hdr_ratelimit_init(&x->rl);
+	if (load_body(x, rec, err, errlen) == -1 ||
+	    headers(x, rec, attempt, err, errlen) == -1) {
+		xfer_free(x);
+		return NULL;
+	}
+	if (fo.run_dir != NULL) {
+		x->final = xasprintf("%s/docs/%s", fo.run_dir, id);
+		x->part = xasprintf("%s/docs/.%s.part", fo.run_dir, id);
+		fd = open(x->part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+		    O_NOFOLLOW, 0600);
+		if (fd == -1 || (x->out = fdopen(fd, "wb")) == NULL) {
+			snprintf(err, errlen, "open %s: %s", x->part,
+			    strerror(errno));
+			if (fd != -1)
+				close(fd);
+			xfer_free(x);
+			return NULL;
+		}
+	}
+	x->sha = EVP_MD_CTX_new();
+	EVP_DigestInit_ex(x->sha, EVP_sha256(), NULL);
+	x->easy = curl_easy_init();
+	if (x->easy == NULL || x->sha == NULL)
+		msg_die(1, "out of memory");
+	curl_easy_setopt(x->easy, CURLOPT_URL, rec_str(rec, "url"));
+	curl_easy_setopt(x->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(x->easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(x->easy, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(x->easy, CURLOPT_MAXREDIRS, fo.conf.max_redirects);
+	curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS,
+	    (long)(clk_real(fo.conf.connect_timeout) * 1000));
+	if (fo.deadline > 0 && (left = fo.deadline - clk_now()) < clk_real(tmo)) {
+		x->capped_at = fo.deadline;
+		tmo = left > 0.001 ? left : 0.001;
+	} else
+		tmo = clk_real(tmo);
+	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)(tmo * 1000) + 1);
+	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(x->easy, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(x->easy, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(x->easy, CURLOPT_USERAGENT, "rfpipe/" RFP_VERSION);
+	curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
+	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYPEER, fo.insecure ? 0L : 1L);
+	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYHOST, fo.insecure ? 0L : 2L);
+	if (fo.conf.ca_file != NULL)
+		curl_easy_setopt(x->easy, CURLOPT_CAINFO, fo.conf.ca_file);
+	if (method != NULL && strcmp(method, "GET") != 0) {
+		if (strcmp(method, "HEAD") == 0)
+			curl_easy_setopt(x->easy, CURLOPT_NOBODY, 1L);
+		else
+			curl_easy_setopt(x->easy, CURLOPT_CUSTOMREQUEST, method);
+	}
+	if (x->body != NULL) {
+		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, x->body);
+		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)x->body_len);
+	}
+	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
+	x->t0 = clk_now();
+	return x;
+}
+
+static const char *
+error_of(CURLcode cc, const struct xfer *x)
+{
+	switch (cc) {
+	case CURLE_OK:
+		return NULL;
+	case CURLE_OPERATION_TIMEDOUT:
+		return x->capped_at > 0 && clk_now() >= x->capped_at - 0.01 ?
+		    "deadline" : "timeout";
+	case CURLE_COULDNT_CONNECT:
+		return "connect";
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return "dns";
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_PARTIAL_FILE:
+		return "reset";
+	case CURLE_WRITE_ERROR:
+		return x->too_large ? "too_large" : "write";
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		return "scheme";
+	case CURLE_TOO_MANY_REDIRECTS:
+		return "redirects";
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+		return "tls";
+	default:
+		return "protocol";
+	}
+}
+
+/* Body checks of "expect"; NULL when all pass, else what failed. */
+static char *
+check(const json_t *expect, const struct xfer *x)
+{
+	const char *ct = rec_str(expect, "content_type");
+	const char *magic = rec_str(expect, "magic");
+	long min = rec_int(expect, "min_bytes", -1);
+	char buf[64];
+	json_error_t je;
+	json_t *doc;
+	size_t n;
+	FILE *f;
+
+	if (expect == NULL)
+		return NULL;
+	if (ct != NULL && (x->ctype == NULL || strncasecmp(x->ctype, ct,
+	    strlen(ct)) != 0))
+		return xasprintf("content_type: expected \"%s\", got \"%.60s\"",
+		    ct, x->ctype ? x->ctype : "");
+	if (min >= 0 && x->bytes < min)
+		return xasprintf("min_bytes: expected at least %ld, got %ld",
+		    min, x->bytes);
+	if ((magic != NULL || json_is_true(json_object_get(expect, "json"))) &&
+	    x->final == NULL)
+		return NULL;	/* no body kept to look at */
+	if (magic != NULL) {
+		n = strlen(magic) < sizeof(buf) ? strlen(magic) : sizeof(buf);
+		if ((f = fopen(x->part, "rb")) == NULL ||
+		    fread(buf, 1, n, f) != n || memcmp(buf, magic, n) != 0) {
+			if (f != NULL)
+				fclose(f);
+			return xasprintf("magic: body does not start with "
+			    "\"%.20s\"", magic);
+		}
+		fclose(f);
+	}
+	if (json_is_true(json_object_get(expect, "json"))) {
+		if ((doc = json_load_file(x->part, JSON_DECODE_ANY, &je)) ==
+		    NULL)
+			return xasprintf("json: body is not JSON (%s)", je.text);
+		json_decref(doc);
+	}
+	return NULL;
+}
+
+void
+xfer_finish(struct xfer *x, CURLcode cc)
+{
+	json_t *rec = x->job->rec, *rl;
+	const char *e = error_of(cc, x);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0, i;
+	char hex[2 * EVP_MAX_MD_SIZE + 1], *bad;
+	curl_off_t up = 0;
+	long status = 0;
+	double now = clk_now();
+
+	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(x->easy, CURLINFO_SIZE_UPLOAD_T, &up);
+	if (x->out != NULL) {
+		if (fclose(x->out) != 0 && e == NULL)
+			e = "write";
+		x->out = NULL;
+	}
+	json_object_set_new(rec, "status", status > 0 && e == NULL ?
+	    json_integer(status) : json_null());
+	json_object_set_new(rec, "error", e ? json_string(e) : json_null());
+	if (e != NULL)
+		json_object_set_new(rec, "error_detail",
+		    json_string(curl_easy_strerror(cc)));
+	json_object_set_new(rec, "elapsed_ms", json_integer((long)((now -
+	    x->t0) * 1000)));
+	json_object_set_new(rec, "response_at", json_real(now));
+	if (doc_is_submission(rec))
+		json_object_set_new(rec, "sent", json_boolean(status > 0 ||
+		    (x->body_len > 0 && (size_t)up >= x->body_len)));
+	if (x->retry_after != NULL)
+		json_object_set_new(rec, "retry_after",
+		    json_string(x->retry_after));
+	if (x->date != NULL)
+		json_object_set_new(rec, "date", json_string(x->date));
+	if (x->rl_seen) {
+		rl = json_object();
+		if (x->rl.limit >= 0)
+			json_object_set_new(rl, "limit",
+			    json_integer(x->rl.limit));
+		if (x->rl.remaining >= 0)
+			json_object_set_new(rl, "remaining",
+			    json_integer(x->rl.remaining));
+		if (x->rl.reset_s >= 0)
+			json_object_set_new(rl, "reset_s",
+			    json_real(x->rl.reset_s));
+		json_object_set_new(rec, "ratelimit", rl);
+	}
+	if (e != NULL)
+		return;
+	EVP_DigestFinal_ex(x->sha, md, &mdlen);
+	for (i = 0; i < mdlen; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	json_object_set_new(rec, "bytes", json_integer(x->bytes));
+	json_object_set_new(rec, "sha256", json_string(hex));
+	json_object_set_new(rec, "content_type", x->ctype ?
+	    json_string(x->ctype) : json_null());
+	if (status >= 200 && status <= 299) {
+		bad = check(json_object_get(rec, "expect"), x);
+		json_object_set_new(rec, "check", bad ? json_string(bad) :
+		    json_null());
+		free(bad);
+	}
+	if (x->final != NULL && rename(x->part, x->final) == 0) {
+		free(x->part);
+		x->part = NULL;
+		json_object_set_new(rec, "body_path", json_string(strrchr(
+		    x->final, '/') - 4));
+	}
+}
+
+void
+xfer_free(struct xfer *x)
+{
+	if (x == NULL)
+		return;
+	if (x->easy != NULL)
+		curl_easy_cleanup(x->easy);
+	curl_slist_free_all(x->hdrs);
+	if (x->out != NULL)
+		fclose(x->out);
+	if (x->part != NULL)
+		unlink(x->part);
+	free(x->part);
+	free(x->final);
+	free(x->body);
+	free(x->retry_after);
+	free(x->date);
+	free(x->ctype);
+	if (x->sha != NULL)
+		EVP_MD_CTX_free(x->sha);
+	free(x);
+}

@@ -1,0 +1,166 @@
+#!/bin/sh
+# rfpipe: run a batch through rfp-fetch | rfp-classify | rfp-backoff | rfp-sink,
+# with retries fed back to rfp-fetch through a FIFO in the run directory.
+#
+# Exit status: 0 every document succeeded; 3 finished with dead letters;
+# 4 the deadline cut some documents; 2 usage or configuration error;
+# 1 internal failure (a stage failed or the counts did not reconcile).
+set -u
+
+prog=rfpipe
+version=0.1.0
+usage="usage: rfpipe [-hqv] [-j N] [--budget N|Nx] [--config FILE]
+              [--deadline WHEN] [--max-attempts N] [--progress=MODE]
+              [--retry-dead] [--run-dir DIR] [--seed N] [--version] MANIFEST
+"
+
+die() {
+	code=$1
+	shift
+	printf '%s: %s\n' "$prog" "$*" >&2
+	exit "$code"
+}
+
+bad_usage() {
+	printf '%s: %s\n' "$prog" "$*" >&2
+	printf '%s' "$usage" >&2
+	exit 2
+}
+
+# The stages live beside this script when run from a build tree.
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -x "$here/bin/rfp-fetch" ]; then
+	PATH="$here/bin:$PATH"
+	export PATH
+fi
+
+jobs=
+budget=3x
+config=
+deadline=
+max_attempts=
+progress=auto
+quiet=
+retry_dead=
+run_dir=rfpipe-run
+seed=
+verbose=
+
+need_arg() {
+	[ "$2" -ge 2 ] || bad_usage "option $1: needs a value"
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	-h|--help) printf '%s' "$usage"; exit 0 ;;
+	--version) printf '%s %s\n' "$prog" "$version"; exit 0 ;;
+	-q|--quiet) quiet=-q ;;
+	-v|--verbose) verbose=-v ;;
+	-j|--jobs) need_arg "$1" $#; jobs=$2; shift ;;
+	-j*) jobs=${1#-j} ;;
+	--jobs=*) jobs=${1#*=} ;;
+	--budget) need_arg "$1" $#; budget=$2; shift ;;
+	--budget=*) budget=${1#*=} ;;
+	--config) need_arg "$1" $#; config=$2; shift ;;
+	--config=*) config=${1#*=} ;;
+	--deadline) need_arg "$1" $#; deadline=$2; shift ;;
+	--deadline=*) deadline=${1#*=} ;;
+	--max-attempts) need_arg "$1" $#; max_attempts=$2; shift ;;
+	--max-attempts=*) max_attempts=${1#*=} ;;
+	--progress=*) progress=${1#*=} ;;
+	--retry-dead) retry_dead=--retry-dead ;;
+	--run-dir) need_arg "$1" $#; run_dir=$2; shift ;;
+	--run-dir=*) run_dir=${1#*=} ;;
+	--seed) need_arg "$1" $#; seed=$2; shift ;;
+	--seed=*) seed=${1#*=} ;;
+	--) shift; break ;;
+	-*) bad_usage "unknown option \"$1\"" ;;
+	*) break ;;
+	esac
+	shift
+done
+[ $# -eq 1 ] || bad_usage "expected one MANIFEST"
+manifest=$1
+if [ ! -r "$manifest" ] || [ -d "$manifest" ]; then
+	die 2 "open $manifest: not a readable file"
+fi
+case $progress in
+auto|plain|none) ;;
+*) bad_usage "option --progress: expected auto, plain or none" ;;
+esac
+
+for s in rfp-fetch rfp-classify rfp-backoff rfp-sink; do
+	command -v "$s" >/dev/null 2>&1 ||
+		die 1 "$s not found in PATH (run make, or make install)"
+done
+
+# Options shared by the stages, as arrays of words (set -- is the only array).
+cfg_opt=${config:+--config=$config}
+seed_opt=${seed:+--seed=$seed}
+jobs_opt=${jobs:+--jobs=$jobs}
+ma_opt=${max_attempts:+--max-attempts=$max_attempts}
+
+# Catch a bad config, budget, seed or attempt count before anything starts.
+# shellcheck disable=SC2086
+rfp-backoff $cfg_opt $seed_opt $ma_opt --budget="$budget" </dev/null >/dev/null ||
+	exit 2
+dl_opt=
+if [ -n "$deadline" ]; then
+	at=$(rfp-backoff --resolve-deadline "$deadline") || exit 2
+	dl_opt=--deadline=$at
+fi
+
+umask 077
+mkdir -p "$run_dir/state" "$run_dir/docs" "$run_dir/logs" ||
+	die 1 "mkdir $run_dir: failed"
+fifo=$run_dir/state/retry.$$.fifo
+report=$run_dir/state/fetch.$$.json
+status=$run_dir/state/status.$$
+rm -f "$fifo" "$report"
+: >"$status" || die 1 "write $status: failed"
+mkfifo -m 600 "$fifo" || die 1 "mkfifo $fifo: failed"
+# Hold the FIFO open for the whole run: a FIFO nobody holds loses its bytes,
+# and neither stage's open may block on the other.
+exec 3<>"$fifo"
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+	exec 3>&-
+	rm -f "$fifo" "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+admitted=$(grep -c '[^[:space:]]' "$manifest")
+
+# Each stage's exit status is appended to $status; the sink's is $?.
+# shellcheck disable=SC2086
+{
+	rfp-fetch --run-dir="$run_dir" --retry-fifo="$fifo" --report="$report" \
+	    --resume $retry_dead $cfg_opt $jobs_opt $dl_opt $verbose <"$manifest"
+	echo "rfp-fetch $?" >>"$status"
+} | {
+	rfp-classify $verbose
+	echo "rfp-classify $?" >>"$status"
+} | {
+	rfp-backoff --run-dir="$run_dir" --admitted="$admitted" \
+	    --budget="$budget" $cfg_opt $seed_opt $ma_opt $dl_opt $verbose
+	echo "rfp-backoff $?" >>"$status"
+} | rfp-sink --run-dir="$run_dir" --retry-fifo="$fifo" \
+    --admitted-from="$report" --fate-status $quiet $verbose
+sink=$?
+
+worst=0
+while read -r stage code; do
+	case $code in
+	0) ;;
+	2) [ "$worst" -eq 0 ] && worst=2 ;;
+	*) worst=1
+	   printf '%s: %s failed with status %s\n' "$prog" "$stage" "$code" >&2 ;;
+	esac
+done <"$status"
+[ "$worst" -ne 0 ] && exit "$worst"
+case $sink in
+0|3|4) exit "$sink" ;;
+*) exit 1 ;;
+esac
