@@ -18,6 +18,7 @@ struct job {
 	struct ep	*ep;
 	double		 not_before;	/* epoch; 0: now */
 	long		 lineno;
+	int		 held;		/* held back by an open breaker */
 	struct job	*next;		/* in the ready queue */
 };
 
@@ -49,6 +50,7 @@ struct fopts {
 	const char	*run_dir;
 	double		 deadline;	/* epoch; 0: none */
 	int		 insecure;
+	int		 on_open_dead;
 };
 
 extern struct fopts fo;

@@ -34,11 +34,14 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "lib/breaker.h"
+#include "lib/class.h"
 #include "lib/clk.h"
 #include "lib/conf.h"
 #include "lib/doc.h"
 #include "lib/msg.h"
 #include "lib/opt.h"
+#include "lib/pace.h"
 #include "lib/rec.h"
 #include "lib/state.h"
 #include "lib/x.h"
@@ -49,7 +52,8 @@
 static const char usage[] =
     "usage: rfp-fetch [-hv] [-j N] [--ca-file FILE] [--config FILE]\n"
     "                 [--connect-timeout S] [--deadline WHEN] [--insecure]\n"
-    "                 [--max-body BYTES] [--max-redirects N] [--report FILE]\n"
+    "                 [--max-body BYTES] [--max-redirects N]\n"
+    "                 [--on-open wait|dead] [--report FILE]\n"
     "                 [--resume] [--retry-dead] [--retry-fifo FIFO]\n"
     "                 [--run-dir DIR] [--timeout S] [--version]\n";
 
@@ -61,6 +65,8 @@ struct ep {
 	const struct conf_ep *cf;
 	long		 ceiling;
 	long		 inflight;
+	struct pace_cfg	 pace;		/* in real seconds */
+	double		 blocked_until;	/* no slot, pace or breaker until then */
 	int		*slot_fd;	/* open slot files; -1: not open */
 	char		*slot_held;
 	struct ep	*next;
@@ -150,6 +156,8 @@ endpoint(const char *name)
 	e->cf = conf_endpoint(&fo.conf, name);
 	e->ceiling = e->cf->concurrency > 0 ? e->cf->concurrency :
 	    fo.conf.concurrency;
+	e->pace.rate = e->cf->rate / clk_scale();
+	e->pace.burst = e->cf->burst;
 	e->slot_fd = xmalloc((size_t)e->ceiling * sizeof(int));
 	e->slot_held = xcalloc((size_t)e->ceiling, 1);
 	for (i = 0; i < e->ceiling; i++)
@@ -409,30 +417,87 @@ read_lines(struct rec_reader *r, int manifest)
 	}
 }
 
-/* Start what may start; return the seconds until something might. */
+static void
+state_fail(const char *err)
+{
+	msg_die(1, "%s", err);
+}
+
+/*
+ * Slot, pace, breaker, in that order.  Returns 1 (go; *slot, *probe set),
+ * 0 (not yet: the endpoint is blocked until ep->blocked_until) or -1 (the
+ * job was dead-lettered circuit_open).
+ */
+static int
+gate(struct job *j, int *slot, int *probe)
+{
+	struct ep *e = j->ep;
+	const struct conf_breaker *bc = &e->cf->breaker;
+	double now = clk_now(), wait, until, opened;
+	enum brk_verdict v;
+	char err[512];
+	int rc;
+
+	if ((*slot = slot_take(e)) == -1) {
+		e->blocked_until = now + 0.005;
+		return 0;
+	}
+	if ((rc = pace_take(fo.run_dir, e->name, &e->pace, now, &wait, err,
+	    sizeof(err))) == -1)
+		state_fail(err);
+	if (rc == 1) {
+		slot_give(e, *slot);
+		e->blocked_until = now + wait;
+		return 0;
+	}
+	if (brk_allow(fo.run_dir, e->name, bc, now, clk_real(
+	    fo.conf.timeout + fo.conf.connect_timeout) + 1, !j->held, &v,
+	    &until, &opened, err, sizeof(err)) == -1)
+		state_fail(err);
+	*probe = v == BRK_PROBE;
+	if (v != BRK_DENY)
+		return 1;
+	slot_give(e, *slot);
+	if (fo.on_open_dead || (bc->max_open > 0 && now - opened >
+	    clk_real(bc->max_open)) || (fo.deadline > 0 &&
+	    until >= fo.deadline)) {
+		snprintf(err, sizeof(err), "the breaker of \"%s\" is open%s",
+		    e->name, fo.on_open_dead ? " (--on-open dead)" :
+		    fo.deadline > 0 && until >= fo.deadline ?
+		    " past the deadline" : " longer than max_open");
+		kill_now(j->rec, 0, "circuit_open", err);
+		return -1;
+	}
+	j->held = 1;
+	e->blocked_until = until;
+	return 0;
+}
+
+/* Start what may start now. */
 static void
 start_ready(void)
 {
 	struct job *j, **pp = &S.ready;
 	struct xfer *x;
 	char err[300];
-	int slot;
+	int slot, probe = 0, g;
 
 	S.ready_tail = NULL;
 	while ((j = *pp) != NULL) {
 		if (S.active >= fo.conf.concurrency ||
-		    (fo.deadline > 0 && clk_now() >= fo.deadline)) {
-			S.ready_tail = j;
-			pp = &j->next;
-			continue;
-		}
-		if ((slot = slot_take(j->ep)) == -1) {
+		    (fo.deadline > 0 && clk_now() >= fo.deadline) ||
+		    j->ep->blocked_until > clk_now() ||
+		    (g = gate(j, &slot, &probe)) == 0) {
 			S.ready_tail = j;
 			pp = &j->next;
 			continue;
 		}
 		*pp = j->next;
 		S.nready--;
+		if (g == -1) {
+			job_free(j);
+			continue;
+		}
 		if ((x = xfer_start(j, err, sizeof(err))) == NULL) {
 			slot_give(j->ep, slot);
 			msg_line(j->lineno, "%s", err);
@@ -446,6 +511,7 @@ start_ready(void)
 			continue;
 		}
 		x->slot = slot;
+		x->probe = probe;
 		j->ep->inflight++;
 		S.active++;
 		curl_multi_add_handle(S.multi, x->easy);
@@ -454,6 +520,32 @@ start_ready(void)
 	S.ready_tail = NULL;
 	for (j = S.ready; j != NULL; j = j->next)
 		S.ready_tail = j;
+}
+
+/* Tell the shared pace and breaker what this answer says of the endpoint. */
+static void
+feedback(const struct xfer *x)
+{
+	const json_t *rec = x->job->rec;
+	struct ep *e = x->job->ep;
+	long st = rec_int(rec, "status", 0);
+	double now = clk_now();
+	enum class_kind k;
+	char reason[64], err[512];
+	int slow;
+
+	k = class_of(rec, reason, sizeof(reason));
+	if (strcmp(reason, "deadline") == 0)
+		return;
+	slow = st == 429 || (st == 503 && x->retry_after != NULL);
+	if ((slow || k == CLASS_OK) && pace_feedback(fo.run_dir, e->name,
+	    &e->pace, slow ? PACE_SLOW : PACE_OK, x->t0, x->rl_seen ? &x->rl :
+	    NULL, now, err, sizeof(err)) == -1)
+		state_fail(err);
+	if (brk_record(fo.run_dir, e->name, &e->cf->breaker,
+	    k == CLASS_TRANSIENT ? BRK_FAILURE : BRK_SUCCESS, x->probe, now,
+	    err, sizeof(err)) == -1)
+		state_fail(err);
 }
 
 static void
@@ -469,6 +561,7 @@ finish_done(void)
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
 		curl_multi_remove_handle(S.multi, m->easy_handle);
 		xfer_finish(x, m->data.result);
+		feedback(x);
 		slot_give(x->job->ep, x->slot);
 		x->job->ep->inflight--;
 		S.active--;
@@ -579,8 +672,15 @@ poll_timeout(void)
 
 	if (S.nwait > 0 && S.wait[0]->not_before - now < t)
 		t = S.wait[0]->not_before - now;
-	if (S.nready > 0 && t > 0.02)
-		t = 0.02;	/* blocked on a slot held elsewhere */
+	if (S.nready > 0) {
+		struct ep *e;
+		double soon = now + t;
+
+		for (e = S.eps; e != NULL; e = e->next)
+			if (e->blocked_until < soon)
+				soon = e->blocked_until;
+		t = soon - now < 0.002 ? 0.002 : soon - now;
+	}
 	if (fo.deadline > 0 && fo.deadline - now < t)
 		t = fo.deadline - now;
 	return t <= 0 ? 0 : (long)(t * 1000) + 1;
@@ -656,6 +756,7 @@ main(int argc, char *argv[])
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "max-body", required_argument, NULL, 'B' },
 		{ "max-redirects", required_argument, NULL, 'R' },
+		{ "on-open", required_argument, NULL, 'o' },
 		{ "report", required_argument, NULL, 'p' },
 		{ "resume", no_argument, NULL, 'u' },
 		{ "retry-dead", no_argument, NULL, 'd' },
@@ -667,6 +768,7 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *config = NULL, *deadline = NULL, *ca = NULL;
+	const char *on_open = NULL;
 	double ctmo = -1, tmo = -1;
 	long jobs = -1, maxbody = -1, maxredir = -1;
 	struct sigaction sa;
@@ -707,6 +809,12 @@ main(int argc, char *argv[])
 			break;
 		case 'k':
 			fo.insecure = 1;
+			break;
+		case 'o':
+			if (strcmp(optarg, "wait") && strcmp(optarg, "dead"))
+				msg_die(2, "option --on-open: expected \"wait\" "
+				    "or \"dead\", got \"%s\"", optarg);
+			on_open = optarg;
 			break;
 		case 'p':
 			S.report = optarg;
@@ -754,6 +862,8 @@ main(int argc, char *argv[])
 		free(fo.conf.ca_file);
 		fo.conf.ca_file = xstrdup(ca);
 	}
+	fo.on_open_dead = on_open ? strcmp(on_open, "dead") == 0 :
+	    fo.conf.on_open_dead;
 	if (deadline == NULL)
 		deadline = fo.conf.deadline;
 	if (deadline != NULL && clk_deadline(deadline, clk_now(),
@@ -770,10 +880,15 @@ main(int argc, char *argv[])
 	if (fo.run_dir != NULL) {
 		if (state_mkdirs(fo.run_dir) == -1)
 			msg_diesys(1, "mkdir %s", fo.run_dir);
-		path = xasprintf("%s/state/slots", fo.run_dir);
-		if (mkdir(path, 0700) == -1 && errno != EEXIST)
-			msg_diesys(1, "mkdir %s", path);
-		free(path);
+		for (i = 0; i < 3; i++) {
+			static const char *sub[] = { "slots", "rate",
+			    "breaker" };
+
+			path = xasprintf("%s/state/%s", fo.run_dir, sub[i]);
+			if (mkdir(path, 0700) == -1 && errno != EEXIST)
+				msg_diesys(1, "mkdir %s", path);
+			free(path);
+		}
 	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;

@@ -1,0 +1,255 @@
+/* breaker: closed -> open -> half-open (one probe) -> closed or open. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lib/breaker.h"
+#include "lib/clk.h"
+#include "lib/doc.h"
+#include "lib/state.h"
+#include "lib/x.h"
+
+#define TRANSITIONS_KEPT	50
+
+struct op {
+	const struct conf_breaker *c;
+	const char	*ep;
+	double		 now, lease;
+	int		 allow;		/* 1: brk_allow, 0: brk_record */
+	int		 held, probe;
+	enum brk_outcome out;
+	enum brk_verdict v;
+	double		 until, opened_at;
+};
+
+static json_t *mem;
+
+static const char *
+sget(const json_t *d, const char *k)
+{
+	return json_string_value(json_object_get(d, k));
+}
+
+static double
+nget(const json_t *d, const char *k)
+{
+	return json_number_value(json_object_get(d, k));
+}
+
+static void
+nset(json_t *d, const char *k, double v)
+{
+	json_object_set_new(d, k, json_real(v));
+}
+
+static void
+iinc(json_t *d, const char *k)
+{
+	json_object_set_new(d, k, json_integer(json_integer_value(
+	    json_object_get(d, k)) + 1));
+}
+
+static void
+to(json_t *d, const char *state, double now)
+{
+	json_t *tr = json_object_get(d, "transitions");
+
+	json_object_set_new(d, "state", json_string(state));
+	json_array_append_new(tr, json_pack("{s:f,s:s}", "t", now, "to",
+	    state));
+	while (json_array_size(tr) > TRANSITIONS_KEPT)
+		json_array_remove(tr, 0);
+}
+
+static json_t *
+fresh(const char *ep, const struct conf_breaker *c)
+{
+	return json_pack("{s:s,s:s,s:i,s:s,s:f,s:f,s:i,s:f,s:i,s:i,s:[]}",
+	    "endpoint", ep, "state", "closed", "fails", 0, "window", "",
+	    "opened_at", 0.0, "cooldown", clk_real(c->cooldown), "probe_pid",
+	    0, "probe_until", 0.0, "openings", 0, "saved", 0, "transitions");
+}
+
+static int
+valid(const json_t *d)
+{
+	const char *s = sget(d, "state");
+
+	return s != NULL && (strcmp(s, "closed") == 0 || strcmp(s,
+	    "open") == 0 || strcmp(s, "half_open") == 0) &&
+	    json_is_integer(json_object_get(d, "fails")) &&
+	    json_is_string(json_object_get(d, "window")) &&
+	    json_is_number(json_object_get(d, "opened_at")) &&
+	    json_is_number(json_object_get(d, "cooldown")) &&
+	    json_is_number(json_object_get(d, "probe_until")) &&
+	    json_is_array(json_object_get(d, "transitions"));
+}
+
+static void
+open_now(json_t *d, const struct op *o, int reopen)
+{
+	double cd = nget(d, "cooldown");
+
+	if (reopen) {
+		cd *= 2;
+		if (cd > clk_real(o->c->cooldown_max))
+			cd = clk_real(o->c->cooldown_max);
+	} else
+		cd = clk_real(o->c->cooldown);
+	nset(d, "cooldown", cd);
+	nset(d, "opened_at", o->now);
+	json_object_set_new(d, "probe_pid", json_integer(0));
+	iinc(d, "openings");
+	to(d, "open", o->now);
+}
+
+/* Should a closed breaker open after this failure? */
+static int
+trips(json_t *d, const struct conf_breaker *c, int failed)
+{
+	const char *w = sget(d, "window");
+	char *nw;
+	size_t n = strlen(w), i, bad = 0;
+	long fails = (long)json_integer_value(json_object_get(d, "fails"));
+
+	fails = failed ? fails + 1 : 0;
+	json_object_set_new(d, "fails", json_integer(fails));
+	nw = xasprintf("%s%c", n >= (size_t)c->window ? w + n -
+	    (size_t)c->window + 1 : w, failed ? '1' : '0');
+	json_object_set_new(d, "window", json_string(nw));
+	for (i = 0; nw[i] != '\0'; i++)
+		bad += nw[i] == '1';
+	n = strlen(nw);
+	free(nw);
+	if (!failed)
+		return 0;
+	if (fails >= c->failures)
+		return 1;
+	return c->rate > 0 && (long)n >= c->min_calls &&
+	    100.0 * (double)bad / (double)n >= c->rate;
+}
+
+static int
+run(json_t **doc, void *arg, char *err, size_t errlen)
+{
+	struct op *o = arg;
+	json_t *d = *doc;
+	const char *st;
+	pid_t pid;
+
+	if (d == NULL)
+		d = *doc = fresh(o->ep, o->c);
+	if (!valid(d)) {
+		snprintf(err, errlen, "state/breaker of \"%s\": corrupt state "
+		    "file; move it aside to start afresh", o->ep);
+		return -1;
+	}
+	st = sget(d, "state");
+	o->opened_at = nget(d, "opened_at");
+	if (!o->allow) {
+		if (strcmp(st, "half_open") == 0 && o->probe) {
+			if (o->out == BRK_SUCCESS) {
+				json_object_set_new(d, "fails", json_integer(0));
+				json_object_set_new(d, "window", json_string(""));
+				to(d, "closed", o->now);
+			} else
+				open_now(d, o, 1);
+		} else if (strcmp(st, "closed") == 0 && trips(d, o->c,
+		    o->out == BRK_FAILURE))
+			open_now(d, o, 0);
+		return 0;
+	}
+	o->v = BRK_ALLOW;
+	if (strcmp(st, "open") == 0) {
+		if (o->now < nget(d, "opened_at") + nget(d, "cooldown")) {
+			o->v = BRK_DENY;
+			o->until = nget(d, "opened_at") + nget(d, "cooldown");
+		} else {
+			to(d, "half_open", o->now);
+			st = "half_open";
+			json_object_set_new(d, "probe_pid", json_integer(0));
+		}
+	}
+	if (strcmp(st, "half_open") == 0) {
+		pid = (pid_t)json_integer_value(json_object_get(d,
+		    "probe_pid"));
+		/* A probe whose owner died, or whose lease ran out, is void. */
+		if (pid == 0 || o->now > nget(d, "probe_until") ||
+		    (kill(pid, 0) == -1 && pid != getpid())) {
+			json_object_set_new(d, "probe_pid",
+			    json_integer(getpid()));
+			nset(d, "probe_until", o->now + o->lease);
+			o->v = BRK_PROBE;
+		} else {
+			o->v = BRK_DENY;
+			o->until = o->now + 0.05;
+		}
+	}
+	if (o->v == BRK_DENY && o->held)
+		iinc(d, "saved");
+	return 0;
+}
+
+static int
+apply(const char *rundir, struct op *o, char *err, size_t errlen)
+{
+	char *safe, *path;
+	json_t *doc;
+	int rc;
+
+	if (rundir == NULL) {
+		if (mem == NULL)
+			mem = json_object();
+		doc = json_incref(json_object_get(mem, o->ep));
+		rc = run(&doc, o, err, errlen);
+		json_object_set_new(mem, o->ep, doc);
+		return rc;
+	}
+	safe = doc_safe_name(o->ep);
+	path = xasprintf("%s/state/breaker/%s.json", rundir, safe);
+	rc = state_update(path, run, o, err, errlen);
+	free(path);
+	free(safe);
+	return rc;
+}
+
+int
+brk_allow(const char *rundir, const char *ep, const struct conf_breaker *c,
+    double now, double lease, int held, enum brk_verdict *v, double *until,
+    double *opened_at, char *err, size_t errlen)
+{
+	struct op o;
+
+	memset(&o, 0, sizeof(o));
+	o.c = c;
+	o.ep = ep;
+	o.now = now;
+	o.lease = lease;
+	o.allow = 1;
+	o.held = held;
+	if (apply(rundir, &o, err, errlen) == -1)
+		return -1;
+	*v = o.v;
+	*until = o.until;
+	*opened_at = o.opened_at;
+	return 0;
+}
+
+int
+brk_record(const char *rundir, const char *ep, const struct conf_breaker *c,
+    enum brk_outcome out, int probe, double now, char *err, size_t errlen)
+{
+	struct op o;
+
+	memset(&o, 0, sizeof(o));
+	o.c = c;
+	o.ep = ep;
+	o.now = now;
+	o.out = out;
+	o.probe = probe;
+	return apply(rundir, &o, err, errlen);
+}

@@ -1,0 +1,40 @@
+/*
+ * breaker: the per-endpoint circuit breaker, shared by every process
+ * through RUNDIR/state/breaker/<endpoint>.json under flock(2).  Closed: all
+ * requests pass.  Open: none do until a cooldown has passed.  Half-open:
+ * exactly one probe, owned by one process with a lease, so a probe whose
+ * process died frees the slot when the lease runs out.
+ */
+#ifndef RFP_BREAKER_H
+#define RFP_BREAKER_H
+
+#include <stddef.h>
+
+#include "lib/conf.h"
+
+enum brk_verdict {
+	BRK_ALLOW,	/* closed: send */
+	BRK_PROBE,	/* half-open: send, this request is the probe */
+	BRK_DENY	/* open, or a probe is out: hold or dead-letter */
+};
+
+enum brk_outcome {
+	BRK_SUCCESS,	/* any answer that says the endpoint is up */
+	BRK_FAILURE	/* a transient failure */
+};
+
+/*
+ * May a request go to ep at now (real seconds)?  held is 1 when the caller
+ * holds a new record back because of the answer (counted as saved).
+ * *until is when to ask again after BRK_DENY; *opened_at when it opened.
+ */
+int	brk_allow(const char *rundir, const char *ep,
+	    const struct conf_breaker *c, double now, double lease, int held,
+	    enum brk_verdict *v, double *until, double *opened_at, char *err,
+	    size_t errlen);
+/* Record an outcome; probe is 1 when the request was the probe. */
+int	brk_record(const char *rundir, const char *ep,
+	    const struct conf_breaker *c, enum brk_outcome o, int probe,
+	    double now, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,210 @@
+/* pace: GCRA with slow start and AIMD, kept in a flock'd state file. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "lib/clk.h"
+#include "lib/doc.h"
+#include "lib/pace.h"
+#include "lib/state.h"
+#include "lib/x.h"
+
+#define START_RATE	8.0	/* logical requests/s before anything is known */
+#define SS_GROWTH	3.0	/* slow start: rate added per success */
+#define DECREASE	0.85	/* multiplicative decrease on a 429 */
+#define MAX_RATE	1e6
+
+struct pst {
+	double	tat;		/* theoretical arrival time (GCRA) */
+	double	rate;		/* current requests per real second */
+	double	hold_until;	/* nothing is sent before this */
+	double	dec_at;		/* when the rate was last cut */
+	int	ss;		/* still in slow start */
+	long	slows;		/* 429s fed back */
+};
+
+struct op {
+	const struct pace_cfg *c;
+	const char *ep;
+	int	 take;		/* 1: pace_take, 0: feedback */
+	double	 now, sent_at, wait;
+	enum pace_event ev;
+	const struct hdr_ratelimit *rl;
+	int	 granted;
+};
+
+static json_t *mem;	/* per-process state when there is no run directory */
+
+static void
+init(struct pst *p, const struct pace_cfg *c)
+{
+	memset(p, 0, sizeof(*p));
+	if (c->rate > 0) {
+		p->rate = c->rate;
+	} else {
+		p->rate = START_RATE / clk_scale();
+		p->ss = 1;
+	}
+}
+
+static int
+load(struct pst *p, const json_t *d, const struct pace_cfg *c)
+{
+	json_t *v;
+
+	init(p, c);
+	if (d == NULL)
+		return 0;
+#define G(f) do { v = json_object_get(d, #f); \
+	if (!json_is_number(v)) return -1; \
+	p->f = json_number_value(v); } while (0)
+	G(tat);
+	G(rate);
+	G(hold_until);
+	G(dec_at);
+#undef G
+	v = json_object_get(d, "ss");
+	if (!json_is_boolean(v) || !(p->rate > 0))
+		return -1;
+	p->ss = json_is_true(v);
+	p->slows = (long)json_integer_value(json_object_get(d, "slows"));
+	/* A changed configuration wins over the stored rate. */
+	if (c->rate > 0 && p->rate > c->rate)
+		p->rate = c->rate;
+	return 0;
+}
+
+static json_t *
+save(const struct pst *p, const char *ep)
+{
+	return json_pack("{s:s,s:f,s:f,s:f,s:f,s:b,s:I}", "endpoint", ep,
+	    "tat", p->tat, "rate", p->rate, "hold_until", p->hold_until,
+	    "dec_at", p->dec_at, "ss", p->ss, "slows", (json_int_t)p->slows);
+}
+
+static void
+take(struct pst *p, struct op *o)
+{
+	double iv = 1.0 / p->rate, tat = fmax(p->tat, o->now);
+	double allow = (double)o->c->burst * iv;
+
+	if (o->now < p->hold_until) {
+		o->wait = p->hold_until - o->now;
+		return;
+	}
+	if (tat - o->now > allow) {
+		o->wait = tat - o->now - allow;
+		return;
+	}
+	p->tat = tat + iv;
+	o->granted = 1;
+}
+
+static void
+feedback(struct pst *p, struct op *o)
+{
+	const struct hdr_ratelimit *rl = o->rl;
+	double cap = o->c->rate > 0 ? o->c->rate : MAX_RATE;
+	double sc = clk_scale();
+
+	if (o->ev == PACE_SLOW) {
+		p->slows++;
+		/* One cut per round: requests already on the wire don't count. */
+		if (o->sent_at >= p->dec_at) {
+			p->rate = fmax(p->rate * DECREASE, 0.01 / sc);
+			p->dec_at = o->now;
+			p->ss = 0;
+			/* Restart the schedule at the new pace. */
+			p->tat = fmax(p->tat, o->now) + 1.0 / p->rate;
+		}
+	} else if (p->ss)		/* in logical time: +SS_GROWTH */
+		p->rate = fmin(p->rate + SS_GROWTH / sc, cap);
+	else				/* in logical time: +1/rate */
+		p->rate = fmin(p->rate + 1.0 / (p->rate * sc * sc), cap);
+	if (rl != NULL && rl->remaining == 0 && rl->reset_s > 0)
+		p->hold_until = fmax(p->hold_until, o->now +
+		    clk_real(rl->reset_s));
+	else if (rl != NULL && rl->remaining > 0 && rl->reset_s > 0 &&
+	    p->rate > rl->remaining / clk_real(rl->reset_s))
+		p->rate = rl->remaining / clk_real(rl->reset_s);
+}
+
+static int
+run(json_t **doc, void *arg, char *err, size_t errlen)
+{
+	struct op *o = arg;
+	struct pst p;
+
+	if (load(&p, *doc, o->c) == -1) {
+		snprintf(err, errlen, "state/rate of \"%s\": corrupt state "
+		    "file; move it aside to start afresh", o->ep);
+		return -1;
+	}
+	if (o->take)
+		take(&p, o);
+	else
+		feedback(&p, o);
+	json_decref(*doc);
+	*doc = save(&p, o->ep);
+	return 0;
+}
+
+static int
+apply(const char *rundir, struct op *o, char *err, size_t errlen)
+{
+	char *safe, *path;
+	json_t *doc;
+	int rc;
+
+	if (rundir == NULL) {
+		if (mem == NULL)
+			mem = json_object();
+		doc = json_incref(json_object_get(mem, o->ep));
+		rc = run(&doc, o, err, errlen);
+		json_object_set_new(mem, o->ep, doc);
+		return rc;
+	}
+	safe = doc_safe_name(o->ep);
+	path = xasprintf("%s/state/rate/%s.json", rundir, safe);
+	rc = state_update(path, run, o, err, errlen);
+	free(path);
+	free(safe);
+	return rc;
+}
+
+int
+pace_take(const char *rundir, const char *ep, const struct pace_cfg *c,
+    double now, double *wait, char *err, size_t errlen)
+{
+	struct op o;
+
+	memset(&o, 0, sizeof(o));
+	o.c = c;
+	o.ep = ep;
+	o.take = 1;
+	o.now = now;
+	if (apply(rundir, &o, err, errlen) == -1)
+		return -1;
+	*wait = o.wait;
+	return o.granted ? 0 : 1;
+}
+
+int
+pace_feedback(const char *rundir, const char *ep, const struct pace_cfg *c,
+    enum pace_event ev, double sent_at, const struct hdr_ratelimit *rl,
+    double now, char *err, size_t errlen)
+{
+	struct op o;
+
+	memset(&o, 0, sizeof(o));
+	o.c = c;
+	o.ep = ep;
+	o.ev = ev;
+	o.sent_at = sent_at;
+	o.rl = rl;
+	o.now = now;
+	return apply(rundir, &o, err, errlen);
+}

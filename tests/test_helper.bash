@@ -1,0 +1,59 @@
+# Shared by every suite: bin/ first in PATH, bats-support/-assert, and the
+# mock portal started on a free loopback port.
+# shellcheck shell=bash
+
+bats_require_minimum_version 1.5.0
+bats_load_library bats-support
+bats_load_library bats-assert
+
+ROOT=${RFPIPE_ROOT:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
+FIX=$ROOT/tests/fixtures
+# "make check" puts its build's bin/ first; run by hand, use the tree's.
+if ! command -v rfp-fetch >/dev/null 2>&1; then
+	PATH=$ROOT/bin:$PATH
+fi
+export PATH
+# Collapse every protocol delay: 1 s of backoff or Retry-After is 10 ms.
+export RFPIPE_TIME_SCALE=${RFPIPE_TIME_SCALE:-0.01}
+
+# mock_start SCENARIO: start the mock portal; sets MOCK_PORT, MOCK_URL,
+# MOCK_LOG.  It is stopped by mock_stop (call it from teardown).
+mock_start() {
+	local scen=$1 i
+	MOCK_LOG=$BATS_TEST_TMPDIR/mock.log
+	rm -f "$BATS_TEST_TMPDIR/mock.port"
+	rfp-mockportal --scenario "$scen" --port 0 \
+	    --port-file "$BATS_TEST_TMPDIR/mock.port" --log "$MOCK_LOG" \
+	    >/dev/null 2>"$BATS_TEST_TMPDIR/mock.err" 3>&- &
+	MOCK_PID=$!
+	for i in $(seq 1 200); do
+		[ -s "$BATS_TEST_TMPDIR/mock.port" ] && break
+		sleep 0.01
+	done
+	MOCK_PORT=$(cat "$BATS_TEST_TMPDIR/mock.port")
+	MOCK_URL=http://127.0.0.1:$MOCK_PORT
+	export MOCK_PORT MOCK_URL MOCK_LOG MOCK_PID
+}
+
+mock_stop() {
+	if [ -n "${MOCK_PID:-}" ]; then
+		kill "$MOCK_PID" 2>/dev/null
+		wait "$MOCK_PID" 2>/dev/null
+		MOCK_PID=
+	fi
+}
+
+# manifest PREFIX N [ENDPOINT] [EXTRA-JSON]: N GET records for PREFIX/doc-i.
+manifest() {
+	local prefix=$1 n=$2 ep=${3:-} extra=${4:-} i
+	for i in $(seq 1 "$n"); do
+		printf '{"id":"%s-%d","url":"%s%s/doc-%d"%s%s}\n' \
+		    "${ep:-doc}" "$i" "$MOCK_URL" "$prefix" "$i" \
+		    "${ep:+,\"endpoint\":\"$ep\"}" "${extra:+,$extra}"
+	done
+}
+
+# requests_for PATH: how many requests the mock saw for PATH.
+requests_for() {
+	jq -s --arg p "$1" '[.[] | select(.kind == "request" and .path == $p)] | length' "$MOCK_LOG"
+}
