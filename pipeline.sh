@@ -27,9 +27,9 @@ bad_usage() {
 	exit 2
 }
 
-# The stages live beside this script when run from a build tree.
+# Run from a build tree with no stages in PATH, use the tree's.
 here=$(cd "$(dirname "$0")" && pwd)
-if [ -x "$here/bin/rfp-fetch" ]; then
+if ! command -v rfp-fetch >/dev/null 2>&1 && [ -x "$here/bin/rfp-fetch" ]; then
 	PATH="$here/bin:$PATH"
 	export PATH
 fi

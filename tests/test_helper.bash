@@ -57,3 +57,8 @@ manifest() {
 requests_for() {
 	jq -s --arg p "$1" '[.[] | select(.kind == "request" and .path == $p)] | length' "$MOCK_LOG"
 }
+
+# The driver, as installed it would be "rfpipe".
+pipeline.sh() {
+	"$ROOT/pipeline.sh" "$@"
+}

@@ -1,0 +1,198 @@
+#!/usr/bin/env bats
+# End to end: pipeline.sh against the mock portal, asserting on the run
+# directory and on the mock's own request log, never on timing.
+
+load test_helper
+
+setup() {
+	RUN=$BATS_TEST_TMPDIR/run
+}
+
+teardown() {
+	mock_stop
+}
+
+dead_count() {
+	if [ -n "${2:-}" ]; then
+		jq -s --arg r "$2" '[.[] | select(.dead_reason == $r)] | length' "$1/dead.ndjson"
+	else
+		jq -s length "$1/dead.ndjson"
+	fi
+}
+
+@test "pipeline: 300 documents all answered 200 end in results, none dead, exit 0" {
+	mock_start "$FIX/mock/ok.yaml"
+	{ manifest /nih 100 nih; manifest /grants 100 grants; manifest /nsf 100 nsf; } >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q --run-dir "$RUN" --seed 1 "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 300 ]
+	[ "$(wc -l <"$RUN/dead.ndjson")" -eq 0 ]
+	jq -e '.admitted == 300 and .run.succeeded == 300 and .run.dead == 0 and .reconciled == true' "$RUN/summary.json"
+	[ "$(jq -r .id "$RUN/results.ndjson" | sort -u | wc -l)" -eq 300 ]
+}
+
+@test "pipeline: 5 malformed lines among 300 are dead bad_input with their line numbers, the 300 succeed" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 300 nih >"$BATS_TEST_TMPDIR/good"
+	awk 'NR==10{print "{not json"} NR==50{print "[1,2]"} NR==100{print "{\"id\":\"x1\"}"}
+	     NR==200{print "{\"id\":\"../../etc\",\"url\":\"http://127.0.0.1/\"}"}
+	     NR==250{print "{\"id\":\"f1\",\"url\":\"file:///etc/passwd\"}"} {print}' \
+	    "$BATS_TEST_TMPDIR/good" >"$BATS_TEST_TMPDIR/m"
+	run -3 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 300 ]
+	[ "$(dead_count "$RUN" bad_input)" -eq 5 ]
+	[ "$(jq -c .line "$RUN/dead.ndjson" | sort -n | tr '\n' ' ')" = "10 51 102 203 254 " ]
+	[[ $stderr == *'rfp-fetch: line 102: missing field "url"'* ]]
+	[[ $stderr == *'rfp-fetch: line 254: field "url": unsupported scheme "file"'* ]]
+	[ ! -e "$RUN/../etc" ]
+	jq -e '.reconciled == true and .run.dead_by_reason.bad_input == 5' "$RUN/summary.json"
+}
+
+@test "pipeline: a document failing 503 twice then 200 succeeds after exactly 3 requests" {
+	mock_start "$FIX/pipeline/statuses.yaml"
+	manifest /twice503 1 flaky >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q --run-dir "$RUN" --seed 1 "$BATS_TEST_TMPDIR/m"
+	[ "$(requests_for /twice503/doc-1)" -eq 3 ]
+	jq -e 'select(.id == "flaky-1") | .attempt == 3 and .fate == "done"' "$RUN/results.ndjson"
+}
+
+@test "pipeline: a poison document is dead exhausted after exactly max_attempts requests, the rest complete" {
+	mock_start "$FIX/pipeline/statuses.yaml"
+	{ manifest /poison 1 poison; manifest /ok 20 ok; } >"$BATS_TEST_TMPDIR/m"
+	run -3 pipeline.sh -q --run-dir "$RUN" --seed 1 --max-attempts 4 "$BATS_TEST_TMPDIR/m"
+	[ "$(requests_for /poison/doc-1)" -eq 4 ]
+	[ "$(dead_count "$RUN" exhausted)" -eq 1 ]
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 20 ]
+}
+
+@test "pipeline: 400 401 403 404 422 and 418 are dead permanent after exactly one request" {
+	mock_start "$FIX/pipeline/statuses.yaml"
+	for s in 400 401 403 404 422 418; do manifest "/s$s" 1 "p$s"; done >"$BATS_TEST_TMPDIR/m"
+	run -3 pipeline.sh -q --run-dir "$RUN" --seed 1 "$BATS_TEST_TMPDIR/m"
+	for s in 400 401 403 404 422 418; do
+		[ "$(requests_for "/s$s/doc-1")" -eq 1 ]
+	done
+	[ "$(dead_count "$RUN" permanent)" -eq 6 ]
+	jq -e 'select(.id == "p418-1") | .reason == "unknown_http_418"' "$RUN/dead.ndjson"
+}
+
+@test "pipeline: Retry-After 2 and its HTTP-date form are obeyed as a floor" {
+	mock_start "$FIX/pipeline/statuses.yaml"
+	{ manifest /ra2 5 ra; manifest /radate 5 rd; } >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q --run-dir "$RUN" --seed 1 "$BATS_TEST_TMPDIR/m"
+	# Per path: the retry arrived no earlier than 2 s (scaled) after the answer.
+	# The date form has one-second resolution, so allow it that much less.
+	jq -s -e --argjson s "$RFPIPE_TIME_SCALE" '
+	    [group_by(.path)[] | select(length == 2) | sort_by(.t) |
+	     {gap: (.[1].t - .[0].t_answer), date: (.[0].path | startswith("/radate"))}] |
+	    length == 10 and all(.gap >= (if .date then 1 else 2 end) * $s)' "$MOCK_LOG"
+}
+
+@test "pipeline: ten poison documents with a budget of 3 see exactly 13 requests, all dead budget_spent" {
+	mock_start "$FIX/pipeline/statuses.yaml"
+	manifest /poison 10 poison >"$BATS_TEST_TMPDIR/m"
+	run -3 pipeline.sh -q --run-dir "$RUN" --seed 1 --budget 3 "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" -eq 13 ]
+	[ "$(dead_count "$RUN" budget_spent)" -eq 10 ]
+	jq -e '.budget.left == 0 and .budget.total == 3' "$RUN/summary.json"
+}
+
+@test "pipeline: two pipelines on one run directory spend one budget" {
+	mock_start "$FIX/pipeline/statuses.yaml"
+	manifest /poison 10 a >"$BATS_TEST_TMPDIR/m1"
+	manifest /poison 10 b | sed 's/doc-/other-/' >"$BATS_TEST_TMPDIR/m2"
+	pipeline.sh -q --run-dir "$RUN" --budget 6 "$BATS_TEST_TMPDIR/m1" &
+	p1=$!
+	pipeline.sh -q --run-dir "$RUN" --budget 6 "$BATS_TEST_TMPDIR/m2" || :
+	wait "$p1" || :
+	# 20 first attempts and at most 6 retries between them.
+	[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" -eq 26 ]
+	[ "$(jq -s length "$RUN/dead.ndjson")" -eq 20 ]
+}
+
+@test "pipeline: 300 documents released at once against a 20/s limiter all succeed within the budget" {
+	export RFPIPE_TIME_SCALE=0.1
+	mock_start "$FIX/pipeline/limited.yaml"
+	manifest /portal 300 portal >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q -j 32 --run-dir "$RUN" --seed 1 "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 300 ]
+	jq -e '.budget.left >= 0 and .run.succeeded == 300' "$RUN/summary.json"
+}
+
+@test "pipeline: the in-flight ceiling of an endpoint holds, with one pipeline and with two" {
+	mock_start "$FIX/pipeline/statuses.yaml"
+	manifest /slow 12 s1 >"$BATS_TEST_TMPDIR/m1"
+	manifest /slow 12 s2 | sed 's/doc-/x-/' >"$BATS_TEST_TMPDIR/m2"
+	sed -i 's/"endpoint":"s[12]"/"endpoint":"slow"/' "$BATS_TEST_TMPDIR/m1" "$BATS_TEST_TMPDIR/m2"
+	pipeline.sh -q --run-dir "$RUN" --config "$FIX/pipeline/ceiling.yaml" "$BATS_TEST_TMPDIR/m1" &
+	p1=$!
+	run -0 pipeline.sh -q --run-dir "$RUN" --config "$FIX/pipeline/ceiling.yaml" "$BATS_TEST_TMPDIR/m2"
+	wait "$p1"
+	[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" -eq 24 ]
+	[ "$(jq -s '[.[] | select(.endpoint == "slow") | .inflight] | max' "$MOCK_LOG")" -le 3 ]
+	[ "$(jq -s '[.[] | select(.endpoint == "slow") | .inflight] | max' "$MOCK_LOG")" -ge 2 ]
+}
+
+@test "pipeline: an outage opens the breaker; the server sees at most F + probes, and held work completes" {
+	mock_start "$FIX/pipeline/outage.yaml"
+	{ manifest /down 30 down; manifest /up 30 up; } >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q --run-dir "$RUN" --seed 1 --config "$FIX/pipeline/breaker.yaml" --max-attempts 10 "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 60 ]
+	probes=$(jq '[.transitions[] | select(.to == "half_open")] | length' "$RUN/state/breaker/down.json")
+	during=$(jq -s '[.[] | select(.endpoint == "down" and .status == 503)] | length' "$MOCK_LOG")
+	[ "$during" -le $((5 + probes + 8)) ]
+	[ "$(jq -s '[.[] | select(.endpoint == "up")] | length' "$MOCK_LOG")" -eq 30 ]
+	jq -e '.openings >= 1 and .state == "closed"' "$RUN/state/breaker/down.json"
+}
+
+@test "pipeline: a run of 404s does not open the breaker" {
+	mock_start "$FIX/pipeline/statuses.yaml"
+	manifest /notfound 20 nf >"$BATS_TEST_TMPDIR/m"
+	run -3 pipeline.sh -q --run-dir "$RUN" --config "$FIX/pipeline/breaker.yaml" "$BATS_TEST_TMPDIR/m"
+	jq -e '.openings == 0 and .state == "closed"' "$RUN/state/breaker/nf.json"
+	[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" -eq 20 ]
+}
+
+@test "pipeline: --on-open dead dead-letters held work circuit_open at once" {
+	mock_start "$FIX/pipeline/outage.yaml"
+	manifest /down 20 down >"$BATS_TEST_TMPDIR/m"
+	cat >"$BATS_TEST_TMPDIR/c.yaml" <<-'Y'
+	concurrency: 1
+	on_open: dead
+	breaker: {failures: 3, cooldown: 10m}
+	Y
+	run -3 pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ "$(dead_count "$RUN" circuit_open)" -ge 10 ]
+	[ "$(jq -s length "$RUN/dead.ndjson")" -eq 20 ]
+}
+
+@test "pipeline: a re-run on the same run directory sends nothing for documents already filed" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 20 nih >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" -eq 20 ]
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 20 ]
+	jq -e '.fetch.skipped == 20 and .admitted == 0 and .totals.succeeded == 20' "$RUN/summary.json"
+}
+
+@test "pipeline: a deadline already past cuts every document deadline_cut and exits 4" {
+	mock_start "$FIX/pipeline/statuses.yaml"
+	manifest /poison 5 poison >"$BATS_TEST_TMPDIR/m"
+	run -4 pipeline.sh -q --run-dir "$RUN" --deadline +0s "$BATS_TEST_TMPDIR/m"
+	[ "$(dead_count "$RUN" deadline_cut)" -eq 5 ]
+	[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" -eq 0 ]
+}
+
+@test "pipeline: usage and configuration errors exit 2 before anything starts" {
+	run -2 pipeline.sh
+	[[ $output == *usage:* ]]
+	run -2 pipeline.sh --bogus m
+	echo 'max_atempts: 3' >"$BATS_TEST_TMPDIR/bad.yaml"
+	echo '{}' >"$BATS_TEST_TMPDIR/m"
+	run -2 --separate-stderr pipeline.sh --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/bad.yaml" "$BATS_TEST_TMPDIR/m"
+	[[ $stderr == *'bad.yaml:1: unknown key "max_atempts"'* ]]
+	[ ! -e "$RUN" ]
+	run -2 pipeline.sh --deadline tomorrowish "$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh --version
+	[ "$output" = "rfpipe 0.1.0" ]
+}
