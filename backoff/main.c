@@ -5,7 +5,9 @@
  * "dead" with "dead_reason" permanent for class permanent; for class
  * transient, "retry" with "not_before" (epoch seconds) and "delay_s" when
  * attempts remain and the run-wide retry budget grants one, else "dead"
- * with exhausted, budget_spent or deadline_cut.  A server's Retry-After is
+ * with exhausted, budget_spent or deadline_cut.  A submission that may have
+ * reached the server is dead ambiguous_submit unless its endpoint is
+ * declared (idempotency_keys: true) to honour Idempotency-Key.  A server's Retry-After is
  * a floor: jitter is added above it so records told the same thing do not
  * return in lockstep.  Records that already carry a fate pass through.
  *
@@ -48,6 +50,7 @@ static struct opts {
 	long		 admitted;
 	double		 deadline;	/* epoch; 0: none */
 	long		 local_left;	/* budget without a run directory */
+	long		 seen;		/* records read */
 	int		 seeded;
 } opts;
 
@@ -74,9 +77,10 @@ spend(long *left)
 	int rc;
 
 	if (opts.run_dir == NULL) {
+		/* Without --admitted, a multiple counts the records seen. */
 		if (opts.local_left < 0)
 			opts.local_left = conf_budget_total(&opts.conf,
-			    opts.admitted);
+			    opts.admitted > 0 ? opts.admitted : opts.seen);
 		if (opts.local_left == 0) {
 			*left = 0;
 			return 0;
@@ -106,6 +110,22 @@ dead(json_t *rec, const char *reason, const char *fmt, ...)
 	rec_kill(rec, reason, detail);
 }
 
+/*
+ * A submission whose request left in full and got no clear "not processed"
+ * (429) may have been committed: re-sending it blindly could file it twice.
+ */
+static int
+ambiguous(const json_t *rec)
+{
+	const char *ep = rec_str(rec, "endpoint");
+
+	if (!doc_is_submission(rec) ||
+	    !json_is_true(json_object_get(rec, "sent")) ||
+	    rec_int(rec, "status", 0) == 429)
+		return 0;
+	return ep == NULL || !conf_endpoint(&opts.conf, ep)->idempotency_keys;
+}
+
 static int
 transient(json_t *rec, long lineno)
 {
@@ -118,6 +138,14 @@ transient(json_t *rec, long lineno)
 	if (opts.deadline > 0 && now >= opts.deadline) {
 		dead(rec, "deadline_cut", "transient failure after the "
 		    "deadline");
+		return 0;
+	}
+	if (ambiguous(rec)) {
+		dead(rec, "ambiguous_submit", "the submission may have reached "
+		    "the server (%s) and endpoint \"%s\" is not declared to "
+		    "honour Idempotency-Key; not re-sent", rec_str(rec,
+		    "reason") ? rec_str(rec, "reason") : "?", rec_str(rec,
+		    "endpoint") ? rec_str(rec, "endpoint") : "?");
 		return 0;
 	}
 	if (attempt >= c->max_attempts) {
@@ -164,6 +192,7 @@ decide(json_t *rec, long lineno, void *arg)
 	const char *cls;
 
 	(void)arg;
+	opts.seen++;
 	if (json_object_get(rec, "fate") != NULL)
 		return 0;
 	cls = rec_str(rec, "class");

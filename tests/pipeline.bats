@@ -52,7 +52,7 @@ dead_count() {
 	manifest /twice503 1 flaky >"$BATS_TEST_TMPDIR/m"
 	run -0 pipeline.sh -q --run-dir "$RUN" --seed 1 "$BATS_TEST_TMPDIR/m"
 	[ "$(requests_for /twice503/doc-1)" -eq 3 ]
-	jq -e 'select(.id == "flaky-1") | .attempt == 3 and .fate == "done"' "$RUN/results.ndjson"
+	jq -s -e 'map(select(.id == "flaky-1"))[0] | .attempt == 3 and .fate == "done"' "$RUN/results.ndjson"
 }
 
 @test "pipeline: a poison document is dead exhausted after exactly max_attempts requests, the rest complete" {
@@ -72,7 +72,7 @@ dead_count() {
 		[ "$(requests_for "/s$s/doc-1")" -eq 1 ]
 	done
 	[ "$(dead_count "$RUN" permanent)" -eq 6 ]
-	jq -e 'select(.id == "p418-1") | .reason == "unknown_http_418"' "$RUN/dead.ndjson"
+	jq -s -e 'map(select(.id == "p418-1"))[0].reason == "unknown_http_418"' "$RUN/dead.ndjson"
 }
 
 @test "pipeline: Retry-After 2 and its HTTP-date form are obeyed as a floor" {

@@ -1,0 +1,56 @@
+#!/usr/bin/env bats
+# Submissions: never sent twice when the first one may have gone through.
+
+load test_helper
+
+setup() {
+	RUN=$BATS_TEST_TMPDIR/run
+	mock_start "$FIX/mock/submit.yaml"
+}
+
+teardown() {
+	mock_stop
+}
+
+submissions() {
+	local route=$1 n=$2 i
+	for i in $(seq 1 "$n"); do
+		printf '{"id":"app-%d","url":"%s/grants/%s/app-%d","method":"POST","body":{"n":%d},"endpoint":"grants","cycle":"2026-A"}\n' \
+		    "$i" "$MOCK_URL" "$route" "$i" "$i"
+	done
+}
+
+@test "submit: a submission whose reply was dropped after commit ends ambiguous_submit after one request" {
+	submissions nodedupe 3 >"$BATS_TEST_TMPDIR/m"
+	run -3 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" -eq 3 ]
+	[ "$(jq -s '[.[] | select(.committed and .duplicate)] | length' "$MOCK_LOG")" -eq 0 ]
+	[ "$(jq -s '[.[] | select(.dead_reason == "ambiguous_submit")] | length' "$RUN/dead.ndjson")" -eq 3 ]
+}
+
+@test "submit: every submission carries a stable Idempotency-Key derived from id and cycle" {
+	submissions submit 2 >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	k1=$(jq -r 'select(.path == "/grants/submit/app-1") | .key' "$MOCK_LOG")
+	[[ $k1 == rfp-* ]]
+	rm -rf "$RUN"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -r 'select(.path == "/grants/submit/app-1") | .key' "$MOCK_LOG" | sort -u)" = "$k1" ]
+	jq -s -e 'map(select(.id == "app-1"))[0].status == 200' "$RUN/results.ndjson"
+}
+
+@test "submit: an endpoint declared to honour Idempotency-Key is retried with the same key, committed once" {
+	submissions drop 3 >"$BATS_TEST_TMPDIR/m"
+	printf 'endpoints:\n  grants:\n    idempotency_keys: true\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -0 pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s '[.[] | select(.committed == true)] | length' "$MOCK_LOG")" -eq 3 ]
+	[ "$(jq -s '[.[] | select(.kind == "request")] | group_by(.path) | map(map(.key) | unique | length) | max' "$MOCK_LOG")" -eq 1 ]
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 3 ]
+}
+
+@test "submit: a 503 before commit on an undeclared endpoint is not re-sent blindly" {
+	submissions flaky 2 >"$BATS_TEST_TMPDIR/m"
+	run -3 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" -eq 2 ]
+	[ "$(jq -s '[.[] | select(.dead_reason == "ambiguous_submit")] | length' "$RUN/dead.ndjson")" -eq 2 ]
+}
