@@ -361,9 +361,7 @@ control(struct portal *p, const char *path, const char *method,
 		o = json_pack("{s:b}", "committed", 0);
 	} else {
 		a->trk = trk;
-		o = json_pack("{s:b, s:s++}", "committed", 1, "tracking_number",
-		    "TRK-", "", "");
-		json_object_set_new(o, "tracking_number",
+		o = json_pack("{s:b, s:o}", "committed", 1, "tracking_number",
 		    json_sprintf("TRK-%06ld", trk));
 	}
 	a->ctype = "application/json";
@@ -553,7 +551,9 @@ reply(struct MHD_Connection *conn, const struct route *r, const struct ans *a,
 
 	if ((resp = make_response(r, a, path)) == NULL)
 		return MHD_NO;
-	MHD_add_response_header(resp, "Connection", "keep-alive");
+	/* MHD drops a "Connection: keep-alive" we add; it sends its own. */
+	MHD_set_response_options(resp, MHD_RF_SEND_KEEP_ALIVE_HEADER,
+	    MHD_RO_END);
 	if (a->has_ra)
 		MHD_add_response_header(resp, "Retry-After", a->ra);
 	if (a->allow != NULL)
@@ -743,6 +743,10 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 
 	(void)cls;
 	msg_vfmt(buf, sizeof(buf), fmt, ap);
+	/* That is how a scripted reset is made: not news. */
+	if (strncmp(buf, "Application reported internal error",
+	    strlen("Application reported internal error")) == 0)
+		return;
 	n = strlen(buf);
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '.'))
 		buf[--n] = '\0';
@@ -778,10 +782,10 @@ portal_start(struct portal *p, int port, char *err, size_t errlen)
 	p->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ERROR_LOG,
 	    (uint16_t)port, NULL, NULL, handle, p,
+	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, p,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
 	    MHD_OPTION_URI_LOG_CALLBACK, uri_seen, p,
 	    MHD_OPTION_NOTIFY_COMPLETED, completed, p,
-	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, p,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONN_MAX,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
 	    MHD_OPTION_THREAD_STACK_SIZE, (size_t)STACK_SIZE,
@@ -809,9 +813,9 @@ portal_stop(struct portal *p)
 }
 
 int
-portal_log_failed(const struct portal *p)
+portal_log_failed(struct portal *p)
 {
-	return atomic_load(&((struct portal *)p)->log_failed);
+	return atomic_load(&p->log_failed);
 }
 
 void

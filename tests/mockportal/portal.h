@@ -16,7 +16,7 @@ int	portal_start(struct portal *p, int port, char *err, size_t errlen);
 /* Cut every sleep short, stop the daemon and wait for its threads. */
 void	portal_stop(struct portal *p);
 /* Nonzero when a log write failed (warned once). */
-int	portal_log_failed(const struct portal *p);
+int	portal_log_failed(struct portal *p);
 /* Free p (stop it first); NULL is fine. */
 void	portal_free(struct portal *p);
 

@@ -1,0 +1,202 @@
+/*
+ * rfp-mockportal: the scripted HTTP portal that tests, the demo and the
+ * benchmark run against.
+ *
+ * Reads a scenario (YAML: routes with per-document status scripts, rate
+ * limits, outages, submissions; see tests/mockportal/README.md), listens on
+ * 127.0.0.1 only, prints "port N" on stdout (and writes "N\n" to
+ * --port-file, atomically) once it accepts connections, and appends one
+ * NDJSON line per request to --log, written with a single write(2) when the
+ * answer is decided.  Runs until SIGTERM or SIGINT, then stops every
+ * connection thread and exits.  It never listens on another address and
+ * never reads a clock but lib/clk's, so RFPIPE_TIME_SCALE shrinks every
+ * delay it enforces (but not the Retry-After values it sends).
+ *
+ * Exit: 0 after SIGTERM/SIGINT, 1 on a runtime error (cannot listen, log or
+ * port file unusable, stdout failed), 2 on a usage or scenario error.
+ */
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/msg.h"
+#include "lib/opt.h"
+#include "lib/x.h"
+#include "portal.h"
+#include "scen.h"
+
+#define PROG	"rfp-mockportal"
+
+static const char usage[] =
+    "usage: rfp-mockportal --scenario file [--log file] [--port n] "
+    "[--port-file file]\n"
+    "                      [--seed n]\n"
+    "       rfp-mockportal -h | --help | --version\n";
+
+static struct opts {
+	const char	*scenario;
+	const char	*log;
+	const char	*port_file;
+	long		 port;
+	long		 seed;
+	int		 has_seed;
+} opts;
+
+/* Write "port\n" to path.tmp, then rename it, so a poller never sees half. */
+static int
+write_port_file(const char *path, int port)
+{
+	char *tmp, buf[32];
+	int fd, n, rc = -1;
+
+	tmp = xasprintf("%s.tmp", path);
+	n = snprintf(buf, sizeof(buf), "%d\n", port);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0644)) == -1) {
+		msg_warnsys("open %s", tmp);
+		goto out;
+	}
+	if (write(fd, buf, (size_t)n) != n) {
+		msg_warnsys("write %s", tmp);
+		close(fd);
+		goto out;
+	}
+	if (close(fd) == -1) {
+		msg_warnsys("close %s", tmp);
+		goto out;
+	}
+	if (rename(tmp, path) == -1) {
+		msg_warnsys("rename %s to %s", tmp, path);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(tmp);
+	return rc;
+}
+
+/* Every connection has a thread and a socket: allow as many files as we may. */
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "log", required_argument, NULL, 'l' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "port-file", required_argument, NULL, 'P' },
+		{ "scenario", required_argument, NULL, 's' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct portal *p;
+	struct scen *s;
+	sigset_t sigs;
+	char err[1024];
+	int c, sig, port, logfd = -1, rc = 0;
+
+	msg_init(PROG);
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			opt_help(usage);
+		case 'l':
+			opts.log = optarg;
+			break;
+		case 'p':
+			opts.port = opt_long("port", optarg, 0, 65535);
+			break;
+		case 'P':
+			opts.port_file = optarg;
+			break;
+		case 's':
+			opts.scenario = optarg;
+			break;
+		case 'S':
+			opts.seed = opt_long("seed", optarg, 0, INT64_MAX);
+			opts.has_seed = 1;
+			break;
+		case 'V':
+			opt_version();
+		default:
+			opt_usage(usage);
+		}
+	}
+	if (optind != argc) {
+		msg_warn("unexpected argument \"%s\"", argv[optind]);
+		opt_usage(usage);
+	}
+	if (opts.scenario == NULL) {
+		msg_warn("option --scenario is required");
+		opt_usage(usage);
+	}
+	opt_check_env();
+	if ((s = scen_load(opts.scenario, err, sizeof(err))) == NULL)
+		msg_die(2, "%s", err);
+	if (opts.log != NULL && (logfd = open(opts.log, O_WRONLY | O_CREAT |
+	    O_APPEND | O_CLOEXEC, 0644)) == -1)
+		msg_diesys(1, "open %s", opts.log);
+
+	/* Threads inherit the mask: only sigwait() below sees TERM and INT. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
+
+	p = portal_new(s, opts.has_seed ? (uint64_t)opts.seed : s->seed, logfd);
+	if ((port = portal_start(p, (int)opts.port, err, sizeof(err))) == -1) {
+		msg_warn("%s", err);
+		rc = 1;
+		goto stop;
+	}
+	if (opts.port_file != NULL && write_port_file(opts.port_file,
+	    port) == -1) {
+		rc = 1;
+		goto stop;
+	}
+	printf("port %d\n", port);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		msg_warnsys("write stdout");
+		rc = 1;
+		goto stop;
+	}
+	while (sigwait(&sigs, &sig) != 0)
+		;
+stop:
+	portal_stop(p);
+	if (portal_log_failed(p))
+		rc = 1;
+	portal_free(p);
+	scen_free(s);
+	if (logfd != -1 && close(logfd) == -1) {
+		msg_warnsys("close %s", opts.log);
+		rc = 1;
+	}
+	if (rc != 0)
+		return rc;
+	opt_fshut();
+	return 0;
+}
