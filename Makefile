@@ -42,6 +42,8 @@ UNITSRC = $(wildcard tests/unit/*.c)
 UNITS = $(UNITSRC:tests/unit/%.c=$(B)/bin/unit-%)
 MOCKSRC = $(wildcard tests/mockportal/*.c)
 MANS = $(wildcard man/*.1 man/*.7)
+# The mock portal is a test tool: documented, built, never installed.
+INSTMANS = $(filter-out man/rfp-mockportal.1,$(MANS))
 
 all: $(BINS) $(MOCK)
 
@@ -85,17 +87,17 @@ install: $(BINS)
 		$(DESTDIR)$(MANDIR)/man7
 	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)/
 	install -m 755 pipeline.sh $(DESTDIR)$(BINDIR)/rfpipe
-	install -m 644 $(filter %.1,$(MANS)) $(DESTDIR)$(MANDIR)/man1/
-	install -m 644 $(filter %.7,$(MANS)) $(DESTDIR)$(MANDIR)/man7/
+	install -m 644 $(filter %.1,$(INSTMANS)) $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(filter %.7,$(INSTMANS)) $(DESTDIR)$(MANDIR)/man7/
 
 uninstall:
 	rm -f $(STAGES:%=$(DESTDIR)$(BINDIR)/rfp-%) $(DESTDIR)$(BINDIR)/rfpipe
-	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man1/%,$(filter %.1,$(MANS)))
-	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man7/%,$(filter %.7,$(MANS)))
+	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man1/%,$(filter %.1,$(INSTMANS)))
+	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man7/%,$(filter %.7,$(INSTMANS)))
 
 lint:
 	mandoc -Tlint -W warning $(MANS)
-	shellcheck pipeline.sh demo.sh tests/*.bash bench/*.sh .ci/run
+	shellcheck pipeline.sh demo.sh scripts/*.sh tests/run tests/*.bash bench/*.sh .ci/run
 
 demo: all
 	./demo.sh
