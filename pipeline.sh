@@ -35,7 +35,7 @@ if ! command -v rfp-fetch >/dev/null 2>&1 && [ -x "$here/bin/rfp-fetch" ]; then
 fi
 
 jobs=
-budget=3x
+budget=
 config=
 deadline=
 max_attempts=
@@ -99,10 +99,11 @@ cfg_opt=${config:+--config=$config}
 seed_opt=${seed:+--seed=$seed}
 jobs_opt=${jobs:+--jobs=$jobs}
 ma_opt=${max_attempts:+--max-attempts=$max_attempts}
+budget_opt=${budget:+--budget=$budget}
 
 # Catch a bad config, budget, seed or attempt count before anything starts.
 # shellcheck disable=SC2086
-rfp-backoff $cfg_opt $seed_opt $ma_opt --budget="$budget" </dev/null >/dev/null ||
+rfp-backoff $cfg_opt $seed_opt $ma_opt $budget_opt </dev/null >/dev/null ||
 	exit 2
 dl_opt=
 if [ -n "$deadline" ]; then
@@ -144,7 +145,7 @@ admitted=$(grep -c '[^[:space:]]' "$manifest")
 	echo "rfp-classify $?" >>"$status"
 } | {
 	rfp-backoff --run-dir="$run_dir" --admitted="$admitted" \
-	    --budget="$budget" $cfg_opt $seed_opt $ma_opt $dl_opt $verbose
+	    $budget_opt $cfg_opt $seed_opt $ma_opt $dl_opt $verbose
 	echo "rfp-backoff $?" >>"$status"
 } | rfp-sink --run-dir="$run_dir" --retry-fifo="$fifo" \
     --admitted-from="$report" --fate-status $quiet $verbose

@@ -462,7 +462,7 @@ gate(struct job *j, int *slot, int *probe)
 	    clk_real(bc->max_open)) || (fo.deadline > 0 &&
 	    until >= fo.deadline)) {
 		snprintf(err, sizeof(err), "the breaker of \"%s\" is open%s",
-		    e->name, fo.on_open_dead ? " (--on-open dead)" :
+		    e->name, fo.on_open_dead ? " (on_open dead)" :
 		    fo.deadline > 0 && until >= fo.deadline ?
 		    " past the deadline" : " longer than max_open");
 		kill_now(j->rec, 0, "circuit_open", err);
@@ -871,7 +871,8 @@ main(int argc, char *argv[])
 		msg_die(2, "option --deadline: cannot read \"%s\" as a time",
 		    deadline);
 	if ((S.resume || S.retry_dead) && fo.run_dir == NULL)
-		msg_die(2, "option --resume: needs --run-dir");
+		msg_die(2, "option --%s: needs --run-dir", S.resume ?
+		    "resume" : "retry-dead");
 	if (fo.insecure)
 		msg_warn("WARNING: --insecure: TLS certificates are NOT "
 		    "verified; a man in the middle can read and change every "

@@ -183,7 +183,7 @@ headers(struct xfer *x, const json_t *rec, long attempt, char *err,
 		free(line);
 		free(key);
 	}
-	if (!ctype && json_is_object(h) == 0 && x->body != NULL &&
+	if (!ctype && x->body != NULL &&
 	    !json_is_string(json_object_get(rec, "body")))
 		x->hdrs = curl_slist_append(x->hdrs,
 		    "Content-Type: application/json");

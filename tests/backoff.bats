@@ -1,0 +1,436 @@
+#!/usr/bin/env bats
+# rfp-backoff: fates, attempts, the retry budget, jitter, Retry-After,
+# the deadline, bad input, options and the config file.
+
+load test_helper
+
+F=$FIX/backoff
+
+# check ID EXPR: the output record with .id == ID satisfies jq EXPR.
+check() {
+	local rec
+	rec=$(jq -c --arg id "$1" 'select(.id == $id)' <<<"$output")
+	if [ -z "$rec" ] || ! jq -e "$2" <<<"$rec" >/dev/null; then
+		printf 'record %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
+		return 1
+	fi
+}
+
+# check_line N EXPR: the one output record with .line == N satisfies EXPR.
+check_line() {
+	local rec
+	rec=$(jq -c --argjson n "$1" 'select(.line == $n)' <<<"$output")
+	if [ -z "$rec" ] || [ "$(wc -l <<<"$rec")" -ne 1 ] ||
+	    ! jq -e "$2" <<<"$rec" >/dev/null; then
+		printf 'record of line %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
+		return 1
+	fi
+}
+
+# count EXPR: how many output records satisfy jq EXPR.
+count() {
+	jq -s "[.[] | select($1)] | length" <<<"$output"
+}
+
+# backoff_json ARGS... -- JSON...: run rfp-backoff ARGS on the JSON lines.
+backoff_json() {
+	local args=()
+	while [ "$1" != "--" ]; do
+		args+=("$1")
+		shift
+	done
+	shift
+	printf '%s\n' "$@" >"$BATS_TEST_TMPDIR/in.ndjson"
+	run --separate-stderr rfp-backoff "${args[@]}" <"$BATS_TEST_TMPDIR/in.ndjson"
+}
+
+@test "backoff: class ok becomes fate done" {
+	run --separate-stderr rfp-backoff --seed 1 --budget 10 <"$F/mixed.ndjson"
+	assert_success
+	check ok-1 '.fate == "done" and (has("dead_reason") | not) and (has("not_before") | not)'
+}
+
+@test "backoff: class permanent becomes dead with dead_reason permanent" {
+	run --separate-stderr rfp-backoff --seed 1 --budget 10 <"$F/mixed.ndjson"
+	assert_success
+	check perm-1 '.fate == "dead" and .dead_reason == "permanent" and .dead_detail == "http_404"'
+}
+
+@test "backoff: an unrecognised class is dead permanent" {
+	run --separate-stderr rfp-backoff --seed 1 --budget 10 <"$F/mixed.ndjson"
+	check weird-1 '.fate == "dead" and .dead_reason == "permanent"'
+}
+
+@test "backoff: class transient becomes retry with not_before and delay_s" {
+	local t0
+	t0=$(date +%s)
+	run --separate-stderr rfp-backoff --seed 1 --budget 10 <"$F/mixed.ndjson"
+	assert_success
+	check trans-1 ".fate == \"retry\" and (.delay_s | type) == \"number\" and .delay_s >= 0 and (.not_before | type) == \"number\" and .not_before >= $t0 - 1 and .not_before < $t0 + 3600"
+	check trans-1 '(has("dead_reason") | not) and .attempt == 1'
+}
+
+@test "backoff: a record without class is dead bad_input with its line number" {
+	run --separate-stderr rfp-backoff --seed 1 --budget 10 <"$F/mixed.ndjson"
+	assert_success
+	check noclass-1 '.fate == "dead" and .dead_reason == "bad_input" and .line == 4'
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[ "${stderr_lines[0]}" = 'rfp-backoff: line 4: missing field "class"' ]
+}
+
+@test "backoff: records with a fate pass through untouched" {
+	run --separate-stderr rfp-backoff --seed 1 --budget 10 <"$F/mixed.ndjson"
+	diff <(jq -S -c 'select(.id == "fated-1")' "$F/mixed.ndjson") \
+	    <(jq -S -c 'select(.id == "fated-1")' <<<"$output")
+}
+
+@test "backoff: unknown fields pass through exactly and one record comes out per line" {
+	run --separate-stderr rfp-backoff --seed 1 --budget 10 <"$F/mixed.ndjson"
+	assert_success
+	[ "${#lines[@]}" -eq 6 ]
+	diff <(jq -S -c 'select(.id == "ok-1" or .id == "trans-1")' "$F/mixed.ndjson") \
+	    <(jq -S -c 'select(.id == "ok-1" or .id == "trans-1") | del(.fate, .not_before, .delay_s)' <<<"$output")
+}
+
+@test "backoff: attempt at --max-attempts is dead exhausted" {
+	backoff_json --seed 1 --budget 10 --max-attempts 3 -- \
+	    '{"id":"a2","class":"transient","attempt":2}' \
+	    '{"id":"a3","class":"transient","attempt":3}' \
+	    '{"id":"a9","class":"transient","attempt":9}'
+	assert_success
+	check a2 '.fate == "retry"'
+	check a3 '.fate == "dead" and .dead_reason == "exhausted"'
+	check a9 '.fate == "dead" and .dead_reason == "exhausted"'
+}
+
+@test "backoff: the default is 5 attempts" {
+	backoff_json --seed 1 --budget 10 -- \
+	    '{"id":"a4","class":"transient","attempt":4}' \
+	    '{"id":"a5","class":"transient","attempt":5}'
+	check a4 '.fate == "retry"'
+	check a5 '.fate == "dead" and .dead_reason == "exhausted"'
+}
+
+@test "backoff: --budget 3 with 10 transient records gives exactly 3 retry and 7 budget_spent" {
+	run --separate-stderr rfp-backoff --seed 1 --budget 3 <"$F/transient10.ndjson"
+	assert_success
+	[ "${#lines[@]}" -eq 10 ]
+	[ "$(count '.fate == "retry"')" -eq 3 ]
+	[ "$(count '.fate == "dead" and .dead_reason == "budget_spent"')" -eq 7 ]
+}
+
+@test "backoff: --budget 2x --admitted 5 grants 10 retries" {
+	cat "$F/transient10.ndjson" "$F/transient10.ndjson" |
+	    jq -c '.id += "-b"' >"$BATS_TEST_TMPDIR/in"
+	run --separate-stderr rfp-backoff --seed 1 --budget 2x --admitted 5 <"$BATS_TEST_TMPDIR/in"
+	assert_success
+	[ "$(count '.fate == "retry"')" -eq 10 ]
+	[ "$(count '.dead_reason == "budget_spent"')" -eq 10 ]
+}
+
+@test "backoff: --budget 0 dead-letters every transient record budget_spent" {
+	run --separate-stderr rfp-backoff --seed 1 --budget 0 <"$F/transient10.ndjson"
+	assert_success
+	[ "$(count '.dead_reason == "budget_spent"')" -eq 10 ]
+}
+
+@test "backoff: with --run-dir the budget persists and a second run continues from what is left" {
+	local rd=$BATS_TEST_TMPDIR/run
+	head -n 4 "$F/transient10.ndjson" >"$BATS_TEST_TMPDIR/four"
+	run --separate-stderr rfp-backoff --seed 1 --budget 6 --run-dir "$rd" <"$BATS_TEST_TMPDIR/four"
+	assert_success
+	[ "$(count '.fate == "retry"')" -eq 4 ]
+	jq -e '.total == 6 and .left == 2' "$rd/state/budget.json"
+	run --separate-stderr rfp-backoff --seed 1 --budget 6 --run-dir "$rd" <"$F/transient10.ndjson"
+	assert_success
+	[ "$(count '.fate == "retry"')" -eq 2 ]
+	[ "$(count '.dead_reason == "budget_spent"')" -eq 8 ]
+	jq -e '.total == 6 and .left == 0' "$rd/state/budget.json"
+}
+
+@test "backoff: a budget given to a later run does not refill the run directory's budget" {
+	local rd=$BATS_TEST_TMPDIR/run
+	run --separate-stderr rfp-backoff --seed 1 --budget 2 --run-dir "$rd" <"$F/transient10.ndjson"
+	[ "$(count '.fate == "retry"')" -eq 2 ]
+	run --separate-stderr rfp-backoff --seed 1 --budget 50 --run-dir "$rd" <"$F/transient10.ndjson"
+	[ "$(count '.fate == "retry"')" -eq 0 ]
+}
+
+@test "backoff: a corrupt state/budget.json exits 1 naming the file and is never reset" {
+	local rd=$BATS_TEST_TMPDIR/run
+	mkdir -p "$rd/state"
+	echo 'this is not json {' >"$rd/state/budget.json"
+	cp "$rd/state/budget.json" "$BATS_TEST_TMPDIR/before"
+	run --separate-stderr rfp-backoff --seed 1 --budget 5 --run-dir "$rd" <"$F/transient10.ndjson"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"rfp-backoff: $rd/state/budget.json: corrupt state file"* ]]
+	[ "$(count '.fate == "retry"')" -eq 0 ]
+	cmp "$rd/state/budget.json" "$BATS_TEST_TMPDIR/before"
+}
+
+@test "backoff: a budget.json with left over total exits 1 and is never reset" {
+	local rd=$BATS_TEST_TMPDIR/run
+	mkdir -p "$rd/state"
+	echo '{"total":3,"left":9}' >"$rd/state/budget.json"
+	run --separate-stderr rfp-backoff --seed 1 --budget 5 --run-dir "$rd" <"$F/transient10.ndjson"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *'budget.json: corrupt state file'* ]]
+	[ "$(cat "$rd/state/budget.json")" = '{"total":3,"left":9}' ]
+}
+
+@test "backoff: an unusable --run-dir exits 1" {
+	touch "$BATS_TEST_TMPDIR/file"
+	run --separate-stderr rfp-backoff --seed 1 --run-dir "$BATS_TEST_TMPDIR/file/run" <"$F/transient10.ndjson"
+	[ "$status" -eq 1 ]
+	[ "$output" = "" ]
+	[[ "${stderr_lines[0]}" == "rfp-backoff: mkdir $BATS_TEST_TMPDIR/file/run: Not a directory" ]]
+}
+
+@test "backoff: the same --seed gives identical delay_s across two runs" {
+	run --separate-stderr rfp-backoff --seed 42 --budget 100 <"$F/transient10.ndjson"
+	local a
+	a=$(jq -c -s 'map(.delay_s)' <<<"$output")
+	run --separate-stderr rfp-backoff --seed 42 --budget 100 <"$F/transient10.ndjson"
+	[ "$(jq -c -s 'map(.delay_s)' <<<"$output")" = "$a" ]
+	jq -e 'all(type == "number")' <<<"$a"
+}
+
+@test "backoff: different seeds give different delay_s" {
+	run --separate-stderr rfp-backoff --seed 1 --budget 100 <"$F/transient10.ndjson"
+	local a
+	a=$(jq -c -s 'map(.delay_s)' <<<"$output")
+	run --separate-stderr rfp-backoff --seed 2 --budget 100 <"$F/transient10.ndjson"
+	[ "$(jq -c -s 'map(.delay_s)' <<<"$output")" != "$a" ]
+}
+
+@test "backoff: delay_s varies between records of the same attempt (jitter)" {
+	run --separate-stderr rfp-backoff --seed 7 --budget 100 <"$F/transient10.ndjson"
+	[ "$(jq -s 'map(.delay_s) | unique | length' <<<"$output")" -ge 5 ]
+}
+
+@test "backoff: delay_s never exceeds --cap" {
+	jq -c '.attempt = 4' "$F/transient10.ndjson" >"$BATS_TEST_TMPDIR/in"
+	run --separate-stderr rfp-backoff --seed 3 --budget 100 --base 10s --cap 1s <"$BATS_TEST_TMPDIR/in"
+	assert_success
+	[ "$(count '.fate == "retry" and .delay_s >= 0 and .delay_s <= 1')" -eq 10 ]
+}
+
+@test "backoff: not_before is now plus delay_s scaled by RFPIPE_TIME_SCALE" {
+	local t0
+	t0=$(date +%s)
+	run --separate-stderr env RFPIPE_TIME_SCALE=0.001 rfp-backoff --seed 5 --budget 100 --base 1000s --cap 1000s <"$F/transient10.ndjson"
+	assert_success
+	# Each delay is up to 1000 logical s, at most 1 real s.
+	[ "$(count ".not_before >= $t0 - 1 and .not_before <= $t0 + 5 and .delay_s <= 1000")" -eq 10 ]
+	[ "$(count '.delay_s > 5')" -ge 1 ]
+}
+
+@test "backoff: Retry-After is a floor, retry_after_s 2 gives delay_s at least 2" {
+	run --separate-stderr rfp-backoff --seed 11 --budget 100 <"$F/floor.ndjson"
+	assert_success
+	[ "$(count '.fate == "retry"')" -eq 6 ]
+	[ "$(count '.retry_after_s != null and .delay_s >= .retry_after_s')" -eq 5 ]
+}
+
+@test "backoff: records told the same Retry-After do not return in lockstep" {
+	jq -c '.retry_after_s = 2' "$F/transient10.ndjson" >"$BATS_TEST_TMPDIR/in"
+	run --separate-stderr rfp-backoff --seed 11 --budget 100 <"$BATS_TEST_TMPDIR/in"
+	[ "$(count '.delay_s >= 2')" -eq 10 ]
+	[ "$(jq -s 'map(.delay_s) | unique | length' <<<"$output")" -ge 5 ]
+}
+
+@test "backoff: a Retry-After over --max-retry-after is dead at once without spending budget" {
+	local rd=$BATS_TEST_TMPDIR/run
+	backoff_json --seed 1 --budget 5 --run-dir "$rd" --max-retry-after 60 -- \
+	    '{"id":"far","class":"transient","attempt":1,"retry_after_s":120}' \
+	    '{"id":"near","class":"transient","attempt":1,"retry_after_s":60}'
+	assert_success
+	check far '.fate == "dead" and .dead_reason == "exhausted" and (has("not_before") | not)'
+	check near '.fate == "retry" and .delay_s >= 60'
+	jq -e '.left == 4' "$rd/state/budget.json"
+}
+
+@test "backoff: the default max_retry_after is an hour" {
+	backoff_json --seed 1 --budget 5 -- \
+	    '{"id":"far","class":"transient","attempt":1,"retry_after_s":7200}'
+	check far '.fate == "dead" and .dead_reason == "exhausted"'
+}
+
+@test "backoff: a deadline already past cuts transient records deadline_cut" {
+	run --separate-stderr rfp-backoff --seed 1 --budget 100 --deadline +0s <"$F/mixed.ndjson"
+	assert_success
+	check trans-1 '.fate == "dead" and .dead_reason == "deadline_cut"'
+	check ok-1 '.fate == "done"'
+	check perm-1 '.dead_reason == "permanent"'
+}
+
+@test "backoff: a deadline given as a past epoch cuts every transient record" {
+	run --separate-stderr rfp-backoff --seed 1 --budget 100 --deadline @1000000000 <"$F/transient10.ndjson"
+	assert_success
+	[ "$(count '.dead_reason == "deadline_cut"')" -eq 10 ]
+}
+
+@test "backoff: a retry whose not_before falls past the deadline is cut at once" {
+	backoff_json --seed 1 --budget 100 --deadline +1h --max-retry-after 1000000 -- \
+	    '{"id":"late","class":"transient","attempt":1,"retry_after_s":500000}' \
+	    '{"id":"soon","class":"transient","attempt":1,"retry_after_s":1}'
+	assert_success
+	check late '.fate == "dead" and .dead_reason == "deadline_cut"'
+	check soon '.fate == "retry"'
+}
+
+@test "backoff: each bad line is one stderr line and one dead bad_input record, and the batch goes on" {
+	local in=$BATS_TEST_TMPDIR/in
+	{
+		echo '{"id":"g1","class":"ok"}'
+		echo '{"id":'
+		echo '[1,2,3]'
+		printf '{"id":"huge","class":"ok","pad":"'
+		head -c 1100000 /dev/zero | tr '\0' a
+		echo '"}'
+		echo '{"id":"g2","class":"permanent","reason":"http_404"}'
+	} >"$in"
+	run --separate-stderr rfp-backoff --seed 1 --budget 1 <"$in"
+	assert_success
+	[ "${#lines[@]}" -eq 5 ]
+	check g1 '.fate == "done"'
+	check g2 '.fate == "dead" and .dead_reason == "permanent"'
+	for n in 2 3 4; do
+		check_line "$n" '.fate == "dead" and .dead_reason == "bad_input" and .stage == "rfp-backoff"'
+	done
+	[ "${#stderr_lines[@]}" -eq 3 ]
+	[[ "${stderr_lines[0]}" == 'rfp-backoff: line 2: malformed JSON'* ]]
+	[ "${stderr_lines[1]}" = 'rfp-backoff: line 3: record is not a JSON object' ]
+	[ "${stderr_lines[2]}" = 'rfp-backoff: line 4: line longer than 1048576 bytes' ]
+}
+
+@test "backoff: --max-attempts x exits 2 with expected an integer" {
+	run --separate-stderr -2 rfp-backoff --max-attempts x </dev/null
+	[ "$output" = "" ]
+	[ "${stderr_lines[0]}" = 'rfp-backoff: option --max-attempts: expected an integer from 1 to 1000, got "x"' ]
+}
+
+@test "backoff: bad option values exit 2 naming the option" {
+	local args
+	while IFS='|' read -r opt val msg; do
+		run --separate-stderr -2 rfp-backoff "--$opt" "$val" </dev/null
+		[ "$output" = "" ] || { echo "--$opt $val wrote stdout"; return 1; }
+		[[ "${stderr_lines[0]}" == "rfp-backoff: option --$opt: $msg"* ]] ||
+		    { echo "--$opt $val: ${stderr_lines[0]}"; return 1; }
+	done <<'EOF'
+max-attempts|0|expected an integer from 1 to 1000, got "0"
+max-attempts|5x|expected an integer from 1 to 1000, got "5x"
+admitted|-1|expected an integer from 0 to
+seed|-3|expected an integer from 0 to
+seed| 7|expected an integer from 0 to
+budget|3y|expected a count or a multiple such as "3x", got "3y"
+budget|-2|expected a count or a multiple
+base|soon|expected a duration such as "30s" or "1h30m", got "soon"
+cap|-1s|expected a duration
+max-retry-after|1 h|expected a duration
+deadline|tomorrow|cannot read "tomorrow" as a time
+deadline|25:00|cannot read "25:00" as a time
+EOF
+}
+
+@test "backoff: --resolve-deadline prints the deadline as @epoch" {
+	run --separate-stderr rfp-backoff --resolve-deadline 2026-11-30T06:00Z
+	assert_success
+	[ "$output" = "@1796018400.000" ]
+	run --separate-stderr -2 rfp-backoff --resolve-deadline never
+	[ "${stderr_lines[0]}" = 'rfp-backoff: option --resolve-deadline: cannot read "never" as a time' ]
+}
+
+@test "backoff: a misspelt config key exits 2 naming file:line" {
+	cd "$BATS_TEST_TMPDIR"
+	printf '# retries\nbase: 1s\nmax_atempts: 3\ncap: 10s\n' >rfpipe.yaml
+	run --separate-stderr -2 rfp-backoff --config rfpipe.yaml <"$F/transient10.ndjson"
+	[ "$output" = "" ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[ "${stderr_lines[0]}" = 'rfp-backoff: rfpipe.yaml:3: unknown key "max_atempts"' ]
+}
+
+@test "backoff: a misspelt endpoint key exits 2 naming file:line" {
+	cd "$BATS_TEST_TMPDIR"
+	printf 'endpoints:\n  nih:\n    rate: 2\n    concurency: 4\n' >rfpipe.yaml
+	run --separate-stderr -2 rfp-backoff --config rfpipe.yaml </dev/null
+	[ "${stderr_lines[0]}" = 'rfp-backoff: rfpipe.yaml:4: unknown key "concurency"' ]
+}
+
+@test "backoff: a config value of the wrong type exits 2 naming file:line and key" {
+	cd "$BATS_TEST_TMPDIR"
+	printf 'base: 1s\nmax_attempts: many\n' >rfpipe.yaml
+	run --separate-stderr -2 rfp-backoff --config rfpipe.yaml </dev/null
+	[[ "${stderr_lines[0]}" == 'rfp-backoff: rfpipe.yaml:2: key "max_attempts": expected an integer'* ]]
+}
+
+@test "backoff: a config with a duplicate key exits 2 naming file:line" {
+	cd "$BATS_TEST_TMPDIR"
+	printf 'cap: 1s\nbase: 1s\ncap: 2s\n' >rfpipe.yaml
+	run --separate-stderr -2 rfp-backoff --config rfpipe.yaml </dev/null
+	[ "${stderr_lines[0]}" = 'rfp-backoff: rfpipe.yaml:3: duplicate key "cap"' ]
+}
+
+@test "backoff: a config with a second YAML document is refused, not half read" {
+	cd "$BATS_TEST_TMPDIR"
+	printf 'base: 1s\n---\nmax_atempts: 3\n' >rfpipe.yaml
+	run --separate-stderr -2 rfp-backoff --config rfpipe.yaml </dev/null
+	[[ "${stderr_lines[0]}" == 'rfp-backoff: rfpipe.yaml:'* ]]
+}
+
+@test "backoff: a missing config file exits 2 naming it" {
+	run --separate-stderr -2 rfp-backoff --config "$BATS_TEST_TMPDIR/nope.yaml" </dev/null
+	[ "${stderr_lines[0]}" = "rfp-backoff: open $BATS_TEST_TMPDIR/nope.yaml: No such file or directory" ]
+}
+
+@test "backoff: config values apply and flags win over them" {
+	backoff_json --config "$F/config.yaml" -- '{"id":"a","class":"transient","attempt":2}'
+	assert_success
+	check a '.fate == "dead" and .dead_reason == "exhausted"'
+	backoff_json --config "$F/config.yaml" --max-attempts 3 -- '{"id":"a","class":"transient","attempt":2}'
+	check a '.fate == "retry" and .delay_s <= 1'
+}
+
+@test "backoff: a seed in the config file makes delays reproducible" {
+	run --separate-stderr rfp-backoff --config "$F/config.yaml" <"$F/transient10.ndjson"
+	local a
+	a=$(jq -c -s 'map(.delay_s)' <<<"$output")
+	run --separate-stderr rfp-backoff --config "$F/config.yaml" <"$F/transient10.ndjson"
+	[ "$(jq -c -s 'map(.delay_s)' <<<"$output")" = "$a" ]
+	[ "$(count '.fate == "retry"')" -eq 10 ]
+}
+
+@test "backoff: RFPIPE_TIME_SCALE outside (0, 1] exits 2" {
+	RFPIPE_TIME_SCALE=5 run --separate-stderr -2 rfp-backoff </dev/null
+	[ "${stderr_lines[0]}" = 'rfp-backoff: environment RFPIPE_TIME_SCALE: expected a number in (0, 1], got "5"' ]
+}
+
+@test "backoff: --help exits 0 and prints the usage on stdout" {
+	run --separate-stderr rfp-backoff --help
+	assert_success
+	[[ "$output" == 'usage: rfp-backoff '* ]]
+	[[ "$output" == *'--max-attempts N'* ]]
+	[ "$stderr" = "" ]
+}
+
+@test "backoff: --version prints rfp-backoff 0.1.0" {
+	run --separate-stderr rfp-backoff --version
+	assert_success
+	[ "$output" = "rfp-backoff 0.1.0" ]
+}
+
+@test "backoff: an unknown option exits 2 with the usage on stderr" {
+	run --separate-stderr -2 rfp-backoff --bogus </dev/null
+	[ "$output" = "" ]
+	[[ "$stderr" == *'usage: rfp-backoff '* ]]
+}
+
+@test "backoff: an operand exits 2 naming it" {
+	run --separate-stderr -2 rfp-backoff extra </dev/null
+	[ "${stderr_lines[0]}" = 'rfp-backoff: unexpected argument "extra"' ]
+}
+
+@test "backoff: a failed write to stdout exits 1" {
+	run -1 sh -c 'rfp-backoff --seed 1 <"$1" >/dev/full' sh "$F/mixed.ndjson"
+	[[ "$output" == *'rfp-backoff: '* ]]
+}

@@ -1,0 +1,285 @@
+#!/usr/bin/env bats
+# rfp-classify: the classification table, Retry-After, pass-through, bad lines.
+
+load test_helper
+
+F=$FIX/classify
+
+# classify_json JSON...: run rfp-classify on the given lines.
+classify_json() {
+	printf '%s\n' "$@" >"$BATS_TEST_TMPDIR/in.ndjson"
+	run --separate-stderr rfp-classify <"$BATS_TEST_TMPDIR/in.ndjson"
+}
+
+# check ID EXPR: the output record with .id == ID satisfies jq EXPR.
+check() {
+	local rec
+	rec=$(jq -c --arg id "$1" 'select(.id == $id)' <<<"$output")
+	if [ -z "$rec" ] || ! jq -e "$2" <<<"$rec" >/dev/null; then
+		printf 'record %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
+		return 1
+	fi
+}
+
+# check_line N EXPR: the one output record with .line == N satisfies EXPR.
+check_line() {
+	local rec
+	rec=$(jq -c --argjson n "$1" 'select(.line == $n)' <<<"$output")
+	if [ -z "$rec" ] || [ "$(wc -l <<<"$rec")" -ne 1 ] ||
+	    ! jq -e "$2" <<<"$rec" >/dev/null; then
+		printf 'record of line %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
+		return 1
+	fi
+}
+
+# big_line FILE: append a record longer than 1 MiB to FILE.
+big_line() {
+	{
+		printf '{"id":"huge","pad":"'
+		head -c 1100000 /dev/zero | tr '\0' a
+		printf '"}\n'
+	} >>"$1"
+}
+
+@test "classify: 429 500 502 503 504 are transient with reason http_N" {
+	local s
+	for s in 429 500 502 503 504; do
+		classify_json "{\"id\":\"d$s\",\"status\":$s,\"error\":null}"
+		assert_success
+		check "d$s" ".class == \"transient\" and .reason == \"http_$s\""
+	done
+}
+
+@test "classify: 503 is transient with reason http_503" {
+	classify_json '{"id":"a","status":503}'
+	assert_success
+	check a '.class == "transient" and .reason == "http_503"'
+	[ "$stderr" = "" ]
+}
+
+@test "classify: 400 401 403 404 422 are permanent with reason http_N" {
+	local s
+	for s in 400 401 403 404 422; do
+		classify_json "{\"id\":\"d$s\",\"status\":$s,\"error\":null}"
+		assert_success
+		check "d$s" ".class == \"permanent\" and .reason == \"http_$s\""
+	done
+}
+
+@test "classify: 418 is permanent with reason unknown_http_418" {
+	classify_json '{"id":"a","status":418}'
+	assert_success
+	check a '.class == "permanent" and .reason == "unknown_http_418"'
+}
+
+@test "classify: 302 405 501 and other unlisted statuses are permanent unknown_http_N" {
+	local s
+	for s in 302 304 405 408 501 505 100; do
+		classify_json "{\"id\":\"d$s\",\"status\":$s}"
+		assert_success
+		check "d$s" ".class == \"permanent\" and .reason == \"unknown_http_$s\""
+	done
+}
+
+@test "classify: errors timeout, connect and reset are transient with the error as reason" {
+	local e
+	for e in timeout connect reset; do
+		classify_json "{\"id\":\"$e\",\"status\":null,\"error\":\"$e\"}"
+		assert_success
+		check "$e" ".class == \"transient\" and .reason == \"$e\""
+	done
+}
+
+@test "classify: errors dns, tls, too_large and protocol are permanent with the error as reason" {
+	local e
+	for e in dns tls too_large protocol; do
+		classify_json "{\"id\":\"$e\",\"status\":null,\"error\":\"$e\"}"
+		assert_success
+		check "$e" ".class == \"permanent\" and .reason == \"$e\""
+	done
+}
+
+@test "classify: an unknown error is permanent" {
+	classify_json '{"id":"a","status":null,"error":"martian"}'
+	check a '.class == "permanent" and .reason == "martian"'
+}
+
+@test "classify: 200 with no failed check is ok with reason http_200" {
+	classify_json '{"id":"a","status":200,"check":null}' '{"id":"b","status":204}'
+	assert_success
+	check a '.class == "ok" and .reason == "http_200"'
+	check b '.class == "ok" and .reason == "http_204"'
+}
+
+@test "classify: 2xx with a failed check is permanent invalid_body" {
+	classify_json '{"id":"a","status":200,"check":"magic: body does not start with \"%PDF-\""}'
+	assert_success
+	check a '.class == "permanent" and .reason == "invalid_body"'
+}
+
+@test "classify: no status and no error is permanent no_outcome" {
+	classify_json '{"id":"a"}' '{"id":"b","status":null,"error":null}'
+	assert_success
+	check a '.class == "permanent" and .reason == "no_outcome"'
+	check b '.class == "permanent" and .reason == "no_outcome"'
+}
+
+@test "classify: a status that is not an integer is permanent" {
+	classify_json '{"id":"a","status":"503"}'
+	assert_success
+	check a '.class == "permanent" and .reason != "http_503"'
+}
+
+@test "classify: Retry-After delta-seconds becomes retry_after_s" {
+	run --separate-stderr rfp-classify <"$F/retry-after.ndjson"
+	assert_success
+	check delta '.retry_after_s == 120'
+	[ "$stderr" = "" ]
+}
+
+@test "classify: Retry-After as IMF-fixdate is taken relative to the record's date" {
+	run --separate-stderr rfp-classify <"$F/retry-after.ndjson"
+	check imf '.retry_after_s == 10'
+}
+
+@test "classify: Retry-After as an RFC 850 date is taken relative to the record's date" {
+	run --separate-stderr rfp-classify <"$F/retry-after.ndjson"
+	check rfc850 '.retry_after_s == 60'
+}
+
+@test "classify: Retry-After as an asctime date is taken relative to the record's date" {
+	run --separate-stderr rfp-classify <"$F/retry-after.ndjson"
+	check asctime '.retry_after_s == 120'
+}
+
+@test "classify: without a date header Retry-After is relative to response_at" {
+	run --separate-stderr rfp-classify <"$F/retry-after.ndjson"
+	check response_at '.retry_after_s == 5'
+}
+
+@test "classify: a Retry-After date in the past is clamped to 0 with a warning" {
+	classify_json '{"id":"a","status":429,"retry_after":"Sun, 06 Nov 1994 08:49:27 GMT","date":"Sun, 06 Nov 1994 08:49:37 GMT"}'
+	assert_success
+	check a '.retry_after_s == 0 and .class == "transient"'
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[ "${stderr_lines[0]}" = 'rfp-classify: line 1: warning: Retry-After "Sun, 06 Nov 1994 08:49:27 GMT" is in the past, clamped to 0' ]
+}
+
+@test "classify: a Retry-After over a day is clamped to 86400 with a warning" {
+	classify_json '{"id":"x","status":200}' '{"id":"a","status":503,"retry_after":"100000"}'
+	assert_success
+	check a '.retry_after_s == 86400'
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "${stderr_lines[0]}" == 'rfp-classify: line 2: warning: Retry-After "100000" is over a day, clamped to 86400 s' ]]
+}
+
+@test "classify: Retry-After soon is a warning bad Retry-After and retry_after_s null" {
+	classify_json '{"id":"a","status":503,"retry_after":"soon"}'
+	assert_success
+	check a 'has("retry_after_s") and .retry_after_s == null and .class == "transient"'
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[ "${stderr_lines[0]}" = 'rfp-classify: line 1: warning: bad Retry-After "soon", using backoff' ]
+}
+
+@test "classify: a Retry-After date with no date and no response_at is not trusted" {
+	classify_json '{"id":"a","status":503,"retry_after":"Sun, 06 Nov 1994 08:49:47 GMT"}'
+	assert_success
+	check a '.retry_after_s == null'
+	[[ "$stderr" == *'bad Retry-After'* ]]
+}
+
+@test "classify: no Retry-After header adds no retry_after_s" {
+	classify_json '{"id":"a","status":503}'
+	check a 'has("retry_after_s") | not'
+}
+
+@test "classify: records with a fate pass through untouched" {
+	run --separate-stderr rfp-classify <"$F/fated.ndjson"
+	assert_success
+	[ "$stderr" = "" ]
+	[ "${#lines[@]}" -eq 3 ]
+	diff <(jq -S -c . "$F/fated.ndjson") <(jq -S -c . <<<"$output")
+}
+
+@test "classify: unknown fields pass through exactly" {
+	run --separate-stderr rfp-classify <"$F/passthrough.ndjson"
+	assert_success
+	check NIH-R01-001 '.class == "transient" and .reason == "http_503"'
+	diff <(jq -S . "$F/passthrough.ndjson") \
+	    <(jq -S 'del(.class, .reason)' <<<"$output")
+}
+
+@test "classify: each bad line is one stderr line and one dead bad_input record with its line number" {
+	run --separate-stderr rfp-classify <"$F/bad-lines.ndjson"
+	assert_success
+	[ "${#lines[@]}" -eq 7 ]
+	check good-1 '.class == "ok"'
+	check good-2 '.class == "transient"'
+	check good-3 '.class == "transient" and .reason == "reset"'
+	for n in 2 3 4 6; do
+		check_line "$n" '.fate == "dead" and .dead_reason == "bad_input" and .stage == "rfp-classify"'
+	done
+	[ "$(jq -s '[.[] | select(.dead_reason == "bad_input")] | length' <<<"$output")" -eq 4 ]
+	[ "${#stderr_lines[@]}" -eq 4 ]
+	[[ "${stderr_lines[0]}" == 'rfp-classify: line 2: malformed JSON'* ]]
+	[[ "${stderr_lines[1]}" == 'rfp-classify: line 3: record is not a JSON object' ]]
+	[[ "${stderr_lines[2]}" == 'rfp-classify: line 4: '* ]]
+	[[ "${stderr_lines[3]}" == 'rfp-classify: line 6: '* ]]
+}
+
+@test "classify: a line over 1 MiB is dead bad_input and the batch goes on" {
+	local in=$BATS_TEST_TMPDIR/in.ndjson
+	echo '{"id":"before","status":200}' >"$in"
+	big_line "$in"
+	echo '{"id":"after","status":404}' >>"$in"
+	run --separate-stderr rfp-classify <"$in"
+	assert_success
+	[ "${#lines[@]}" -eq 3 ]
+	check before '.class == "ok"'
+	check after '.class == "permanent" and .reason == "http_404"'
+	check_line 2 '.dead_reason == "bad_input" and (.raw | length) <= 200'
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[ "${stderr_lines[0]}" = 'rfp-classify: line 2: line longer than 1048576 bytes' ]
+}
+
+@test "classify: empty input gives empty output and exit 0" {
+	run --separate-stderr rfp-classify </dev/null
+	assert_success
+	[ "$output" = "" ]
+	[ "$stderr" = "" ]
+}
+
+@test "classify: --help exits 0 and prints the usage on stdout" {
+	run --separate-stderr rfp-classify --help
+	assert_success
+	[[ "$output" == 'usage: rfp-classify '* ]]
+	[ "$stderr" = "" ]
+	run --separate-stderr rfp-classify -h
+	assert_success
+	[[ "$output" == 'usage: rfp-classify '* ]]
+}
+
+@test "classify: --version prints rfp-classify 0.1.0" {
+	run --separate-stderr rfp-classify --version
+	assert_success
+	[ "$output" = "rfp-classify 0.1.0" ]
+}
+
+@test "classify: an unknown option exits 2 with the usage on stderr" {
+	run --separate-stderr -2 rfp-classify --bogus </dev/null
+	[ "$output" = "" ]
+	[[ "$stderr" == *'usage: rfp-classify '* ]]
+	[[ "${stderr_lines[0]}" == 'rfp-classify: '*bogus* ]]
+}
+
+@test "classify: an operand exits 2 naming it" {
+	run --separate-stderr -2 rfp-classify input.ndjson </dev/null
+	[ "${stderr_lines[0]}" = 'rfp-classify: unexpected argument "input.ndjson"' ]
+	[[ "$stderr" == *'usage: rfp-classify '* ]]
+}
+
+@test "classify: a failed write to stdout exits 1" {
+	echo '{"id":"a","status":200}' >"$BATS_TEST_TMPDIR/in"
+	run -1 sh -c 'rfp-classify <"$1" >/dev/full' sh "$BATS_TEST_TMPDIR/in"
+	[[ "$output" == 'rfp-classify: '*'No space left on device'* ]]
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env bats
+# The man pages against the programs: every long option that --help shows
+# heads an item of the page's OPTIONS section (".It Fl -name" in the
+# source), every long option heading an item there is one --help shows, the
+# SYNOPSIS is the usage string, and mandoc finds nothing to warn about.
+
+load test_helper
+
+MAN=$ROOT/man
+
+# long_opts: the distinct --long-options in the text on stdin.
+long_opts() {
+	grep -oE -- '--[a-z][a-z0-9-]*' | sort -u
+}
+
+# options_section PAGE: the mdoc source of PAGE's OPTIONS section.
+options_section() {
+	sed -n '/^\.Sh OPTIONS/,/^\.Sh /p' "$1"
+}
+
+# documented_opts PAGE: the long options that head an item in OPTIONS.
+documented_opts() {
+	options_section "$1" | grep '^\.It ' |
+	    grep -oE -- 'Fl -[a-z][a-z0-9-]*' | sed 's/^Fl -/--/' | sort -u
+}
+
+# check_options PAGE COMMAND...: PAGE's OPTIONS and COMMAND --help agree.
+check_options() {
+	local page=$MAN/$1 help missing extra
+	shift
+	[ -f "$page" ] || fail "no man page $page"
+	help=$("$@" --help) || fail "$* --help failed"
+	help=$(printf '%s\n' "$help" | long_opts)
+	[ -n "$help" ] || fail "$* --help shows no long option"
+	missing=$(comm -23 <(printf '%s\n' "$help") <(documented_opts "$page"))
+	extra=$(comm -13 <(printf '%s\n' "$help") <(documented_opts "$page"))
+	[ -z "$missing" ] ||
+	    fail "${page##*/}: OPTIONS has no item for: ${missing//$'\n'/ }"
+	[ -z "$extra" ] ||
+	    fail "${page##*/}: OPTIONS documents what --help lacks: ${extra//$'\n'/ }"
+}
+
+# squash: the text on stdin on one line, runs of white space made one space.
+squash() {
+	tr -s ' \t\n' '   ' | sed 's/^ //; s/ $//'
+}
+
+# synopsis PAGE: the rendered SYNOPSIS section of PAGE, squashed.
+synopsis() {
+	mandoc -Tascii "$1" | sed 's/.\x08//g' |
+	    awk '/^SYNOPSIS/ { on = 1; next } /^[A-Z]/ { on = 0 } on' | squash
+}
+
+# check_synopsis PAGE COMMAND...: the SYNOPSIS reads as the usage string.
+check_synopsis() {
+	local page=$MAN/$1 want got
+	shift
+	want=$("$@" --help | sed '1s/^usage: //' | squash)
+	got=$(synopsis "$page")
+	[ "$got" = "$want" ] ||
+	    fail "${page##*/}: SYNOPSIS \"$got\" is not the usage \"$want\""
+}
+
+@test "man: rfp-fetch.1 documents every option of --help" {
+	check_options rfp-fetch.1 rfp-fetch
+}
+
+@test "man: rfp-classify.1 documents every option of --help" {
+	check_options rfp-classify.1 rfp-classify
+}
+
+@test "man: rfp-backoff.1 documents every option of --help" {
+	check_options rfp-backoff.1 rfp-backoff
+}
+
+@test "man: rfp-sink.1 documents every option of --help" {
+	check_options rfp-sink.1 rfp-sink
+}
+
+@test "man: rfp-mockportal.1 documents every option of --help" {
+	check_options rfp-mockportal.1 rfp-mockportal
+}
+
+@test "man: rfpipe.1 documents every option of --help" {
+	check_options rfpipe.1 "$ROOT/pipeline.sh"
+}
+
+@test "man: every SYNOPSIS is its program's usage string" {
+	command -v mandoc >/dev/null 2>&1 || skip "mandoc is not installed"
+	check_synopsis rfp-fetch.1 rfp-fetch
+	check_synopsis rfp-classify.1 rfp-classify
+	check_synopsis rfp-backoff.1 rfp-backoff
+	check_synopsis rfp-sink.1 rfp-sink
+	check_synopsis rfp-mockportal.1 rfp-mockportal
+	check_synopsis rfpipe.1 "$ROOT/pipeline.sh"
+}
+
+@test "man: every page passes mandoc -Tlint -W warning" {
+	command -v mandoc >/dev/null 2>&1 || skip "mandoc is not installed"
+	run mandoc -Tlint -W warning "$MAN"/*.1 "$MAN"/*.7
+	assert_success
+	assert_output ''
+}

@@ -1,0 +1,290 @@
+/*
+ * Unit tests of lib/doc: safe ids, manifest record checks and their
+ * messages, endpoint keys, file-safe names, submissions and idempotency keys.
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "lib/doc.h"
+
+static int tap_n, tap_fail;
+
+static void ok(int, const char *, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	tap_n++;
+	if (!cond)
+		tap_fail++;
+	printf("%sok %d - ", cond ? "" : "not ", tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+static void
+is_str(const char *got, const char *want, const char *name)
+{
+	int c = got != NULL && want != NULL ? strcmp(got, want) == 0 :
+	    got == want;
+
+	ok(c, "%s", name);
+	if (!c)
+		printf("#   got:  \"%s\"\n#   want: \"%s\"\n",
+		    got ? got : "(null)", want ? want : "(null)");
+}
+
+static void
+test_ids(void)
+{
+	static const char *good[] = { "NIH-R01-001", "a", "0", "doc.v2",
+		"x:y@z+1_2", NULL };
+	static const char *bad[] = { "", "../x", "../../x", "..", ".hidden",
+		"a/b", "/etc/passwd", "a\\b", "a b", "a\tb", "-rf", "_x",
+		"a..b", "A..", "x/..", "caf\xc3\xa9", "a\nb", "a%2fb", "~root", NULL };
+	char id[300];
+	int i;
+
+	for (i = 0; good[i] != NULL; i++)
+		ok(doc_id_check(good[i]) == NULL, "id \"%s\" is safe", good[i]);
+	for (i = 0; bad[i] != NULL; i++)
+		ok(doc_id_check(bad[i]) != NULL, "id #%d is refused: %s", i,
+		    doc_id_check(bad[i]) ? doc_id_check(bad[i]) : "(accepted)");
+	ok(doc_id_check(NULL) != NULL, "a NULL id is refused");
+
+	memset(id, 'a', sizeof(id));
+	id[DOC_ID_MAX] = '\0';
+	ok(doc_id_check(id) == NULL, "an id of 200 bytes is safe");
+	id[DOC_ID_MAX] = 'a';
+	id[DOC_ID_MAX + 1] = '\0';
+	is_str(doc_id_check(id), "longer than 200 bytes",
+	    "an id of 201 bytes is refused");
+	is_str(doc_id_check(".hidden"), "must start with a letter or digit",
+	    "the reason for .hidden");
+	is_str(doc_id_check("a/b"),
+	    "may hold only letters, digits and ._-:@+", "the reason for a/b");
+}
+
+/* doc_check on a JSON text; returns the message or "" when it passes. */
+static const char *
+check(const char *text)
+{
+	static char err[300];
+	json_error_t je;
+	json_t *r = json_loads(text, 0, &je);
+
+	if (r == NULL) {
+		printf("# bad test JSON: %s\n", text);
+		return "(bad test)";
+	}
+	err[0] = '\0';
+	if (doc_check(r, err, sizeof(err)) == 0)
+		err[0] = '\0';
+	else if (err[0] == '\0')
+		snprintf(err, sizeof(err), "(failed with no message)");
+	json_decref(r);
+	return err;
+}
+
+static void
+test_check(void)
+{
+	static const struct {
+		const char *rec, *msg;
+	} cases[] = {
+		{ "{\"id\":\"a\",\"url\":\"http://h/x\"}", "" },
+		{ "{\"id\":\"a\",\"url\":\"HTTPS://h:8443/x?q=1\"}", "" },
+		{ "{\"url\":\"http://h/x\"}", "missing field \"id\"" },
+		{ "{\"id\":5,\"url\":\"http://h/x\"}",
+		    "field \"id\": not a string" },
+		{ "{\"id\":null,\"url\":\"http://h/x\"}",
+		    "field \"id\": not a string" },
+		{ "{\"id\":\"../../x\",\"url\":\"http://h/x\"}",
+		    "field \"id\": unsafe id: must start with a letter or digit" },
+		{ "{\"id\":\"a/b\",\"url\":\"http://h/x\"}",
+		    "field \"id\": unsafe id: may hold only letters, digits and "
+		    "._-:@+" },
+		{ "{\"id\":\"a\"}", "missing field \"url\"" },
+		{ "{\"id\":\"a\",\"url\":[\"http://h/\"]}",
+		    "field \"url\": not a string" },
+		{ "{\"id\":\"a\",\"url\":\"ftp://h/x\"}",
+		    "field \"url\": unsupported scheme \"ftp\"" },
+		{ "{\"id\":\"a\",\"url\":\"file:///etc/passwd\"}",
+		    "field \"url\": unsupported scheme \"file\"" },
+		{ "{\"id\":\"a\",\"url\":\"gopher://h/\"}",
+		    "field \"url\": unsupported scheme \"gopher\"" },
+		{ "{\"id\":\"a\",\"url\":\"h/x\"}",
+		    "field \"url\": not an absolute URL" },
+		{ "{\"id\":\"a\",\"url\":\"\"}",
+		    "field \"url\": not an absolute URL" },
+		{ "{\"id\":\"a\",\"url\":\"http:///x\"}",
+		    "field \"url\": has no host" },
+		{ "{\"id\":\"a\",\"url\":\"http://u:p@h/x\"}",
+		    "field \"url\": embeds credentials (use headers with ${NAME})" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/a b\"}",
+		    "field \"url\": contains whitespace or control characters" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\\r\\nX: y\"}",
+		    "field \"url\": contains whitespace or control characters" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"method\":\"post\"}",
+		    "field \"method\": unsupported method \"post\"" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"method\":\"TRACE\"}",
+		    "field \"method\": unsupported method \"TRACE\"" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"method\":1}",
+		    "field \"method\": not a string" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"method\":\"DELETE\"}", "" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"headers\":[]}",
+		    "field \"headers\": not an object" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"headers\":{\"X\":1}}",
+		    "field \"headers\": \"X\" is not a string" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"headers\":{\"X:Y\":\"1\"}}",
+		    "field \"headers\": bad header name \"X:Y\"" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"headers\":{\"\":\"1\"}}",
+		    "field \"headers\": bad header name \"\"" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"headers\":"
+		    "{\"X\":\"a\\r\\nEvil: 1\"}}",
+		    "field \"headers\": CR or LF in the value of \"X\"" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"headers\":"
+		    "{\"X\":\"a\\nb\"}}",
+		    "field \"headers\": CR or LF in the value of \"X\"" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"headers\":"
+		    "{\"Authorization\":\"Bearer ${KEY}\"}}", "" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"body\":5}",
+		    "field \"body\": not a string or JSON value" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"body\":{\"k\":1}}", "" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"body_file\":true}",
+		    "field \"body_file\": not a string" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"endpoint\":\"\"}",
+		    "field \"endpoint\": not a string of 1 to 100 bytes" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"endpoint\":7}",
+		    "field \"endpoint\": not a string of 1 to 100 bytes" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"expect\":\"pdf\"}",
+		    "field \"expect\": not an object" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"idempotency_key\":"
+		    "\"../k\"}", "field \"idempotency_key\": not a safe string" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"idempotency_key\":1}",
+		    "field \"idempotency_key\": not a safe string" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"unknown\":{\"x\":1}}", "" },
+	};
+	size_t i;
+	const char *got;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		got = check(cases[i].rec);
+		ok(strcmp(got, cases[i].msg) == 0, "doc_check %s: %s",
+		    cases[i].rec, *cases[i].msg ? cases[i].msg : "passes");
+		if (strcmp(got, cases[i].msg) != 0)
+			printf("#   got: %s\n", *got ? got : "(passes)");
+	}
+}
+
+static void
+test_names(void)
+{
+	json_t *r;
+	char *s, *t;
+	const char *p;
+	int bad;
+
+	r = json_pack("{s:s}", "url", "HTTP://Portal.EXAMPLE.org:8080/a/b?c");
+	s = doc_endpoint(r);
+	is_str(s, "portal.example.org:8080", "endpoint: host:port, lowercased");
+	free(s);
+	json_object_set_new(r, "endpoint", json_string("NIH"));
+	s = doc_endpoint(r);
+	is_str(s, "NIH", "endpoint: the endpoint field wins");
+	free(s);
+	json_decref(r);
+	r = json_pack("{s:s}", "url", "https://h.org?x=1");
+	s = doc_endpoint(r);
+	is_str(s, "h.org", "endpoint: stops at ?");
+	free(s);
+	json_decref(r);
+
+	s = doc_safe_name("nih");
+	is_str(s, "nih", "safe_name: a plain name is kept");
+	free(s);
+	s = doc_safe_name("127.0.0.1:8080");
+	t = doc_safe_name("127.0.0.1_8080");
+	ok(strchr(s, ':') == NULL && strncmp(s, "127.0.0.1_8080-", 15) == 0,
+	    "safe_name: ':' replaced, a hash appended (%s)", s);
+	ok(strcmp(s, t) != 0, "safe_name: names that sanitise alike differ");
+	free(s);
+	free(t);
+	s = doc_safe_name("../../etc");
+	ok(strchr(s, '/') == NULL && s[0] != '.',
+	    "safe_name: no '/' and no leading '.' (%s)", s);
+	free(s);
+	s = doc_safe_name("");
+	ok(s[0] != '\0', "safe_name: empty becomes a hash (%s)", s);
+	free(s);
+	{
+		char longname[300];
+
+		memset(longname, 'e', sizeof(longname) - 1);
+		longname[sizeof(longname) - 1] = '\0';
+		s = doc_safe_name(longname);
+		ok(strlen(s) <= 110, "safe_name: long names are cut (%zu)",
+		    strlen(s));
+		free(s);
+	}
+
+	r = json_object();
+	ok(!doc_is_submission(r), "submission: no method is a GET");
+	json_object_set_new(r, "method", json_string("GET"));
+	ok(!doc_is_submission(r), "submission: GET is not");
+	json_object_set_new(r, "method", json_string("HEAD"));
+	ok(!doc_is_submission(r), "submission: HEAD is not");
+	json_object_set_new(r, "method", json_string("POST"));
+	ok(doc_is_submission(r), "submission: POST is");
+	json_object_set_new(r, "method", json_string("DELETE"));
+	ok(doc_is_submission(r), "submission: DELETE is");
+	json_object_set_new(r, "idempotent", json_true());
+	ok(!doc_is_submission(r), "submission: not when idempotent is true");
+	json_decref(r);
+
+	r = json_pack("{s:s, s:s}", "id", "G-1", "cycle", "2026-A");
+	s = doc_idem_key(r);
+	t = doc_idem_key(r);
+	is_str(s, t, "idem_key: stable for the same id and cycle");
+	bad = strncmp(s, "rfp-", 4) != 0 || strlen(s) != 36;
+	for (p = s + 4; *p && !bad; p++)
+		bad = !isxdigit((unsigned char)*p);
+	ok(!bad && doc_id_check(s) == NULL,
+	    "idem_key: rfp- and 32 hex digits, a safe string (%s)", s);
+	free(t);
+	json_object_set_new(r, "cycle", json_string("2026-B"));
+	t = doc_idem_key(r);
+	ok(strcmp(s, t) != 0, "idem_key: another cycle, another key");
+	free(t);
+	json_object_set_new(r, "id", json_string("G-2"));
+	json_object_set_new(r, "cycle", json_string("2026-A"));
+	t = doc_idem_key(r);
+	ok(strcmp(s, t) != 0, "idem_key: another id, another key");
+	free(t);
+	json_object_set_new(r, "idempotency_key", json_string("given-1"));
+	t = doc_idem_key(r);
+	is_str(t, "given-1", "idem_key: a given key is used as is");
+	free(t);
+	free(s);
+	json_decref(r);
+}
+
+int
+main(void)
+{
+	test_ids();
+	test_check();
+	test_names();
+	printf("1..%d\n", tap_n);
+	return tap_fail != 0;
+}

@@ -1,0 +1,599 @@
+/*
+ * Unit tests of lib/rec: the capped line reader, rec_parse, the bad_input
+ * record, field getters and the stage loop.  TAP on stdout.
+ */
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lib/msg.h"
+#include "lib/rec.h"
+
+static int tap_n, tap_fail;
+
+static void ok(int, const char *, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	tap_n++;
+	if (!cond)
+		tap_fail++;
+	printf("%sok %d - ", cond ? "" : "not ", tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+static void
+is_str(const char *got, const char *want, const char *name)
+{
+	int c = got != NULL && want != NULL ? strcmp(got, want) == 0 :
+	    got == want;
+
+	ok(c, "%s", name);
+	if (!c)
+		printf("#   got:  \"%s\"\n#   want: \"%s\"\n",
+		    got ? got : "(null)", want ? want : "(null)");
+}
+
+static void
+is_long(long got, long want, const char *name)
+{
+	ok(got == want, "%s", name);
+	if (got != want)
+		printf("#   got:  %ld\n#   want: %ld\n", got, want);
+}
+
+/* A readable fd holding exactly len bytes of s. */
+static int
+fd_of(const char *s, size_t len)
+{
+	FILE *f = tmpfile();
+	int fd;
+
+	if (f == NULL || fwrite(s, 1, len, f) != len || fflush(f) != 0) {
+		perror("unit-rec: tmpfile");
+		exit(2);
+	}
+	fd = dup(fileno(f));
+	fclose(f);
+	lseek(fd, 0, SEEK_SET);
+	return fd;
+}
+
+struct got {
+	int	 n;
+	char	*line[64];
+	size_t	 len[64];
+	long	 lineno[64];
+	int	 rc[64];
+	int	 end;		/* the rc that ended the read */
+};
+
+/* Read everything from fd with cap; record each line. */
+static void
+read_all(int fd, size_t cap, struct got *g)
+{
+	struct rec_reader *r = rec_reader_new(fd, cap);
+	enum rec_rc rc;
+	char *line;
+	size_t len;
+	long lineno;
+
+	memset(g, 0, sizeof(*g));
+	while ((rc = rec_next(r, &line, &len, &lineno)) == REC_LINE ||
+	    rc == REC_TOOLONG) {
+		if (g->n < 64) {
+			g->line[g->n] = strndup(line, len);
+			g->len[g->n] = len;
+			g->lineno[g->n] = lineno;
+			g->rc[g->n] = rc;
+		}
+		g->n++;
+	}
+	g->end = rc;
+	rec_reader_free(r);
+	close(fd);
+}
+
+static void
+got_free(struct got *g)
+{
+	int i;
+
+	for (i = 0; i < g->n && i < 64; i++)
+		free(g->line[i]);
+}
+
+static void
+test_basic(void)
+{
+	struct got g;
+
+	read_all(fd_of("a\nbb\n\nccc\n", 10), 0, &g);
+	is_long(g.n, 4, "four lines, the empty one included");
+	is_str(g.line[0], "a", "first line");
+	is_str(g.line[1], "bb", "second line");
+	is_long((long)g.len[2], 0, "empty line has length 0");
+	is_long(g.lineno[2], 3, "empty line is line 3");
+	is_str(g.line[3], "ccc", "line after an empty line");
+	is_long(g.lineno[3], 4, "line numbers count every line");
+	is_long(g.end, REC_EOF, "ends with REC_EOF");
+	got_free(&g);
+
+	read_all(fd_of("a\r\nb\r\n", 6), 0, &g);
+	is_long(g.n, 2, "CRLF: two lines");
+	is_str(g.line[0], "a", "CRLF: CR stripped from line 1");
+	is_long((long)g.len[1], 1, "CRLF: length excludes CR");
+	got_free(&g);
+
+	read_all(fd_of("x\nlast", 6), 0, &g);
+	is_long(g.n, 2, "last line without newline is returned");
+	is_str(g.line[1], "last", "last line's text");
+	is_long(g.lineno[1], 2, "last line's number");
+	is_long(g.rc[1], REC_LINE, "last line is REC_LINE");
+	got_free(&g);
+
+	read_all(fd_of("", 0), 0, &g);
+	is_long(g.n, 0, "empty input: no line");
+	is_long(g.end, REC_EOF, "empty input: REC_EOF");
+	got_free(&g);
+
+	read_all(fd_of("only\n", 5), 0, &g);
+	is_long(g.n, 1, "a single newline-terminated line: no phantom line");
+	got_free(&g);
+}
+
+static void
+test_cap(void)
+{
+	char buf[256];
+	struct got g;
+	size_t n;
+
+	/* Exactly at the cap (16), then one over, then a good line. */
+	n = (size_t)snprintf(buf, sizeof(buf), "%s\n%s\n%s\n",
+	    "0123456789abcdef", "0123456789abcdefg", "ok");
+	read_all(fd_of(buf, n), 16, &g);
+	is_long(g.n, 3, "cap: three lines");
+	is_long(g.rc[0], REC_LINE, "cap: a line of exactly cap bytes is a line");
+	is_long((long)g.len[0], 16, "cap: its length is cap");
+	is_long(g.rc[1], REC_TOOLONG, "cap: cap+1 bytes is REC_TOOLONG");
+	is_long(g.lineno[1], 2, "cap: the long line keeps its number");
+	is_long(g.rc[2], REC_LINE, "cap: the next line reads normally");
+	is_str(g.line[2], "ok", "cap: the next line's text");
+	is_long(g.lineno[2], 3, "cap: the next line's number");
+	got_free(&g);
+
+	/* CRLF is not counted against the cap. */
+	n = (size_t)snprintf(buf, sizeof(buf), "%s\r\n", "0123456789abcdef");
+	read_all(fd_of(buf, n), 16, &g);
+	is_long(g.rc[0], REC_LINE, "cap: cap bytes plus CRLF is a line");
+	got_free(&g);
+
+	/* Over the cap and without a newline at EOF. */
+	n = (size_t)snprintf(buf, sizeof(buf), "ok\n%s", "0123456789abcdefXYZ");
+	read_all(fd_of(buf, n), 16, &g);
+	is_long(g.n, 2, "cap: long unterminated last line is reported");
+	is_long(g.rc[1], REC_TOOLONG, "cap: ... as REC_TOOLONG");
+	is_long(g.lineno[1], 2, "cap: ... with its line number");
+	is_long(g.end, REC_EOF, "cap: then REC_EOF");
+	got_free(&g);
+}
+
+static void
+test_huge(void)
+{
+	size_t big = 300000, n = 0, i;
+	char *s = malloc(big + 64);
+	struct got g;
+
+	/* A line far over the cap and over the buffer: skipped whole. */
+	n += (size_t)sprintf(s + n, "first\n");
+	for (i = 0; i < big; i++)
+		s[n++] = 'x';
+	s[n++] = '\n';
+	n += (size_t)sprintf(s + n, "after\n");
+	read_all(fd_of(s, n), 1000, &g);
+	is_long(g.n, 3, "huge: three lines");
+	is_long(g.rc[1], REC_TOOLONG, "huge: the 300 kB line is too long");
+	is_str(g.line[2], "after", "huge: the line after it is intact");
+	is_long(g.lineno[2], 3, "huge: and numbered 3");
+	got_free(&g);
+
+	/* The same line is fine under the default cap (1 MiB). */
+	read_all(fd_of(s, n), 0, &g);
+	is_long(g.rc[1], REC_LINE, "huge: 300 kB is under REC_LINE_MAX");
+	is_long((long)g.len[1], (long)big, "huge: read whole");
+	got_free(&g);
+	free(s);
+}
+
+/* Many lines of varying length: every buffer boundary falls mid-line. */
+static void
+test_boundaries(void)
+{
+	size_t cap = 400000, n = 0;
+	char *s = malloc(cap), *line;
+	struct rec_reader *r;
+	long i, lines = 3000, bad = 0, lineno;
+	size_t len;
+	enum rec_rc rc;
+
+	for (i = 0; i < lines; i++) {
+		long k, w = 17 + (i * 37) % 101;
+
+		n += (size_t)sprintf(s + n, "%ld:", i);
+		for (k = 0; k < w; k++)
+			s[n++] = (char)('a' + (i + k) % 26);
+		s[n++] = i % 7 == 0 ? '\r' : 'z';
+		s[n++] = '\n';
+	}
+	r = rec_reader_new(fd_of(s, n), 0);
+	for (i = 0; (rc = rec_next(r, &line, &len, &lineno)) == REC_LINE;
+	    i++) {
+		char want[16];
+		int wl = snprintf(want, sizeof(want), "%ld:", i);
+		long w = 17 + (i * 37) % 101;
+
+		if (lineno != i + 1 || strncmp(line, want, (size_t)wl) != 0 ||
+		    (long)len != wl + w + (i % 7 == 0 ? 0 : 1) ||
+		    strlen(line) != len)
+			bad++;
+	}
+	ok(rc == REC_EOF && i == lines && bad == 0,
+	    "boundaries: %ld lines over %zu bytes read back intact", lines, n);
+	if (bad || i != lines)
+		printf("#   read %ld lines, %ld wrong\n", i, bad);
+	rec_reader_free(r);
+	free(s);
+}
+
+/* The same through a pipe written in odd-sized pieces by a child. */
+static void
+test_pipe_chunks(void)
+{
+	int p[2], status;
+	pid_t pid;
+	struct rec_reader *r;
+	char *line;
+	size_t len;
+	long lineno, i = 0, bad = 0;
+	enum rec_rc rc;
+
+	if (pipe(p) == -1)
+		exit(2);
+	if ((pid = fork()) == 0) {
+		char buf[200000];
+		size_t n = 0, off = 0, step = 1;
+
+		close(p[0]);
+		for (i = 0; i < 5000; i++)
+			n += (size_t)sprintf(buf + n, "{\"n\":%ld}\n", i);
+		while (off < n) {
+			size_t k = step < n - off ? step : n - off;
+
+			if (write(p[1], buf + off, k) != (ssize_t)k)
+				_exit(1);
+			off += k;
+			step = step * 7 % 4093 + 1;
+		}
+		_exit(0);
+	}
+	close(p[1]);
+	r = rec_reader_new(p[0], 0);
+	while ((rc = rec_next(r, &line, &len, &lineno)) == REC_LINE) {
+		char want[32];
+
+		snprintf(want, sizeof(want), "{\"n\":%ld}", i);
+		if (strcmp(line, want) != 0 || lineno != i + 1)
+			bad++;
+		i++;
+	}
+	waitpid(pid, &status, 0);
+	ok(rc == REC_EOF && i == 5000 && bad == 0,
+	    "pipe: 5000 lines written in odd pieces read back in order");
+	rec_reader_free(r);
+	close(p[0]);
+}
+
+static void
+test_nonblock(void)
+{
+	int p[2];
+	struct rec_reader *r;
+	char *line;
+	size_t len;
+	long lineno;
+	enum rec_rc rc;
+
+	if (pipe(p) == -1)
+		exit(2);
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	r = rec_reader_new(p[0], 0);
+	(void)!write(p[1], "abc", 3);
+	rc = rec_next(r, &line, &len, &lineno);
+	is_long(rc, REC_AGAIN, "nonblock: a partial line is REC_AGAIN");
+	(void)!write(p[1], "def\nxy", 6);
+	rc = rec_next(r, &line, &len, &lineno);
+	ok(rc == REC_LINE && strcmp(line, "abcdef") == 0 && lineno == 1,
+	    "nonblock: the completed line is whole");
+	rc = rec_next(r, &line, &len, &lineno);
+	is_long(rc, REC_AGAIN, "nonblock: the next partial is REC_AGAIN");
+	close(p[1]);
+	rc = rec_next(r, &line, &len, &lineno);
+	ok(rc == REC_LINE && strcmp(line, "xy") == 0 && lineno == 2,
+	    "nonblock: the unterminated tail comes out at EOF");
+	is_long(rec_next(r, &line, &len, &lineno), REC_EOF,
+	    "nonblock: then REC_EOF");
+	rec_reader_free(r);
+	close(p[0]);
+}
+
+static void
+test_parse(void)
+{
+	static const struct {
+		const char *in, *err;
+	} bad[] = {
+		{ "", "malformed JSON" },
+		{ "{", "malformed JSON" },
+		{ "{\"a\":}", "malformed JSON" },
+		{ "[1,2]", "record is not a JSON object" },
+		{ "1", "" },
+		{ "\"s\"", "" },
+		{ "null", "" },
+		{ "{\"a\":1,\"a\":2}", "malformed JSON" },
+		{ "{\"a\":1} {\"b\":2}", "malformed JSON" },
+		{ "{\"a\":\"\\u0000\"}", "malformed JSON" },
+		{ "{\"a\":\"\xff\"}", "malformed JSON" },
+	};
+	char err[256];
+	json_t *v;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		v = rec_parse(bad[i].in, strlen(bad[i].in), err, sizeof(err));
+		ok(v == NULL && err[0] != '\0' &&
+		    strstr(err, bad[i].err) != NULL && strchr(err, '\n') ==
+		    NULL, "rec_parse rejects '%s' (%s)", bad[i].in, err);
+		json_decref(v);
+	}
+	v = rec_parse("{\"id\":\"a\",\"n\":2}", 16, err, sizeof(err));
+	ok(json_is_object(v) && json_object_size(v) == 2,
+	    "rec_parse accepts an object");
+	json_decref(v);
+	/* The length bounds the parse: trailing bytes are not read. */
+	v = rec_parse("{\"a\":1}garbage", 7, err, sizeof(err));
+	ok(json_is_object(v), "rec_parse honours len");
+	json_decref(v);
+	ok(strstr((rec_parse("{\"a\":", 5, err, sizeof(err)), err),
+	    "column") != NULL, "rec_parse error names the column");
+}
+
+static void
+test_bad_input(void)
+{
+	char line[300];
+	json_t *r;
+
+	r = rec_bad_input("rfp-x", 12, "missing field \"url\"", "{\"id\":1}",
+	    8);
+	is_str(rec_str(r, "fate"), "dead", "bad_input: fate dead");
+	is_str(rec_str(r, "dead_reason"), "bad_input", "bad_input: reason");
+	is_long(rec_int(r, "line", 0), 12, "bad_input: line number");
+	is_str(rec_str(r, "stage"), "rfp-x", "bad_input: stage");
+	is_str(rec_str(r, "raw"), "{\"id\":1}", "bad_input: raw line kept");
+	is_str(rec_str(r, "dead_detail"), "missing field \"url\"",
+	    "bad_input: detail");
+	ok(json_is_null(json_object_get(r, "id")), "bad_input: id null");
+	json_decref(r);
+
+	memset(line, 'a', sizeof(line));
+	r = rec_bad_input("s", 1, "x", line, sizeof(line));
+	is_long((long)strlen(rec_str(r, "raw")), 200,
+	    "bad_input: raw cut to 200 bytes");
+	json_decref(r);
+
+	r = rec_bad_input("s", 1, "x", "a\xff\xfe" "b", 4);
+	is_str(rec_str(r, "raw"), "a??b", "bad_input: invalid UTF-8 made ASCII");
+	json_decref(r);
+
+	/* A cut inside a two-byte character must not lose the record. */
+	memset(line, 'a', 199);
+	memcpy(line + 199, "\xc3\xa9", 2);
+	r = rec_bad_input("s", 1, "x", line, 201);
+	ok(json_is_string(json_object_get(r, "raw")),
+	    "bad_input: a cut character still gives a raw string");
+	json_decref(r);
+}
+
+static void
+test_getters_and_write(void)
+{
+	json_t *r = json_pack("{s:s, s:i, s:f, s:s, s:n}", "s", "str", "i", 7,
+	    "f", 1.5, "is", "8", "nul");
+	char *s;
+	size_t len;
+	FILE *f;
+	char buf[256];
+	ssize_t n;
+	int fd;
+
+	is_str(rec_str(r, "s"), "str", "rec_str: a string");
+	ok(rec_str(r, "i") == NULL, "rec_str: NULL for a number");
+	ok(rec_str(r, "none") == NULL, "rec_str: NULL when absent");
+	is_long(rec_int(r, "i", -1), 7, "rec_int: an integer");
+	is_long(rec_int(r, "is", -1), -1, "rec_int: default for a string");
+	is_long(rec_int(r, "f", -1), -1, "rec_int: default for a real");
+	ok(rec_num(r, "f", -1) == 1.5, "rec_num: a real");
+	ok(rec_num(r, "i", -1) == 7, "rec_num: an integer");
+	ok(rec_num(r, "nul", -1) == -1, "rec_num: default for null");
+
+	s = rec_dump(r, &len);
+	ok(s != NULL && len == strlen(s) && s[len - 1] == '\n' &&
+	    strchr(s, '\n') == s + len - 1, "rec_dump: one line ending in \\n");
+	free(s);
+
+	f = tmpfile();
+	fd = fileno(f);
+	is_long(rec_write(fd, r), 0, "rec_write: returns 0");
+	lseek(fd, 0, SEEK_SET);
+	n = read(fd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	ok(n > 0 && buf[n - 1] == '\n', "rec_write: wrote a whole line");
+	fclose(f);
+	ok(rec_write(-1, r) == -1 && errno == EBADF,
+	    "rec_write: -1 with errno on a bad fd");
+
+	rec_kill(r, "permanent", NULL);
+	ok(json_object_get(r, "dead_detail") == NULL &&
+	    strcmp(rec_str(r, "dead_reason"), "permanent") == 0,
+	    "rec_kill: NULL detail adds no dead_detail");
+	json_decref(r);
+}
+
+struct seen {
+	long	 lines[16];
+	int	 n;
+	int	 mode;		/* 0: write, 1: consume id "drop", -1 fail at 3 */
+};
+
+static int
+handler(json_t *rec, long lineno, void *arg)
+{
+	struct seen *s = arg;
+	const char *id = rec_str(rec, "id");
+
+	if (s->n < 16)
+		s->lines[s->n] = lineno;
+	s->n++;
+	if (s->mode == -1 && lineno == 3)
+		return -1;
+	if (s->mode == 1 && id != NULL && strcmp(id, "drop") == 0)
+		return 1;
+	json_object_set_new(rec, "seen", json_integer(lineno));
+	return 0;
+}
+
+/* Run rec_loop on input; the output lines into out (NULL-terminated). */
+static int
+loop(const char *in, struct seen *s, json_t **out, int nout, char *errbuf,
+    size_t errlen)
+{
+	FILE *fo = tmpfile(), *fe = tmpfile();
+	int fdin = fd_of(in, strlen(in)), saved, rc, i = 0;
+	struct rec_reader *r;
+	char err[64], *line;
+	size_t len;
+	long lineno;
+	ssize_t n;
+
+	saved = dup(2);
+	dup2(fileno(fe), 2);
+	rc = rec_loop("unit", fdin, fileno(fo), handler, s);
+	dup2(saved, 2);
+	close(saved);
+	close(fdin);
+	lseek(fileno(fe), 0, SEEK_SET);
+	n = read(fileno(fe), errbuf, errlen - 1);
+	errbuf[n > 0 ? n : 0] = '\0';
+	fclose(fe);
+	lseek(fileno(fo), 0, SEEK_SET);
+	r = rec_reader_new(fileno(fo), 0);
+	while (i < nout - 1 && rec_next(r, &line, &len, &lineno) == REC_LINE)
+		out[i++] = rec_parse(line, len, err, sizeof(err));
+	out[i] = NULL;
+	rec_reader_free(r);
+	fclose(fo);
+	return rc;
+}
+
+static void
+outs_free(json_t **o)
+{
+	for (; *o != NULL; o++)
+		json_decref(*o);
+}
+
+static void
+test_loop(void)
+{
+	struct seen s;
+	json_t *out[16];
+	char err[1024];
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	rc = loop("{\"id\":\"a\"}\nnot json\n\n[1]\n{\"id\":\"b\"}\n", &s,
+	    out, 16, err, sizeof(err));
+	is_long(rc, 0, "loop: returns 0 at EOF");
+	is_long(s.n, 2, "loop: handler saw the two good records");
+	ok(s.lines[0] == 1 && s.lines[1] == 5,
+	    "loop: handler got line numbers 1 and 5");
+	ok(out[0] && out[1] && out[2] && out[3] && !out[4],
+	    "loop: one record out per non-empty line (4)");
+	if (out[0] && out[1] && out[2] && out[3]) {
+		is_long(rec_int(out[0], "seen", 0), 1, "loop: record 1 handled");
+		is_str(rec_str(out[1], "dead_reason"), "bad_input",
+		    "loop: bad JSON is dead bad_input");
+		is_long(rec_int(out[1], "line", 0), 2,
+		    "loop: bad JSON carries line 2");
+		is_long(rec_int(out[2], "line", 0), 4,
+		    "loop: a non-object carries line 4");
+		is_long(rec_int(out[3], "seen", 0), 5, "loop: record 5 handled");
+	}
+	ok(strstr(err, "unit-rec: line 2: malformed JSON") != NULL &&
+	    strstr(err, "unit-rec: line 4: record is not a JSON object") !=
+	    NULL, "loop: one message per bad line, with its number");
+	outs_free(out);
+
+	memset(&s, 0, sizeof(s));
+	s.mode = 1;
+	loop("{\"id\":\"drop\"}\n{\"id\":\"keep\"}\n", &s, out, 16, err,
+	    sizeof(err));
+	ok(out[0] != NULL && out[1] == NULL &&
+	    strcmp(rec_str(out[0], "id"), "keep") == 0,
+	    "loop: a handler returning 1 writes nothing");
+	outs_free(out);
+
+	memset(&s, 0, sizeof(s));
+	s.mode = -1;
+	rc = loop("{}\n{}\n{}\n{}\n", &s, out, 16, err, sizeof(err));
+	is_long(rc, -1, "loop: a fatal handler error returns -1");
+	is_long(s.n, 3, "loop: and stops reading");
+	outs_free(out);
+}
+
+int
+main(void)
+{
+	msg_init("unit-rec");
+	test_basic();
+	test_cap();
+	test_huge();
+	test_boundaries();
+	test_pipe_chunks();
+	test_nonblock();
+	test_parse();
+	test_bad_input();
+	test_getters_and_write();
+	test_loop();
+	printf("1..%d\n", tap_n);
+	return tap_fail != 0;
+}

@@ -1,0 +1,316 @@
+/*
+ * Unit tests of lib/state: run directory creation, flock'd updates, a
+ * corrupt file that is reported and never reset, and the shared retry
+ * budget spent by several processes at once.
+ */
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lib/state.h"
+
+static int tap_n, tap_fail;
+static char dir[] = "/tmp/unit-state.XXXXXX";
+
+static void ok(int, const char *, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	tap_n++;
+	if (!cond)
+		tap_fail++;
+	printf("%sok %d - ", cond ? "" : "not ", tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+static void
+put(const char *p, const char *text)
+{
+	FILE *f = fopen(p, "w");
+
+	fputs(text, f);
+	fclose(f);
+}
+
+/* The whole file as a string (static buffer). */
+static const char *
+get(const char *p)
+{
+	static char buf[4096];
+	FILE *f = fopen(p, "r");
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (f != NULL) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+static int
+mode_of(const char *p)
+{
+	struct stat st;
+
+	return stat(p, &st) == 0 ? (int)(st.st_mode & 07777) : -1;
+}
+
+static int
+count_fn(json_t **doc, void *arg, char *err, size_t errlen)
+{
+	int *mode = arg;
+	json_int_t n;
+
+	(void)err;
+	(void)errlen;
+	if (*mode == 1)
+		return 1;
+	if (*mode == -1) {
+		snprintf(err, errlen, "refused");
+		return -1;
+	}
+	if (*doc == NULL)
+		*doc = json_pack("{s:i, s:s}", "n", 0, "pad",
+		    "a long value that makes the first version longer");
+	n = json_integer_value(json_object_get(*doc, "n"));
+	json_object_set_new(*doc, "n", json_integer(n + 1));
+	if (n >= 1)
+		json_object_del(*doc, "pad");	/* the file shrinks */
+	return 0;
+}
+
+static void
+test_mkdirs(void)
+{
+	char rd[300], p[400];
+	const char *subs[] = { "state", "docs", "logs" };
+	int i, good = 1;
+
+	snprintf(rd, sizeof(rd), "%s/run", dir);
+	ok(state_mkdirs(rd) == 0, "mkdirs: makes the run directory");
+	for (i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/%s", rd, subs[i]);
+		if (mode_of(p) != 0700)
+			good = 0;
+	}
+	ok(good && mode_of(rd) == 0700,
+	    "mkdirs: run, state, docs and logs are mode 0700");
+	ok(state_mkdirs(rd) == 0, "mkdirs: again is fine");
+	snprintf(p, sizeof(p), "%s/file", dir);
+	put(p, "x");
+	snprintf(rd, sizeof(rd), "%s/file/run", dir);
+	errno = 0;
+	ok(state_mkdirs(rd) == -1 && errno == ENOTDIR,
+	    "mkdirs: -1 with errno under a file");
+}
+
+static void
+test_update(void)
+{
+	char p[300], err[512];
+	json_t *doc;
+	int mode = 0, rc;
+
+	snprintf(p, sizeof(p), "%s/run/state/x.json", dir);
+	rc = state_update(p, count_fn, &mode, err, sizeof(err));
+	ok(rc == 0 && strstr(get(p), "\"n\":1") != NULL,
+	    "update: a new file gets the first content");
+	ok(mode_of(p) == 0600, "update: a state file is mode 0600");
+	rc = state_update(p, count_fn, &mode, err, sizeof(err));
+	ok(rc == 0 && strcmp(get(p), "{\"n\":2}\n") == 0,
+	    "update: a shorter rewrite leaves no stale tail");
+	mode = 1;
+	ok(state_update(p, count_fn, &mode, err, sizeof(err)) == 1 &&
+	    strcmp(get(p), "{\"n\":2}\n") == 0, "update: 1 leaves the file");
+	mode = -1;
+	ok(state_update(p, count_fn, &mode, err, sizeof(err)) == -1 &&
+	    strcmp(err, "refused") == 0 && strcmp(get(p), "{\"n\":2}\n") == 0,
+	    "update: -1 passes the error on and leaves the file");
+
+	ok(state_read(p, &doc, err, sizeof(err)) == 0 &&
+	    json_integer_value(json_object_get(doc, "n")) == 2,
+	    "read: the current object");
+	json_decref(doc);
+	snprintf(p, sizeof(p), "%s/run/state/absent.json", dir);
+	doc = json_true();
+	ok(state_read(p, &doc, err, sizeof(err)) == 0 && doc == NULL,
+	    "read: an absent file is NULL, not an error");
+	ok(access(p, F_OK) == -1, "read: does not create the file");
+
+	snprintf(p, sizeof(p), "%s/run/state/empty.json", dir);
+	put(p, "");
+	mode = 0;
+	ok(state_update(p, count_fn, &mode, err, sizeof(err)) == 0 &&
+	    strstr(get(p), "\"n\":1") != NULL, "update: an empty file is new");
+}
+
+static void
+test_corrupt(void)
+{
+	static const char *bad[] = { "garbage\n", "[1,2]\n", "{\"n\":\n",
+		"\"str\"\n" };
+	char p[300], err[512];
+	json_t *doc;
+	size_t i;
+	int mode = 0;
+
+	snprintf(p, sizeof(p), "%s/run/state/bad.json", dir);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		put(p, bad[i]);
+		err[0] = '\0';
+		ok(state_update(p, count_fn, &mode, err, sizeof(err)) == -1 &&
+		    strstr(err, p) == err && strstr(err, "corrupt state file") &&
+		    strchr(err, '\n') == NULL,
+		    "corrupt: update refuses %zu and names the file: %s", i, err);
+		ok(strcmp(get(p), bad[i]) == 0,
+		    "corrupt: the file is left as it was");
+		doc = NULL;
+		ok(state_read(p, &doc, err, sizeof(err)) == -1 && doc == NULL,
+		    "corrupt: read refuses it too");
+	}
+}
+
+static void
+test_budget(void)
+{
+	char rd[300], p[400], err[512];
+	long left = -1, lefts[5];
+	int rc[5], i;
+
+	snprintf(rd, sizeof(rd), "%s/budget-run", dir);
+	state_mkdirs(rd);
+	for (i = 0; i < 5; i++)
+		rc[i] = state_budget_spend(rd, 3, &lefts[i], err, sizeof(err));
+	ok(rc[0] == 1 && rc[1] == 1 && rc[2] == 1 && rc[3] == 0 && rc[4] == 0,
+	    "budget: 3 granted, then none");
+	ok(lefts[0] == 2 && lefts[1] == 1 && lefts[2] == 0 && lefts[3] == 0,
+	    "budget: left counts down to 0");
+	snprintf(p, sizeof(p), "%s/state/budget.json", rd);
+	{
+		json_error_t je;
+		json_t *d = json_load_file(p, 0, &je);
+
+		ok(json_integer_value(json_object_get(d, "total")) == 3 &&
+		    json_integer_value(json_object_get(d, "left")) == 0,
+		    "budget: the file says total 3, left 0");
+		json_decref(d);
+	}
+	ok(state_budget_spend(rd, 100, &left, err, sizeof(err)) == 0,
+	    "budget: a later process's total does not refill it");
+
+	put(p, "garbage");
+	ok(state_budget_spend(rd, 3, &left, err, sizeof(err)) == -1 &&
+	    strstr(err, "budget.json") != NULL,
+	    "budget: a corrupt file is an error naming it: %s", err);
+	ok(strcmp(get(p), "garbage") == 0, "budget: and is never reset");
+	put(p, "{\"total\":3,\"left\":5}\n");
+	ok(state_budget_spend(rd, 3, &left, err, sizeof(err)) == -1 &&
+	    strstr(err, "budget.json") != NULL,
+	    "budget: left > total is corrupt");
+	put(p, "{\"total\":3,\"left\":-1}\n");
+	ok(state_budget_spend(rd, 3, &left, err, sizeof(err)) == -1,
+	    "budget: a negative left is corrupt");
+	put(p, "{\"total\":\"3\",\"left\":1}\n");
+	ok(state_budget_spend(rd, 3, &left, err, sizeof(err)) == -1,
+	    "budget: a string total is corrupt");
+	ok(strcmp(get(p), "{\"total\":\"3\",\"left\":1}\n") == 0,
+	    "budget: a corrupt file is left as it was");
+
+	snprintf(rd, sizeof(rd), "%s/no-such-run", dir);
+	ok(state_budget_spend(rd, 3, &left, err, sizeof(err)) == -1 &&
+	    strstr(err, "open ") == err,
+	    "budget: a missing run directory is an error: %s", err);
+}
+
+/* Four processes spend 100 each from one budget of 250. */
+static void
+test_concurrent(void)
+{
+	char rd[300], p[400], err[512];
+	int fds[4][2], i, status, errors = 0;
+	long total = 0, got, left;
+	pid_t pid[4];
+
+	snprintf(rd, sizeof(rd), "%s/race", dir);
+	state_mkdirs(rd);
+	for (i = 0; i < 4; i++) {
+		if (pipe(fds[i]) == -1)
+			exit(2);
+		if ((pid[i] = fork()) == 0) {
+			long granted = 0, k;
+			int rc;
+
+			close(fds[i][0]);
+			for (k = 0; k < 100; k++) {
+				rc = state_budget_spend(rd, 250, &left, err,
+				    sizeof(err));
+				if (rc == -1)
+					_exit(1);
+				granted += rc;
+			}
+			(void)!write(fds[i][1], &granted, sizeof(granted));
+			_exit(0);
+		}
+		close(fds[i][1]);
+	}
+	for (i = 0; i < 4; i++) {
+		got = 0;
+		if (read(fds[i][0], &got, sizeof(got)) != sizeof(got))
+			errors++;
+		close(fds[i][0]);
+		waitpid(pid[i], &status, 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			errors++;
+		total += got;
+	}
+	ok(errors == 0, "race: four processes ran without an error");
+	ok(total == 250, "race: exactly 250 of 400 requests granted (%ld)",
+	    total);
+	snprintf(p, sizeof(p), "%s/state/budget.json", rd);
+	ok(strcmp(get(p), "{\"total\":250,\"left\":0}\n") == 0,
+	    "race: the file ends at left 0");
+}
+
+static void
+rmtree(const char *p)
+{
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", p);
+	(void)!system(cmd);
+}
+
+int
+main(void)
+{
+	umask(022);
+	if (mkdtemp(dir) == NULL)
+		return 2;
+	test_mkdirs();
+	test_update();
+	test_corrupt();
+	test_budget();
+	test_concurrent();
+	rmtree(dir);
+	printf("1..%d\n", tap_n);
+	return tap_fail != 0;
+}
