@@ -501,12 +501,7 @@ start_ready(void)
 		if ((x = xfer_start(j, err, sizeof(err))) == NULL) {
 			slot_give(j->ep, slot);
 			msg_line(j->lineno, "%s", err);
-			json_object_set_new(j->rec, "error",
-			    json_string("local"));
-			json_object_set_new(j->rec, "error_detail",
-			    json_string(err));
-			json_object_set_new(j->rec, "status", json_null());
-			emit(j->rec);
+			kill_now(j->rec, j->lineno, "bad_input", err);
 			job_free(j);
 			continue;
 		}

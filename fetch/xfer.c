@@ -156,14 +156,15 @@ headers(struct xfer *x, const json_t *rec, long attempt, char *err,
 	json_object_foreach(h, k, v) {
 		if ((val = expand(json_string_value(v), missing,
 		    sizeof(missing))) == NULL) {
-			snprintf(err, errlen, "header \"%s\": environment "
-			    "variable \"%s\" is not set", k, missing);
+			snprintf(err, errlen, "field \"headers\": \"%s\": "
+			    "environment variable \"%s\" is not set", k,
+			    missing);
 			return -1;
 		}
 		if (strpbrk(val, "\r\n") != NULL) {
 			free(val);
-			snprintf(err, errlen, "header \"%s\": CR or LF after "
-			    "expansion", k);
+			snprintf(err, errlen, "field \"headers\": \"%s\": CR "
+			    "or LF after expansion", k);
 			return -1;
 		}
 		if (strcasecmp(k, "Content-Type") == 0)
@@ -209,7 +210,8 @@ load_body(struct xfer *x, const json_t *rec, char *err, size_t errlen)
 	} else if (bf != NULL) {
 		if ((f = fopen(bf, "rb")) == NULL || fstat(fileno(f), &st) ==
 		    -1 || !S_ISREG(st.st_mode) || st.st_size > fo.conf.max_body) {
-			snprintf(err, errlen, "body_file \"%.200s\": %s", bf,
+			snprintf(err, errlen, "field \"body_file\": cannot "
+			    "read \"%.200s\": %s", bf,
 			    f == NULL ? strerror(errno) : "not a regular file "
 			    "within max_body");
 			if (f != NULL)
@@ -219,8 +221,8 @@ load_body(struct xfer *x, const json_t *rec, char *err, size_t errlen)
 		x->body_len = (size_t)st.st_size;
 		x->body = xmalloc(x->body_len + 1);
 		if (fread(x->body, 1, x->body_len, f) != x->body_len) {
-			snprintf(err, errlen, "body_file \"%.200s\": short read",
-			    bf);
+			snprintf(err, errlen, "field \"body_file\": short "
+			    "read of \"%.200s\"", bf);
 			fclose(f);
 			return -1;
 		}

@@ -213,11 +213,18 @@ cfg_parse(const char *name, const char *text, size_t len, char *err,
 		if (next(&cv, &ev) == -1)
 			goto fail;
 		switch (ev.type) {
-		case YAML_STREAM_START_EVENT:
 		case YAML_DOCUMENT_START_EVENT:
+			if (root != NULL) {
+				seterr(&cv, (long)ev.start_mark.line + 1,
+				    "more than one document");
+				yaml_event_delete(&ev);
+				goto fail;
+			}
+			/* FALLTHROUGH */
+		case YAML_STREAM_START_EVENT:
+		case YAML_DOCUMENT_END_EVENT:
 			yaml_event_delete(&ev);
 			break;
-		case YAML_DOCUMENT_END_EVENT:
 		case YAML_STREAM_END_EVENT:
 			yaml_event_delete(&ev);
 			done = 1;

@@ -45,8 +45,13 @@ days_from_civil(long y, int m, int d)
 static int
 valid(long y, int mon, int d, int h, int mi, int sec)
 {
-	return y >= 1970 && y <= 9999 && mon >= 0 && d >= 1 && d <= 31 &&
-	    h >= 0 && h <= 23 && mi >= 0 && mi <= 59 && sec >= 0 && sec <= 60;
+	static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31,
+		30, 31 };
+	int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+
+	return y >= 1970 && y <= 9999 && mon >= 0 && mon < 12 && d >= 1 &&
+	    d <= mdays[mon] + (mon == 1 && leap) && h >= 0 && h <= 23 &&
+	    mi >= 0 && mi <= 59 && sec >= 0 && sec <= 60;
 }
 
 static int

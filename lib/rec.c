@@ -256,7 +256,6 @@ rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn, void *arg)
 			    REC_LINE_MAX);
 			rec = rec_bad_input(stage, lineno, "line too long",
 			    line, len);
-			rc = 0;
 			break;
 		default:
 			if (len == 0)
@@ -266,11 +265,11 @@ rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn, void *arg)
 				msg_line(lineno, "%s", err);
 				rec = rec_bad_input(stage, lineno, err, line,
 				    len);
-				rc = 0;
-			} else
-				rc = fn(rec, lineno, arg);
+			}
 			break;
 		}
+		/* Bad lines go to fn too, already dead, for it to file. */
+		rc = fn(rec, lineno, arg);
 		if (rc == 0 && rec_write(fd_out, rec) == -1) {
 			json_decref(rec);
 			ret = -1;

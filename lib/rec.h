@@ -53,7 +53,8 @@ double	rec_num(const json_t *rec, const char *key, double def);
 /*
  * The stage loop: read fd_in to EOF; fn handles each parsed record and
  * returns 0 to write it to fd_out, 1 when it wrote or consumed it itself,
- * -1 on a fatal error.  Bad lines become bad_input records.  Returns 0 at
+ * -1 on a fatal error.  Bad lines become dead bad_input records, given to
+ * fn like any other (fn passes records that carry a fate).  Returns 0 at
  * EOF, -1 on a read/write error or a fatal handler error.
  */
 typedef int rec_fn(json_t *rec, long lineno, void *arg);

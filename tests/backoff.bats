@@ -311,7 +311,7 @@ backoff_json() {
 }
 
 @test "backoff: bad option values exit 2 naming the option" {
-	local args
+	local opt val msg
 	while IFS='|' read -r opt val msg; do
 		run --separate-stderr -2 rfp-backoff "--$opt" "$val" </dev/null
 		[ "$output" = "" ] || { echo "--$opt $val wrote stdout"; return 1; }

@@ -117,7 +117,8 @@ main(int argc, char *argv[])
 	int c, sig, port, logfd = -1, rc = 0;
 
 	msg_init(PROG);
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	opterr = 0;	/* getopt's own messages carry argv[0] */
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			opt_help(usage);
@@ -139,7 +140,16 @@ main(int argc, char *argv[])
 			break;
 		case 'V':
 			opt_version();
+		case ':':
+			msg_warn("option %s: missing argument",
+			    argv[optind - 1]);
+			opt_usage(usage);
 		default:
+			if (strncmp(argv[optind - 1], "--", 2) == 0)
+				msg_warn("unknown option \"%s\"",
+				    argv[optind - 1]);
+			else
+				msg_warn("unknown option \"-%c\"", optopt);
 			opt_usage(usage);
 		}
 	}

@@ -2,6 +2,7 @@
 #include <sys/socket.h>
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
@@ -27,9 +28,12 @@
 
 #define CONN_MAX	4096		/* concurrent connections */
 #define STACK_SIZE	(256 * 1024)	/* per connection thread */
-#define NAP_SLICE	0.05		/* real seconds between stop checks */
+#define NAP_SLICE	0.05		/* real s between stop checks */
 
-/* A string-keyed table: paths (a: requests, b: script position) and keys (a: tracking number, b: commits). */
+/*
+ * A string-keyed table.  For paths a counts requests and b is the script
+ * position; for idempotency keys a is the tracking number, b the commits.
+ */
 struct slot {
 	char		*key;
 	long		 a, b;
@@ -45,13 +49,14 @@ struct portal {
 	const struct scen *scen;
 	uint64_t	 seed;
 	int		 logfd;
-	double		 t0;		/* clk_mono() when listening began */
+	double		 t0;		/* clk_mono() at start */
 	struct MHD_Daemon *d;
 	pthread_mutex_t	 mu;
 	/* Guarded by mu. */
 	struct tab	 paths, keys;
-	long		 ntrk;		/* tracking numbers handed out */
+	long		 ntrk;		/* last tracking number */
 	long		 inflight;	/* all requests in flight */
+	atomic_int	 listening;
 	atomic_int	 stopping;
 	atomic_int	 log_failed;
 };
@@ -59,8 +64,8 @@ struct portal {
 /* One request, from its request line to the completed callback. */
 struct req {
 	double		 t;		/* arrival, epoch seconds */
-	char		*query;		/* raw query string or NULL */
-	int		 started;	/* the handler has seen the headers */
+	char		*query;		/* raw, or NULL */
+	int		 started;	/* headers seen */
 	int		 counted;	/* in the in-flight counts */
 	int		 control;	/* /_health or /_status/ */
 	const struct route *route;
@@ -77,12 +82,12 @@ struct ans {
 	long		 seq, script_index;	/* 0: not applicable */
 	int		 submission, committed, duplicate;
 	long		 trk;		/* 0: none */
-	char		*key;		/* the key a commit was stored under */
-	char		 ra[64];	/* Retry-After sent, "" for none */
+	char		*key;		/* key of the commit */
+	char		 ra[256];	/* Retry-After sent */
 	int		 has_ra;
 	int		 rl;		/* send rate-limit headers */
 	long		 rl_limit, rl_remaining, rl_reset;
-	double		 sleep_s;	/* real seconds before the reply */
+	double		 sleep_s;	/* real s before replying */
 	int		 kind_body;	/* 2xx body of the route's kind */
 	const char	*allow;		/* for 405 */
 	const char	*ctype;		/* control answers */
@@ -294,7 +299,8 @@ decide(struct portal *p, struct req *rq, const char *path,
 	    el < clk_real(ep->end_s)) {
 		a->action = "outage";
 		a->act = ep->outage.act;
-		a->status = ep->outage.act == ACT_STATUS ? ep->outage.status : 0;
+		a->status = ep->outage.act == ACT_STATUS ?
+		    ep->outage.status : 0;
 		if (a->status != 0)
 			format_ra(&ep->outage_ra, a);
 	} else if (ep->has_rate && !gcra_take(ep, now)) {
@@ -337,7 +343,7 @@ control(struct portal *p, const char *path, const char *method,
 {
 	struct slot *s;
 	json_t *o;
-	long trk = 0;
+	long trk = 0, commits_n = 0;
 
 	a->action = "status";
 	a->act = ACT_STATUS;
@@ -353,26 +359,49 @@ control(struct portal *p, const char *path, const char *method,
 		return;
 	}
 	pthread_mutex_lock(&p->mu);
-	if ((s = tab_get(&p->keys, path + strlen("/_status/"), 0)) != NULL)
+	if ((s = tab_get(&p->keys, path + strlen("/_status/"), 0)) != NULL) {
 		trk = s->a;
+		commits_n = s->b;
+	}
 	pthread_mutex_unlock(&p->mu);
 	if (trk == 0) {
 		a->status = 404;
 		o = json_pack("{s:b}", "committed", 0);
 	} else {
 		a->trk = trk;
-		o = json_pack("{s:b, s:o}", "committed", 1, "tracking_number",
-		    json_sprintf("TRK-%06ld", trk));
+		o = json_pack("{s:b, s:o, s:i}", "committed", 1,
+		    "tracking_number", json_sprintf("TRK-%06ld", trk),
+		    "commits", (int)commits_n);
 	}
 	a->ctype = "application/json";
 	a->cbody = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 }
 
+/* A JSON string of request text, whose bytes need not be UTF-8. */
+static json_t *
+jstr(const char *s)
+{
+	json_t *v;
+	char *t, *q;
+
+	if (s == NULL)
+		return json_null();
+	if ((v = json_string(s)) != NULL)
+		return v;
+	t = xstrdup(s);
+	for (q = t; *q != '\0'; q++)
+		if ((unsigned char)*q >= 0x80)
+			*q = '?';
+	v = json_string(t);
+	free(t);
+	return v != NULL ? v : json_null();
+}
+
 static void
 set_str(json_t *o, const char *k, const char *v)
 {
-	json_object_set_new(o, k, v != NULL ? json_string(v) : json_null());
+	json_object_set_new(o, k, jstr(v));
 }
 
 static void
@@ -423,7 +452,7 @@ log_write(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 	for (i = 0; i < sizeof(hdrs) / sizeof(hdrs[0]); i++)
 		if ((v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 		    hdrs[i])) != NULL)
-			json_object_set_new(h, hdrs[i], json_string(v));
+			json_object_set_new(h, hdrs[i], jstr(v));
 	json_object_set_new(o, "headers", h);
 	/* Sixteen digits keep microseconds of an epoch time. */
 	s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(16));
@@ -459,10 +488,10 @@ html_page(int status, size_t *len)
 	if (status >= 200 && status <= 299)
 		s = xstrdup("<!DOCTYPE html>\n<html><head><title>Sign in"
 		    "</title></head><body><h1>Sign in</h1><p>Your session has "
-		    "expired. Please sign in to continue.</p><form method=\"post\" "
-		    "action=\"/login\"><input name=\"user\"><input name=\"password\" "
-		    "type=\"password\"><button>Sign in</button></form></body>"
-		    "</html>\n");
+		    "expired. Please sign in to continue.</p><form "
+		    "method=\"post\" action=\"/login\"><input name=\"user\">"
+		    "<input name=\"password\" type=\"password\"><button>Sign "
+		    "in</button></form></body></html>\n");
 	else
 		s = xasprintf("<!DOCTYPE html>\n<html><head><title>%d %s"
 		    "</title></head><body><h1>%d %s</h1><p>The portal could "
@@ -499,9 +528,9 @@ make_response(const struct route *r, const struct ans *a, const char *path)
 		len = strlen(a->cbody);
 		body = xstrdup(a->cbody);
 	} else if (a->submission && a->trk > 0) {
-		body = dump(json_pack("{s:o, s:s}", "tracking_number",
+		body = dump(json_pack("{s:o, s:o}", "tracking_number",
 		    json_sprintf("TRK-%06ld", a->trk), "idempotency_key",
-		    a->key), &len);
+		    jstr(a->key)), &len);
 	} else if (r != NULL && r->body == BODY_HTML) {
 		ctype = "text/html; charset=utf-8";
 		body = html_page(st, &len);
@@ -523,16 +552,17 @@ make_response(const struct route *r, const struct ans *a, const char *path)
 			break;
 		default:
 			last = strrchr(path, '/');
-			body = dump(json_pack("{s:s, s:b, s:s}", "id",
-			    last != NULL ? last + 1 : path, "ok", 1, "path",
-			    path), &len);
+			body = dump(json_pack("{s:o, s:b, s:o}", "id",
+			    jstr(last != NULL ? last + 1 : path), "ok", 1,
+			    "path", jstr(path)), &len);
 			break;
 		}
 	} else {
 		body = dump(json_pack("{s:i, s:s}", "status", st, "error",
 		    MHD_get_reason_phrase_for((unsigned)st)), &len);
 	}
-	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	resp = MHD_create_response_from_buffer(len, body,
+	    MHD_RESPMEM_MUST_FREE);
 	if (resp == NULL) {
 		free(body);
 		return NULL;
@@ -565,8 +595,8 @@ reply(struct MHD_Connection *conn, const struct route *r, const struct ans *a,
 		MHD_add_response_header(resp, "X-RateLimit-Remaining", buf);
 		snprintf(buf, sizeof(buf), "%ld", a->rl_reset);
 		MHD_add_response_header(resp, "X-RateLimit-Reset", buf);
-		snprintf(buf, sizeof(buf), "limit=%ld, remaining=%ld, reset=%ld",
-		    a->rl_limit, a->rl_remaining, a->rl_reset);
+		snprintf(buf, sizeof(buf), "limit=%ld, remaining=%ld, "
+		    "reset=%ld", a->rl_limit, a->rl_remaining, a->rl_reset);
 		MHD_add_response_header(resp, "RateLimit", buf);
 	}
 	rc = MHD_queue_response(conn, (unsigned)a->status, resp);
@@ -653,6 +683,11 @@ answer(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 		a.action = "status";
 		a.status = 405;
 		a.allow = allow = allow_list(r);
+		if (r->rl_headers) {
+			pthread_mutex_lock(&p->mu);
+			gcra_state(r->ep, clk_mono(), &a);
+			pthread_mutex_unlock(&p->mu);
+		}
 	} else {
 		pthread_mutex_lock(&p->mu);
 		decide(p, rq, path, method, hkey, &a);
@@ -734,19 +769,33 @@ completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
-/* microhttpd's own diagnostics, in our message format. */
+/*
+ * microhttpd's own diagnostics, in our message format.  Once listening, only
+ * those about the mock's resources: clients that reset, time out or send
+ * garbage are what a mock portal is for, and scripted resets would say
+ * "Application reported internal error" each time.
+ */
 static void
 mhd_log(void *cls, const char *fmt, va_list ap)
 {
-	char buf[512];
-	size_t n;
+	static const char *keep[] = {
+		"thread", "memory", "limit", "accept", "resource"
+	};
+	struct portal *p = cls;
+	char buf[512], low[512];
+	size_t n, i;
 
-	(void)cls;
 	msg_vfmt(buf, sizeof(buf), fmt, ap);
-	/* That is how a scripted reset is made: not news. */
-	if (strncmp(buf, "Application reported internal error",
-	    strlen("Application reported internal error")) == 0)
-		return;
+	if (atomic_load(&p->listening)) {
+		for (i = 0; buf[i] != '\0'; i++)
+			low[i] = (char)tolower((unsigned char)buf[i]);
+		low[i] = '\0';
+		for (i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+			if (strstr(low, keep[i]) != NULL)
+				break;
+		if (i == sizeof(keep) / sizeof(keep[0]))
+			return;
+	}
 	n = strlen(buf);
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '.'))
 		buf[--n] = '\0';
@@ -763,6 +812,7 @@ portal_new(const struct scen *s, uint64_t seed, int logfd)
 	p->seed = seed;
 	p->logfd = logfd;
 	pthread_mutex_init(&p->mu, NULL);
+	atomic_init(&p->listening, 0);
 	atomic_init(&p->stopping, 0);
 	atomic_init(&p->log_failed, 0);
 	return p;
@@ -795,9 +845,11 @@ portal_start(struct portal *p, int port, char *err, size_t errlen)
 		    "server", port);
 		return -1;
 	}
+	atomic_store(&p->listening, 1);
 	info = MHD_get_daemon_info(p->d, MHD_DAEMON_INFO_BIND_PORT);
 	if (info == NULL || info->port == 0) {
-		snprintf(err, errlen, "listen 127.0.0.1:%d: no bound port", port);
+		snprintf(err, errlen, "listen 127.0.0.1:%d: no bound port",
+		    port);
 		return -1;
 	}
 	return info->port;

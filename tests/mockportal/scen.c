@@ -18,6 +18,7 @@
 #define MS_MAX		86400000.0	/* a day */
 #define BODY_MAX	(256L * 1024 * 1024)
 #define RA_MAX		1000000000L
+#define RA_TEXT_MAX	200
 
 struct ld {
 	const struct cfg *c;
@@ -41,7 +42,29 @@ static const char *body_names[] = {
 	[BODY_ENVELOPE] = "envelope", [BODY_TEXT] = "text"
 };
 
-/* The line of kp, or of its nearest ancestor that has one (list items have none). */
+/* The first line of a key under prefix kp, or 0. */
+static long
+first_line_under(const struct ld *ld, const char *kp)
+{
+	const char *key;
+	json_t *v;
+	size_t n = strlen(kp);
+	long line, best = 0;
+
+	json_object_foreach(ld->c->lines, key, v) {
+		if (strncmp(key, kp, n) != 0 || key[n] != '.')
+			continue;
+		line = (long)json_integer_value(v);
+		if (best == 0 || line < best)
+			best = line;
+	}
+	return best;
+}
+
+/*
+ * The line of kp.  List items have none of their own: use the first key
+ * inside the item, else the nearest ancestor's line.
+ */
 static long
 line_of(const struct ld *ld, const char *kp)
 {
@@ -49,6 +72,7 @@ line_of(const struct ld *ld, const char *kp)
 	long line;
 
 	while ((line = cfg_line(ld->c, s)) == 0 &&
+	    (line = first_line_under(ld, s)) == 0 &&
 	    (p = strrchr(s, '.')) != NULL)
 		*p = '\0';
 	free(s);
@@ -116,7 +140,7 @@ check_keys(struct ld *ld, const json_t *obj, const char *prefix,
 	return 0;
 }
 
-/* Fetch an optional object member; its key path is left in *kp (caller frees). */
+/* An optional member of obj; its key path goes to *kp (caller frees). */
 static json_t *
 member(const json_t *obj, const char *prefix, const char *key, char **kp)
 {
@@ -136,8 +160,8 @@ get_num(struct ld *ld, const json_t *obj, const char *prefix,
 	if ((v = member(obj, prefix, key, &kp)) != NULL) {
 		if (!json_is_number(v) || json_number_value(v) < min ||
 		    json_number_value(v) > max)
-			rc = kerr(ld, kp, "expected a number from %g to %g",
-			    min, max);
+			rc = kerr(ld, kp, "expected a number from %.15g to "
+			    "%.15g", min, max);
 		else
 			*out = json_number_value(v);
 	}
@@ -258,6 +282,9 @@ parse_retry(struct ld *ld, const json_t *v, const char *kp, struct retry *r)
 	if (!json_is_string(v))
 		return kerr(ld, kp, "expected an integer or a string");
 	s = json_string_value(v);
+	if (*s == '\0' || strlen(s) > RA_TEXT_MAX)
+		return kerr(ld, kp, "expected a string of 1 to %d bytes",
+		    RA_TEXT_MAX);
 	for (p = s; *p != '\0'; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			return kerr(ld, kp, "control character in value");
@@ -267,8 +294,9 @@ parse_retry(struct ld *ld, const json_t *v, const char *kp, struct retry *r)
 		p = s + strlen(dates[i].prefix);
 		if ((*p != '+' && *p != '-') ||
 		    num_long(p, -RA_MAX, RA_MAX, &r->n) == -1)
-			return kerr(ld, kp, "expected \"%s+N\" or \"%s-N\" with "
-			    "N in seconds", dates[i].prefix, dates[i].prefix);
+			return kerr(ld, kp, "expected \"%s+N\" or \"%s-N\" "
+			    "with N in seconds", dates[i].prefix,
+			    dates[i].prefix);
 		r->kind = dates[i].kind;
 		return 0;
 	}
@@ -312,6 +340,8 @@ static int
 parse_rate(struct ld *ld, const json_t *v, const char *kp,
     struct endpoint *ep)
 {
+	char *skp;
+
 	if (!json_is_object(v))
 		return kerr(ld, kp, "expected a mapping");
 	if (check_keys(ld, v, kp, rate_keys) == -1)
@@ -319,10 +349,16 @@ parse_rate(struct ld *ld, const json_t *v, const char *kp,
 	if (json_object_get(v, "per_s") == NULL)
 		return kerr(ld, kp, "missing key \"per_s\"");
 	ep->has_rate = 1;
-	if (get_num(ld, v, kp, "per_s", 1e-6, 1e6, &ep->per_s) == -1 ||
+	if (get_num(ld, v, kp, "per_s", 0, 1e6, &ep->per_s) == -1 ||
 	    get_int(ld, v, kp, "burst", 0, 1000000, &ep->burst) == -1 ||
 	    get_retry(ld, v, kp, &ep->rate_ra) == -1)
 		return -1;
+	if (ep->per_s <= 0) {
+		skp = kpath(kp, "per_s");
+		kerr(ld, skp, "expected a positive number");
+		free(skp);
+		return -1;
+	}
 	return 0;
 }
 
@@ -591,7 +627,8 @@ parse_route(struct ld *ld, struct scen *s, const json_t *v, size_t ri)
 	    get_num(ld, v, prefix, "delay_ms", 0, MS_MAX, &r->delay_ms) == -1 ||
 	    get_num(ld, v, prefix, "hang_ms", 0, MS_MAX, &r->hang_ms) == -1 ||
 	    get_num(ld, v, prefix, "slow_ms", 0, MS_MAX, &r->slow_ms) == -1 ||
-	    get_bool(ld, v, prefix, "ratelimit_headers", &r->rl_headers) == -1 ||
+	    get_bool(ld, v, prefix, "ratelimit_headers",
+	    &r->rl_headers) == -1 ||
 	    get_bool(ld, v, prefix, "submit", &r->submit) == -1 ||
 	    get_bool(ld, v, prefix, "dedupe", &r->dedupe) == -1 ||
 	    parse_body(ld, v, prefix, r) == -1 ||

@@ -12,18 +12,18 @@ enum act {
 	ACT_STATUS,		/* answer with a status */
 	ACT_RESET,		/* close with no reply */
 	ACT_HANG,		/* sleep hang_ms, then close with no reply */
-	ACT_DROP,		/* submission: commit, then close with no reply */
+	ACT_DROP,		/* commit a submission, then as reset */
 	ACT_SLOW		/* sleep slow_ms, then answer 200 */
 };
 
 struct entry {
 	enum act	 act;
-	int		 status;	/* ACT_STATUS: 200-599; ACT_SLOW: 200 */
+	int		 status;	/* 200-599; 200 for slow */
 };
 
 struct script {
 	struct entry	*e;
-	size_t		 n;		/* at least 1; the last entry repeats */
+	size_t		 n;		/* >= 1; the last repeats */
 };
 
 struct mixent {
@@ -36,7 +36,7 @@ enum ra_kind {
 	RA_SECONDS,		/* delta-seconds: n */
 	RA_IMF,			/* IMF-fixdate n seconds from now */
 	RA_RFC850,		/* obsolete RFC 850 date n seconds from now */
-	RA_ASCTIME,		/* obsolete asctime() date n seconds from now */
+	RA_ASCTIME,		/* asctime() date n seconds from now */
 	RA_VERBATIM		/* text, sent as is */
 };
 
@@ -62,20 +62,20 @@ struct endpoint {
 	long		 burst;
 	struct retry	 rate_ra;
 	int		 has_outage;
-	double		 start_s, end_s;	/* logical; end_s may be HUGE_VAL */
-	struct entry	 outage;		/* ACT_STATUS or ACT_RESET */
+	double		 start_s, end_s;	/* logical s; end_s inf */
+	struct entry	 outage;	/* ACT_STATUS or ACT_RESET */
 	struct retry	 outage_ra;
 	/* Where rate and outage were first given (loading only). */
 	const void	*rate_src, *outage_src;
 	size_t		 rate_route, outage_route;
 	/* Run-time state, guarded by the portal's mutex. */
-	double		 tat;		/* GCRA theoretical arrival, clk_mono */
+	double		 tat;		/* GCRA, clk_mono() */
 	long		 inflight;
 	struct endpoint	*next;
 };
 
 struct route {
-	char		*match;		/* fnmatch(3) pattern on the path */
+	char		*match;		/* fnmatch(3) on the path */
 	struct endpoint	*ep;
 	char		**methods;	/* NULL: any method */
 	size_t		 nmethods;
@@ -87,7 +87,7 @@ struct route {
 	double		 delay_ms, hang_ms, slow_ms;
 	int		 rl_headers;
 	enum body	 body;
-	char		*blob;		/* pdf/text body, built once */
+	char		*blob;		/* pdf/text body */
 	size_t		 bloblen;
 	int		 submit, dedupe;
 };

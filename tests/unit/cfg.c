@@ -144,7 +144,7 @@ test_errors(void)
 		    "t.yaml:3: aliases are not supported" },
 		{ "- 1\n- 2\n", "t.yaml:1: top level is not a mapping" },
 		{ "just a string\n", "t.yaml:1: top level is not a mapping" },
-		{ "a: 1\n---\nb: 2\n", "t.yaml:3: more than one document" },
+		{ "a: 1\n---\nb: 2\n", "t.yaml:2: more than one document" },
 		{ "? [1, 2]\n: x\n", "t.yaml:1: mapping key is not a scalar" },
 		{ "a: [1, 2\nb: 3\n", "t.yaml:" },
 		{ "a: 'open\n", "t.yaml:" },

@@ -543,9 +543,9 @@ test_loop(void)
 	rc = loop("{\"id\":\"a\"}\nnot json\n\n[1]\n{\"id\":\"b\"}\n", &s,
 	    out, 16, err, sizeof(err));
 	is_long(rc, 0, "loop: returns 0 at EOF");
-	is_long(s.n, 2, "loop: handler saw the two good records");
-	ok(s.lines[0] == 1 && s.lines[1] == 5,
-	    "loop: handler got line numbers 1 and 5");
+	is_long(s.n, 4, "loop: handler saw every non-empty line, bad ones dead");
+	ok(s.lines[0] == 1 && s.lines[1] == 2 && s.lines[2] == 4 &&
+	    s.lines[3] == 5, "loop: handler got line numbers 1, 2, 4 and 5");
 	ok(out[0] && out[1] && out[2] && out[3] && !out[4],
 	    "loop: one record out per non-empty line (4)");
 	if (out[0] && out[1] && out[2] && out[3]) {

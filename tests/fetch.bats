@@ -1,0 +1,599 @@
+#!/usr/bin/env bats
+# rfp-fetch against the mock portal: the fields it adds, body checks,
+# hostile input, resume, retries, concurrency, submissions and headers.
+
+load test_helper
+
+F=$FIX/fetch
+
+setup() {
+	RD=$BATS_TEST_TMPDIR/run
+	PY_PID=
+}
+
+teardown() {
+	mock_stop
+	if [ -n "$PY_PID" ]; then
+		kill "$PY_PID" 2>/dev/null
+		wait "$PY_PID" 2>/dev/null
+	fi
+	true
+}
+
+# check ID EXPR: the output record with .id == ID satisfies jq EXPR.
+check() {
+	local rec
+	rec=$(jq -c --arg id "$1" 'select(.id == $id)' <<<"$output")
+	if [ -z "$rec" ] || ! jq -e "$2" <<<"$rec" >/dev/null; then
+		printf 'record %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
+		return 1
+	fi
+}
+
+# check_line N EXPR: the one output record with .line == N satisfies EXPR.
+check_line() {
+	local rec
+	rec=$(jq -c --argjson n "$1" 'select(.line == $n)' <<<"$output")
+	if [ -z "$rec" ] || [ "$(wc -l <<<"$rec")" -ne 1 ] ||
+	    ! jq -e "$2" <<<"$rec" >/dev/null; then
+		printf 'record of line %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
+		return 1
+	fi
+}
+
+# fixture NAME: the fixture with @MOCK@ replaced by the mock's URL, as a file.
+fixture() {
+	sed "s|@MOCK@|$MOCK_URL|g" "$F/$1" >"$BATS_TEST_TMPDIR/$1"
+	echo "$BATS_TEST_TMPDIR/$1"
+}
+
+# total_requests: how many requests the mock saw.
+total_requests() {
+	if [ -s "$MOCK_LOG" ]; then
+		jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG"
+	else
+		echo 0
+	fi
+}
+
+@test "fetch: a 200 adds attempt 1, status 200, bytes, sha256 and body_path" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	[ "$stderr" = "" ]
+	[ "${#lines[@]}" -eq 3 ]
+	local id sum size
+	for id in doc-1 doc-2 doc-3; do
+		sum=$(sha256sum "$RD/docs/$id" | cut -d' ' -f1)
+		size=$(stat -c %s "$RD/docs/$id")
+		check "$id" ".attempt == 1 and .status == 200 and .error == null and .sha256 == \"$sum\" and .bytes == $size and .body_path == \"docs/$id\""
+		check "$id" '.content_type == "application/json" and (.elapsed_ms | type) == "number" and (.response_at | type) == "number"'
+		check "$id" ".endpoint == \"127.0.0.1:$MOCK_PORT\""
+		[ "$(stat -c %a "$RD/docs/$id")" = 600 ]
+	done
+	[ "$(requests_for /nih/doc-1)" -eq 1 ]
+	# Nothing half-written is left behind.
+	[ -z "$(find "$RD/docs" -name '*.part')" ]
+}
+
+@test "fetch: the body on disk is what the portal sent" {
+	mock_start "$FIX/mock/ok.yaml"
+	echo "{\"id\":\"NIH-1\",\"url\":\"$MOCK_URL/nih/NIH-1\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	jq -e '.id == "NIH-1" and .path == "/nih/NIH-1"' "$RD/docs/NIH-1"
+}
+
+@test "fetch: unknown fields pass through and an endpoint field is kept" {
+	mock_start "$FIX/mock/ok.yaml"
+	echo "{\"id\":\"p-1\",\"url\":\"$MOCK_URL/nih/p1\",\"endpoint\":\"nih\",\"grant\":{\"pi\":\"Ada\",\"n\":[1,2.5,null]},\"cycle\":\"2026-A\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check p-1 '.endpoint == "nih" and .grant == {"pi":"Ada","n":[1,2.5,null]} and .cycle == "2026-A" and .status == 200'
+}
+
+@test "fetch: without --run-dir the body is hashed but not kept" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 1 >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check doc-1 '.status == 200 and (.sha256 | test("^[0-9a-f]{64}$")) and (has("body_path") | not)'
+}
+
+@test "fetch: expect magic %PDF- passes on the pdf route" {
+	mock_start "$FIX/mock/flaky.yaml"
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$(fixture expect.ndjson)"
+	assert_success
+	check pdf-ok '.status == 200 and .check == null and .bytes == 4096 and .content_type == "application/pdf"'
+	[ "$(head -c 5 "$RD/docs/pdf-ok")" = "%PDF-" ]
+}
+
+@test "fetch: expect magic %PDF- fails on a json route and check says why" {
+	mock_start "$FIX/mock/flaky.yaml"
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$(fixture expect.ndjson)"
+	assert_success
+	check json-magic '.status == 200 and (.check | type) == "string" and (.check | startswith("magic:"))'
+}
+
+@test "fetch: expect json, content_type and min_bytes are checked" {
+	mock_start "$FIX/mock/flaky.yaml"
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$(fixture expect.ndjson)"
+	assert_success
+	check json-ok '.check == null'
+	check html-json '(.check | startswith("json:"))'
+	check pdf-ctype '(.check | startswith("content_type:"))'
+	check pdf-small '(.check | startswith("min_bytes:"))'
+}
+
+@test "fetch: a failed check makes classify say permanent invalid_body" {
+	mock_start "$FIX/mock/flaky.yaml"
+	run --separate-stderr sh -c 'rfp-fetch --run-dir "$1" <"$2" | rfp-classify' sh "$RD" "$(fixture expect.ndjson)"
+	assert_success
+	check json-magic '.class == "permanent" and .reason == "invalid_body"'
+	check pdf-ok '.class == "ok" and .reason == "http_200"'
+}
+
+@test "fetch: a body over --max-body is error too_large and leaves no file" {
+	mock_start "$FIX/mock/flaky.yaml"
+	echo "{\"id\":\"big-1\",\"url\":\"$MOCK_URL/flaky/pdf/big\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch --run-dir "$RD" --max-body 1000 <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check big-1 '.error == "too_large" and .status == null and (has("sha256") | not)'
+	[ ! -e "$RD/docs/big-1" ]
+	[ -z "$(find "$RD/docs" -type f)" ]
+}
+
+@test "fetch: a body of exactly --max-body bytes is accepted" {
+	mock_start "$FIX/mock/flaky.yaml"
+	echo "{\"id\":\"edge-1\",\"url\":\"$MOCK_URL/flaky/pdf/edge\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch --run-dir "$RD" --max-body 4096 <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check edge-1 '.status == 200 and .bytes == 4096 and .error == null'
+}
+
+@test "fetch: each bad line is one stderr line and one dead bad_input record with its line, and the batch goes on" {
+	mock_start "$FIX/mock/ok.yaml"
+	mkdir -p "$BATS_TEST_TMPDIR/a/b"
+	RD=$BATS_TEST_TMPDIR/a/b/run
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$(fixture hostile.ndjson)"
+	assert_success
+	[ "${#lines[@]}" -eq 16 ]
+	check good-2 '.status == 200 and .attempt == 1'
+	check good-3 '.status == 200'
+	[ "$(jq -s '[.[] | select(.id == "good-1" and .status == 200)] | length' <<<"$output")" -eq 1 ]
+	local n
+	for n in 2 3 4 5 6 7 8 9 10 12 13 14 15; do
+		check_line "$n" '.fate == "dead" and .dead_reason == "bad_input" and (has("status") | not)'
+	done
+	[ "${#stderr_lines[@]}" -eq 13 ]
+	local i=0 pat
+	while IFS= read -r pat; do
+		# shellcheck disable=SC2053
+		[[ "${stderr_lines[$i]}" == $pat ]] ||
+		    { echo "stderr line $i: ${stderr_lines[$i]} !~ $pat"; return 1; }
+		i=$((i + 1))
+	done <"$F/hostile.stderr"
+}
+
+@test "fetch: bad input never reaches the portal and nothing is written outside docs/" {
+	mock_start "$FIX/mock/ok.yaml"
+	mkdir -p "$BATS_TEST_TMPDIR/a/b"
+	RD=$BATS_TEST_TMPDIR/a/b/run
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$(fixture hostile.ndjson)"
+	assert_success
+	[ "$(total_requests)" -eq 3 ]
+	[ "$(requests_for /nih/good-1)" -eq 1 ]
+	[ "$(requests_for /nih/escape)" -eq 0 ]
+	[ "$(requests_for /nih/crlf)" -eq 0 ]
+	[ "$(ls -A "$RD/docs" | tr '\n' ' ')" = "good-1 good-2 good-3 " ]
+	[ -z "$(find "$BATS_TEST_TMPDIR" -name x -o -name .hidden -o -name b -type f)" ]
+	# Nothing of /etc/passwd was read into a record.
+	[[ "$output" != *root:* ]]
+}
+
+@test "fetch: a symlink planted at docs/ID is replaced, never written through" {
+	mock_start "$FIX/mock/ok.yaml"
+	mkdir -p "$RD/docs"
+	echo precious >"$BATS_TEST_TMPDIR/outside"
+	ln -s "$BATS_TEST_TMPDIR/outside" "$RD/docs/ln-1"
+	echo "{\"id\":\"ln-1\",\"url\":\"$MOCK_URL/nih/ln-1\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check ln-1 '.status == 200'
+	[ "$(cat "$BATS_TEST_TMPDIR/outside")" = precious ]
+	[ -f "$RD/docs/ln-1" ] && [ ! -L "$RD/docs/ln-1" ]
+}
+
+@test "fetch: a symlink planted at the partial body file is not followed" {
+	mock_start "$FIX/mock/ok.yaml"
+	mkdir -p "$RD/docs"
+	echo precious >"$BATS_TEST_TMPDIR/outside"
+	ln -s "$BATS_TEST_TMPDIR/outside" "$RD/docs/.ln-2.part"
+	echo "{\"id\":\"ln-2\",\"url\":\"$MOCK_URL/nih/ln-2\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	[ "${#lines[@]}" -eq 1 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/outside")" = precious ]
+	check ln-2 '.status != 200'
+}
+
+@test "fetch: a duplicate id is dead bad_input and fetched once" {
+	mock_start "$FIX/mock/ok.yaml"
+	printf '%s\n' "{\"id\":\"dup\",\"url\":\"$MOCK_URL/nih/dup\"}" \
+	    "{\"id\":\"other\",\"url\":\"$MOCK_URL/nih/other\"}" \
+	    "{\"id\":\"dup\",\"url\":\"$MOCK_URL/nih/dup\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check_line 3 '.id == "dup" and .fate == "dead" and .dead_reason == "bad_input"'
+	[ "$(jq -s '[.[] | select(.id == "dup" and .status == 200)] | length' <<<"$output")" -eq 1 ]
+	[ "$(requests_for /nih/dup)" -eq 1 ]
+	[ "${stderr_lines[0]}" = 'rfp-fetch: line 3: field "id": duplicate id "dup" (first on line 1)' ]
+}
+
+@test "fetch: a line over 1 MiB is dead bad_input and the batch goes on" {
+	mock_start "$FIX/mock/ok.yaml"
+	local m=$BATS_TEST_TMPDIR/m
+	echo "{\"id\":\"before\",\"url\":\"$MOCK_URL/nih/before\"}" >"$m"
+	{
+		printf '{"id":"huge","url":"%s/nih/huge","pad":"' "$MOCK_URL"
+		head -c 1100000 /dev/zero | tr '\0' a
+		echo '"}'
+	} >>"$m"
+	echo "{\"id\":\"after\",\"url\":\"$MOCK_URL/nih/after\"}" >>"$m"
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$m"
+	assert_success
+	[ "${#lines[@]}" -eq 3 ]
+	check before '.status == 200'
+	check after '.status == 200'
+	check_line 2 '.fate == "dead" and .dead_reason == "bad_input"'
+	[ "$(requests_for /nih/huge)" -eq 0 ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[ "${stderr_lines[0]}" = 'rfp-fetch: line 2: line longer than 1048576 bytes' ]
+}
+
+@test "fetch: a body_file that does not exist is dead bad_input with its line, and the batch goes on" {
+	mock_start "$FIX/mock/submit.yaml"
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$(fixture body-file.ndjson)"
+	assert_success
+	[ "${#lines[@]}" -eq 3 ]
+	check before '.status == 200'
+	check after '.status == 200'
+	check body-1 '.fate == "dead" and .dead_reason == "bad_input" and .line == 2'
+	[ "$(requests_for /grants/submit/body-1)" -eq 0 ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "${stderr_lines[0]}" == 'rfp-fetch: line 2: '*'"/nonexistent/rfpipe-body.json"'* ]]
+}
+
+@test "fetch: --resume skips ids already in results.ndjson and dead.ndjson" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 4 >"$BATS_TEST_TMPDIR/m"
+	mkdir -p "$RD"
+	sed -n 1p "$BATS_TEST_TMPDIR/m" | jq -c '.fate = "done" | .status = 200' >"$RD/results.ndjson"
+	sed -n 2p "$BATS_TEST_TMPDIR/m" | jq -c '.fate = "dead" | .dead_reason = "exhausted"' >"$RD/dead.ndjson"
+	run --separate-stderr rfp-fetch --run-dir "$RD" --resume --report "$RD/report.json" <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	[ "$(jq -r .id <<<"$output" | sort | tr '\n' ' ')" = "doc-3 doc-4 " ]
+	[ "$(requests_for /nih/doc-1)" -eq 0 ]
+	[ "$(requests_for /nih/doc-2)" -eq 0 ]
+	[ "$(requests_for /nih/doc-3)" -eq 1 ]
+	jq -e '.admitted == 2 and .skipped == 2' "$RD/report.json"
+}
+
+@test "fetch: --retry-dead fetches dead ids again but not finished ones" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 >"$BATS_TEST_TMPDIR/m"
+	mkdir -p "$RD"
+	sed -n 1p "$BATS_TEST_TMPDIR/m" | jq -c '.fate = "done"' >"$RD/results.ndjson"
+	sed -n 2p "$BATS_TEST_TMPDIR/m" | jq -c '.fate = "dead" | .dead_reason = "exhausted" | .attempt = 5' >"$RD/dead.ndjson"
+	run --separate-stderr rfp-fetch --run-dir "$RD" --retry-dead --report "$RD/report.json" <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	[ "$(jq -r .id <<<"$output" | sort | tr '\n' ' ')" = "doc-2 doc-3 " ]
+	[ "$(requests_for /nih/doc-1)" -eq 0 ]
+	[ "$(requests_for /nih/doc-2)" -eq 1 ]
+	jq -e '.admitted == 2 and .skipped == 1' "$RD/report.json"
+}
+
+@test "fetch: dead.ndjson fed back as a manifest starts each record afresh" {
+	mock_start "$FIX/mock/ok.yaml"
+	echo "{\"id\":\"again\",\"url\":\"$MOCK_URL/nih/again\",\"attempt\":5,\"status\":503,\"class\":\"transient\",\"reason\":\"http_503\",\"fate\":\"dead\",\"dead_reason\":\"exhausted\",\"dead_detail\":\"5 of 5\",\"line\":3,\"keep\":1}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check again '.attempt == 1 and .status == 200 and .keep == 1 and ([has("fate", "class", "reason", "dead_reason", "dead_detail", "line")] | any | not)'
+}
+
+@test "fetch: a torn last line in results.ndjson is warned about and its document fetched again" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 2 >"$BATS_TEST_TMPDIR/m"
+	mkdir -p "$RD"
+	sed -n 1p "$BATS_TEST_TMPDIR/m" | jq -c '.fate = "done"' >"$RD/results.ndjson"
+	printf '{"id":"doc-2","fa' >>"$RD/results.ndjson"
+	run --separate-stderr rfp-fetch --run-dir "$RD" --resume <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	[ "$(jq -r .id <<<"$output")" = "doc-2" ]
+	[ "${stderr_lines[0]}" = "rfp-fetch: $RD/results.ndjson:2: unreadable record, its document will be fetched again" ]
+}
+
+@test "fetch: --resume without --run-dir exits 2" {
+	run --separate-stderr -2 rfp-fetch --resume </dev/null
+	[ "${stderr_lines[0]}" = 'rfp-fetch: option --resume: needs --run-dir' ]
+}
+
+@test "fetch: --retry-dead without --run-dir exits 2 naming --retry-dead" {
+	run --separate-stderr -2 rfp-fetch --retry-dead </dev/null
+	[ "${stderr_lines[0]}" = 'rfp-fetch: option --retry-dead: needs --run-dir' ]
+}
+
+@test "fetch: a record with fate retry keeps its attempt and increments it" {
+	mock_start "$FIX/mock/flaky.yaml"
+	echo "{\"id\":\"r-1\",\"url\":\"$MOCK_URL/flaky/503/r1\",\"attempt\":2,\"fate\":\"retry\",\"not_before\":1,\"delay_s\":0.5,\"class\":\"transient\",\"reason\":\"http_503\",\"status\":503}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check r-1 '.attempt == 3 and .status == 503 and .retry_after == "1" and ([has("fate", "class", "reason", "not_before", "delay_s")] | any | not)'
+	jq -e -s '.[0].headers["X-Rfp-Attempt"] == "3"' "$MOCK_LOG"
+}
+
+@test "fetch: a retry held past the deadline leaves dead deadline_cut without a request" {
+	mock_start "$FIX/mock/ok.yaml"
+	local later
+	later=$(($(date +%s) + 3600))
+	echo "{\"id\":\"held\",\"url\":\"$MOCK_URL/nih/held\",\"attempt\":1,\"fate\":\"retry\",\"not_before\":$later}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch --deadline +200ms <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check held '.fate == "dead" and .dead_reason == "deadline_cut"'
+	[ "$(total_requests)" -eq 0 ]
+}
+
+@test "fetch: a deadline already past sends nothing and cuts every record" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch --deadline +0s <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	[ "$(jq -s '[.[] | select(.fate == "dead" and .dead_reason == "deadline_cut")] | length' <<<"$output")" -eq 3 ]
+	[ "$(total_requests)" -eq 0 ]
+}
+
+@test "fetch: -j 3 never has more than 3 requests in flight" {
+	mock_start "$FIX/mock/flaky.yaml"
+	manifest /flaky/slow 12 >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch -j 3 --run-dir "$RD" <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	[ "$(jq -s '[.[] | select(.status == 200)] | length' <<<"$output")" -eq 12 ]
+	[ "$(jq -s 'map(.inflight_total) | max' "$MOCK_LOG")" -le 3 ]
+}
+
+@test "fetch: -j 1 sends one request at a time" {
+	mock_start "$FIX/mock/flaky.yaml"
+	manifest /flaky/slow 6 >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch -j 1 <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	[ "${#lines[@]}" -eq 6 ]
+	[ "$(jq -s 'map(.inflight_total) | max' "$MOCK_LOG")" -eq 1 ]
+}
+
+@test "fetch: an endpoint's concurrency in the config caps it below -j" {
+	mock_start "$FIX/mock/flaky.yaml"
+	manifest /flaky/slow 10 slowpoke >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch -j 8 --config "$F/concurrency.yaml" --run-dir "$RD" <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	[ "$(jq -s '[.[] | select(.status == 200)] | length' <<<"$output")" -eq 10 ]
+	[ "$(jq -s 'map(.inflight_total) | max' "$MOCK_LOG")" -le 2 ]
+}
+
+@test "fetch: a submission carries an Idempotency-Key, GETs and idempotent methods none" {
+	mock_start "$FIX/mock/submit.yaml"
+	run --separate-stderr rfp-fetch <"$(fixture submit.ndjson)"
+	assert_success
+	check S-1 '.status == 200 and .sent == true'
+	jq -e -s 'map(select(.path == "/grants/submit/s1"))[0] | .method == "POST" and (.key | test("^rfp-[0-9a-f]{32}$")) and .body_bytes > 0' "$MOCK_LOG"
+	jq -e -s 'map(select(.path == "/grants/submit/s2"))[0] | .key == "given-key-2"' "$MOCK_LOG"
+	jq -e -s 'map(select(.path == "/grants/submit/s3"))[0] | .method == "PUT" and .key == null' "$MOCK_LOG"
+	jq -e -s 'map(select(.path == "/grants/submit/s4"))[0] | .method == "GET" and .key == null' "$MOCK_LOG"
+}
+
+@test "fetch: the derived Idempotency-Key is the same in a second run" {
+	mock_start "$FIX/mock/submit.yaml"
+	local m
+	m=$(fixture submit.ndjson)
+	run --separate-stderr rfp-fetch <"$m"
+	run --separate-stderr rfp-fetch <"$m"
+	assert_success
+	[ "$(jq -s '[.[] | select(.path == "/grants/submit/s1") | .key] | unique | length' "$MOCK_LOG")" -eq 1 ]
+	[ "$(jq -s '[.[] | select(.path == "/grants/submit/s1")] | length' "$MOCK_LOG")" -eq 2 ]
+	# The portal saw the second as a duplicate and did not commit it again.
+	jq -e -s '[.[] | select(.path == "/grants/submit/s1")] | .[1].duplicate == true' "$MOCK_LOG"
+}
+
+@test "fetch: \${NAME} in a header is taken from the environment and never printed" {
+	mock_start "$FIX/mock/ok.yaml"
+	export RFP_TEST_SECRET="s3cr3t-$RANDOM-$RANDOM"
+	printf '%s\n' "{\"id\":\"h-1\",\"url\":\"$MOCK_URL/nih/h1\",\"headers\":{\"User-Agent\":\"rfp-test \${RFP_TEST_SECRET} end\"}}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch -v --run-dir "$RD" <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check h-1 '.status == 200 and .headers["User-Agent"] == "rfp-test ${RFP_TEST_SECRET} end"'
+	jq -e -s --arg v "rfp-test $RFP_TEST_SECRET end" '.[0].headers["User-Agent"] == $v' "$MOCK_LOG"
+	[[ "$output" != *"$RFP_TEST_SECRET"* ]]
+	[[ "$stderr" != *"$RFP_TEST_SECRET"* ]]
+	[ -z "$(grep -r -l -F "$RFP_TEST_SECRET" "$RD")" ]
+}
+
+@test "fetch: an unset \${NAME} in a header is an error, no request is sent, the batch goes on" {
+	mock_start "$FIX/mock/ok.yaml"
+	unset RFP_TEST_UNSET_VAR
+	printf '%s\n' "{\"id\":\"u-1\",\"url\":\"$MOCK_URL/nih/u1\",\"headers\":{\"Authorization\":\"Bearer \${RFP_TEST_UNSET_VAR}\"}}" \
+	    "{\"id\":\"u-2\",\"url\":\"$MOCK_URL/nih/u2\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	check u-1 '.fate == "dead" and .dead_reason == "bad_input" and .line == 1'
+	check u-2 '.status == 200'
+	[ "$(requests_for /nih/u1)" -eq 0 ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[ "${stderr_lines[0]}" = 'rfp-fetch: line 1: field "headers": "Authorization": environment variable "RFP_TEST_UNSET_VAR" is not set' ]
+}
+
+@test "fetch: a redirect to ftp:// is refused" {
+	command -v python3 >/dev/null || skip "python3 is needed for the redirecting server"
+	python3 "$F/redirect.py" "$BATS_TEST_TMPDIR/rport" ftp://127.0.0.1/etc/passwd 3>&- &
+	PY_PID=$!
+	local i
+	for i in $(seq 1 300); do
+		[ -s "$BATS_TEST_TMPDIR/rport" ] && break
+		sleep 0.01
+	done
+	echo "{\"id\":\"redir-1\",\"url\":\"http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/rport")/r\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check redir-1 '.status == null and .error != null and .error != "timeout" and (has("sha256") | not)'
+	[ ! -e "$RD/docs/redir-1" ]
+	run --separate-stderr rfp-classify <<<"$output"
+	check redir-1 '.class == "permanent"'
+}
+
+@test "fetch: a redirect to file:///etc/passwd is refused and nothing is read" {
+	command -v python3 >/dev/null || skip "python3 is needed for the redirecting server"
+	python3 "$F/redirect.py" "$BATS_TEST_TMPDIR/rport" file:///etc/passwd 3>&- &
+	PY_PID=$!
+	local i
+	for i in $(seq 1 300); do
+		[ -s "$BATS_TEST_TMPDIR/rport" ] && break
+		sleep 0.01
+	done
+	echo "{\"id\":\"redir-2\",\"url\":\"http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/rport")/r\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check redir-2 '.status == null and .error != null and (has("bytes") | not)'
+	[ ! -e "$RD/docs/redir-2" ]
+	[[ "$output" != *root:* ]]
+}
+
+@test "fetch: a 503 carries status 503, the raw Retry-After and the Date" {
+	mock_start "$FIX/mock/flaky.yaml"
+	echo "{\"id\":\"f-1\",\"url\":\"$MOCK_URL/flaky/503/f1\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check f-1 '.status == 503 and .error == null and .retry_after == "1" and (.date | endswith(" GMT"))'
+}
+
+@test "fetch: a 429 with an HTTP-date Retry-After classifies to a delay of about 2 s" {
+	mock_start "$FIX/mock/flaky.yaml"
+	echo "{\"id\":\"f-2\",\"url\":\"$MOCK_URL/flaky/429-date/f2\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr sh -c 'rfp-fetch <"$1" | rfp-classify' sh "$BATS_TEST_TMPDIR/m"
+	assert_success
+	check f-2 '.status == 429 and .class == "transient" and .retry_after_s >= 1 and .retry_after_s <= 3'
+}
+
+@test "fetch: a connection reset is error reset" {
+	mock_start "$FIX/mock/flaky.yaml"
+	echo "{\"id\":\"f-3\",\"url\":\"$MOCK_URL/flaky/reset/f3\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check f-3 '.status == null and .error == "reset" and (.error_detail | type) == "string"'
+}
+
+@test "fetch: a portal that never answers is error timeout" {
+	mock_start "$FIX/mock/flaky.yaml"
+	echo "{\"id\":\"f-4\",\"url\":\"$MOCK_URL/flaky/hang/f4\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch --timeout 1s <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check f-4 '.status == null and .error == "timeout"'
+}
+
+@test "fetch: a refused connection is error connect" {
+	mock_start "$FIX/mock/ok.yaml"
+	local url=$MOCK_URL
+	mock_stop
+	echo "{\"id\":\"f-5\",\"url\":\"$url/nih/f5\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check f-5 '.status == null and .error == "connect"'
+}
+
+@test "fetch: a 404 is status 404 with no error" {
+	mock_start "$FIX/mock/flaky.yaml"
+	echo "{\"id\":\"f-6\",\"url\":\"$MOCK_URL/flaky/404/f6\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch <"$BATS_TEST_TMPDIR/m"
+	check f-6 '.status == 404 and .error == null and .attempt == 1'
+}
+
+@test "fetch: rate-limit headers become the ratelimit field" {
+	mock_start "$FIX/mock/ratelimit.yaml"
+	echo "{\"id\":\"rl-1\",\"url\":\"$MOCK_URL/nih/rl1\"}" >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check rl-1 '.status == 200 and .ratelimit.limit == 1 and (.ratelimit.remaining | type) == "number" and (.ratelimit.reset_s | type) == "number"'
+}
+
+@test "fetch: empty input exits 0 with no output" {
+	run --separate-stderr rfp-fetch </dev/null
+	assert_success
+	[ "$output" = "" ]
+	[ "$stderr" = "" ]
+}
+
+@test "fetch: bad option values exit 2 naming the option" {
+	local opt val msg
+	while IFS='|' read -r opt val msg; do
+		run --separate-stderr -2 rfp-fetch "$opt" "$val" </dev/null
+		[ "$output" = "" ] || { echo "$opt $val wrote stdout"; return 1; }
+		[[ "${stderr_lines[0]}" == "rfp-fetch: option $msg"* ]] ||
+		    { echo "$opt $val: ${stderr_lines[0]}"; return 1; }
+	done <<'EOF'
+-j|0|--jobs: expected an integer from 1 to 4096, got "0"
+--jobs|x|--jobs: expected an integer from 1 to 4096, got "x"
+--max-body|0|--max-body: expected an integer from 1 to
+--max-body|1k|--max-body: expected an integer from 1 to
+--max-redirects|-1|--max-redirects: expected an integer from 0 to 50
+--timeout|soon|--timeout: expected a duration such as "30s" or "1h30m", got "soon"
+--connect-timeout|-5|--connect-timeout: expected a duration
+--deadline|never|--deadline: cannot read "never" as a time
+EOF
+}
+
+@test "fetch: a misspelt config key exits 2 naming file:line" {
+	cd "$BATS_TEST_TMPDIR"
+	printf 'concurrency: 2\ntimeout: 30s\nmax_bodyy: 100\n' >rfpipe.yaml
+	run --separate-stderr -2 rfp-fetch --config rfpipe.yaml </dev/null
+	[ "${stderr_lines[0]}" = 'rfp-fetch: rfpipe.yaml:3: unknown key "max_bodyy"' ]
+}
+
+@test "fetch: --insecure warns on stderr" {
+	run --separate-stderr rfp-fetch --insecure </dev/null
+	assert_success
+	[[ "${stderr_lines[0]}" == 'rfp-fetch: WARNING: --insecure:'* ]]
+}
+
+@test "fetch: RFPIPE_TIME_SCALE outside (0, 1] exits 2" {
+	RFPIPE_TIME_SCALE=abc run --separate-stderr -2 rfp-fetch </dev/null
+	[ "${stderr_lines[0]}" = 'rfp-fetch: environment RFPIPE_TIME_SCALE: expected a number in (0, 1], got "abc"' ]
+}
+
+@test "fetch: --help exits 0 and prints the usage on stdout" {
+	run --separate-stderr rfp-fetch --help
+	assert_success
+	[[ "$output" == 'usage: rfp-fetch '* ]]
+	[[ "$output" == *'[--resume]'* ]]
+}
+
+@test "fetch: --version prints rfp-fetch 0.1.0" {
+	run --separate-stderr rfp-fetch --version
+	assert_success
+	[ "$output" = "rfp-fetch 0.1.0" ]
+}
+
+@test "fetch: an unknown option exits 2 with the usage on stderr" {
+	run --separate-stderr -2 rfp-fetch --bogus </dev/null
+	[ "$output" = "" ]
+	[[ "$stderr" == *'usage: rfp-fetch '* ]]
+}
+
+@test "fetch: an operand exits 2 naming it" {
+	run --separate-stderr -2 rfp-fetch manifest.ndjson </dev/null
+	[ "${stderr_lines[0]}" = 'rfp-fetch: unexpected argument "manifest.ndjson"' ]
+}
+
+@test "fetch: a failed write to stdout exits 1" {
+	echo 'not json' >"$BATS_TEST_TMPDIR/m"
+	run -1 sh -c 'rfp-fetch <"$1" >/dev/full' sh "$BATS_TEST_TMPDIR/m"
+	[[ "$output" == *'rfp-fetch: write stdout: No space left on device'* ]]
+}

@@ -1,0 +1,268 @@
+#!/usr/bin/env bats
+# rfp-sink: filing by fate, summary.json, reconciliation, exit codes.
+
+load test_helper
+
+F=$FIX/sink
+
+setup() {
+	RD=$BATS_TEST_TMPDIR/run
+}
+
+# check ID EXPR: the output record with .id == ID satisfies jq EXPR.
+check() {
+	local rec
+	rec=$(jq -c --arg id "$1" 'select(.id == $id)' <<<"$output")
+	if [ -z "$rec" ] || ! jq -e "$2" <<<"$rec" >/dev/null; then
+		printf 'record %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
+		return 1
+	fi
+}
+
+# in_file FILE ID EXPR: the one record of FILE with .id == ID satisfies EXPR.
+in_file() {
+	local rec
+	rec=$(jq -c --arg id "$2" 'select(.id == $id)' "$1")
+	if [ -z "$rec" ] || [ "$(wc -l <<<"$rec")" -ne 1 ] ||
+	    ! jq -e "$3" <<<"$rec" >/dev/null; then
+		printf '%s: record %s: %s\ndoes not satisfy: %s\n' "$1" "$2" "${rec:-(none)}" "$3" >&2
+		return 1
+	fi
+}
+
+# ids FILE: the ids in FILE, sorted, on one line.
+ids() {
+	jq -r '.id // "null"' "$1" | sort | tr '\n' ' '
+}
+
+@test "sink: done records go to results.ndjson, dead to dead.ndjson, retry to stdout" {
+	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$F/fates.ndjson"
+	assert_success
+	[ "$(ids "$RD/results.ndjson")" = "D-1 D-2 D-3 " ]
+	[ "$(ids "$RD/dead.ndjson")" = "X-1 X-2 " ]
+	[ "${#lines[@]}" -eq 2 ]
+	check R-1 '.fate == "retry" and .not_before == 1796018400.25'
+	check R-2 '.fate == "retry" and .attempt == 2'
+}
+
+@test "sink: filed records are unchanged, unknown fields included" {
+	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$F/fates.ndjson"
+	assert_success
+	diff <(jq -S -c 'select(.fate == "done")' "$F/fates.ndjson") <(jq -S -c . "$RD/results.ndjson")
+	diff <(jq -S -c 'select(.fate == "dead")' "$F/fates.ndjson") <(jq -S -c . "$RD/dead.ndjson")
+	diff <(jq -S -c 'select(.fate == "retry")' "$F/fates.ndjson") <(jq -S -c . <<<"$output")
+}
+
+@test "sink: summary.json counts match the files" {
+	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$F/fates.ndjson"
+	assert_success
+	local ok dead
+	ok=$(jq -s length "$RD/results.ndjson")
+	dead=$(jq -s length "$RD/dead.ndjson")
+	jq -e --argjson ok "$ok" --argjson dead "$dead" '
+	    .totals.succeeded == $ok and .totals.dead == $dead and
+	    .run.succeeded == 3 and .run.dead == 2 and .run.retries == 2 and
+	    .run.dead_by_reason.permanent == 1 and
+	    .run.dead_by_reason.exhausted == 1 and
+	    .run.dead_by_reason.bad_input == 0 and
+	    .run.endpoints.nih.succeeded == 2 and .run.endpoints.nih.dead == 1 and
+	    .run.endpoints.grants.succeeded == 1 and
+	    .run.attempts == 7 and .run.http_429 == 1 and
+	    .reconciled == null and .admitted == null' "$RD/summary.json"
+}
+
+@test "sink: a second run appends and summary totals cover the whole run directory" {
+	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$F/fates.ndjson"
+	jq -c '.id += "-b"' "$F/done.ndjson" >"$BATS_TEST_TMPDIR/more"
+	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$BATS_TEST_TMPDIR/more"
+	assert_success
+	[ "$(jq -s length "$RD/results.ndjson")" -eq 5 ]
+	jq -e '.run.succeeded == 2 and .run.dead == 0 and .totals.succeeded == 5 and .totals.dead == 2' "$RD/summary.json"
+}
+
+@test "sink: --admitted-from with a matching count exits 0 and reconciled is true" {
+	run --separate-stderr rfp-sink -q --run-dir "$RD" --admitted-from "$F/report-5.json" <"$F/fates.ndjson"
+	assert_success
+	jq -e '.reconciled == true and .admitted == 5' "$RD/summary.json"
+	[[ "$stderr" != *RECONCILIATION* ]]
+}
+
+@test "sink: --admitted-from with a mismatching count exits 1 with RECONCILIATION FAILED" {
+	run --separate-stderr rfp-sink -q --run-dir "$RD" --admitted-from "$F/report-7.json" <"$F/fates.ndjson"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *'rfp-sink: RECONCILIATION FAILED: admitted 7, filed 5 (succeeded 3 + dead 2)'* ]]
+	jq -e '.reconciled == false and .admitted == 7' "$RD/summary.json"
+	# The records are filed all the same.
+	[ "$(jq -s length "$RD/results.ndjson")" -eq 3 ]
+}
+
+@test "sink: an --admitted-from report without an admitted count exits 1" {
+	run --separate-stderr rfp-sink -q --run-dir "$RD" --admitted-from "$F/report-none.json" <"$F/fates.ndjson"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"rfp-sink: $F/report-none.json: no admitted count"* ]]
+}
+
+@test "sink: a missing --admitted-from file exits 1 naming it" {
+	run --separate-stderr rfp-sink -q --run-dir "$RD" --admitted-from "$BATS_TEST_TMPDIR/nope.json" <"$F/done.ndjson"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"rfp-sink: $BATS_TEST_TMPDIR/nope.json: no admitted count"* ]]
+}
+
+@test "sink: --fate-status exits 0 when every record succeeded" {
+	run --separate-stderr rfp-sink -q --fate-status --run-dir "$RD" <"$F/done.ndjson"
+	[ "$status" -eq 0 ]
+}
+
+@test "sink: --fate-status exits 3 when records were dead-lettered" {
+	run --separate-stderr rfp-sink -q --fate-status --run-dir "$RD" <"$F/fates.ndjson"
+	[ "$status" -eq 3 ]
+}
+
+@test "sink: --fate-status exits 4 when the deadline cut some" {
+	run --separate-stderr rfp-sink -q --fate-status --run-dir "$RD" <"$F/cut.ndjson"
+	[ "$status" -eq 4 ]
+	jq -e '.run.dead_by_reason.deadline_cut == 1' "$RD/summary.json"
+}
+
+@test "sink: without --fate-status dead records still exit 0" {
+	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$F/cut.ndjson"
+	assert_success
+}
+
+@test "sink: records with no fate or an unknown fate are dead bad_input with their line" {
+	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$F/bad-lines.ndjson"
+	assert_success
+	in_file "$RD/dead.ndjson" nofate-1 '.fate == "dead" and .dead_reason == "bad_input" and .line == 2'
+	in_file "$RD/dead.ndjson" odd-1 '.fate == "dead" and .dead_reason == "bad_input" and .line == 3'
+	in_file "$RD/results.ndjson" ok-1 '.fate == "done"'
+	in_file "$RD/dead.ndjson" ok-2 '.dead_reason == "permanent"'
+	[[ "$stderr" == *'rfp-sink: line 2: missing field "fate"'* ]]
+	[[ "$stderr" == *'rfp-sink: line 3: field "fate": unknown fate "maybe"'* ]]
+}
+
+@test "sink: a malformed line is dead-lettered bad_input in dead.ndjson, not on stdout" {
+	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$F/bad-lines.ndjson"
+	assert_success
+	[ "$output" = "" ]
+	[ "$(jq -s '[.[] | select(.line == 4 and .dead_reason == "bad_input")] | length' "$RD/dead.ndjson")" -eq 1 ]
+	[ "$(jq -s '[.[] | select(.line == 5 and .dead_reason == "bad_input")] | length' "$RD/dead.ndjson")" -eq 1 ]
+	[[ "$stderr" == *'rfp-sink: line 4: malformed JSON'* ]]
+	[[ "$stderr" == *'rfp-sink: line 5: record is not a JSON object'* ]]
+}
+
+@test "sink: every bad line is counted, so the run reconciles" {
+	echo '{"admitted":6}' >"$BATS_TEST_TMPDIR/report.json"
+	run --separate-stderr rfp-sink -q --run-dir "$RD" --admitted-from "$BATS_TEST_TMPDIR/report.json" <"$F/bad-lines.ndjson"
+	assert_success
+	jq -e '.reconciled == true and .run.dead_by_reason.bad_input == 4' "$RD/summary.json"
+}
+
+@test "sink: a line over 1 MiB is dead bad_input and the batch goes on" {
+	local in=$BATS_TEST_TMPDIR/in
+	{
+		echo '{"id":"before","fate":"done"}'
+		printf '{"id":"huge","fate":"done","pad":"'
+		head -c 1100000 /dev/zero | tr '\0' a
+		echo '"}'
+		echo '{"id":"after","fate":"done"}'
+	} >"$in"
+	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$in"
+	assert_success
+	[ "$(ids "$RD/results.ndjson")" = "after before " ]
+	[[ "$stderr" == *'rfp-sink: line 2: line longer than 1048576 bytes'* ]]
+	[ "$(jq -s '[.[] | select(.line == 2 and .dead_reason == "bad_input")] | length' "$RD/dead.ndjson")" -eq 1 ]
+}
+
+@test "sink: results, dead and summary files are mode 0600 whatever the umask" {
+	umask 000
+	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$F/fates.ndjson"
+	assert_success
+	[ "$(stat -c %a "$RD/results.ndjson")" = 600 ]
+	[ "$(stat -c %a "$RD/dead.ndjson")" = 600 ]
+	[ "$(stat -c %a "$RD/summary.json")" = 600 ]
+	[ "$(stat -c %a "$RD")" = 700 ]
+}
+
+@test "sink: the summary table goes to stderr unless -q" {
+	run --separate-stderr rfp-sink --run-dir "$RD" --admitted-from "$F/report-5.json" <"$F/fates.ndjson"
+	assert_success
+	[[ "$stderr" == *'succeeded'*3* ]]
+	[[ "$stderr" == *'check: admitted 5 = succeeded 3 + dead 2: ok'* ]]
+	run --separate-stderr rfp-sink -q --run-dir "$BATS_TEST_TMPDIR/run2" <"$F/fates.ndjson"
+	[ "$stderr" = "" ]
+}
+
+@test "sink: with --retry-fifo retries go to the FIFO and terminal records are acknowledged" {
+	local fifo=$BATS_TEST_TMPDIR/retry.fifo
+	mkfifo "$fifo"
+	cat "$fifo" >"$BATS_TEST_TMPDIR/back" &
+	local reader=$!
+	run --separate-stderr rfp-sink -q --run-dir "$RD" --retry-fifo "$fifo" <"$F/fates.ndjson"
+	wait "$reader"
+	assert_success
+	[ "$output" = "" ]
+	[ "$(jq -s '[.[] | select(.fate == "retry")] | map(.id) | sort | join(" ")' "$BATS_TEST_TMPDIR/back")" = '"R-1 R-2"' ]
+	[ "$(jq -s '[.[] | select(.ack == true)] | length' "$BATS_TEST_TMPDIR/back")" -eq 5 ]
+	[ "$(jq -s '[.[] | select(.ack == true and .fate == "dead")] | length' "$BATS_TEST_TMPDIR/back")" -eq 2 ]
+}
+
+@test "sink: a --retry-fifo that does not exist exits 1 naming it" {
+	run --separate-stderr rfp-sink -q --run-dir "$RD" --retry-fifo "$BATS_TEST_TMPDIR/nope" <"$F/done.ndjson"
+	[ "$status" -eq 1 ]
+	[[ "${stderr_lines[0]}" == "rfp-sink: open $BATS_TEST_TMPDIR/nope: No such file or directory" ]]
+}
+
+@test "sink: a missing --run-dir exits 2 with the usage" {
+	run --separate-stderr -2 rfp-sink <"$F/done.ndjson"
+	[ "$output" = "" ]
+	[ "${stderr_lines[0]}" = 'rfp-sink: option --run-dir is required' ]
+	[[ "$stderr" == *'usage: rfp-sink '* ]]
+}
+
+@test "sink: an unusable --run-dir exits 1" {
+	touch "$BATS_TEST_TMPDIR/file"
+	run --separate-stderr rfp-sink -q --run-dir "$BATS_TEST_TMPDIR/file/run" <"$F/done.ndjson"
+	[ "$status" -eq 1 ]
+	[ "${stderr_lines[0]}" = "rfp-sink: mkdir $BATS_TEST_TMPDIR/file/run: Not a directory" ]
+}
+
+@test "sink: a results file it cannot open exits 1 naming it" {
+	mkdir -p "$RD/results.ndjson"
+	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$F/done.ndjson"
+	[ "$status" -eq 1 ]
+	[[ "${stderr_lines[0]}" == "rfp-sink: open $RD/results.ndjson: "* ]]
+}
+
+@test "sink: a failed write to stdout exits 1" {
+	run -1 sh -c 'rfp-sink -q --run-dir "$1" <"$2" >/dev/full' sh "$RD" "$F/fates.ndjson"
+	[[ "$output" == *'rfp-sink: '* ]]
+}
+
+@test "sink: RFPIPE_TIME_SCALE outside (0, 1] exits 2" {
+	RFPIPE_TIME_SCALE=0 run --separate-stderr -2 rfp-sink --run-dir "$RD" </dev/null
+	[ "${stderr_lines[0]}" = 'rfp-sink: environment RFPIPE_TIME_SCALE: expected a number in (0, 1], got "0"' ]
+}
+
+@test "sink: --help exits 0 and prints the usage on stdout" {
+	run --separate-stderr rfp-sink --help
+	assert_success
+	[[ "$output" == 'usage: rfp-sink '* ]]
+	[[ "$output" == *'--run-dir DIR'* ]]
+}
+
+@test "sink: --version prints rfp-sink 0.1.0" {
+	run --separate-stderr rfp-sink --version
+	assert_success
+	[ "$output" = "rfp-sink 0.1.0" ]
+}
+
+@test "sink: an unknown option exits 2 with the usage on stderr" {
+	run --separate-stderr -2 rfp-sink --bogus --run-dir "$RD" </dev/null
+	[[ "$stderr" == *'usage: rfp-sink '* ]]
+	[ ! -e "$RD" ]
+}
+
+@test "sink: an operand exits 2 naming it" {
+	run --separate-stderr -2 rfp-sink --run-dir "$RD" extra </dev/null
+	[ "${stderr_lines[0]}" = 'rfp-sink: unexpected argument "extra"' ]
+}
