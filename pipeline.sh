@@ -120,12 +120,10 @@ status=$run_dir/state/status.$$
 rm -f "$fifo" "$report"
 : >"$status" || die 1 "write $status: failed"
 mkfifo -m 600 "$fifo" || die 1 "mkfifo $fifo: failed"
-# Hold the FIFO open for the whole run: a FIFO nobody holds loses its bytes,
-# and neither stage's open may block on the other.
-exec 3<>"$fifo"
+# rfp-fetch holds the FIFO's read end and rfp-sink its write end, and no one
+# else: when rfp-sink ends, however it ends, rfp-fetch sees EOF and stops.
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
-	exec 3>&-
 	rm -f "$fifo" "$status"
 }
 trap cleanup EXIT

@@ -85,7 +85,10 @@ static struct {
 	long		 active;
 	struct rec_reader *in, *back;
 	int		 in_eof;
-	int		 fd_fifo, fd_fifo_w;
+	int		 fd_fifo;
+	int		 fifo_ready;	/* poll saw the FIFO readable */
+	int		 sink_seen;	/* rfp-sink said hello */
+	int		 sink_gone;	/* ... and later closed the FIFO */
 	char		*out;		/* pending output */
 	size_t		 outlen, outcap, outoff;
 	long		 outstanding;	/* emitted, not yet acknowledged */
@@ -370,6 +373,11 @@ take_back(char *line, size_t len, long lineno)
 		msg_warn("%s:%ld: %s", S.fifo, lineno, err);
 		return;
 	}
+	if (json_is_string(json_object_get(rec, "ack"))) {
+		S.sink_seen = 1;	/* "hello": rfp-sink holds the FIFO */
+		json_decref(rec);
+		return;
+	}
 	S.outstanding--;
 	if (json_is_true(json_object_get(rec, "ack"))) {
 		json_decref(rec);
@@ -406,6 +414,8 @@ read_lines(struct rec_reader *r, int manifest)
 				    S.fifo);
 			if (manifest)
 				S.in_eof = 1;
+			else if (S.sink_seen)
+				S.sink_gone = 1;
 			return;
 		}
 		if (rc == REC_LINE && len == 0)
@@ -685,14 +695,23 @@ static void
 run(void)
 {
 	struct curl_waitfd w[3];
-	unsigned int nw;
+	unsigned int nw, i;
 	int running, cut = 0;
 
 	while (!finished() && !S.stop) {
 		if (!S.in_eof)
 			read_lines(S.in, 1);
-		if (S.back != NULL)
+		if (S.back != NULL && S.fifo_ready) {
+			S.fifo_ready = 0;
 			read_lines(S.back, 0);
+		}
+		if (S.sink_gone) {
+			msg_warn("rfp-sink closed %s with %ld records not "
+			    "acknowledged; a re-run on this run directory "
+			    "fetches them again", S.fifo, S.outstanding);
+			S.stop = -1;
+			break;
+		}
 		while (S.nwait > 0 && S.wait[0]->not_before <= clk_now())
 			ready_push(heap_pop());
 		if (fo.deadline > 0 && clk_now() >= fo.deadline && !cut) {
@@ -726,6 +745,9 @@ run(void)
 			w[nw++].revents = 0;
 		}
 		curl_multi_poll(S.multi, w, nw, (int)poll_timeout(), NULL);
+		for (i = 0; i < nw; i++)
+			if (w[i].fd == S.fd_fifo && w[i].revents != 0)
+				S.fifo_ready = 1;
 	}
 }
 
@@ -902,18 +924,15 @@ main(int argc, char *argv[])
 	nonblock(STDIN_FILENO);
 	nonblock(STDOUT_FILENO);
 	S.in = rec_reader_new(STDIN_FILENO, 0);
-	S.fd_fifo = S.fd_fifo_w = -1;
+	S.fd_fifo = -1;
 	if (S.fifo != NULL) {
 		if ((S.fd_fifo = open(S.fifo, O_RDONLY | O_NONBLOCK |
 		    O_CLOEXEC)) == -1)
 			msg_diesys(1, "open %s", S.fifo);
-		/* Hold a writer so the FIFO never reads as EOF between writers. */
-		if ((S.fd_fifo_w = open(S.fifo, O_WRONLY | O_CLOEXEC)) == -1)
-			msg_diesys(1, "open %s", S.fifo);
 		S.back = rec_reader_new(S.fd_fifo, 0);
 	}
 	run();
-	if (S.stop)
+	if (S.stop > 0)
 		msg_warn("stopped by signal %d with %ld transfers in flight",
 		    (int)S.stop, S.active);
 	write_report();
@@ -922,8 +941,6 @@ main(int argc, char *argv[])
 	rec_reader_free(S.back);
 	if (S.fd_fifo != -1)
 		close(S.fd_fifo);
-	if (S.fd_fifo_w != -1)
-		close(S.fd_fifo_w);
 	for (e = S.eps; e != NULL; e = en) {
 		en = e->next;
 		for (i = 0; i < e->ceiling; i++)

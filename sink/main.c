@@ -62,6 +62,37 @@ file(int fd, const char *what, json_t *rec)
 	return 0;
 }
 
+/* rfp-fetch is gone: keep filing; what it would have retried is re-admitted
+ * by a re-run, since it is in neither results nor dead. */
+static void
+fifo_lost(void)
+{
+	msg_warnsys("write %s (rfp-fetch has gone; retries are left for a "
+	    "re-run)", opts.fifo);
+	close(opts.fd_fifo);
+	opts.fd_fifo = -1;
+}
+
+/* Open the FIFO's write end once rfp-fetch holds the read end. */
+static int
+open_fifo(const char *path)
+{
+	static const char hello[] = "{\"ack\":\"hello\"}\n";
+	double t0 = clk_mono();
+	int fd, fl;
+
+	while ((fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) == -1) {
+		if (errno != ENXIO || clk_mono() - t0 > 10)
+			msg_diesys(1, "open %s", path);
+		clk_sleep(0.005, NULL);
+	}
+	if ((fl = fcntl(fd, F_GETFL)) == -1 ||
+	    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1 ||
+	    write(fd, hello, sizeof(hello) - 1) == -1)
+		msg_diesys(1, "open %s", path);
+	return fd;
+}
+
 static int
 ack(const char *fate)
 {
@@ -71,10 +102,8 @@ ack(const char *fate)
 
 	if (opts.fd_fifo == -1)
 		return 0;
-	if (write(opts.fd_fifo, s, strlen(s)) == -1) {
-		msg_warnsys("write %s", opts.fifo);
-		return -1;
-	}
+	if (write(opts.fd_fifo, s, strlen(s)) == -1)
+		fifo_lost();
 	return 0;
 }
 
@@ -106,7 +135,9 @@ sink(json_t *rec, long lineno, void *arg)
 	if (strcmp(fate, "retry") == 0) {
 		if (opts.fd_fifo == -1)
 			return 0;	/* to stdout */
-		return file(opts.fd_fifo, "retry fifo", rec) == -1 ? -1 : 1;
+		if (rec_write(opts.fd_fifo, rec) == -1)
+			fifo_lost();
+		return 1;
 	}
 	if (file(strcmp(fate, "done") == 0 ? opts.fd_done : opts.fd_dead,
 	    strcmp(fate, "done") == 0 ? "results.ndjson" : "dead.ndjson",
@@ -192,9 +223,8 @@ main(int argc, char *argv[])
 	opts.fd_done = open_out("results.ndjson");
 	opts.fd_dead = open_out("dead.ndjson");
 	opts.fd_fifo = -1;
-	if (opts.fifo != NULL &&
-	    (opts.fd_fifo = open(opts.fifo, O_WRONLY | O_CLOEXEC)) == -1)
-		msg_diesys(1, "open %s", opts.fifo);
+	if (opts.fifo != NULL)
+		opts.fd_fifo = open_fifo(opts.fifo);
 	opts.run = summ_new();
 	rc = rec_loop(PROG, STDIN_FILENO, STDOUT_FILENO, sink, NULL);
 	sync_files();

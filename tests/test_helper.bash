@@ -26,7 +26,7 @@ mock_start() {
 	    --port-file "$BATS_TEST_TMPDIR/mock.port" --log "$MOCK_LOG" \
 	    >/dev/null 2>"$BATS_TEST_TMPDIR/mock.err" 3>&- &
 	MOCK_PID=$!
-	for i in $(seq 1 200); do
+	for i in $(seq 1 1000); do
 		[ -s "$BATS_TEST_TMPDIR/mock.port" ] && break
 		sleep 0.01
 	done
