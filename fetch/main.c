@@ -95,6 +95,7 @@ static struct {
 	json_t		*seen;		/* ids admitted from the manifest */
 	json_t		*done;		/* ids already filed (resume) */
 	long		 admitted, skipped, lines;
+	double		 t0;		/* clk_mono() at start */
 	volatile sig_atomic_t stop;
 } S;
 
@@ -667,7 +668,10 @@ finished(void)
 	if (!S.in_eof || S.nready > 0 || S.nwait > 0 || S.active > 0 ||
 	    S.outlen > 0)
 		return 0;
-	return S.fifo == NULL || S.outstanding <= 0;
+	if (S.fifo == NULL)
+		return 1;
+	/* Wait for rfp-sink's hello (briefly) so its open finds a reader. */
+	return S.outstanding <= 0 && (S.sink_seen || clk_mono() - S.t0 > 10);
 }
 
 static long
@@ -925,6 +929,7 @@ main(int argc, char *argv[])
 	nonblock(STDOUT_FILENO);
 	S.in = rec_reader_new(STDIN_FILENO, 0);
 	S.fd_fifo = -1;
+	S.t0 = clk_mono();
 	if (S.fifo != NULL) {
 		if ((S.fd_fifo = open(S.fifo, O_RDONLY | O_NONBLOCK |
 		    O_CLOEXEC)) == -1)

@@ -200,7 +200,9 @@ dead_count() {
 @test "pipeline: transfers in flight at the deadline are cut and every unfinished document is deadline_cut" {
 	mock_start "$FIX/pipeline/statuses.yaml"
 	{ manifest /ok 4 ok; manifest /glacial 6 glacial; } >"$BATS_TEST_TMPDIR/m"
-	run -4 pipeline.sh -q -j 3 --run-dir "$RUN" --deadline +3s "$BATS_TEST_TMPDIR/m"
+	# Transfers would time out after 10 scaled minutes: only the deadline cuts them.
+	echo 'timeout: 10m' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -4 pipeline.sh -q -j 3 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" --deadline +3s "$BATS_TEST_TMPDIR/m"
 	[ "$(dead_count "$RUN" deadline_cut)" -eq 6 ]
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 4 ]
 	jq -e '.reconciled == true and .run.dead_by_reason.deadline_cut == 6' "$RUN/summary.json"
