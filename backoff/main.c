@@ -119,9 +119,11 @@ ambiguous(const json_t *rec)
 {
 	const char *ep = rec_str(rec, "endpoint");
 
+	/* With a status_url, rfp-fetch asks before it ever re-sends. */
 	if (!doc_is_submission(rec) ||
 	    !json_is_true(json_object_get(rec, "sent")) ||
-	    rec_int(rec, "status", 0) == 429)
+	    rec_int(rec, "status", 0) == 429 ||
+	    rec_str(rec, "status_url") != NULL)
 		return 0;
 	return ep == NULL || !conf_endpoint(&opts.conf, ep)->idempotency_keys;
 }

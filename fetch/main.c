@@ -39,6 +39,7 @@
 #include "lib/clk.h"
 #include "lib/conf.h"
 #include "lib/doc.h"
+#include "lib/ledger.h"
 #include "lib/msg.h"
 #include "lib/opt.h"
 #include "lib/pace.h"
@@ -92,6 +93,7 @@ static struct {
 	char		*out;		/* pending output */
 	size_t		 outlen, outcap, outoff;
 	long		 outstanding;	/* emitted, not yet acknowledged */
+	struct ledger	*ledger;	/* submissions, with a run directory */
 	json_t		*seen;		/* ids admitted from the manifest */
 	json_t		*done;		/* ids already filed (resume) */
 	long		 admitted, skipped, lines;
@@ -484,6 +486,180 @@ gate(struct job *j, int *slot, int *probe)
 	return 0;
 }
 
+static struct ledger *
+ledger(void)
+{
+	char err[512];
+
+	if (S.ledger == NULL && (S.ledger = ledger_open(fo.run_dir, err,
+	    sizeof(err))) == NULL)
+		state_fail(err);
+	return S.ledger;
+}
+
+/* A submission the server already has: out with the prior outcome. */
+static void
+replay(struct job *j, const json_t *entry)
+{
+	json_t *rec = j->rec;
+	char *path;
+
+	xfer_clear(rec);
+	json_object_set_new(rec, "status", json_integer(rec_int(entry,
+	    "status", 200)));
+	json_object_set_new(rec, "error", json_null());
+	json_object_set_new(rec, "sent", json_true());
+	json_object_set_new(rec, "replayed", json_true());
+	json_object_set(rec, "reply", json_object_get(entry, "reply") ?
+	    json_object_get(entry, "reply") : json_null());
+	path = xasprintf("%s/docs/%s", fo.run_dir, rec_str(rec, "id"));
+	if (access(path, F_OK) == 0)
+		json_object_set_new(rec, "body_path", json_string(strrchr(
+		    path, '/') - 4));
+	free(path);
+	emit(rec);
+}
+
+/*
+ * Ask the record's status_url whether the server has key: 1 committed
+ * (*reply set), 0 confirmed absent, -1 cannot tell.
+ */
+static int
+confirm(const json_t *rec, const char *key, json_t **reply, char *why,
+    size_t len)
+{
+	const char *tmpl = rec_str(rec, "status_url"), *at;
+	struct xfer fake;
+	json_t *doc;
+	char *url, *body = NULL;
+	size_t blen = 0;
+	FILE *mem;
+	CURL *c;
+	CURLcode cc;
+	long st = 0;
+
+	*reply = NULL;
+	at = strstr(tmpl, "{key}");
+	url = at ? xasprintf("%.*s%s%s", (int)(at - tmpl), tmpl, key, at + 5) :
+	    xstrdup(tmpl);
+	if ((mem = open_memstream(&body, &blen)) == NULL)
+		msg_die(1, "out of memory");
+	memset(&fake, 0, sizeof(fake));
+	c = curl_easy_init();
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(clk_real(
+	    fo.conf.connect_timeout) * 1000) + 1);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, mem);
+	cc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+	curl_easy_cleanup(c);
+	fclose(mem);
+	free(url);
+	if (cc != CURLE_OK) {
+		snprintf(why, len, "status_url: %s", curl_easy_strerror(cc));
+		free(body);
+		return -1;
+	}
+	doc = json_loadb(body ? body : "", blen, 0, NULL);
+	free(body);
+	if (st == 404 || (st == 200 && json_is_false(json_object_get(doc,
+	    "committed")))) {
+		json_decref(doc);
+		return 0;
+	}
+	if (st == 200 && json_is_true(json_object_get(doc, "committed"))) {
+		*reply = doc;
+		return 1;
+	}
+	json_decref(doc);
+	snprintf(why, len, "status_url answered %ld", st);
+	return -1;
+}
+
+/*
+ * Before a submission is sent: 0 to send it, 1 when the ledger settled it
+ * (replayed, or dead ambiguous_submit).
+ */
+static int
+ledger_gate(struct job *j)
+{
+	json_t *entry, *reply, *extra;
+	enum ledger_state st;
+	char err[512], why[256], *key;
+	int rc = 0, c;
+
+	key = doc_idem_key(j->rec);
+	if (ledger_lookup(ledger(), key, &st, &entry, err, sizeof(err)) == -1)
+		state_fail(err);
+	if (st == LEDGER_SUCCESS) {
+		replay(j, entry);
+		rc = 1;
+	} else if ((st == LEDGER_INTENT || st == LEDGER_AMBIGUOUS) &&
+	    !j->ep->cf->idempotency_keys) {
+		if (rec_str(j->rec, "status_url") != NULL &&
+		    (c = confirm(j->rec, key, &reply, why, sizeof(why))) >= 0) {
+			if (c == 1) {
+				extra = json_pack("{s:i,s:o}", "status", 200,
+				    "reply", reply);
+				if (ledger_append(ledger(), key, rec_str(j->rec,
+				    "id"), LEDGER_SUCCESS, extra, err,
+				    sizeof(err)) == -1)
+					state_fail(err);
+				replay(j, extra);
+				json_decref(extra);
+				rc = 1;
+			}
+		} else {
+			snprintf(err, sizeof(err), "an earlier attempt may "
+			    "have reached the server (ledger: %s)%s%s",
+			    ledger_name(st), rec_str(j->rec, "status_url") ?
+			    "; " : "", rec_str(j->rec, "status_url") ? why :
+			    "");
+			kill_now(j->rec, 0, "ambiguous_submit", err);
+			rc = 1;
+		}
+	}
+	free(key);
+	return rc;
+}
+
+/* Write the submission's outcome to the ledger. */
+static void
+ledger_outcome(const struct xfer *x)
+{
+	const json_t *rec = x->job->rec;
+	long st = rec_int(rec, "status", 0);
+	enum ledger_state s;
+	json_t *extra, *reply = NULL;
+	char err[512], *key, *path;
+
+	if (st >= 200 && st <= 299)
+		s = LEDGER_SUCCESS;
+	else if (!json_is_true(json_object_get(rec, "sent")))
+		s = LEDGER_NOT_SENT;
+	else if (st >= 400 && st <= 499)
+		s = LEDGER_REJECTED;
+	else
+		s = LEDGER_AMBIGUOUS;
+	if (s == LEDGER_SUCCESS && rec_str(rec, "body_path") != NULL &&
+	    rec_int(rec, "bytes", 0) <= 65536) {
+		path = xasprintf("%s/%s", fo.run_dir, rec_str(rec, "body_path"));
+		reply = json_load_file(path, JSON_DECODE_ANY, NULL);
+		free(path);
+	}
+	extra = json_pack("{s:I,s:o,s:o}", "attempt", (json_int_t)rec_int(rec,
+	    "attempt", 0), "status", st ? json_integer(st) : json_null(),
+	    "reply", reply ? reply : json_null());
+	key = doc_idem_key(rec);
+	if (ledger_append(ledger(), key, rec_str(rec, "id"), s, extra, err,
+	    sizeof(err)) == -1)
+		state_fail(err);
+	free(key);
+	json_decref(extra);
+}
+
 /* Start what may start now. */
 static void
 start_ready(void)
@@ -497,8 +673,19 @@ start_ready(void)
 	while ((j = *pp) != NULL) {
 		if (S.active >= fo.conf.concurrency ||
 		    (fo.deadline > 0 && clk_now() >= fo.deadline) ||
-		    j->ep->blocked_until > clk_now() ||
-		    (g = gate(j, &slot, &probe)) == 0) {
+		    j->ep->blocked_until > clk_now()) {
+			S.ready_tail = j;
+			pp = &j->next;
+			continue;
+		}
+		if (fo.run_dir != NULL && doc_is_submission(j->rec) &&
+		    ledger_gate(j) == 1) {
+			*pp = j->next;
+			S.nready--;
+			job_free(j);
+			continue;
+		}
+		if ((g = gate(j, &slot, &probe)) == 0) {
 			S.ready_tail = j;
 			pp = &j->next;
 			continue;
@@ -518,6 +705,17 @@ start_ready(void)
 		}
 		x->slot = slot;
 		x->probe = probe;
+		if (fo.run_dir != NULL && doc_is_submission(j->rec)) {
+			char *key = doc_idem_key(j->rec);
+			json_t *extra = json_pack("{s:I}", "attempt",
+			    (json_int_t)rec_int(j->rec, "attempt", 0));
+
+			if (ledger_append(ledger(), key, rec_str(j->rec, "id"),
+			    LEDGER_INTENT, extra, err, sizeof(err)) == -1)
+				state_fail(err);
+			json_decref(extra);
+			free(key);
+		}
 		j->ep->inflight++;
 		S.active++;
 		curl_multi_add_handle(S.multi, x->easy);
@@ -567,6 +765,8 @@ finish_done(void)
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
 		curl_multi_remove_handle(S.multi, m->easy_handle);
 		xfer_finish(x, m->data.result);
+		if (fo.run_dir != NULL && doc_is_submission(x->job->rec))
+			ledger_outcome(x);
 		feedback(x);
 		slot_give(x->job->ep, x->slot);
 		x->job->ep->inflight--;
@@ -957,6 +1157,7 @@ main(int argc, char *argv[])
 		free(e->safe);
 		free(e);
 	}
+	ledger_close(S.ledger);
 	json_decref(S.seen);
 	json_decref(S.done);
 	free(S.out);

@@ -25,7 +25,8 @@ static const char *attempt_fields[] = { "status", "error", "error_detail",
 	"retry_after", "retry_after_s", "retry_after_clamped", "date",
 	"ratelimit", "sent", "elapsed_ms", "response_at", "body_path",
 	"bytes", "sha256", "content_type", "check", "class", "reason", "fate",
-	"not_before", "delay_s", "dead_reason", "dead_detail", NULL };
+	"not_before", "delay_s", "dead_reason", "dead_detail", "replayed",
+	"reply", NULL };
 
 void
 xfer_clear(json_t *rec)

@@ -150,6 +150,11 @@ doc_check(const json_t *rec, char *err, size_t errlen)
 	if ((v = json_object_get(rec, "expect")) != NULL && !json_is_object(v))
 		return fail(err, errlen, "field \"expect\": not an object%s%s",
 		    "", "");
+	if ((v = json_object_get(rec, "status_url")) != NULL &&
+	    (!json_is_string(v) || (why = url_check(json_string_value(v))) ==
+	    NULL || *why != '\0'))
+		return fail(err, errlen, "field \"status_url\": not an http or "
+		    "https URL%s%s", "", "");
 	if ((v = json_object_get(rec, "idempotency_key")) != NULL &&
 	    (!json_is_string(v) || doc_id_check(json_string_value(v))))
 		return fail(err, errlen,

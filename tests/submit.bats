@@ -54,3 +54,47 @@ submissions() {
 	[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" -eq 2 ]
 	[ "$(jq -s '[.[] | select(.dead_reason == "ambiguous_submit")] | length' "$RUN/dead.ndjson")" -eq 2 ]
 }
+
+@test "submit: a committed submission whose reply was dropped is confirmed through status_url and succeeds once" {
+	for i in 1 2 3; do
+		printf '{"id":"app-%d","url":"%s/grants/drop/app-%d","method":"POST","body":{"n":%d},"endpoint":"grants","idempotency_key":"key-%d","status_url":"%s/_status/{key}"}\n' \
+		    "$i" "$MOCK_URL" "$i" "$i" "$i" "$MOCK_URL"
+	done >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q --run-dir "$RUN" --seed 1 "$BATS_TEST_TMPDIR/m"
+	# One submission per document reached the server, and it was committed.
+	[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" -eq 3 ]
+	[ "$(jq -s '[.[] | select(.committed == true)] | length' "$MOCK_LOG")" -eq 3 ]
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 3 ]
+	jq -s -e 'all(.replayed == true and (.reply.tracking_number | startswith("TRK-")))' "$RUN/results.ndjson"
+	jq -s -e '[.[] | select(.event == "success")] | length == 3' "$RUN/state/ledger.ndjson"
+}
+
+@test "submit: a key the ledger shows as succeeded is never sent again" {
+	submissions submit 2 >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	# Lose the results (as a crash before filing would), keep the ledger.
+	: >"$RUN/results.ndjson"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" -eq 2 ]
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 2 ]
+	jq -s -e 'all(.replayed == true)' "$RUN/results.ndjson"
+}
+
+@test "submit: a torn last ledger line is reported with its line number and its key is ambiguous, not unsent" {
+	for i in 1 2; do
+		printf '{"id":"app-%d","url":"%s/grants/submit/app-%d","method":"POST","body":{},"endpoint":"grants","idempotency_key":"key-%d"}\n' \
+		    "$i" "$MOCK_URL" "$i" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	mkdir -p "$RUN/state"
+	# app-2's intent, torn mid-write by a crash.
+	printf '{"key":"key-0","id":"x","event":"rejected","t":1}\n{"key":"key-2","id":"app-2","ev' \
+	    >"$RUN/state/ledger.ndjson"
+	run -3 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[[ $stderr == *'state/ledger.ndjson:2: torn entry (a crash while writing); key "key-2" is treated as ambiguous'* ]]
+	jq -s -e 'map(select(.id == "app-2"))[0].dead_reason == "ambiguous_submit"' "$RUN/dead.ndjson"
+	[ "$(requests_for /grants/submit/app-2)" -eq 0 ]
+	[ "$(requests_for /grants/submit/app-1)" -eq 1 ]
+	# The next writer started on a line of its own: every line parses now but the torn one.
+	[ "$(grep -c . "$RUN/state/ledger.ndjson")" -eq 4 ]
+	[ "$(sed -n 3p "$RUN/state/ledger.ndjson" | jq -r .event)" = intent ]
+}

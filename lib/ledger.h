@@ -1,0 +1,49 @@
+/*
+ * ledger: the idempotency ledger of submissions, RUNDIR/state/ledger.ndjson.
+ * Append-only, one write(2) and one fdatasync(2) per entry, under flock(2):
+ * an "intent" before a submission is sent and its outcome once known.  A
+ * torn last line (a crash while writing) is reported and its key taken as
+ * ambiguous, never as unsent.
+ */
+#ifndef RFP_LEDGER_H
+#define RFP_LEDGER_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+enum ledger_state {
+	LEDGER_NONE,		/* never attempted */
+	LEDGER_INTENT,		/* sent or about to be; outcome unknown */
+	LEDGER_SUCCESS,		/* the server confirmed it */
+	LEDGER_NOT_SENT,	/* the request never left */
+	LEDGER_REJECTED,	/* the server refused it (4xx, 429) */
+	LEDGER_AMBIGUOUS	/* it may have gone through (5xx, cut reply) */
+};
+
+struct ledger;
+
+/* Open (creating) the ledger of rundir; NULL and err on failure. */
+struct ledger *ledger_open(const char *rundir, char *err, size_t errlen);
+/*
+ * The latest state of key, after reading what other processes appended.
+ * *entry (borrowed, may be NULL) is the entry that set it.  -1 on error.
+ */
+int	ledger_lookup(struct ledger *l, const char *key, enum ledger_state *st,
+	    json_t **entry, char *err, size_t errlen);
+/* Append one entry {key, id, event, t, ...extra}; durable on return. */
+int	ledger_append(struct ledger *l, const char *key, const char *id,
+	    enum ledger_state st, json_t *extra, char *err, size_t errlen);
+/* Close and free. */
+void	ledger_close(struct ledger *l);
+/*
+ * Fold ledger text into keys (key -> {"state":..,"entry":..,"line":N});
+ * a torn or unreadable line marks its key ambiguous and is reported by
+ * torn(line, key) when torn is not NULL.  Exposed for tests and fuzzing.
+ */
+void	ledger_scan(json_t *keys, const char *buf, size_t len, long *lineno,
+	    void (*torn)(long, const char *));
+/* The name of a state ("success", ...). */
+const char *ledger_name(enum ledger_state st);
+
+#endif
