@@ -89,7 +89,8 @@ static void
 take(struct pst *p, struct op *o)
 {
 	double iv = 1.0 / p->rate, tat = fmax(p->tat, o->now);
-	double allow = (double)o->c->burst * iv;
+	/* A bucket of max(burst, 1): burst 0 and 1 both mean one at a time. */
+	double allow = (double)(o->c->burst > 1 ? o->c->burst - 1 : 0) * iv;
 
 	if (o->now < p->hold_until) {
 		o->wait = p->hold_until - o->now;

@@ -18,7 +18,7 @@ enum pace_event {
 
 struct pace_cfg {
 	double	rate;		/* configured requests per real second; 0: none */
-	long	burst;
+	long	burst;		/* requests at once; 0 and 1: one at a time */
 };
 
 /*

@@ -209,3 +209,38 @@ dead_count() {
 	# Three were on the wire and were cut; three never started.
 	[ "$(jq -s '[.[] | select(.endpoint == "glacial")] | length' "$MOCK_LOG")" -eq 3 ]
 }
+
+@test "pipeline: summary.json's counts by reason match the files, for a batch with several dead reasons" {
+	mock_start "$FIX/pipeline/statuses.yaml"
+	{ manifest /ok 5 ok; manifest /s404 2 perm; manifest /poison 2 poison; echo '{bad'; } >"$BATS_TEST_TMPDIR/m"
+	run -3 pipeline.sh -q --run-dir "$RUN" --max-attempts 2 "$BATS_TEST_TMPDIR/m"
+	for r in permanent exhausted bad_input; do
+		[ "$(jq --arg r $r '.run.dead_by_reason[$r]' "$RUN/summary.json")" -eq "$(dead_count "$RUN" $r)" ]
+		[ "$(jq --arg r $r '.totals.dead_by_reason[$r]' "$RUN/summary.json")" -eq "$(dead_count "$RUN" $r)" ]
+	done
+	[ "$(dead_count "$RUN" permanent)" -eq 2 ]
+	[ "$(dead_count "$RUN" exhausted)" -eq 2 ]
+	[ "$(dead_count "$RUN" bad_input)" -eq 1 ]
+	jq -e '.run.succeeded == 5 and .totals.succeeded == 5 and .admitted == 10 and .reconciled' "$RUN/summary.json"
+}
+
+@test "pipeline: a 429 to one record slows the others of its endpoint; another endpoint keeps its pace" {
+	printf 'routes:\n  - {match: "/portal/*", endpoint: portal, rate: {per_s: 20, burst: 0}}\n  - {match: "/free/*", endpoint: free}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	{ manifest /portal 40 portal; manifest /free 40 free; } >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q -j 16 --run-dir "$RUN" --seed 1 "$BATS_TEST_TMPDIR/m"
+	# The shared pace of "portal" was cut by its 429s, and the other's never was.
+	jq -e '.slows >= 1 and .ss == false' "$RUN/state/rate/portal.json"
+	jq -e '.slows == 0 and .ss == true' "$RUN/state/rate/free.json"
+	[ "$(jq -s '[.[] | select(.endpoint == "free" and .status != 200)] | length' "$MOCK_LOG")" -eq 0 ]
+}
+
+@test "pipeline: a Retry-After beyond max_retry_after is dead-lettered at once, not waited out" {
+	printf 'routes:\n  - {match: "/quota/*", endpoint: sam, script: [429], retry_after: 43200}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /quota 3 sam >"$BATS_TEST_TMPDIR/m"
+	printf 'max_retry_after: 1h\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -3 pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" -eq 3 ]
+	jq -s -e 'all(.dead_reason == "exhausted" and (.dead_detail | test("exceeds max_retry_after")))' "$RUN/dead.ndjson"
+}

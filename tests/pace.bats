@@ -1,0 +1,95 @@
+#!/usr/bin/env bats
+# Ceilings, pacing and the breaker across processes and signals, asserted
+# from the mock's log.
+
+load test_helper
+
+setup() {
+	RUN=$BATS_TEST_TMPDIR/run
+}
+
+teardown() {
+	mock_stop
+}
+
+@test "pace: with a rate of 5/s configured, no two-second window holds more than 10 + burst requests" {
+	export RFPIPE_TIME_SCALE=0.1
+	printf 'routes:\n  - {match: "/p/*", endpoint: p}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /p 40 p >"$BATS_TEST_TMPDIR/m"
+	printf 'endpoints:\n  p: {rate: 5, burst: 2}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -0 pipeline.sh -q -j 16 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	# Windows of 2 scaled seconds (0.2 s) starting at each arrival.
+	jq -s -e --argjson w 0.2 '[.[] | select(.kind == "request") | .t] | sort as $t |
+	    [range(0; $t | length) as $i | [$t[] | select(. >= $t[$i] and . < $t[$i] + $w)] | length] |
+	    max <= 12' "$MOCK_LOG"
+}
+
+@test "pace: after a SIGTERM mid-run, a re-run on the same run directory reaches the full ceiling again" {
+	printf 'routes:\n  - {match: "/slow/*", endpoint: slow, delay_ms: 5000}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	export RFPIPE_TIME_SCALE=0.05
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /slow 12 slow >"$BATS_TEST_TMPDIR/m"
+	printf 'timeout: 1h\nendpoints:\n  slow: {concurrency: 4}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m" &
+	pid=$!
+	# Wait until four requests are on the wire, then stop the fetcher.
+	for i in $(seq 1 500); do
+		[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG" 2>/dev/null || echo 0)" -ge 4 ] && break
+		sleep 0.01
+	done
+	pkill -TERM -f -- "rfp-fetch --run-dir=$RUN" || :
+	wait "$pid" || :
+	# A fresh server: the killed run's requests no longer count as in flight.
+	mock_stop
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	sed -i "s|127.0.0.1:[0-9]*|127.0.0.1:$MOCK_PORT|" "$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 12 ]
+	[ "$(jq -s '[.[] | select(.kind == "request") | .inflight] | max' "$MOCK_LOG")" -eq 4 ]
+}
+
+@test "breaker: two pipelines on one run directory never have two probes in flight at once" {
+	export RFPIPE_TIME_SCALE=0.05
+	printf 'routes:\n  - {match: "/d/*", endpoint: d, delay_ms: 200, outage: {start_s: 0, end_s: 40, status: 503}}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /d 20 d >"$BATS_TEST_TMPDIR/m1"
+	manifest /d 20 d | sed 's/"id":"d-/"id":"e-/' >"$BATS_TEST_TMPDIR/m2"
+	printf 'max_attempts: 20\nbudget: 1000\nbreaker: {failures: 3, cooldown: 2s}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m1" &
+	p1=$!
+	pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m2" || :
+	wait "$p1" || :
+	[ "$(cat "$RUN/results.ndjson" | wc -l)" -eq 40 ]
+	# While the breaker was half-open (after it first opened, before the outage
+	# ended), the endpoint never had more than one request in flight.
+	opened=$(jq '[.transitions[] | select(.to == "open")][0].t' "$RUN/state/breaker/d.json")
+	jq -s -e --argjson o "$opened" '[.[] | select(.kind == "request" and .t > $o and .action == "outage") | .inflight] | max <= 1' "$MOCK_LOG"
+	jq -e '.openings >= 1 and .state == "closed"' "$RUN/state/breaker/d.json"
+}
+
+@test "breaker: a probe whose process was killed with SIGKILL frees the half-open slot when its lease runs out" {
+	mkdir -p "$RUN/state/breaker"
+	now=$(date +%s)
+	# Half-open, with a probe owned by a process that no longer exists.
+	sleep 1000 & dead=$!
+	kill -KILL "$dead"; wait "$dead" 2>/dev/null || :
+	jq -n --argjson t "$now" --argjson pid "$dead" '{endpoint:"ep",state:"half_open",fails:5,window:"11111",
+	    opened_at:($t-100),cooldown:1,probe_pid:$pid,probe_until:($t+3600),openings:1,saved:0,transitions:[]}' \
+	    >"$RUN/state/breaker/ep.json"
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 ep >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 3 ]
+	jq -e '.state == "closed"' "$RUN/state/breaker/ep.json"
+}
+
+@test "breaker: a corrupt breaker state file is a clear error, never a silent reset" {
+	mkdir -p "$RUN/state/breaker"
+	echo '{"state":"sideways"}' >"$RUN/state/breaker/ep.json"
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 2 ep >"$BATS_TEST_TMPDIR/m"
+	run -1 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[[ $stderr == *'state/breaker of "ep": corrupt state file'* ]]
+	[ "$(cat "$RUN/state/breaker/ep.json")" = '{"state":"sideways"}' ]
+}
