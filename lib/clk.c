@@ -147,8 +147,8 @@ clk_deadline(const char *s, double now, double *out)
 			return -1;
 		s += n;
 	}
-	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 ||
-	    mi > 59 || sec > 60)
+	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 ||
+	    h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 60)
 		return -1;
 	memset(&tm, 0, sizeof(tm));
 	tm.tm_year = y - 1900;
@@ -167,7 +167,8 @@ clk_deadline(const char *s, double now, double *out)
 		return 0;
 	}
 	if ((*s == '+' || *s == '-') && sscanf(s + 1, "%2d:%2d%15s", &zh, &zm,
-	    tail) == 2 && strlen(s) == 6 && zh <= 14 && zm <= 59) {
+	    tail) == 2 && strlen(s) == 6 && s[1] != '-' && s[4] != '-' &&
+	    zh >= 0 && zh <= 14 && zm >= 0 && zm <= 59) {
 		*out = (double)timegm(&tm) - (*s == '+' ? 1 : -1) *
 		    (zh * 3600.0 + zm * 60.0);
 		return 0;

@@ -85,7 +85,7 @@ hdr_date(const char *s, double *epoch)
 	if (wday_prefix(s, wdays_long, &n) >= 0 && s[n] == ',') {
 		/* RFC 850: Sunday, 06-Nov-94 08:49:37 GMT */
 		if (sscanf(s + n, ", %2d-%3[A-Za-z]-%2ld %2d:%2d:%2d %3s %c", &d,
-		    mon, &y, &h, &mi, &sec, gmt, &tail) != 7)
+		    mon, &y, &h, &mi, &sec, gmt, &tail) != 7 || y < 0)
 			return -1;
 		y += y < 70 ? 2000 : 1900;
 	} else if (wday_prefix(s, wdays, &n) >= 0 && s[n] == ',') {

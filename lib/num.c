@@ -1,4 +1,5 @@
 /* num: strict number parsing (never atoi). */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -12,7 +13,7 @@ num_long(const char *s, long min, long max, long *out)
 	char *end;
 	long v;
 
-	if (s == NULL || *s == '\0' || *s == ' ' || *s == '\t') {
+	if (s == NULL || *s == '\0' || isspace((unsigned char)*s)) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -36,7 +37,7 @@ num_double(const char *s, double min, double max, double *out)
 	char *end;
 	double v;
 
-	if (s == NULL || *s == '\0' || *s == ' ' || *s == '\t' ||
+	if (s == NULL || *s == '\0' || isspace((unsigned char)*s) ||
 	    strpbrk(s, "xXpPnNiI") != NULL) {
 		errno = EINVAL;
 		return -1;
@@ -68,7 +69,7 @@ num_duration(const char *s, double *out)
 		return -1;
 	}
 	while (*p != '\0') {
-		if (*p == '-' || *p == '+' || *p == ' ') {
+		if (*p == '-' || *p == '+' || isspace((unsigned char)*p)) {
 			errno = EINVAL;
 			return -1;
 		}

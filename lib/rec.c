@@ -185,15 +185,19 @@ rec_bad_input(const char *stage, long lineno, const char *detail,
 	size_t n = len < RAW_KEEP ? len : RAW_KEEP, i;
 	char *copy;
 
-	if ((raw = json_stringn(line, n)) == NULL) {
+	/* Control bytes (NUL above all) would make the record unreadable. */
+	copy = xmalloc(n + 1);
+	for (i = 0; i < n; i++)
+		copy[i] = (unsigned char)line[i] < 0x20 || line[i] == 0x7f ?
+		    '?' : line[i];
+	if ((raw = json_stringn(copy, n)) == NULL) {
 		/* Not valid UTF-8 (or cut inside a character): keep ASCII only. */
-		copy = xmalloc(n + 1);
 		for (i = 0; i < n; i++)
-			copy[i] = (line[i] >= 0x20 && line[i] < 0x7f) ?
-			    line[i] : '?';
+			if ((unsigned char)copy[i] >= 0x80)
+				copy[i] = '?';
 		raw = json_stringn(copy, n);
-		free(copy);
 	}
+	free(copy);
 	json_object_set_new(rec, "id", json_null());
 	json_object_set_new(rec, "line", json_integer(lineno));
 	json_object_set_new(rec, "stage", json_string(stage));
