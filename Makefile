@@ -13,7 +13,7 @@ override CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
 
 # Each dependency: pkg-config name and the Debian package that provides it.
 DEPS = libcurl:libcurl4-openssl-dev jansson:libjansson-dev \
-	yaml-0.1:libyaml-dev libcrypto:libssl-dev
+	yaml-0.1:libyaml-dev libcrypto:libssl-dev libpq:libpq-dev
 MOCKDEPS = libmicrohttpd:libmicrohttpd-dev
 
 ifeq ($(shell command -v pkg-config),)
@@ -32,7 +32,7 @@ LDLIBS = $(shell pkg-config --libs $(PKGS)) -lm
 MOCKLIBS = $(shell pkg-config --libs libmicrohttpd) -lpthread
 
 B ?= .
-STAGES = fetch classify backoff sink
+STAGES = fetch classify backoff sink queue
 BINS = $(STAGES:%=$(B)/bin/rfp-%)
 MOCK = $(B)/bin/rfp-mockportal
 LIBSRC = $(wildcard lib/*.c)
@@ -78,7 +78,7 @@ test: all $(UNITS)
 
 ASAN = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=all
-check: test
+check: test fuzz-check
 	$(MAKE) B=build/asan CFLAGS="$(ASAN)" LDFLAGS="-fsanitize=address,undefined" \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 test
 
@@ -105,8 +105,14 @@ demo: all
 bench: all
 	bench/run.sh
 
+# The chaos suite at full size (make check runs it with 500 documents).
+chaos: all
+	PATH="$(abspath $(B))/bin:$$PATH" RFPIPE_ROOT="$(CURDIR)" \
+		CHAOS_N=$${CHAOS_N:-5000} bats tests/chaos.bats
+
 clean:
 	rm -rf bin obj build
 
-.PHONY: all test check install uninstall lint demo bench clean
+.PHONY: all test check install uninstall lint demo bench chaos clean
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+include tests/fuzz/fuzz.mk

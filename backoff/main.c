@@ -12,7 +12,8 @@
  * return in lockstep.  Records that already carry a fate pass through.
  *
  * It never sends a request and never sleeps.  The budget lives in
- * RUNDIR/state/budget.json under flock(2), shared by every process.
+ * RUNDIR/state/budget.json under flock(2), shared by every process, or
+ * with --state in PostgreSQL, shared by every host.
  *
  * Exit: 0 at EOF, 1 on a write or state-file error, 2 on a usage or
  * configuration error.
@@ -34,6 +35,7 @@
 #include "lib/opt.h"
 #include "lib/rec.h"
 #include "lib/state.h"
+#include "lib/store.h"
 
 #define PROG	"rfp-backoff"
 
@@ -42,7 +44,7 @@ static const char usage[] =
     "                   [--cap S] [--config FILE] [--deadline WHEN]\n"
     "                   [--max-attempts N] [--max-retry-after S]\n"
     "                   [--resolve-deadline WHEN] [--run-dir DIR]\n"
-    "                   [--seed N] [--version]\n";
+    "                   [--seed N] [--state URL] [--version]\n";
 
 static struct opts {
 	struct conf	 conf;
@@ -76,7 +78,7 @@ spend(long *left)
 	char err[512];
 	int rc;
 
-	if (opts.run_dir == NULL) {
+	if (opts.run_dir == NULL && !store_shared()) {
 		/* Without --admitted, a multiple counts the records seen. */
 		if (opts.local_left < 0)
 			opts.local_left = conf_budget_total(&opts.conf,
@@ -230,11 +232,13 @@ main(int argc, char *argv[])
 		{ "resolve-deadline", required_argument, NULL, 'R' },
 		{ "run-dir", required_argument, NULL, 'r' },
 		{ "seed", required_argument, NULL, 's' },
+		{ "state", required_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *config = NULL, *budget = NULL, *deadline = NULL;
+	const char *state = NULL;
 	double base = -1, cap = -1, mra = -1, t;
 	long maxa = -1, seed = -1;
 	char err[512];
@@ -284,6 +288,12 @@ main(int argc, char *argv[])
 		case 's':
 			seed = opt_long("seed", optarg, 0, 2147483647L);
 			break;
+		case 'S':
+			if (!store_is_url(optarg))
+				msg_die(2, "option --state: expected a "
+				    "postgresql:// URL");
+			state = optarg;
+			break;
 		case 'v':
 			msg_verbose = 1;
 			break;
@@ -323,11 +333,18 @@ main(int argc, char *argv[])
 	    &opts.deadline) == -1)
 		msg_die(2, "option --deadline: cannot read \"%s\" as a time",
 		    deadline);
+	if (state == NULL && (state = opts.conf.state) != NULL &&
+	    !store_is_url(state))
+		msg_die(2, "%s: key \"state\": expected a postgresql:// URL",
+		    config);
+	if (state != NULL && store_init(state, err, sizeof(err)) == -1)
+		msg_die(1, "%s", err);
 	opts.local_left = -1;
 	if (opts.run_dir != NULL && state_mkdirs(opts.run_dir) == -1)
 		msg_diesys(1, "mkdir %s", opts.run_dir);
 	if (rec_loop(PROG, STDIN_FILENO, STDOUT_FILENO, decide, NULL) == -1)
 		msg_die(1, "stopped: output is incomplete");
+	store_close();
 	conf_free(&opts.conf);
 	opt_fshut();
 	return 0;

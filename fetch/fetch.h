@@ -23,6 +23,7 @@ struct job {
 };
 
 struct xfer {
+	struct xfer	*prev, *next;	/* transfers on the wire */
 	struct job	*job;
 	CURL		*easy;
 	struct curl_slist *hdrs;

@@ -13,12 +13,12 @@
  *
  * It never decides a fate and never retries on its own.  Concurrency per
  * endpoint is shared with every process on the run directory through
- * flock'd slot files in RUNDIR/state/slots/; bodies go to RUNDIR/docs/ID.
+ * flock'd slot files in RUNDIR/state/slots/, or with every host through
+ * PostgreSQL advisory locks with --state; bodies go to RUNDIR/docs/ID.
  *
  * Exit: 0 when every admitted record has left (and, in loop mode, been
  * acknowledged), 1 on a fatal error or a signal, 2 on a usage error.
  */
-#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -45,6 +45,7 @@
 #include "lib/pace.h"
 #include "lib/rec.h"
 #include "lib/state.h"
+#include "lib/store.h"
 #include "lib/x.h"
 #include "fetch/fetch.h"
 
@@ -56,7 +57,8 @@ static const char usage[] =
     "                 [--max-body BYTES] [--max-redirects N]\n"
     "                 [--on-open wait|dead] [--report FILE]\n"
     "                 [--resume] [--retry-dead] [--retry-fifo FIFO]\n"
-    "                 [--run-dir DIR] [--timeout S] [--version]\n";
+    "                 [--run-dir DIR] [--state URL] [--timeout S]\n"
+    "                 [--version]\n";
 
 struct fopts fo;
 
@@ -68,7 +70,6 @@ struct ep {
 	long		 inflight;
 	struct pace_cfg	 pace;		/* in real seconds */
 	double		 blocked_until;	/* no slot, pace or breaker until then */
-	int		*slot_fd;	/* open slot files; -1: not open */
 	char		*slot_held;
 	struct ep	*next;
 };
@@ -84,6 +85,7 @@ static struct {
 	struct job	**wait;		/* min-heap on not_before */
 	long		 nwait, capwait;
 	long		 active;
+	struct xfer	*wire;		/* the active transfers */
 	struct rec_reader *in, *back;
 	int		 in_eof;
 	int		 fd_fifo;
@@ -151,7 +153,6 @@ static struct ep *
 endpoint(const char *name)
 {
 	struct ep *e;
-	long i;
 
 	for (e = S.eps; e != NULL; e = e->next)
 		if (strcmp(e->name, name) == 0)
@@ -164,48 +165,34 @@ endpoint(const char *name)
 	    fo.conf.concurrency;
 	e->pace.rate = e->cf->rate / clk_scale();
 	e->pace.burst = e->cf->burst;
-	e->slot_fd = xmalloc((size_t)e->ceiling * sizeof(int));
 	e->slot_held = xcalloc((size_t)e->ceiling, 1);
-	for (i = 0; i < e->ceiling; i++)
-		e->slot_fd[i] = -1;
 	e->next = S.eps;
 	S.eps = e;
 	return e;
 }
 
-/* Take a free slot of e shared through flock; its index or -1. */
+/* Take a free slot of e shared through lib/store; its index or -1. */
 static int
 slot_take(struct ep *e)
 {
-	char *path;
+	char err[512];
 	long i;
+	int rc;
 
 	if (e->inflight >= e->ceiling)
 		return -1;
-	if (fo.run_dir == NULL) {
-		for (i = 0; i < e->ceiling; i++)
-			if (!e->slot_held[i])
-				return e->slot_held[i] = 1, (int)i;
-		return -1;
-	}
 	for (i = 0; i < e->ceiling; i++) {
 		if (e->slot_held[i])
 			continue;
-		if (e->slot_fd[i] == -1) {
-			path = xasprintf("%s/state/slots/%s.%ld", fo.run_dir,
-			    e->safe, i);
-			e->slot_fd[i] = open(path, O_RDWR | O_CREAT | O_CLOEXEC,
-			    0600);
-			if (e->slot_fd[i] == -1)
-				msg_diesys(1, "open %s", path);
-			free(path);
-		}
-		if (flock(e->slot_fd[i], LOCK_EX | LOCK_NB) == 0) {
+		if (fo.run_dir == NULL && !store_shared())
+			rc = 1;
+		else if ((rc = store_slot_take(fo.run_dir, e->name, i, err,
+		    sizeof(err))) == -1)
+			msg_die(1, "%s", err);
+		if (rc == 1) {
 			e->slot_held[i] = 1;
 			return (int)i;
 		}
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			msg_diesys(1, "lock slot %ld of %s", i, e->name);
 	}
 	return -1;
 }
@@ -215,8 +202,8 @@ slot_give(struct ep *e, int i)
 {
 	if (i < 0)
 		return;
-	if (e->slot_fd[i] != -1)
-		flock(e->slot_fd[i], LOCK_UN);
+	if (fo.run_dir != NULL || store_shared())
+		store_slot_give(e->name, i);
 	e->slot_held[i] = 0;
 }
 
@@ -464,13 +451,18 @@ gate(struct job *j, int *slot, int *probe)
 		return 0;
 	}
 	if (brk_allow(fo.run_dir, e->name, bc, now, clk_real(
-	    fo.conf.timeout + fo.conf.connect_timeout) + 1, !j->held, &v,
+	    fo.conf.timeout + fo.conf.connect_timeout) + 1, !j->held,
+	    rec_int(j->rec, "attempt", 0) == 0, &v,
 	    &until, &opened, err, sizeof(err)) == -1)
 		state_fail(err);
 	*probe = v == BRK_PROBE;
-	if (v != BRK_DENY)
+	if (v == BRK_ALLOW || v == BRK_PROBE)
 		return 1;
 	slot_give(e, *slot);
+	if (v == BRK_FRESH_FIRST) {
+		j->held = 1;
+		return 0;	/* and a fresh record behind it may go */
+	}
 	if (fo.on_open_dead || (bc->max_open > 0 && now - opened >
 	    clk_real(bc->max_open)) || (fo.deadline > 0 &&
 	    until >= fo.deadline)) {
@@ -718,12 +710,51 @@ start_ready(void)
 		}
 		j->ep->inflight++;
 		S.active++;
+		x->next = S.wire;
+		if (S.wire != NULL)
+			S.wire->prev = x;
+		S.wire = x;
 		curl_multi_add_handle(S.multi, x->easy);
 	}
 	/* Re-find the tail after unlinking. */
 	S.ready_tail = NULL;
 	for (j = S.ready; j != NULL; j = j->next)
 		S.ready_tail = j;
+}
+
+static void
+unwire(struct xfer *x)
+{
+	if (x->prev != NULL)
+		x->prev->next = x->next;
+	else
+		S.wire = x->next;
+	if (x->next != NULL)
+		x->next->prev = x->prev;
+}
+
+/*
+ * Stopping early: drop what is on the wire or waiting.  Nothing is lost:
+ * what was not filed is fetched again by a re-run.
+ */
+static void
+drop_all(void)
+{
+	struct xfer *x;
+	struct job *j;
+
+	while ((x = S.wire) != NULL) {
+		curl_multi_remove_handle(S.multi, x->easy);
+		unwire(x);
+		job_free(x->job);
+		xfer_free(x);
+	}
+	while (S.nwait > 0)
+		job_free(heap_pop());
+	while ((j = S.ready) != NULL) {
+		S.ready = j->next;
+		job_free(j);
+	}
 }
 
 /* Tell the shared pace and breaker what this answer says of the endpoint. */
@@ -746,9 +777,11 @@ feedback(const struct xfer *x)
 	    &e->pace, slow ? PACE_SLOW : PACE_OK, x->t0, x->rl_seen ? &x->rl :
 	    NULL, now, err, sizeof(err)) == -1)
 		state_fail(err);
+	/* A 429 says the endpoint is up and wants less: the pace's business. */
 	if (brk_record(fo.run_dir, e->name, &e->cf->breaker,
-	    k == CLASS_TRANSIENT ? BRK_FAILURE : BRK_SUCCESS, x->probe, now,
-	    err, sizeof(err)) == -1)
+	    k == CLASS_TRANSIENT && st != 429 ? BRK_FAILURE : BRK_SUCCESS,
+	    x->probe, rec_int(rec, "attempt", 1) == 1, now, err,
+	    sizeof(err)) == -1)
 		state_fail(err);
 }
 
@@ -764,6 +797,7 @@ finish_done(void)
 			continue;
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
 		curl_multi_remove_handle(S.multi, m->easy_handle);
+		unwire(x);
 		xfer_finish(x, m->data.result);
 		if (fo.run_dir != NULL && doc_is_submission(x->job->rec))
 			ledger_outcome(x);
@@ -983,13 +1017,14 @@ main(int argc, char *argv[])
 		{ "retry-dead", no_argument, NULL, 'd' },
 		{ "retry-fifo", required_argument, NULL, 'f' },
 		{ "run-dir", required_argument, NULL, 'r' },
+		{ "state", required_argument, NULL, 'S' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *config = NULL, *deadline = NULL, *ca = NULL;
-	const char *on_open = NULL;
+	const char *on_open = NULL, *state = NULL;
 	double ctmo = -1, tmo = -1;
 	long jobs = -1, maxbody = -1, maxredir = -1;
 	struct sigaction sa;
@@ -1046,6 +1081,12 @@ main(int argc, char *argv[])
 		case 'R':
 			maxredir = opt_long("max-redirects", optarg, 0, 50);
 			break;
+		case 'S':
+			if (!store_is_url(optarg))
+				msg_die(2, "option --state: expected a "
+				    "postgresql:// URL");
+			state = optarg;
+			break;
 		case 't':
 			tmo = opt_duration("timeout", optarg);
 			break;
@@ -1091,6 +1132,12 @@ main(int argc, char *argv[])
 	    &fo.deadline) == -1)
 		msg_die(2, "option --deadline: cannot read \"%s\" as a time",
 		    deadline);
+	if (state == NULL && (state = fo.conf.state) != NULL &&
+	    !store_is_url(state))
+		msg_die(2, "%s: key \"state\": expected a postgresql:// URL",
+		    config);
+	if (state != NULL && store_init(state, err, sizeof(err)) == -1)
+		msg_die(1, "%s", err);
 	if ((S.resume || S.retry_dead) && fo.run_dir == NULL)
 		msg_die(2, "option --%s: needs --run-dir", S.resume ?
 		    "resume" : "retry-dead");
@@ -1141,6 +1188,7 @@ main(int argc, char *argv[])
 		msg_warn("stopped by signal %d with %ld transfers in flight",
 		    (int)S.stop, S.active);
 	write_report();
+	drop_all();
 	/* Tidy up: nothing below may lose a record that was emitted. */
 	rec_reader_free(S.in);
 	rec_reader_free(S.back);
@@ -1148,16 +1196,13 @@ main(int argc, char *argv[])
 		close(S.fd_fifo);
 	for (e = S.eps; e != NULL; e = en) {
 		en = e->next;
-		for (i = 0; i < e->ceiling; i++)
-			if (e->slot_fd[i] != -1)
-				close(e->slot_fd[i]);
-		free(e->slot_fd);
 		free(e->slot_held);
 		free(e->name);
 		free(e->safe);
 		free(e);
 	}
 	ledger_close(S.ledger);
+	store_close();
 	json_decref(S.seen);
 	json_decref(S.done);
 	free(S.out);

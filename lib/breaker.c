@@ -1,4 +1,5 @@
 /* breaker: closed -> open -> half-open (one probe) -> closed or open. */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,8 +10,7 @@
 
 #include "lib/breaker.h"
 #include "lib/clk.h"
-#include "lib/doc.h"
-#include "lib/state.h"
+#include "lib/store.h"
 #include "lib/x.h"
 
 #define TRANSITIONS_KEPT	50
@@ -21,12 +21,24 @@ struct op {
 	double		 now, lease;
 	int		 allow;		/* 1: brk_allow, 0: brk_record */
 	int		 held, probe;
+	int		 fresh;		/* the request is a document's first */
 	enum brk_outcome out;
 	enum brk_verdict v;
 	double		 until, opened_at;
 };
 
 static json_t *mem;
+
+/* This host's name: a probe_pid means something only where it runs. */
+static const char *
+host(void)
+{
+	static char name[256];
+
+	if (name[0] == '\0' && gethostname(name, sizeof(name) - 1) == -1)
+		strcpy(name, "localhost");
+	return name;
+}
 
 static const char *
 sget(const json_t *d, const char *k)
@@ -94,11 +106,10 @@ open_now(json_t *d, const struct op *o, int reopen)
 {
 	double cd = nget(d, "cooldown");
 
-	if (reopen) {
-		cd *= 2;
-		if (cd > clk_real(o->c->cooldown_max))
-			cd = clk_real(o->c->cooldown_max);
-	} else
+	/* Growth is opt-in: cooldown_max above cooldown. */
+	if (reopen && o->c->cooldown_max > o->c->cooldown)
+		cd = fmin(cd * 2, clk_real(o->c->cooldown_max));
+	else
 		cd = clk_real(o->c->cooldown);
 	nset(d, "cooldown", cd);
 	nset(d, "opened_at", o->now);
@@ -139,6 +150,7 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 	struct op *o = arg;
 	json_t *d = *doc;
 	const char *st;
+	const char *ph;
 	pid_t pid;
 
 	if (d == NULL)
@@ -158,9 +170,10 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 				to(d, "closed", o->now);
 			} else
 				open_now(d, o, 1);
-		} else if (strcmp(st, "closed") == 0 && trips(d, o->c,
+		} else if (strcmp(st, "closed") == 0 &&
+		    (o->fresh || o->out == BRK_SUCCESS) && trips(d, o->c,
 		    o->out == BRK_FAILURE))
-			open_now(d, o, 0);
+			open_now(d, o, 0);	/* retries' failures say little */
 		return 0;
 	}
 	o->v = BRK_ALLOW;
@@ -172,16 +185,30 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 			to(d, "half_open", o->now);
 			st = "half_open";
 			json_object_set_new(d, "probe_pid", json_integer(0));
+			nset(d, "half_open_at", o->now);
 		}
 	}
 	if (strcmp(st, "half_open") == 0) {
 		pid = (pid_t)json_integer_value(json_object_get(d,
 		    "probe_pid"));
-		/* A probe whose owner died, or whose lease ran out, is void. */
-		if (pid == 0 || o->now > nget(d, "probe_until") ||
-		    (kill(pid, 0) == -1 && pid != getpid())) {
+		ph = sget(d, "probe_host");
+		/*
+		 * A probe whose owner died, or whose lease ran out, is void;
+		 * on another host (shared state) only the lease tells.
+		 */
+		if (!o->fresh && o->now < nget(d, "half_open_at") +
+		    clk_real(1)) {
+			/* For a moment, leave the probe to a fresh document:
+			 * a poison one would only open the breaker again. */
+			o->v = BRK_FRESH_FIRST;
+			o->until = nget(d, "half_open_at") + clk_real(1);
+		} else if (pid == 0 || o->now > nget(d, "probe_until") ||
+		    ((ph == NULL || strcmp(ph, host()) == 0) &&
+		    kill(pid, 0) == -1 && pid != getpid())) {
 			json_object_set_new(d, "probe_pid",
 			    json_integer(getpid()));
+			json_object_set_new(d, "probe_host",
+			    json_string(host()));
 			nset(d, "probe_until", o->now + o->lease);
 			o->v = BRK_PROBE;
 		} else {
@@ -197,11 +224,10 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 static int
 apply(const char *rundir, struct op *o, char *err, size_t errlen)
 {
-	char *safe, *path;
 	json_t *doc;
 	int rc;
 
-	if (rundir == NULL) {
+	if (rundir == NULL && !store_shared()) {
 		if (mem == NULL)
 			mem = json_object();
 		doc = json_incref(json_object_get(mem, o->ep));
@@ -209,17 +235,13 @@ apply(const char *rundir, struct op *o, char *err, size_t errlen)
 		json_object_set_new(mem, o->ep, doc);
 		return rc;
 	}
-	safe = doc_safe_name(o->ep);
-	path = xasprintf("%s/state/breaker/%s.json", rundir, safe);
-	rc = state_update(path, run, o, err, errlen);
-	free(path);
-	free(safe);
-	return rc;
+	return store_update(rundir, "breaker", o->ep, run, o, err, errlen);
 }
 
 int
 brk_allow(const char *rundir, const char *ep, const struct conf_breaker *c,
-    double now, double lease, int held, enum brk_verdict *v, double *until,
+    double now, double lease, int held, int fresh, enum brk_verdict *v,
+    double *until,
     double *opened_at, char *err, size_t errlen)
 {
 	struct op o;
@@ -231,6 +253,7 @@ brk_allow(const char *rundir, const char *ep, const struct conf_breaker *c,
 	o.lease = lease;
 	o.allow = 1;
 	o.held = held;
+	o.fresh = fresh;
 	if (apply(rundir, &o, err, errlen) == -1)
 		return -1;
 	*v = o.v;
@@ -241,7 +264,8 @@ brk_allow(const char *rundir, const char *ep, const struct conf_breaker *c,
 
 int
 brk_record(const char *rundir, const char *ep, const struct conf_breaker *c,
-    enum brk_outcome out, int probe, double now, char *err, size_t errlen)
+    enum brk_outcome out, int probe, int fresh, double now, char *err,
+    size_t errlen)
 {
 	struct op o;
 
@@ -251,5 +275,6 @@ brk_record(const char *rundir, const char *ep, const struct conf_breaker *c,
 	o.now = now;
 	o.out = out;
 	o.probe = probe;
+	o.fresh = fresh;
 	return apply(rundir, &o, err, errlen);
 }

@@ -15,7 +15,8 @@
 enum brk_verdict {
 	BRK_ALLOW,	/* closed: send */
 	BRK_PROBE,	/* half-open: send, this request is the probe */
-	BRK_DENY	/* open, or a probe is out: hold or dead-letter */
+	BRK_DENY,	/* open, or a probe is out: hold or dead-letter */
+	BRK_FRESH_FIRST	/* half-open: not this retry, a fresh request may probe */
 };
 
 enum brk_outcome {
@@ -25,16 +26,21 @@ enum brk_outcome {
 
 /*
  * May a request go to ep at now (real seconds)?  held is 1 when the caller
- * holds a new record back because of the answer (counted as saved).
+ * holds a new record back because of the answer (counted as saved); fresh
+ * is 1 for a document's first request (preferred as the half-open probe).
  * *until is when to ask again after BRK_DENY; *opened_at when it opened.
  */
 int	brk_allow(const char *rundir, const char *ep,
 	    const struct conf_breaker *c, double now, double lease, int held,
-	    enum brk_verdict *v, double *until, double *opened_at, char *err,
-	    size_t errlen);
-/* Record an outcome; probe is 1 when the request was the probe. */
+	    int fresh, enum brk_verdict *v, double *until, double *opened_at,
+	    char *err, size_t errlen);
+/*
+ * Record an outcome; probe is 1 when the request was the probe, fresh when
+ * it was a document's first (only those can open a closed breaker: a
+ * document failing again says more about itself than about the endpoint).
+ */
 int	brk_record(const char *rundir, const char *ep,
 	    const struct conf_breaker *c, enum brk_outcome o, int probe,
-	    double now, char *err, size_t errlen);
+	    int fresh, double now, char *err, size_t errlen);
 
 #endif

@@ -43,6 +43,7 @@ static const struct key top[] = {
 	{ "on_open", K_ONOPEN, C(on_open_dead), 0, 0 },
 	{ "rate", K_DOUBLE, C(defaults.rate), 0, 1e6 },
 	{ "seed", K_SEED, C(seed), 0, 0 },
+	{ "state", K_STR, C(state), 0, 0 },
 	{ "timeout", K_DUR, C(timeout), 0.001, 86400 },
 	{ NULL, 0, 0, 0, 0 }
 };
@@ -58,7 +59,7 @@ static const struct key ep_keys[] = {
 
 static const struct key br_keys[] = {
 	{ "cooldown", K_DUR, B(cooldown), 0.001, 86400 },
-	{ "cooldown_max", K_DUR, B(cooldown_max), 0.001, 604800 },
+	{ "cooldown_max", K_DUR, B(cooldown_max), 0, 604800 },
 	{ "failures", K_LONG, B(failures), 1, 1000000 },
 	{ "max_open", K_DUR, B(max_open), 0, 31536000 },
 	{ "min_calls", K_LONG, B(min_calls), 1, 1000000 },
@@ -87,7 +88,7 @@ conf_init(struct conf *c)
 	c->defaults.breaker.window = 20;
 	c->defaults.breaker.min_calls = 10;
 	c->defaults.breaker.cooldown = 30;
-	c->defaults.breaker.cooldown_max = 300;
+	c->defaults.breaker.cooldown_max = 0;	/* no growth */
 	c->defaults.breaker.max_open = 0;
 }
 
@@ -330,7 +331,8 @@ conf_free(struct conf *c)
 	free(c->eps);
 	free(c->deadline);
 	free(c->ca_file);
+	free(c->state);
 	c->eps = NULL;
 	c->neps = 0;
-	c->deadline = c->ca_file = NULL;
+	c->deadline = c->ca_file = c->state = NULL;
 }

@@ -14,7 +14,7 @@ struct conf_breaker {
 	long	window;		/* ... of the last calls ... */
 	long	min_calls;	/* ... once at least this many were seen */
 	double	cooldown;	/* seconds open before a probe */
-	double	cooldown_max;	/* cooldown doubles on each re-open up to this */
+	double	cooldown_max;	/* if above cooldown, it doubles on each re-open up to this */
 	double	max_open;	/* held work is dead-lettered past this; 0: never */
 };
 
@@ -43,6 +43,7 @@ struct conf {
 	int	on_open_dead;
 	char	*deadline;	/* as written; parsed by lib/deadline */
 	char	*ca_file;
+	char	*state;		/* a postgresql:// URL; NULL: the run dir */
 	struct conf_ep	defaults;	/* endpoint settings for unlisted ones */
 	struct conf_ep	*eps;
 	size_t	neps;

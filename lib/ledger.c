@@ -14,6 +14,8 @@
 #include "lib/clk.h"
 #include "lib/ledger.h"
 #include "lib/msg.h"
+#include "lib/pg.h"
+#include "lib/store.h"
 #include "lib/x.h"
 
 static const char *names[] = { "none", "intent", "success", "not_sent",
@@ -26,6 +28,7 @@ struct ledger {
 	int	 partial;	/* the last fold ended inside a line */
 	long	 lineno;
 	json_t	*keys;
+	int	 shared;	/* in PostgreSQL's rfp_ledger, not the file */
 };
 
 const char *
@@ -190,15 +193,21 @@ ledger_open(const char *rundir, char *err, size_t errlen)
 {
 	struct ledger *l = xcalloc(1, sizeof(*l));
 
+	l->keys = json_object();
+	if (store_shared()) {
+		l->shared = 1;
+		l->fd = -1;
+		return l;
+	}
 	l->path = xasprintf("%s/state/ledger.ndjson", rundir);
 	l->fd = open(l->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (l->fd == -1) {
 		snprintf(err, errlen, "open %s: %s", l->path, strerror(errno));
+		json_decref(l->keys);
 		free(l->path);
 		free(l);
 		return NULL;
 	}
-	l->keys = json_object();
 	return l;
 }
 
@@ -206,15 +215,26 @@ int
 ledger_lookup(struct ledger *l, const char *key, enum ledger_state *st,
     json_t **entry, char *err, size_t errlen)
 {
-	json_t *k;
+	json_t *k, *e;
 	int rc;
 
-	if (lock(l, LOCK_SH, err, errlen) == -1)
-		return -1;
-	rc = refresh(l, err, errlen);
-	flock(l->fd, LOCK_UN);
-	if (rc == -1)
-		return -1;
+	if (l->shared) {
+		if (pg_ledger_lookup(key, &e, err, errlen) == -1)
+			return -1;
+		if (e != NULL)
+			set(l->keys, key, state_of(json_string_value(
+			    json_object_get(e, "event"))), e, 0);
+		else
+			json_object_del(l->keys, key);
+		json_decref(e);
+	} else {
+		if (lock(l, LOCK_SH, err, errlen) == -1)
+			return -1;
+		rc = refresh(l, err, errlen);
+		flock(l->fd, LOCK_UN);
+		if (rc == -1)
+			return -1;
+	}
 	k = json_object_get(l->keys, key);
 	*st = k ? state_of(json_string_value(json_object_get(k, "state"))) :
 	    LEDGER_NONE;
@@ -238,6 +258,11 @@ ledger_append(struct ledger *l, const char *key, const char *id,
 	    names[st], "t", clk_now(), "pid", (int)getpid());
 	if (extra != NULL)
 		json_object_update_missing(e, extra);
+	if (l->shared) {
+		rc = pg_ledger_append(e, err, errlen);
+		json_decref(e);
+		return rc;
+	}
 	s = json_dumps(e, JSON_COMPACT);
 	if (lock(l, LOCK_EX, err, errlen) == -1) {
 		free(s);
@@ -268,7 +293,8 @@ ledger_close(struct ledger *l)
 {
 	if (l == NULL)
 		return;
-	close(l->fd);
+	if (l->fd != -1)
+		close(l->fd);
 	json_decref(l->keys);
 	free(l->path);
 	free(l);

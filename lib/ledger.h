@@ -3,7 +3,8 @@
  * Append-only, one write(2) and one fdatasync(2) per entry, under flock(2):
  * an "intent" before a submission is sent and its outcome once known.  A
  * torn last line (a crash while writing) is reported and its key taken as
- * ambiguous, never as unsent.
+ * ambiguous, never as unsent.  With the state in PostgreSQL (lib/store)
+ * each entry is one committed INSERT into rfp_ledger instead.
  */
 #ifndef RFP_LEDGER_H
 #define RFP_LEDGER_H

@@ -9,13 +9,15 @@
 #include "lib/clk.h"
 #include "lib/doc.h"
 #include "lib/pace.h"
-#include "lib/state.h"
+#include "lib/store.h"
 #include "lib/x.h"
 
 #define START_RATE	8.0	/* logical requests/s before anything is known */
 #define SS_GROWTH	3.0	/* slow start: rate added per success */
 #define DECREASE	0.85	/* multiplicative decrease on a 429 */
 #define MAX_RATE	1e6
+#define FLOOR		0.9	/* of the best recent success rate */
+#define PEAK_DECAY	0.95	/* per second without a better one */
 
 struct pst {
 	double	tat;		/* theoretical arrival time (GCRA) */
@@ -24,6 +26,9 @@ struct pst {
 	double	dec_at;		/* when the rate was last cut */
 	int	ss;		/* still in slow start */
 	long	slows;		/* 429s fed back */
+	double	w0;		/* start of the current window */
+	long	w_ok;		/* successes in it */
+	double	peak;		/* best recent success rate, decaying */
 };
 
 struct op {
@@ -71,6 +76,9 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 		return -1;
 	p->ss = json_is_true(v);
 	p->slows = (long)json_integer_value(json_object_get(d, "slows"));
+	p->w0 = json_number_value(json_object_get(d, "w0"));
+	p->w_ok = (long)json_integer_value(json_object_get(d, "w_ok"));
+	p->peak = json_number_value(json_object_get(d, "peak"));
 	/* A changed configuration wins over the stored rate. */
 	if (c->rate > 0 && p->rate > c->rate)
 		p->rate = c->rate;
@@ -80,9 +88,11 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 static json_t *
 save(const struct pst *p, const char *ep)
 {
-	return json_pack("{s:s,s:f,s:f,s:f,s:f,s:b,s:I}", "endpoint", ep,
-	    "tat", p->tat, "rate", p->rate, "hold_until", p->hold_until,
-	    "dec_at", p->dec_at, "ss", p->ss, "slows", (json_int_t)p->slows);
+	return json_pack("{s:s,s:f,s:f,s:f,s:f,s:b,s:I,s:f,s:I,s:f}",
+	    "endpoint", ep, "tat", p->tat, "rate", p->rate, "hold_until",
+	    p->hold_until, "dec_at", p->dec_at, "ss", p->ss, "slows",
+	    (json_int_t)p->slows, "w0", p->w0, "w_ok", (json_int_t)p->w_ok,
+	    "peak", p->peak);
 }
 
 static void
@@ -111,11 +121,31 @@ feedback(struct pst *p, struct op *o)
 	double cap = o->c->rate > 0 ? o->c->rate : MAX_RATE;
 	double sc = clk_scale();
 
+	double w = clk_real(1), n;
+
+	/* The success rate of each (logical) second; the best recent one decays. */
+	if (p->w0 == 0)
+		p->w0 = o->now;
+	if (o->now - p->w0 >= w) {
+		n = floor((o->now - p->w0) / w);
+		p->peak = fmax(p->w_ok / (o->now - p->w0), p->peak *
+		    pow(PEAK_DECAY, n));
+		p->w0 = o->now;
+		p->w_ok = 0;
+	}
+	if (o->ev == PACE_OK)
+		p->w_ok++;
 	if (o->ev == PACE_SLOW) {
 		p->slows++;
-		/* One cut per round: requests already on the wire don't count. */
+		/*
+		 * One cut per round: requests already on the wire don't count.
+		 * Never below what the endpoint has just shown it can serve:
+		 * a portal that answers some 429s whatever the pace must not
+		 * drag the pace down to nothing.
+		 */
 		if (o->sent_at >= p->dec_at) {
-			p->rate = fmax(p->rate * DECREASE, 0.01 / sc);
+			p->rate = fmin(fmax(fmax(p->rate * DECREASE, FLOOR *
+			    p->peak), 0.01 / sc), cap);
 			p->dec_at = o->now;
 			p->ss = 0;
 			/* Restart the schedule at the new pace. */
@@ -156,11 +186,10 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 static int
 apply(const char *rundir, struct op *o, char *err, size_t errlen)
 {
-	char *safe, *path;
 	json_t *doc;
 	int rc;
 
-	if (rundir == NULL) {
+	if (rundir == NULL && !store_shared()) {
 		if (mem == NULL)
 			mem = json_object();
 		doc = json_incref(json_object_get(mem, o->ep));
@@ -168,12 +197,7 @@ apply(const char *rundir, struct op *o, char *err, size_t errlen)
 		json_object_set_new(mem, o->ep, doc);
 		return rc;
 	}
-	safe = doc_safe_name(o->ep);
-	path = xasprintf("%s/state/rate/%s.json", rundir, safe);
-	rc = state_update(path, run, o, err, errlen);
-	free(path);
-	free(safe);
-	return rc;
+	return store_update(rundir, "rate", o->ep, run, o, err, errlen);
 }
 
 int

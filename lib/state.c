@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "lib/state.h"
+#include "lib/store.h"
 #include "lib/x.h"
 
 #define STATE_MAX	(1024 * 1024)
@@ -209,11 +210,9 @@ state_budget_spend(const char *rundir, long init_total, long *left,
     char *err, size_t errlen)
 {
 	struct budget_arg b = { init_total, 0, 0 };
-	char *path = xasprintf("%s/state/budget.json", rundir);
 	int rc;
 
-	rc = state_update(path, budget_fn, &b, err, errlen);
-	free(path);
+	rc = store_update(rundir, "budget", NULL, budget_fn, &b, err, errlen);
 	if (rc == -1)
 		return -1;
 	*left = b.left;

@@ -49,6 +49,7 @@ descendants() {
 		[ "$(ps -o comm= -p "$p" 2>/dev/null)" = "rfp-$stage" ] && victim=$p
 	done
 	[ -n "$victim" ]
+	killed_at=$(date +%s.%N)
 	kill -KILL "$victim"
 	wait "$pid" || :
 	run pipeline.sh -q --seed "$seed" --config "$FIX/pipeline/chaos-rfpipe.yaml" \
@@ -78,9 +79,13 @@ descendants() {
 	# 3. No submission key committed twice.
 	[ "$(jq -s '[.[] | select(.committed == true) | .key] | group_by(.) | map(length) | max // 0' "$MOCK_LOG")" -le 1 ]
 
-	# 4. The ceiling was never exceeded.
-	[ "$(jq -s '[.[] | select(.endpoint == "chaos") | .inflight] | max' "$MOCK_LOG")" -le 8 ]
-	[ "$(jq -s '[.[] | select(.endpoint == "submit") | .inflight] | max' "$MOCK_LOG")" -le 4 ]
+	# 4. The ceiling was never exceeded.  The mock still counts the killed
+	# run's hanging requests for a while (it cannot tell the client is gone),
+	# so arrivals just after the kill, within one hang, are left out.
+	for ep in chaos:8 submit:4; do
+		jq -s -e --arg e "${ep%:*}" --argjson k "$killed_at" --argjson h "$(awk -v s="$RFPIPE_TIME_SCALE" 'BEGIN { printf "%.3f", 3 * s + 0.5 }')" \
+		    '[.[] | select(.endpoint == $e and (.t < $k or .t > $k + $h)) | .inflight] | max <= '"${ep#*:}" "$MOCK_LOG"
+	done
 
 	# The summary of the resumed run reconciles.
 	jq -e '.reconciled == true and .totals.succeeded + .totals.dead == '"$N" "$RUN/summary.json"

@@ -77,6 +77,10 @@ check_synopsis() {
 	check_options rfp-sink.1 rfp-sink
 }
 
+@test "man: rfp-queue.1 documents every option of --help" {
+	check_options rfp-queue.1 rfp-queue
+}
+
 @test "man: rfp-mockportal.1 documents every option of --help" {
 	check_options rfp-mockportal.1 rfp-mockportal
 }
@@ -91,6 +95,7 @@ check_synopsis() {
 	check_synopsis rfp-classify.1 rfp-classify
 	check_synopsis rfp-backoff.1 rfp-backoff
 	check_synopsis rfp-sink.1 rfp-sink
+	check_synopsis rfp-queue.1 rfp-queue
 	check_synopsis rfp-mockportal.1 rfp-mockportal
 	check_synopsis rfpipe.1 "$ROOT/pipeline.sh"
 }

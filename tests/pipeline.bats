@@ -201,8 +201,9 @@ dead_count() {
 	mock_start "$FIX/pipeline/statuses.yaml"
 	{ manifest /ok 4 ok; manifest /glacial 6 glacial; } >"$BATS_TEST_TMPDIR/m"
 	# Transfers would time out after 10 scaled minutes: only the deadline cuts them.
-	echo 'timeout: 10m' >"$BATS_TEST_TMPDIR/c.yaml"
-	run -4 pipeline.sh -q -j 3 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" --deadline +3s "$BATS_TEST_TMPDIR/m"
+	printf 'timeout: 10m\nconcurrency: 8\nendpoints:\n  glacial: {concurrency: 3}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -4 pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" --deadline +3s "$BATS_TEST_TMPDIR/m"
+	jq -c '{id, dead_reason, dead_detail}' "$RUN/dead.ndjson"
 	[ "$(dead_count "$RUN" deadline_cut)" -eq 6 ]
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 4 ]
 	jq -e '.reconciled == true and .run.dead_by_reason.deadline_cut == 6' "$RUN/summary.json"

@@ -33,19 +33,18 @@ descendants() {
 
 # crash_and_resume SEED STAGE
 crash_and_resume() {
-	local seed=$1 stage=$2 delay pid victim tries=0
-	# A seeded moment between 0.1 s and 0.8 s into the run.
-	delay=$(awk -v s="$seed" 'BEGIN { srand(s); printf "%.2f", 0.1 + rand() * 0.7 }')
+	local seed=$1 stage=$2 want pid victim p i
+	# A seeded moment: once 5-60 % of the documents are filed.
+	want=$(awk -v s="$seed" 'BEGIN { srand(s); printf "%d", 300 * (0.05 + rand() * 0.55) }')
 	pipeline.sh -q -j 16 --seed "$seed" --config "$FIX/pipeline/crash-rfpipe.yaml" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" &
 	pid=$!
-	sleep "$delay"
+	for i in $(seq 1 2000); do
+		[ "$(cat "$RUN/results.ndjson" "$RUN/dead.ndjson" 2>/dev/null | wc -l)" -ge "$want" ] && break
+		sleep 0.005
+	done
 	victim=
-	while [ -z "$victim" ] && [ "$tries" -lt 50 ]; do
-		for p in $(descendants "$pid"); do
-			[ "$(ps -o comm= -p "$p" 2>/dev/null)" = "rfp-$stage" ] && victim=$p
-		done
-		tries=$((tries + 1))
-		[ -n "$victim" ] || sleep 0.01
+	for p in $(descendants "$pid"); do
+		[ "$(ps -o comm= -p "$p" 2>/dev/null)" = "rfp-$stage" ] && victim=$p
 	done
 	# The kill must land mid-run, or the test proves nothing.
 	[ -n "$victim" ]

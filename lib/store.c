@@ -1,0 +1,165 @@
+/* store: the run directory's flock'd files, or one PostgreSQL database. */
+#include <sys/file.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lib/doc.h"
+#include "lib/pg.h"
+#include "lib/store.h"
+#include "lib/x.h"
+
+static int shared;	/* 1: PostgreSQL */
+static json_t *slots;	/* "EP.I" -> open slot file descriptor */
+
+int
+store_is_url(const char *url)
+{
+	return strncmp(url, "postgresql://", 13) == 0 ||
+	    strncmp(url, "postgres://", 11) == 0;
+}
+
+char *
+store_redact(const char *url)
+{
+	const char *s = strstr(url, "://"), *at, *colon, *pw, *end;
+	char *r, *t;
+
+	/* scheme://user:password@host/... */
+	if (s == NULL || (at = strchr(s + 3, '@')) == NULL ||
+	    (colon = memchr(s + 3, ':', (size_t)(at - s - 3))) == NULL)
+		r = xstrdup(url);
+	else
+		r = xasprintf("%.*s:***%s", (int)(colon - url), url, at);
+	/* ...?password=secret&... */
+	if ((pw = strstr(r, "password=")) != NULL && (pw == r ||
+	    pw[-1] == '?' || pw[-1] == '&')) {
+		end = pw + strcspn(pw, "&");
+		t = xasprintf("%.*spassword=***%s", (int)(pw - r), r, end);
+		free(r);
+		r = t;
+	}
+	return r;
+}
+
+int
+store_init(const char *url, char *err, size_t errlen)
+{
+	char *r;
+
+	if (!store_is_url(url)) {
+		r = store_redact(url);
+		snprintf(err, errlen, "%s: not a postgresql:// URL", r);
+		free(r);
+		return -1;
+	}
+	if (pg_open(url, STORE_SCHEMA, err, errlen) == -1)
+		return -1;
+	shared = 1;
+	return 0;
+}
+
+int
+store_shared(void)
+{
+	return shared;
+}
+
+void
+store_close(void)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(slots, k, v)
+		close((int)json_integer_value(v));
+	json_decref(slots);
+	slots = NULL;
+	pg_close();
+	shared = 0;
+}
+
+int
+store_update(const char *rundir, const char *kind, const char *key,
+    state_fn *fn, void *arg, char *err, size_t errlen)
+{
+	char *safe, *path;
+	int rc;
+
+	if (shared)
+		return pg_update(kind, key, fn, arg, err, errlen);
+	if (key == NULL) {
+		path = xasprintf("%s/state/%s.json", rundir, kind);
+	} else {
+		safe = doc_safe_name(key);
+		path = xasprintf("%s/state/%s/%s.json", rundir, kind, safe);
+		free(safe);
+	}
+	rc = state_update(path, fn, arg, err, errlen);
+	free(path);
+	return rc;
+}
+
+int
+store_slot_take(const char *rundir, const char *ep, long i, char *err,
+    size_t errlen)
+{
+	char *safe, *name, *path;
+	json_t *v;
+	int fd;
+
+	if (shared)
+		return pg_slot_take(ep, i, err, errlen);
+	if (slots == NULL)
+		slots = json_object();
+	safe = doc_safe_name(ep);
+	name = xasprintf("%s.%ld", safe, i);
+	free(safe);
+	if ((v = json_object_get(slots, name)) != NULL) {
+		fd = (int)json_integer_value(v);
+	} else {
+		path = xasprintf("%s/state/slots/%s", rundir, name);
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (fd == -1) {
+			snprintf(err, errlen, "open %s: %s", path,
+			    strerror(errno));
+			free(path);
+			free(name);
+			return -1;
+		}
+		free(path);
+		json_object_set_new(slots, name, json_integer(fd));
+	}
+	free(name);
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return 1;
+	if (errno == EWOULDBLOCK || errno == EINTR)
+		return 0;
+	snprintf(err, errlen, "lock slot %ld of %s: %s", i, ep,
+	    strerror(errno));
+	return -1;
+}
+
+void
+store_slot_give(const char *ep, long i)
+{
+	char *safe, *name;
+	json_t *v;
+
+	if (shared) {
+		pg_slot_give(ep, i);
+		return;
+	}
+	safe = doc_safe_name(ep);
+	name = xasprintf("%s.%ld", safe, i);
+	if ((v = json_object_get(slots, name)) != NULL)
+		flock((int)json_integer_value(v), LOCK_UN);
+	free(name);
+	free(safe);
+}

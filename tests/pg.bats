@@ -1,0 +1,213 @@
+#!/usr/bin/env bats
+# Shared state in PostgreSQL (--state, --queue): a server from Debian's
+# packages, started here in a temporary directory on a Unix socket only
+# (as the unprivileged user nobody when the tests run as root), with one
+# fresh database per test.  Three pipelines stand in for three hosts.
+
+load test_helper
+
+setup_file() {
+	local bin u
+	bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+	[ -x "$bin/initdb" ] ||
+	    { echo "# initdb not found: install the Debian package postgresql" >&3; return 1; }
+	PGDIR=$(mktemp -d /tmp/rfp-pg.XXXXXX)
+	u=
+	if [ "$(id -u)" -eq 0 ]; then
+		chown nobody "$PGDIR"
+		u="runuser -u nobody --"
+	fi
+	$u "$bin/initdb" -D "$PGDIR/data" -A trust -U rfp -E UTF8 --no-sync \
+	    >"$PGDIR/initdb.log" 2>&1 || return 1
+	$u "$bin/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/log" -w -o \
+	    "-k $PGDIR -c listen_addresses= -c fsync=off -c max_connections=200" \
+	    start >/dev/null || return 1
+	export PGDIR PGBIN=$bin
+}
+
+teardown_file() {
+	local u=
+	[ "$(id -u)" -eq 0 ] && u="runuser -u nobody --"
+	$u "$PGBIN/pg_ctl" -D "$PGDIR/data" -m immediate stop >/dev/null 2>&1
+	rm -rf "$PGDIR"
+}
+
+setup() {
+	DB=t$BATS_TEST_NUMBER
+	psql -q "postgresql:///postgres?host=$PGDIR&user=rfp" \
+	    -c "CREATE DATABASE $DB"
+	URL="postgresql:///$DB?host=$PGDIR&user=rfp"
+	HOSTS=()
+}
+
+teardown() {
+	local p
+	for p in "${HOSTS[@]}"; do
+		kill -KILL -- "-$p" 2>/dev/null
+	done
+	mock_stop
+}
+
+sql() {
+	psql -qAt "$URL" -c "$1"
+}
+
+# docs N: N documents, every tenth failing once with 503, then 30
+# submissions to an endpoint that would commit a resent key twice.
+docs() {
+	local i p
+	for i in $(seq 1 "$1"); do
+		p=nih
+		[ $((i % 10)) -eq 0 ] && p=nih/flaky
+		printf '{"id":"doc-%d","url":"%s/%s/doc-%d"}\n' "$i" "$MOCK_URL" "$p" "$i"
+	done
+	for i in $(seq 1 30); do
+		printf '{"id":"app-%d","url":"%s/grants/submit/app-%d","method":"POST","body":{"n":%d},"endpoint":"grants","cycle":"2026-A"}\n' \
+		    "$i" "$MOCK_URL" "$i" "$i"
+	done
+}
+
+# host N ARGS...: pipeline N in a session of its own, in the background.
+host() {
+	local n=$1
+	shift
+	setsid "$ROOT/pipeline.sh" -q --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$BATS_TEST_TMPDIR/h$n" --queue "$URL" "$@" \
+	    >"$BATS_TEST_TMPDIR/h$n.out" 2>"$BATS_TEST_TMPDIR/h$n.err" 3>&- &
+	HOSTS[n]=$!
+}
+
+# finish N: wait (at most 60 s) for host N; its exit status must be 0 or 3.
+finish() {
+	local p=${HOSTS[$1]} i rc=0
+	for i in $(seq 1 600); do
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$p" 2>/dev/null && fail "host $1 still running after 60 s"
+	wait "$p" || rc=$?
+	[ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] ||
+	    fail "host $1 exited $rc: $(cat "$BATS_TEST_TMPDIR/h$1.err")"
+}
+
+# filed: the ids in every host's results and dead letters, one a line.
+filed() {
+	cat "$BATS_TEST_TMPDIR"/h*/results.ndjson "$BATS_TEST_TMPDIR"/h*/dead.ndjson |
+	    jq -r .id
+}
+
+@test "queue: loading the same manifest twice adds nothing" {
+	mock_start "$FIX/pg/hosts.yaml"
+	docs 270 >"$BATS_TEST_TMPDIR/m"
+	run -0 rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m"
+	echo "$output" | jq -e '.added == 300 and .present == 0 and .bad == 0'
+	run -0 rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m"
+	echo "$output" | jq -e '.added == 0 and .present == 300'
+	run -0 rfp-queue --state "$URL" count
+	[ "$output" -eq 300 ]
+	[ "$(sql 'SELECT version FROM rfp_schema')" -eq 1 ]
+}
+
+@test "queue: a line without an id is reported and not loaded" {
+	printf '{"url":"http://127.0.0.1/x"}\n{"id":"a","url":"http://127.0.0.1/a"}\n' >"$BATS_TEST_TMPDIR/m"
+	run -0 --separate-stderr rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m"
+	echo "$output" | jq -e '.added == 1 and .bad == 1'
+	[ "$stderr" = 'rfp-queue: line 1: missing field "id"; not loaded' ]
+}
+
+@test "store: an unreachable server is one line naming the URL without its password, exit 1" {
+	run -1 --separate-stderr rfp-fetch --state "postgresql://u:secret@127.0.0.1:1/x" </dev/null
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr == "rfp-fetch: postgresql://u:***@127.0.0.1:1/x: cannot connect: "* ]]
+	[[ $stderr != *secret* ]]
+	run -1 --separate-stderr rfp-queue --state "postgresql://127.0.0.1:1/x?password=secret&user=u" count
+	[[ $stderr == "rfp-queue: postgresql://127.0.0.1:1/x?password=***&user=u: cannot connect: "* ]]
+}
+
+@test "store: a schema newer than the tool is refused, exit 1" {
+	run -0 rfp-queue --state "$URL" count
+	sql 'UPDATE rfp_schema SET version = 99'
+	run -1 --separate-stderr rfp-backoff --state "$URL" </dev/null
+	[ "$stderr" = "rfp-backoff: $URL: schema version 99 is newer than this rfpipe (1)" ]
+}
+
+@test "store: --state that is not a postgresql:// URL is a usage error" {
+	run -2 --separate-stderr rfp-fetch --state /tmp/x </dev/null
+	[ "$stderr" = 'rfp-fetch: option --state: expected a postgresql:// URL' ]
+	printf 'state: mysql://x\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -2 --separate-stderr rfp-backoff --config "$BATS_TEST_TMPDIR/c.yaml" </dev/null
+	[ "$stderr" = "rfp-backoff: $BATS_TEST_TMPDIR/c.yaml: key \"state\": expected a postgresql:// URL" ]
+}
+
+@test "pipeline --state: budget, pace, breaker and ledger live in the database, not in the run directory" {
+	mock_start "$FIX/pg/hosts.yaml"
+	docs 20 >"$BATS_TEST_TMPDIR/m"
+	run -3 pipeline.sh -q --run-dir "$BATS_TEST_TMPDIR/r" --state "$URL" --budget 1 "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/r/results.ndjson")" -eq 49 ]
+	jq -e '.dead_reason == "budget_spent"' "$BATS_TEST_TMPDIR/r/dead.ndjson"
+	[ "$(sql "SELECT doc->>'left' FROM rfp_state WHERE kind = 'budget'")" -eq 0 ]
+	run -0 sql "SELECT string_agg(kind || '/' || key, ' ' ORDER BY kind, key) FROM rfp_state WHERE kind IN ('rate', 'breaker')"
+	[ "$output" = "breaker/127.0.0.1:$MOCK_PORT breaker/grants rate/127.0.0.1:$MOCK_PORT rate/grants" ] || fail "rows: $output"
+	[ "$(sql "SELECT count(DISTINCT key) FROM rfp_ledger WHERE event = 'success'")" -eq 30 ]
+	[ ! -e "$BATS_TEST_TMPDIR/r/state/budget.json" ]
+	[ -z "$(find "$BATS_TEST_TMPDIR/r/state/rate" "$BATS_TEST_TMPDIR/r/state/breaker" "$BATS_TEST_TMPDIR/r/state/slots" -type f)" ]
+	[ ! -e "$BATS_TEST_TMPDIR/r/state/ledger.ndjson" ]
+}
+
+@test "pipeline --queue: three hosts share 300 documents: each filed once, budget and ceiling held, no key committed twice" {
+	mock_start "$FIX/pg/hosts.yaml"
+	docs 270 >"$BATS_TEST_TMPDIR/m"
+	printf 'concurrency: 4\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	host 1 --budget 10 "$BATS_TEST_TMPDIR/m"
+	host 2 --budget 10 "$BATS_TEST_TMPDIR/m"
+	host 3 --budget 10 "$BATS_TEST_TMPDIR/m"
+	finish 1
+	finish 2
+	finish 3
+	run -0 rfp-queue --state "$URL" summary
+	echo "$output" | jq -e '.total == 300 and .done + .dead == 300 and .refiled == 0 and .reconciled'
+	echo "$output" | jq -e '.dead_reasons == {"budget_spent": 17} and (.hosts | length) >= 2'
+	# Every document once across the hosts' own files.
+	[ "$(filed | wc -l)" -eq 300 ]
+	[ "$(filed | sort -u | wc -l)" -eq 300 ]
+	# The shared budget of 10 granted exactly 10 retries.
+	[ "$(sql "SELECT count(*) FROM rfp_results WHERE (rec->>'attempt')::int > 1")" -eq 10 ]
+	[ "$(sql "SELECT doc->>'left' FROM rfp_state WHERE kind = 'budget'")" -eq 0 ]
+	# The ceiling of 4 per endpoint held across the three.  A request holds
+	# its slot at least from its arrival to its answer's 20 ms delay; count
+	# overlaps of those spans, not the mock's own "inflight", which lags
+	# (it drops only once the mock has finished with the connection).
+	jq -s -e --argjson d 0.02 '[.[] | select(.kind == "request")] |
+	    group_by(.endpoint) | map(. as $r | $r | map(.t as $t |
+	        [$r[] | select(.t <= $t and $t < .t_answer + $d)] | length) | max) |
+	    max <= 4' "$MOCK_LOG"
+	[ "$(jq -s '[.[] | select(.committed == true)] | length' "$MOCK_LOG")" -eq 30 ]
+	[ "$(jq -s '[.[] | select(.committed and .duplicate)] | length' "$MOCK_LOG")" -eq 0 ]
+}
+
+@test "pipeline --queue: a host killed with SIGKILL leaves its claimed records to the others after the lease" {
+	mock_start "$FIX/pg/hosts.yaml"
+	docs 270 >"$BATS_TEST_TMPDIR/m"
+	printf 'concurrency: 4\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	host 1
+	host 2
+	host 3
+	for i in $(seq 1 600); do
+		[ "$(cat "$BATS_TEST_TMPDIR/h3/results.ndjson" 2>/dev/null | wc -l)" -ge 20 ] && break
+		sleep 0.01
+	done
+	claimed=$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'claimed' AND owner LIKE '%.${HOSTS[3]}'")
+	kill -KILL -- "-${HOSTS[3]}"
+	[ "$claimed" -gt 0 ]
+	finish 1
+	finish 2
+	run -0 rfp-queue --state "$URL" summary
+	echo "$output" | jq -e '.total == 300 and .done + .dead == 300 and .refiled == 0 and .reconciled'
+	# What host 3 held was claimed again, by the others, and finished.
+	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE claims > 1 AND owner NOT LIKE '%.${HOSTS[3]}'")" -gt 0 ]
+	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE owner LIKE '%.${HOSTS[3]}' AND status NOT IN ('done', 'dead')")" -eq 0 ]
+	# No document in two hosts' files; no submission committed twice.
+	[ "$(filed | sort | uniq -d | wc -l)" -eq 0 ]
+	[ "$(jq -s '[.[] | select(.committed and .duplicate)] | length' "$MOCK_LOG")" -eq 0 ]
+}
