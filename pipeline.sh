@@ -1,6 +1,8 @@
 #!/bin/sh
 # rfpipe: run a batch through rfp-fetch | rfp-classify | rfp-backoff | rfp-sink,
 # with retries fed back to rfp-fetch through a FIFO in the run directory.
+# With --queue, the records come from a queue in PostgreSQL that several
+# hosts share (rfp-queue pull) and each result is filed there as well.
 #
 # Exit status: 0 every document succeeded; 3 finished with dead letters;
 # 4 the deadline cut some documents; 2 usage or configuration error;
@@ -10,8 +12,10 @@ set -u
 prog=rfpipe
 version=0.1.0
 usage="usage: rfpipe [-hqv] [-j N] [--budget N|Nx] [--config FILE]
-              [--deadline WHEN] [--max-attempts N] [--progress=MODE]
-              [--retry-dead] [--run-dir DIR] [--seed N] [--version] MANIFEST
+              [--deadline WHEN] [--max-attempts N] [--progress MODE]
+              [--retry-dead] [--run-dir DIR] [--seed N] [--state URL]
+              [--version] MANIFEST
+       rfpipe --queue URL [option ...] [MANIFEST]
 "
 
 die() {
@@ -40,10 +44,12 @@ config=
 deadline=
 max_attempts=
 progress=auto
+queue=
 quiet=
 retry_dead=
 run_dir=rfpipe-run
 seed=
+state=
 verbose=
 
 need_arg() {
@@ -67,29 +73,42 @@ while [ $# -gt 0 ]; do
 	--deadline=*) deadline=${1#*=} ;;
 	--max-attempts) need_arg "$1" $#; max_attempts=$2; shift ;;
 	--max-attempts=*) max_attempts=${1#*=} ;;
+	--progress) need_arg "$1" $#; progress=$2; shift ;;
 	--progress=*) progress=${1#*=} ;;
+	--queue) need_arg "$1" $#; queue=$2; shift ;;
+	--queue=*) queue=${1#*=} ;;
 	--retry-dead) retry_dead=--retry-dead ;;
 	--run-dir) need_arg "$1" $#; run_dir=$2; shift ;;
 	--run-dir=*) run_dir=${1#*=} ;;
 	--seed) need_arg "$1" $#; seed=$2; shift ;;
 	--seed=*) seed=${1#*=} ;;
+	--state) need_arg "$1" $#; state=$2; shift ;;
+	--state=*) state=${1#*=} ;;
 	--) shift; break ;;
 	-*) bad_usage "unknown option \"$1\"" ;;
 	*) break ;;
 	esac
 	shift
 done
-[ $# -eq 1 ] || bad_usage "expected one MANIFEST"
-manifest=$1
-if [ ! -r "$manifest" ] || [ -d "$manifest" ]; then
+if [ -n "$queue" ]; then
+	[ $# -le 1 ] || bad_usage "expected at most one MANIFEST"
+	# The queue's database holds the shared state too.
+	state=${state:-$queue}
+else
+	[ $# -eq 1 ] || bad_usage "expected one MANIFEST"
+fi
+manifest=${1:-}
+if [ -n "$manifest" ] && { [ ! -r "$manifest" ] || [ -d "$manifest" ]; }; then
 	die 2 "open $manifest: not a readable file"
 fi
 case $progress in
 auto|plain|none) ;;
 *) bad_usage "option --progress: expected auto, plain or none" ;;
 esac
+# -q asks for silence: no summary table and no progress line.
+[ -n "$quiet" ] && progress=none
 
-for s in rfp-fetch rfp-classify rfp-backoff rfp-sink; do
+for s in rfp-fetch rfp-classify rfp-backoff rfp-sink ${queue:+rfp-queue}; do
 	command -v "$s" >/dev/null 2>&1 ||
 		die 1 "$s not found in PATH (run make, or make install)"
 done
@@ -100,6 +119,7 @@ seed_opt=${seed:+--seed=$seed}
 jobs_opt=${jobs:+--jobs=$jobs}
 ma_opt=${max_attempts:+--max-attempts=$max_attempts}
 budget_opt=${budget:+--budget=$budget}
+state_opt=${state:+--state=$state}
 
 # Catch a bad config, budget, seed or attempt count before anything starts.
 # shellcheck disable=SC2086
@@ -130,23 +150,62 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-admitted=$(grep -c '[^[:space:]]' "$manifest")
+if [ -n "$queue" ]; then
+	# Load once (loading it again adds nothing); count what all hosts share.
+	if [ -n "$manifest" ]; then
+		rfp-queue --state="$queue" $verbose load <"$manifest" >/dev/null ||
+			die 1 "rfp-queue load failed"
+	fi
+	admitted=$(rfp-queue --state="$queue" count) ||
+		die 1 "rfp-queue count failed"
+	owner=$(uname -n).$$
+else
+	admitted=$(grep -c '[^[:space:]]' "$manifest")
+fi
+
+# The manifest, from the file or claimed from the shared queue.
+# shellcheck disable=SC2086
+fetch() {
+	if [ -n "$queue" ]; then
+		{
+			rfp-queue --state="$queue" --owner="$owner" $verbose pull
+			echo "rfp-queue $?" >>"$status"
+		} | rfp-fetch "$@"
+	else
+		rfp-fetch "$@" <"$manifest"
+	fi
+}
+
+# Decide fates; with a queue, file each finished record there as well.
+# shellcheck disable=SC2086
+backoff() {
+	if [ -n "$queue" ]; then
+		{
+			rfp-backoff "$@"
+			echo "rfp-backoff $?" >>"$status"
+		} | rfp-queue --state="$queue" --owner="$owner" $verbose file
+		echo "rfp-queue $?" >>"$status"
+	else
+		rfp-backoff "$@"
+		echo "rfp-backoff $?" >>"$status"
+	fi
+}
 
 # Each stage's exit status is appended to $status; the sink's is $?.
 # shellcheck disable=SC2086
 {
-	rfp-fetch --run-dir="$run_dir" --retry-fifo="$fifo" --report="$report" \
-	    --resume $retry_dead $cfg_opt $jobs_opt $dl_opt $verbose <"$manifest"
+	fetch --run-dir="$run_dir" --retry-fifo="$fifo" --report="$report" \
+	    --resume $retry_dead $cfg_opt $state_opt $jobs_opt $dl_opt $verbose
 	echo "rfp-fetch $?" >>"$status"
 } | {
 	rfp-classify $verbose
 	echo "rfp-classify $?" >>"$status"
 } | {
-	rfp-backoff --run-dir="$run_dir" --admitted="$admitted" \
-	    $budget_opt $cfg_opt $seed_opt $ma_opt $dl_opt $verbose
-	echo "rfp-backoff $?" >>"$status"
+	backoff --run-dir="$run_dir" --admitted="$admitted" $budget_opt \
+	    $cfg_opt $state_opt $seed_opt $ma_opt $dl_opt $verbose
 } | rfp-sink --run-dir="$run_dir" --retry-fifo="$fifo" \
-    --admitted-from="$report" --fate-status $quiet $verbose
+    --admitted-from="$report" --fate-status --progress="$progress" \
+    --total="$admitted" $quiet $verbose
 sink=$?
 
 worst=0

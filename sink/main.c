@@ -10,10 +10,17 @@
  * succeeded, dead-lettered by reason, cut, and the check that every
  * admitted record came out exactly once.  It adds no fields.
  *
+ * With --progress it also keeps the operator informed on stderr while it
+ * reads: one line redrawn with \r on a terminal, or a plain line now and
+ * then for a log file.  The line counts what this sink has filed; it cannot
+ * tell a record waiting to be retried from one in flight, so with --total
+ * both are "pending".  It is drawn only when a record arrives.
+ *
  * Exit: 0 at EOF with the counts reconciled, 1 on a write error or a
  * failed reconciliation, 2 on a usage error.  With --fate-status, 3 when
  * records were dead-lettered and 4 when the deadline cut some.
  */
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -29,6 +36,7 @@
 
 #include "lib/clk.h"
 #include "lib/msg.h"
+#include "lib/num.h"
 #include "lib/opt.h"
 #include "lib/rec.h"
 #include "lib/state.h"
@@ -39,7 +47,14 @@
 
 static const char usage[] =
     "usage: rfp-sink [-hqv] [--admitted-from FILE] [--fate-status]\n"
-    "                [--retry-fifo FIFO] --run-dir DIR [--version]\n";
+    "                [--progress MODE] [--retry-fifo FIFO] --run-dir DIR\n"
+    "                [--total N] [--version]\n";
+
+enum progress_mode {
+	PROGRESS_NONE,
+	PROGRESS_TTY,		/* one line, redrawn in place */
+	PROGRESS_PLAIN		/* a new line each time, for log files */
+};
 
 static struct opts {
 	const char	*run_dir;
@@ -50,6 +65,11 @@ static struct opts {
 	int		 fd_done, fd_dead, fd_fifo;
 	double		 last_sync;
 	struct summ	*run;		/* this run's records */
+	enum progress_mode progress;
+	long		 total;		/* documents admitted; -1: unknown */
+	double		 p_every;	/* real seconds between lines */
+	double		 p_start, p_last;
+	size_t		 p_width;	/* columns the terminal line covers */
 } opts;
 
 static int
@@ -115,6 +135,122 @@ sync_files(void)
 	opts.last_sync = clk_mono();
 }
 
+/* Write to the terminal: a status line, not a message, so not through msg. */
+static void
+put_err(const char *s, size_t n)
+{
+	(void)!write(STDERR_FILENO, s, n);
+}
+
+static size_t
+term_width(void)
+{
+	struct winsize ws;
+
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1)
+		return ws.ws_col;
+	return 80;
+}
+
+/* s seconds as "45s", "3m20s" or "1h02m". */
+static void
+fmt_eta(char *buf, size_t len, double s)
+{
+	long t = s < 1e12 ? (long)s : 999999999999L;
+
+	if (t < s)
+		t++;	/* round up: "0s" while work is left would be wrong */
+	if (t >= 3600)
+		snprintf(buf, len, "%ldh%02ldm", t / 3600, t / 60 % 60);
+	else if (t >= 60)
+		snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
+	else
+		snprintf(buf, len, "%lds", t);
+}
+
+/* The progress text: filed of total, outcomes, pending, rate, ETA. */
+static void
+progress_text(char *buf, size_t len, double now)
+{
+	long ok = summ_count(opts.run, "succeeded");
+	long dead = summ_count(opts.run, "dead");
+	long filed = ok + dead, pending;
+	double el = now - opts.p_start;
+	/* Over less than a second a rate means little: assume a second. */
+	double rate = filed / (el > 1 ? el : 1);
+	char eta[32];
+
+	if (opts.total < 0) {
+		snprintf(buf, len, "progress: %ld done, ok %ld, dead %ld, "
+		    "%.1f/s", filed, ok, dead, rate);
+		return;
+	}
+	/* A resumed run files fewer than it was told to expect. */
+	pending = opts.total > filed ? opts.total - filed : 0;
+	if (pending == 0)
+		snprintf(eta, sizeof(eta), "0s");
+	else if (filed > 0)
+		fmt_eta(eta, sizeof(eta), pending / rate);
+	else
+		snprintf(eta, sizeof(eta), "unknown");
+	snprintf(buf, len, "progress: %ld/%ld done, ok %ld, dead %ld, "
+	    "pending %ld, %.1f/s, eta %s", filed, opts.total, ok, dead,
+	    pending, rate, eta);
+}
+
+/* Blank the terminal line, so that what follows starts on a clean one. */
+static void
+progress_clear(void)
+{
+	char buf[520];
+
+	if (opts.p_width == 0)
+		return;
+	buf[0] = '\r';
+	memset(buf + 1, ' ', opts.p_width);
+	buf[opts.p_width + 1] = '\r';
+	put_err(buf, opts.p_width + 2);
+	opts.p_width = 0;
+}
+
+/* Draw or print the progress line, if one is due. */
+static void
+progress(void)
+{
+	char text[256], line[520];
+	size_t n, w;
+	double now;
+	int k;
+
+	if (opts.progress == PROGRESS_NONE)
+		return;
+	now = clk_mono();
+	if (now - opts.p_last < opts.p_every)
+		return;
+	opts.p_last = now;
+	progress_text(text, sizeof(text), now);
+	if (opts.progress == PROGRESS_PLAIN) {
+		msg_warn("%s", text);
+		return;
+	}
+	if ((k = snprintf(line, sizeof(line), "\r%s: %s", msg_prog(),
+	    text)) < 1)
+		return;
+	n = (size_t)k - 1;	/* the columns it covers */
+	/* Never wrap: a wrapped line cannot be redrawn in place. */
+	if (n > (w = term_width() - 1))
+		n = w;
+	if (n > sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	/* Cover what is left of a longer line drawn before. */
+	if (opts.p_width > n) {
+		memset(line + 1 + n, ' ', opts.p_width - n);
+		put_err(line, 1 + opts.p_width);
+	} else
+		put_err(line, 1 + n);
+	opts.p_width = n;
+}
+
 static int
 sink(json_t *rec, long lineno, void *arg)
 {
@@ -123,6 +259,7 @@ sink(json_t *rec, long lineno, void *arg)
 	(void)arg;
 	if (fate == NULL || (strcmp(fate, "done") && strcmp(fate, "dead") &&
 	    strcmp(fate, "retry"))) {
+		progress_clear();
 		msg_line(lineno, fate ? "field \"fate\": unknown fate "
 		    "\"%.20s\"" : "missing field \"fate\"%.0s", fate ? fate :
 		    "");
@@ -132,6 +269,7 @@ sink(json_t *rec, long lineno, void *arg)
 		fate = "dead";
 	}
 	summ_add(opts.run, rec);
+	progress();
 	if (strcmp(fate, "retry") == 0) {
 		if (opts.fd_fifo == -1)
 			return 0;	/* to stdout */
@@ -146,6 +284,21 @@ sink(json_t *rec, long lineno, void *arg)
 	if (clk_mono() - opts.last_sync > 1)
 		sync_files();
 	return ack(fate) == -1 ? -1 : 1;
+}
+
+/* Seconds between plain lines: 10, or RFPIPE_PROGRESS_INTERVAL (tests). */
+static double
+plain_every(void)
+{
+	const char *s = getenv("RFPIPE_PROGRESS_INTERVAL");
+	double v;
+
+	if (s == NULL || *s == '\0')
+		return 10;
+	if (num_double(s, 0.001, 86400, &v) == -1)
+		msg_die(2, "environment RFPIPE_PROGRESS_INTERVAL: expected a "
+		    "number of seconds from 0.001 to 86400, got \"%s\"", s);
+	return v;
 }
 
 static int
@@ -168,18 +321,22 @@ main(int argc, char *argv[])
 		{ "admitted-from", required_argument, NULL, 'a' },
 		{ "fate-status", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "progress", required_argument, NULL, 'p' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "retry-fifo", required_argument, NULL, 'f' },
 		{ "run-dir", required_argument, NULL, 'r' },
+		{ "total", required_argument, NULL, 't' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
+	const char *progress = "auto";
 	double t0 = clk_now();
 	int c, rc;
 
 	msg_init(PROG);
 	opt_check_env();
+	opts.total = -1;
 	while ((c = getopt_long(argc, argv, "hqv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
@@ -190,6 +347,14 @@ main(int argc, char *argv[])
 			break;
 		case 'h':
 			opt_help(usage);
+		case 'p':
+			if (strcmp(optarg, "auto") && strcmp(optarg, "plain") &&
+			    strcmp(optarg, "none"))
+				msg_die(2, "option --progress: expected "
+				    "\"auto\", \"plain\" or \"none\", got "
+				    "\"%s\"", optarg);
+			progress = optarg;
+			break;
 		case 's':
 			opts.fate_status = 1;
 			break;
@@ -198,6 +363,9 @@ main(int argc, char *argv[])
 			break;
 		case 'r':
 			opts.run_dir = optarg;
+			break;
+		case 't':
+			opts.total = opt_long("total", optarg, 0, 1000000000L);
 			break;
 		case 'v':
 			msg_verbose = 1;
@@ -216,6 +384,13 @@ main(int argc, char *argv[])
 		msg_warn("option --run-dir is required");
 		opt_usage(usage);
 	}
+	if (strcmp(progress, "plain") == 0)
+		opts.progress = PROGRESS_PLAIN;
+	else if (strcmp(progress, "auto") == 0 && isatty(STDERR_FILENO))
+		opts.progress = PROGRESS_TTY;
+	if (opts.quiet)
+		opts.progress = PROGRESS_NONE;
+	opts.p_every = opts.progress == PROGRESS_TTY ? 0.25 : plain_every();
 	signal(SIGPIPE, SIG_IGN);
 	umask(077);
 	if (state_mkdirs(opts.run_dir) == -1)
@@ -226,7 +401,12 @@ main(int argc, char *argv[])
 	if (opts.fifo != NULL)
 		opts.fd_fifo = open_fifo(opts.fifo);
 	opts.run = summ_new();
+	opts.p_start = clk_mono();
+	/* A terminal shows the line from the first record; a log waits. */
+	opts.p_last = opts.p_start - (opts.progress == PROGRESS_TTY ?
+	    opts.p_every : 0);
 	rc = rec_loop(PROG, STDIN_FILENO, STDOUT_FILENO, sink, NULL);
+	progress_clear();
 	sync_files();
 	if (rc == -1)
 		msg_die(1, "stopped: output is incomplete");

@@ -266,3 +266,74 @@ ids() {
 	run --separate-stderr -2 rfp-sink --run-dir "$RD" extra </dev/null
 	[ "${stderr_lines[0]}" = 'rfp-sink: unexpected argument "extra"' ]
 }
+
+# slow_input: three done records a tenth of a second apart (0.3 s in all),
+# so that a progress line falls due between them.
+slow_input() {
+	local i
+	for i in 1 2 3; do
+		sleep 0.1
+		printf '{"id":"P-%d","fate":"done","endpoint":"nih"}\n' "$i"
+	done
+}
+
+@test "sink: --progress plain writes progress lines to stderr for a slow input" {
+	RFPIPE_PROGRESS_INTERVAL=0.05 run --separate-stderr rfp-sink --progress plain --total 5 --run-dir "$RD" < <(slow_input)
+	assert_success
+	grep -Eq '^rfp-sink: progress: [1-3]/5 done, ok [1-3], dead 0, pending [2-4], [0-9]+\.[0-9]/s, eta [0-9hms]+$' <<<"$stderr"
+	[ "$(jq -s length "$RD/results.ndjson")" -eq 3 ]
+	# The summary table still follows.
+	[[ "$stderr" == *'succeeded'*3* ]]
+}
+
+@test "sink: --progress=plain without --total shows done, ok, dead and rate" {
+	RFPIPE_PROGRESS_INTERVAL=0.05 run --separate-stderr rfp-sink --progress=plain --run-dir "$RD" < <(slow_input)
+	assert_success
+	grep -Eq '^rfp-sink: progress: [1-3] done, ok [1-3], dead 0, [0-9]+\.[0-9]/s$' <<<"$stderr"
+}
+
+@test "sink: --progress=none writes no progress line" {
+	RFPIPE_PROGRESS_INTERVAL=0.05 run --separate-stderr rfp-sink --progress=none --total 5 --run-dir "$RD" < <(slow_input)
+	assert_success
+	[[ "$stderr" != *progress:* ]]
+	[[ "$stderr" == *'succeeded'*3* ]]
+}
+
+@test "sink: --progress=auto writes no progress line when stderr is not a terminal" {
+	RFPIPE_PROGRESS_INTERVAL=0.05 run --separate-stderr rfp-sink --total 5 --run-dir "$RD" < <(slow_input)
+	assert_success
+	[[ "$stderr" != *progress:* ]]
+}
+
+@test "sink: -q silences the progress line even with --progress=plain" {
+	RFPIPE_PROGRESS_INTERVAL=0.05 run --separate-stderr rfp-sink -q --progress=plain --total 5 --run-dir "$RD" < <(slow_input)
+	assert_success
+	[ "$stderr" = "" ]
+}
+
+@test "sink: --progress=auto on a terminal redraws one line and blanks it before the summary" {
+	command -v script >/dev/null 2>&1 || skip "script (util-linux) is not installed"
+	run script -qec "rfp-sink --total 3 --run-dir '$RD' <'$F/done.ndjson' >/dev/null" /dev/null
+	assert_success
+	# Drawn at the first record, from column 0, with no newline of its own.
+	[[ "$output" == $'\r'"rfp-sink: progress: 1/3 done, ok 1, dead 0, pending 2, "*$'\r'* ]]
+	[[ "$output" != *$'\n'*'progress:'* ]]
+	# Blanked with spaces, and the table starts on a clean line.
+	[[ "$output" == *$'\r'"     "*$'\r'"rfpipe: summary of $RD"* ]]
+}
+
+@test "sink: --progress with an unknown mode exits 2 naming it" {
+	run --separate-stderr -2 rfp-sink --progress=sometimes --run-dir "$RD" </dev/null
+	[ "${stderr_lines[0]}" = 'rfp-sink: option --progress: expected "auto", "plain" or "none", got "sometimes"' ]
+	[ ! -e "$RD" ]
+}
+
+@test "sink: --total that is not a count exits 2" {
+	run --separate-stderr -2 rfp-sink --total many --run-dir "$RD" </dev/null
+	[ "${stderr_lines[0]}" = 'rfp-sink: option --total: expected an integer from 0 to 1000000000, got "many"' ]
+}
+
+@test "sink: RFPIPE_PROGRESS_INTERVAL that is not a number of seconds exits 2" {
+	RFPIPE_PROGRESS_INTERVAL=soon run --separate-stderr -2 rfp-sink --progress=plain --run-dir "$RD" </dev/null
+	[ "${stderr_lines[0]}" = 'rfp-sink: environment RFPIPE_PROGRESS_INTERVAL: expected a number of seconds from 0.001 to 86400, got "soon"' ]
+}
