@@ -246,7 +246,7 @@ main(int argc, char *argv[])
 
 	msg_init(PROG);
 	opt_check_env();
-	while ((c = getopt_long(argc, argv, "hv", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'A':
 			opts.admitted = opt_long("admitted", optarg, 0,
@@ -300,7 +300,7 @@ main(int argc, char *argv[])
 		case 'V':
 			opt_version();
 		default:
-			opt_usage(usage);
+			opt_bad(usage, argv, c);
 		}
 	}
 	if (optind != argc) {

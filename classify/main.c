@@ -91,7 +91,7 @@ main(int argc, char *argv[])
 	int c;
 
 	msg_init(PROG);
-	while ((c = getopt_long(argc, argv, "hv", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			opt_help(usage);
@@ -101,7 +101,7 @@ main(int argc, char *argv[])
 		case 'V':
 			opt_version();
 		default:
-			opt_usage(usage);
+			opt_bad(usage, argv, c);
 		}
 	}
 	if (optind != argc) {

@@ -1035,7 +1035,7 @@ main(int argc, char *argv[])
 
 	msg_init(PROG);
 	opt_check_env();
-	while ((c = getopt_long(argc, argv, "hj:v", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hj:v", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			ca = optarg;
@@ -1099,7 +1099,7 @@ main(int argc, char *argv[])
 		case 'V':
 			opt_version();
 		default:
-			opt_usage(usage);
+			opt_bad(usage, argv, c);
 		}
 	}
 	if (optind != argc) {

@@ -1,7 +1,9 @@
 /* opt: --help, --version, numeric option values, closing stdout. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "lib/clk.h"
@@ -28,6 +30,22 @@ opt_usage(const char *usage)
 {
 	fputs(usage, stderr);
 	exit(2);
+}
+
+void
+opt_bad(const char *usage, char *const argv[], int c)
+{
+	const char *arg = argv[optind - 1];
+	char letter[3] = { '-', (char)optopt, '\0' };
+
+	/* In a cluster such as -xv, name the one letter that was wrong. */
+	if (optopt != 0 && arg[0] == '-' && arg[1] != '-')
+		arg = letter;
+	if (c == ':')
+		msg_warn("option %s: needs a value", arg);
+	else
+		msg_warn("unknown option \"%s\"", arg);
+	opt_usage(usage);
 }
 
 long

@@ -8,6 +8,11 @@ _Noreturn void opt_version(void);
 _Noreturn void opt_help(const char *usage);
 /* Print usage to stderr after a bad option and exit 2. */
 _Noreturn void opt_usage(const char *usage);
+/*
+ * After getopt_long (optstring starting with ':') returned ':' or '?':
+ * name the option in the project's words, print usage, exit 2.
+ */
+_Noreturn void opt_bad(const char *usage, char *const argv[], int c);
 /* Parse a positive integer option value or die 2 naming the option. */
 long	opt_long(const char *opt, const char *s, long min, long max);
 /* Parse a number option value in [min, max] or die 2 naming the option. */

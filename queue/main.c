@@ -275,7 +275,7 @@ main(int argc, char *argv[])
 	opt_check_env();
 	opts.batch = 16;
 	opts.lease = 60;
-	while ((c = getopt_long(argc, argv, "hv", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			opts.batch = opt_long("batch", optarg, 1, 100000);
@@ -303,7 +303,7 @@ main(int argc, char *argv[])
 		case 'V':
 			opt_version();
 		default:
-			opt_usage(usage);
+			opt_bad(usage, argv, c);
 		}
 	}
 	if (optind == argc) {

@@ -337,7 +337,7 @@ main(int argc, char *argv[])
 	msg_init(PROG);
 	opt_check_env();
 	opts.total = -1;
-	while ((c = getopt_long(argc, argv, "hqv", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hqv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			opts.admitted_from = optarg;
@@ -373,7 +373,7 @@ main(int argc, char *argv[])
 		case 'V':
 			opt_version();
 		default:
-			opt_usage(usage);
+			opt_bad(usage, argv, c);
 		}
 	}
 	if (optind != argc) {

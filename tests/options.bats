@@ -1,0 +1,33 @@
+#!/usr/bin/env bats
+# Every executable words a bad option the project's way, with its own name.
+
+load test_helper
+
+@test "options: an unknown option is named, with the usage, exit 2, on every stage" {
+	for s in rfp-fetch rfp-classify rfp-backoff rfp-sink rfp-queue; do
+		run -2 --separate-stderr "$s" --bogus
+		[ "${stderr_lines[0]}" = "$s: unknown option \"--bogus\"" ]
+		[[ ${stderr_lines[1]} == "usage: $s "* ]]
+		[ -z "$output" ]
+	done
+}
+
+@test "options: a missing value is named, exit 2" {
+	run -2 --separate-stderr rfp-fetch --run-dir
+	[ "${stderr_lines[0]}" = 'rfp-fetch: option --run-dir: needs a value' ]
+	run -2 --separate-stderr rfp-fetch -j
+	[ "${stderr_lines[0]}" = 'rfp-fetch: option -j: needs a value' ]
+	run -2 --separate-stderr rfp-backoff --budget
+	[ "${stderr_lines[0]}" = 'rfp-backoff: option --budget: needs a value' ]
+}
+
+@test "options: the unknown letter of a cluster is the one named" {
+	run -2 --separate-stderr rfp-sink -qz
+	[ "${stderr_lines[0]}" = 'rfp-sink: unknown option "-z"' ]
+}
+
+@test "options: the message uses the program's name, not how it was called" {
+	ln -s "$(command -v rfp-classify)" "$BATS_TEST_TMPDIR/other-name"
+	run -2 --separate-stderr "$BATS_TEST_TMPDIR/other-name" --bogus
+	[ "${stderr_lines[0]}" = 'rfp-classify: unknown option "--bogus"' ]
+}
