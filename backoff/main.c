@@ -138,7 +138,6 @@ transient(json_t *rec, long lineno)
 	long attempt = rec_int(rec, "attempt", 1), left;
 	int rc;
 
-	(void)lineno;
 	if (opts.deadline > 0 && now >= opts.deadline) {
 		dead(rec, "deadline_cut", "transient failure after the "
 		    "deadline");
@@ -183,6 +182,9 @@ transient(json_t *rec, long lineno)
 		    "spent");
 		return 0;
 	}
+	msg_debug("line %ld: %s: retry in %.3f s (attempt %ld, %ld retries "
+	    "left)", lineno, rec_str(rec, "id") ? rec_str(rec, "id") : "?", d,
+	    attempt, left);
 	json_object_set_new(rec, "fate", json_string("retry"));
 	json_object_set_new(rec, "not_before", json_real(nb));
 	json_object_set_new(rec, "delay_s", json_real(round(d * 1000) /

@@ -697,6 +697,10 @@ start_ready(void)
 		}
 		x->slot = slot;
 		x->probe = probe;
+		/* Ids and endpoints only: a URL may carry a key in its query. */
+		msg_debug("%s: attempt %ld to %s%s", rec_str(j->rec, "id"),
+		    rec_int(j->rec, "attempt", 0), j->ep->name, probe ?
+		    " (the breaker's probe)" : "");
 		if (fo.run_dir != NULL && doc_is_submission(j->rec)) {
 			char *key = doc_idem_key(j->rec);
 			json_t *extra = json_pack("{s:I}", "attempt",
@@ -799,6 +803,9 @@ finish_done(void)
 		curl_multi_remove_handle(S.multi, m->easy_handle);
 		unwire(x);
 		xfer_finish(x, m->data.result);
+		msg_debug("%s: %s after %ld ms", rec_str(x->job->rec, "id"),
+		    rec_str(x->job->rec, "error") ? rec_str(x->job->rec,
+		    "error") : "answered", rec_int(x->job->rec, "elapsed_ms", 0));
 		if (fo.run_dir != NULL && doc_is_submission(x->job->rec))
 			ledger_outcome(x);
 		feedback(x);

@@ -31,3 +31,10 @@ load test_helper
 	run -2 --separate-stderr "$BATS_TEST_TMPDIR/other-name" --bogus
 	[ "${stderr_lines[0]}" = 'rfp-classify: unknown option "--bogus"' ]
 }
+
+@test "options: -v makes rfp-backoff say each retry it schedules, and silence is the default" {
+	run -0 --separate-stderr sh -c 'echo "{\"id\":\"a\",\"class\":\"transient\",\"attempt\":1}" | rfp-backoff -v --seed 1 --budget 5'
+	[[ ${stderr_lines[0]} == 'rfp-backoff: line 1: a: retry in '*' s (attempt 1, 4 retries left)' ]]
+	run -0 --separate-stderr sh -c 'echo "{\"id\":\"a\",\"class\":\"transient\",\"attempt\":1}" | rfp-backoff --seed 1 --budget 5'
+	[ -z "$stderr" ]
+}
