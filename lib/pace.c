@@ -17,6 +17,10 @@
 #define DECREASE	0.85	/* multiplicative decrease on a 429 */
 #define MAX_RATE	1e6
 #define FLOOR		0.9	/* of the best recent success rate */
+#define F_ALPHA		0.1	/* the recent share of slow answers: ~10 */
+#define EVAL_N		20	/* answers after a cut before judging it */
+#define TOL_MARGIN	0.05	/* a share this much over the tolerated cuts */
+#define TOL_DECAY	0.998	/* per answer: what was tolerated is forgotten */
 #define PEAK_DECAY	0.95	/* per second without a better one */
 
 struct pst {
@@ -29,6 +33,11 @@ struct pst {
 	double	w0;		/* start of the current window */
 	long	w_ok;		/* successes in it */
 	double	peak;		/* best recent success rate, decaying */
+	double	f;		/* recent share of slow answers (EWMA) */
+	double	tol;		/* a share that cuts have shown not to cure */
+	long	eval_n;		/* answers since the last cut; -1: none */
+	double	r_before;	/* the rate before that cut */
+	double	f_before;	/* the share when it was made */
 };
 
 struct op {
@@ -53,6 +62,7 @@ init(struct pst *p, const struct pace_cfg *c)
 		p->rate = START_RATE / clk_scale();
 		p->ss = 1;
 	}
+	p->eval_n = -1;
 }
 
 static int
@@ -79,6 +89,12 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 	p->w0 = json_number_value(json_object_get(d, "w0"));
 	p->w_ok = (long)json_integer_value(json_object_get(d, "w_ok"));
 	p->peak = json_number_value(json_object_get(d, "peak"));
+	p->f = json_number_value(json_object_get(d, "f"));
+	p->tol = json_number_value(json_object_get(d, "tol"));
+	p->eval_n = json_is_integer(json_object_get(d, "eval_n")) ?
+	    (long)json_integer_value(json_object_get(d, "eval_n")) : -1;
+	p->r_before = json_number_value(json_object_get(d, "r_before"));
+	p->f_before = json_number_value(json_object_get(d, "f_before"));
 	/* A changed configuration wins over the stored rate. */
 	if (c->rate > 0 && p->rate > c->rate)
 		p->rate = c->rate;
@@ -88,11 +104,13 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 static json_t *
 save(const struct pst *p, const char *ep)
 {
-	return json_pack("{s:s,s:f,s:f,s:f,s:f,s:b,s:I,s:f,s:I,s:f}",
-	    "endpoint", ep, "tat", p->tat, "rate", p->rate, "hold_until",
-	    p->hold_until, "dec_at", p->dec_at, "ss", p->ss, "slows",
-	    (json_int_t)p->slows, "w0", p->w0, "w_ok", (json_int_t)p->w_ok,
-	    "peak", p->peak);
+	return json_pack("{s:s,s:f,s:f,s:f,s:f,s:b,s:I,s:f,s:I,s:f,s:f,s:f,"
+	    "s:I,s:f,s:f}", "endpoint", ep, "tat", p->tat, "rate", p->rate,
+	    "hold_until", p->hold_until, "dec_at", p->dec_at, "ss", p->ss,
+	    "slows", (json_int_t)p->slows, "w0", p->w0, "w_ok",
+	    (json_int_t)p->w_ok, "peak", p->peak, "f", p->f, "tol", p->tol,
+	    "eval_n", (json_int_t)p->eval_n, "r_before", p->r_before,
+	    "f_before", p->f_before);
 }
 
 static void
@@ -135,15 +153,35 @@ feedback(struct pst *p, struct op *o)
 	}
 	if (o->ev == PACE_OK)
 		p->w_ok++;
+	/*
+	 * Did the last cut cure anything?  A limiter answers fewer 429s once
+	 * it is driven slower; a portal that answers some share of 429s (or
+	 * 503s) whatever the pace does not, and then the cut is undone and
+	 * that share is tolerated from now on.
+	 */
+	p->f = p->f * (1 - F_ALPHA) + F_ALPHA * (o->ev == PACE_SLOW);
+	p->tol *= TOL_DECAY;
+	if (p->eval_n >= 0 && ++p->eval_n >= EVAL_N) {
+		if (p->f > 0.5 * p->f_before) {
+			/* A false alarm: back to where it was, and growing. */
+			p->rate = fmin(fmax(p->rate, p->r_before), cap);
+			p->tol = fmax(p->tol, p->f);
+			p->ss = o->c->rate <= 0;
+		}
+		p->eval_n = -1;
+	}
 	if (o->ev == PACE_SLOW) {
 		p->slows++;
 		/*
 		 * One cut per round: requests already on the wire don't count.
-		 * Never below what the endpoint has just shown it can serve:
-		 * a portal that answers some 429s whatever the pace must not
-		 * drag the pace down to nothing.
+		 * Never below what the endpoint has just shown it can serve.
 		 */
-		if (o->sent_at >= p->dec_at) {
+		if (o->sent_at >= p->dec_at && p->f > p->tol + TOL_MARGIN) {
+			if (p->eval_n < 0) {
+				p->r_before = p->rate;
+				p->f_before = p->f;
+				p->eval_n = 0;
+			}
 			p->rate = fmin(fmax(fmax(p->rate * DECREASE, FLOOR *
 			    p->peak), 0.01 / sc), cap);
 			p->dec_at = o->now;

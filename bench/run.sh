@@ -1,0 +1,980 @@
+#!/usr/bin/env bash
+# bench/run.sh: rfpipe side by side with its peers, in one run, against
+# rfp-mockportal, and one Markdown table on stdout (and in bench/RESULTS.md
+# after a full run).  `make bench` runs it.
+#
+# Scenarios (a fresh mock, new port and new log, per tool per scenario):
+#   stampede     N docs, server limit 20 req/s, no burst, 429 past it
+#   stampede-ra  the same, the 429 carrying Retry-After: 1
+#   flaky        N docs: 78% 200, 20% transient (429, 503, reset, hang),
+#                1% poison (503 forever), 1% permanent (404); 2 s timeouts
+#   throughput   N docs, no limit
+#   stage        synthetic fetched records through rfp-classify and
+#                rfp-backoff | rfp-sink, against jq (records/s, peak RSS)
+# Peers: naive xargs -P 32 + curl retrying at once, curl --parallel --retry 5
+# (and --retry-all-errors), GNU parallel --retries 5 + curl -f, and the
+# mission's asyncio sketch (bench/peer_asyncio.py).  Concurrency 32 for all.
+#
+# Target checks print PASS/FAIL under the table; a FAIL does not change the
+# exit status (0 unless the bench itself could not run).
+set -u
+
+usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
+                    [--work DIR] [--results FILE] [--no-build] [--timeout S]
+
+  --quick        smaller N and fewer scenarios: about 2 minutes
+  --only P       run the scenarios matching the shell pattern(s) P:
+                 stampede, stampede-ra, flaky, throughput, stage ('stampede*')
+  --keep         keep the work directory (logs, outputs) and say where
+  --work DIR     work in DIR (default: a new directory under \${TMPDIR:-/tmp})
+  --results FILE write the report there (default: bench/RESULTS.md after a
+                 full run, none after --quick or --only)
+  --no-build     do not run make first
+Environment: BENCH_KEEP=1 is --keep, BENCH_WORK=DIR is --work DIR (for make bench).
+  --timeout S    bound every tool run to S seconds (default: per scenario)
+"
+
+prog=bench
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+cmdline="bench/run.sh${*:+ $*}"
+[ -n "${MAKELEVEL:-}" ] && cmdline="make bench  (runs $cmdline)"
+
+quick=
+only=
+keep=${BENCH_KEEP:-}
+work=${BENCH_WORK:-}
+results=
+results_set=
+build=1
+tmo_all=
+while [ $# -gt 0 ]; do
+	case $1 in
+	-h|--help) printf '%s' "$usage"; exit 0 ;;
+	--quick) quick=1 ;;
+	--only) [ $# -ge 2 ] || { printf '%s' "$usage" >&2; exit 2; }
+		only=${only:+$only,}$2; shift ;;
+	--only=*) only=${only:+$only,}${1#*=} ;;
+	--keep) keep=1 ;;
+	--work) [ $# -ge 2 ] || { printf '%s' "$usage" >&2; exit 2; }
+		work=$2; shift ;;
+	--work=*) work=${1#*=} ;;
+	--results) [ $# -ge 2 ] || { printf '%s' "$usage" >&2; exit 2; }
+		results=$2; results_set=1; shift ;;
+	--results=*) results=${1#*=}; results_set=1 ;;
+	--no-build) build= ;;
+	--timeout) [ $# -ge 2 ] || { printf '%s' "$usage" >&2; exit 2; }
+		tmo_all=$2; shift ;;
+	--timeout=*) tmo_all=${1#*=} ;;
+	*) printf '%s: unknown argument "%s"\n%s' "$prog" "$1" "$usage" >&2
+	   exit 2 ;;
+	esac
+	shift
+done
+if [ -z "$results_set" ] && [ -z "$quick" ] && [ -z "$only" ]; then
+	results=$here/RESULTS.md
+fi
+
+say() { printf '[%s] %s\n' "$prog" "$*" >&2; }
+die() { printf '%s: %s\n' "$prog" "$*" >&2; exit 1; }
+
+# Real seconds for everyone: no scaled clock in the bench.
+unset RFPIPE_TIME_SCALE
+
+# ---------------------------------------------------------------- sizes
+if [ -n "$quick" ]; then
+	# Fewer scenarios and no --retry-all-errors curl (the same as plain
+	# curl in a stampede, and 31 s of backoff on each 404 in flaky).
+	scenarios="stampede flaky throughput stage"
+	fetch_tools="rfpipe naive curl parallel asyncio"
+	stamp_n=100 flaky_n=200 thru_n=500 stage_ns="10000 100000"
+	t_stamp=60 t_flaky=45 t_thru=60 t_stage=300
+else
+	scenarios="stampede stampede-ra flaky throughput stage"
+	fetch_tools="rfpipe naive curl curl-all parallel asyncio"
+	stamp_n=300 flaky_n=1000 thru_n=10000 stage_ns="100000 1000000"
+	t_stamp=60 t_flaky=90 t_thru=200 t_stage=600
+fi
+if [ -n "$tmo_all" ]; then
+	t_stamp=$tmo_all t_flaky=$tmo_all t_thru=$tmo_all t_stage=$tmo_all
+fi
+jobs=32
+rate=20
+
+selected() {
+	local pat
+	[ -z "$only" ] && return 0
+	local IFS=,
+	for pat in $only; do
+		# shellcheck disable=SC2254  # the pattern is meant to glob
+		case $1 in $pat) return 0 ;; esac
+	done
+	return 1
+}
+
+# ---------------------------------------------------------------- tools
+for t in curl jq parallel timeout awk; do
+	command -v "$t" >/dev/null 2>&1 ||
+		die "$t not found (apt-get install curl jq parallel coreutils gawk)"
+done
+[ -x /usr/bin/time ] || die "/usr/bin/time not found (apt-get install time)"
+py=
+for p in /usr/bin/python3 python3; do
+	if "$p" -c 'import aiohttp' >/dev/null 2>&1; then
+		py=$p
+		break
+	fi
+done
+[ -n "$py" ] || die "python3 with aiohttp not found (apt-get install python3-aiohttp)"
+
+if [ -n "$build" ]; then
+	make -s -C "$root" all >&2 || die "make all failed in $root"
+fi
+bin=$root/bin
+mock_src=$bin/rfp-mockportal
+rfpipe=$root/pipeline.sh
+for b in "$mock_src" "$bin/rfp-fetch" "$bin/rfp-classify" "$bin/rfp-backoff" \
+    "$bin/rfp-sink"; do
+	[ -x "$b" ] || die "$b missing: run make in $root"
+done
+
+if [ -z "$work" ]; then
+	work=$(mktemp -d "${TMPDIR:-/tmp}/rfpipe-bench.XXXXXX") ||
+		die "mktemp failed"
+else
+	mkdir -p "$work" || die "mkdir $work failed"
+	work=$(cd "$work" && pwd)
+fi
+# The mock runs as a copy under another name, so a concurrent clean-up by
+# name (pkill rfp-mockportal, on a shared machine) cannot stop it mid-run.
+mock=$work/bench-portal
+cp "$mock_src" "$mock" || die "cp $mock_src $mock failed"
+tsv=$work/results.tsv
+checks=$work/checks.txt
+notes=$work/notes.txt
+printf 'scen\ttool\tn\tideal\tmakespan\trequests\tr429\tok\tfailed\tlost\tcpu\trss_kb\texit\tref\n' >"$tsv"
+: >"$checks"
+: >"$notes"
+
+mock_pid=
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+	if [ -n "$mock_pid" ]; then
+		kill -TERM "$mock_pid" 2>/dev/null
+		wait "$mock_pid" 2>/dev/null
+	fi
+	if [ -n "$keep" ]; then
+		say "work directory kept: $work"
+	else
+		rm -rf "$work"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+bench_t0=$(date +%s.%N)
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---------------------------------------------------------------- helpers
+now() { date +%s.%N; }
+# a - b, with 3 decimals
+sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
+# true when a <= b
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 <= b + 0) }'; }
+lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 < b + 0) }'; }
+fmt() { awk -v a="$1" -v f="$2" 'BEGIN { printf f, a }'; }
+count_lines() { if [ -f "$1" ]; then grep -c '' "$1"; else echo 0; fi; }
+
+# From a /usr/bin/time -v file: user+sys seconds, and max RSS in KiB.
+time_cpu() {
+	awk -F': ' '/User time/ { u = $2 } /System time/ { s = $2 }
+	    END { printf "%.2f", u + s }' "$1" 2>/dev/null || echo 0
+}
+time_rss() {
+	awk -F': ' '/Maximum resident set size/ { print $2 + 0 }' "$1" \
+	    2>/dev/null || echo 0
+}
+
+# Start a fresh mock on scenario $1 with its log in directory $2.
+start_mock() {
+	local yaml=$1 d=$2 i=0
+	rm -f "$d/port"
+	"$mock" --scenario "$yaml" --log "$d/mock.ndjson" \
+	    --port-file "$d/port" --seed 1 >"$d/mock.out" 2>"$d/mock.err" &
+	mock_pid=$!
+	while [ ! -s "$d/port" ]; do
+		i=$((i + 1))
+		if [ "$i" -gt 200 ] || ! kill -0 "$mock_pid" 2>/dev/null; then
+			cat "$d/mock.err" >&2
+			die "rfp-mockportal did not start for $d"
+		fi
+		sleep 0.05
+	done
+	port=$(cat "$d/port")
+}
+
+stop_mock() {
+	kill -TERM "$mock_pid" 2>/dev/null
+	wait "$mock_pid" 2>/dev/null
+	mock_pid=
+}
+
+# run_timed DIR TIMEOUT STDIN CMD...: run CMD in DIR under /usr/bin/time
+# and timeout; sets elapsed and rc.  Output: DIR/stdout, DIR/stderr.
+run_timed() {
+	local d=$1 tmo=$2 in=$3 t0 t1
+	shift 3
+	t0=$(now)
+	(cd "$d" && /usr/bin/time -v -o "$d/time.txt" \
+	    timeout -k 5 "$tmo" "$@" <"$in" >"$d/stdout" 2>"$d/stderr")
+	rc=$?
+	t1=$(now)
+	elapsed=$(sub "$t1" "$t0")
+}
+
+# The exit of a run_timed command: its status, "timeout" when the bench's
+# timeout stopped it, "killed" when something outside killed /usr/bin/time.
+exit_word() {
+	if [ -n "${2:-}" ] && ! grep -q 'Exit status' "$2" 2>/dev/null; then
+		echo killed
+		return
+	fi
+	case $1 in
+	124|137) echo timeout ;;
+	*) echo "$1" ;;
+	esac
+}
+
+# One TSV row.
+row() {
+	local IFS=$'\t'
+	printf '%s\n' "$*" >>"$tsv"
+}
+
+# get SCEN TOOL FIELD
+get() {
+	awk -F'\t' -v s="$1" -v t="$2" -v f="$3" '
+	    NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	    $1 == s && $2 == t { print $c[f]; exit }' "$tsv"
+}
+has() { [ -n "$(get "$1" "$2" tool)" ]; }
+pf() { if "$@"; then echo PASS; else echo FAIL; fi; }
+
+# ---------------------------------------------------------------- fetch runs
+tool_name() {
+	case $1 in
+	rfpipe) echo "rfpipe" ;;
+	rfpipe-rate) echo "rfpipe, rate 20/s configured" ;;
+	naive) echo "naive: xargs -P 32 + curl, 5 tries at once" ;;
+	curl) echo "curl --parallel --retry 5" ;;
+	curl-all) echo "curl --parallel --retry 5 --retry-all-errors" ;;
+	parallel) echo "GNU parallel --retries 5 + curl -f" ;;
+	asyncio) echo "asyncio + aiohttp (mission sketch)" ;;
+	*) echo "$1" ;;
+	esac
+}
+
+# Write the scenario YAMLs.
+write_scenarios() {
+	cat >"$work/stampede.yaml" <<EOF
+# Stampede: $rate requests/s, no burst, 429 past it (no Retry-After).
+routes:
+  - match: "/portal/*"
+    endpoint: portal
+    rate: {per_s: $rate, burst: 0}
+EOF
+	cat >"$work/stampede-ra.yaml" <<EOF
+# Stampede with Retry-After: 1 on every 429.
+routes:
+  - match: "/portal/*"
+    endpoint: portal
+    rate: {per_s: $rate, burst: 0, retry_after: 1}
+EOF
+	# The last two digits of a document's number choose its script, so the
+	# shares are exact and the bench knows every document's truth.  The
+	# transient ones are spread out (never two in a row), as a flaky
+	# portal's failures are, rather than in runs of consecutive documents.
+	cat >"$work/flaky.yaml" <<'EOF'
+# Flaky: 78% 200; 20% transient (5% each: 429, 503, reset, hang 3 s), each
+# then 200; 1% poison (503 forever); 1% permanent (404).
+routes:
+  - match: "/flaky/doc-*00"        # poison
+    endpoint: flaky
+    script: [503]
+    retry_after: 1
+  - match: "/flaky/doc-*01"        # permanent
+    endpoint: flaky
+    script: [404]
+  - match: "/flaky/doc-*[02468]3"  # 03 23 43 63 83
+    endpoint: flaky
+    script: [429, 200]
+    retry_after: 1
+  - match: "/flaky/doc-*[13579]3"  # 13 33 53 73 93
+    endpoint: flaky
+    script: [503, 200]
+    retry_after: 1
+  - match: "/flaky/doc-*[02468]7"  # 07 27 47 67 87
+    endpoint: flaky
+    script: [reset, 200]
+  - match: "/flaky/doc-*[13579]7"  # 17 37 57 77 97: no reply for 3 s
+    endpoint: flaky
+    script: [hang, 200]
+    hang_ms: 3000
+  - match: "/flaky/*"
+    endpoint: flaky
+EOF
+	cat >"$work/throughput.yaml" <<'EOF'
+# Throughput: no limit; every document answers 200.
+routes:
+  - match: "/bulk/*"
+    endpoint: bulk
+EOF
+}
+
+# Inputs for one tool: manifest.ndjson, list.txt ("ID URL"), curl.cfg, all.ids.
+# With shuffle, the documents come in one fixed pseudo-random order (the
+# same for every tool: a Park-Miller generator, not awk's rand()).
+gen_inputs() {
+	local d=$1 n=$2 prefix=$3 ep=$4 idfmt=$5 shuffle=${6:-0}
+	awk -v n="$n" -v port="$port" -v pre="$prefix" -v ep="$ep" \
+	    -v fmt="$idfmt" -v d="$d" -v shuffle="$shuffle" 'BEGIN {
+		m = d "/manifest.ndjson"; l = d "/list.txt"
+		c = d "/curl.cfg"; a = d "/all.ids"
+		for (i = 1; i <= n; i++)
+			o[i] = i
+		x = 42
+		for (i = n; shuffle && i > 1; i--) {
+			x = (x * 16807) % 2147483647
+			j = 1 + x % i
+			t = o[i]; o[i] = o[j]; o[j] = t
+		}
+		for (k = 1; k <= n; k++) {
+			i = o[k]
+			id = sprintf(fmt, i)
+			url = "http://127.0.0.1:" port pre id
+			printf "{\"id\":\"%s\",\"url\":\"%s\",\"endpoint\":\"%s\"}\n", \
+			    id, url, ep > m
+			print id, url > l
+			printf "url = \"%s\"\noutput = \"out/%s\"\n", url, id > c
+			print id > a
+		}
+	}'
+	sort -o "$d/all.ids" "$d/all.ids"
+}
+
+# run_fetch SCEN TOOL N PREFIX ENDPOINT IDFMT TIMEOUT MAXTIME IDEAL [SHUFFLE]
+# A run whose mock portal was killed from outside (a concurrent clean-up on
+# a shared machine) is run once more; a second such run is kept, flagged.
+run_fetch() {
+	mock_died=
+	run_fetch_once "$@"
+	if [ -n "$mock_died" ]; then
+		say "$1 $(tool_name "$2"): the mock portal died during the run; once more"
+		echo "$1, $2: the mock portal died during the first run (killed from outside the bench?); the row is from a second run" >>"$notes"
+		mock_died=
+		run_fetch_once "$@"
+	fi
+	cat "$work/$1/$2/row" >>"$tsv"
+}
+
+run_fetch_once() {
+	local scen=$1 tool=$2 n=$3 prefix=$4 ep=$5 idfmt=$6 tmo=$7 maxtime=$8
+	local ideal=$9 shuffle=${10:-0} d cfg mt=() requests r429 okn failn lost
+	local cpu rss
+	d=$work/$scen/$tool
+	rm -rf "$d"
+	mkdir -p "$d/out"
+	: >"$d/row"
+	start_mock "$work/$scen.yaml" "$d"
+	gen_inputs "$d" "$n" "$prefix" "$ep" "$idfmt" "$shuffle"
+	[ -n "$maxtime" ] && mt=(-m "$maxtime")
+	case $tool in
+	rfpipe|rfpipe-rate)
+		cfg=$d/rfpipe.yaml
+		{
+			echo "# bench: $scen"
+			[ -n "$maxtime" ] && echo "timeout: $maxtime"
+			if [ "$tool" = rfpipe-rate ]; then
+				printf 'endpoints:\n  %s:\n    rate: %s\n    burst: 1\n' \
+				    "$ep" "$rate"
+			fi
+		} >"$cfg"
+		run_timed "$d" "$tmo" /dev/null "$rfpipe" -j "$jobs" --seed 1 \
+		    --progress=none --config "$cfg" --run-dir "$d/run" \
+		    "$d/manifest.ndjson"
+		;;
+	naive)
+		run_timed "$d" "$tmo" "$d/list.txt" env NAIVE_OUT="$d/out" \
+		    NAIVE_MAX_TIME="$maxtime" xargs -P "$jobs" -n 2 sh \
+		    "$here/naive_fetch.sh"
+		;;
+	curl|curl-all)
+		local all=()
+		[ "$tool" = curl-all ] && all=(--retry-all-errors)
+		run_timed "$d" "$tmo" /dev/null curl --parallel \
+		    --parallel-max "$jobs" --retry 5 "${all[@]}" -fsS \
+		    --no-progress-meter "${mt[@]}" -K "$d/curl.cfg" \
+		    -w '%{exitcode} %{http_code} %{url}\n'
+		;;
+	parallel)
+		run_timed "$d" "$tmo" /dev/null parallel --will-cite -j "$jobs" \
+		    --retries 5 --joblog "$d/joblog" --colsep ' ' \
+		    curl -fsS "${mt[@]}" -o "$d/out/{1}" '{2}' :::: "$d/list.txt"
+		;;
+	asyncio)
+		local pt=()
+		[ -n "$maxtime" ] && pt=(--timeout "$maxtime")
+		run_timed "$d" "$tmo" /dev/null "$py" "$here/peer_asyncio.py" \
+		    --out "$d/out" -j "$jobs" --seed 1 "${pt[@]}" "$d/list.txt"
+		;;
+	esac
+	# A mock that is gone before we stop it makes the row worthless.
+	local mock_alive=1 ew
+	kill -0 "$mock_pid" 2>/dev/null || mock_alive=
+	stop_mock
+	ew=$(exit_word "$rc" "$d/time.txt")
+	if [ -z "$mock_alive" ]; then
+		ew="$ew; mock died"
+		mock_died=1
+	fi
+
+	# What the server saw.
+	requests=$(grep -c '"kind":"request"' "$d/mock.ndjson" 2>/dev/null)
+	r429=$(grep -c '"status":429' "$d/mock.ndjson" 2>/dev/null)
+	# What the tool says: successes, and failures it reported.
+	case $tool in
+	rfpipe|rfpipe-rate)
+		jq -r '.id' "$d/run/results.ndjson" 2>/dev/null | sort -u >"$d/ok.ids"
+		jq -r '.id' "$d/run/dead.ndjson" 2>/dev/null | sort -u >"$d/failed.raw"
+		;;
+	*)
+		(cd "$d/out" && find . -type f -size +0c | sed 's|^\./||') |
+		    sort -u >"$d/ok.ids"
+		case $tool in
+		naive)
+			awk '$1 == "fail" { print $2 }' "$d/stdout" ;;
+		curl|curl-all)
+			awk '$1 != "0" { n = split($3, p, "/"); print p[n] }' \
+			    "$d/stdout" ;;
+		parallel)
+			awk -F'\t' 'NR > 1 && $7 != "0" {
+				n = split($9, w, " ")
+				for (i = 1; i < n; i++)
+					if (w[i] == "-o") {
+						k = split(w[i + 1], p, "/")
+						print p[k]
+					}
+			}' "$d/joblog" 2>/dev/null ;;
+		asyncio)
+			jq -r 'select(.ok | not) | .id' "$d/stdout" 2>/dev/null ;;
+		esac | sort -u >"$d/failed.raw"
+		;;
+	esac
+	comm -23 "$d/failed.raw" "$d/ok.ids" >"$d/failed.ids"
+	sort -u "$d/ok.ids" "$d/failed.ids" | comm -23 "$d/all.ids" - >"$d/lost.ids"
+	okn=$(count_lines "$d/ok.ids")
+	failn=$(count_lines "$d/failed.ids")
+	lost=$(count_lines "$d/lost.ids")
+	cpu=$(time_cpu "$d/time.txt")
+	rss=$(time_rss "$d/time.txt")
+	tsv=$d/row row "$scen" "$tool" "$n" "$ideal" "$elapsed" "$requests" \
+	    "$r429" "$okn" "$failn" "$lost" "$cpu" "$rss" "$ew" rfpipe
+	say "$scen $(tool_name "$tool"): ${elapsed}s, ok $okn/$n, failed $failn," \
+	    "lost $lost, requests $requests, 429s $r429, exit $ew"
+}
+
+scenario_stampede() {
+	local scen=$1 t ideal
+	ideal=$(awk -v n="$stamp_n" -v r="$rate" 'BEGIN { printf "%.3f", n / r }')
+	for t in rfpipe rfpipe-rate ${fetch_tools#rfpipe }; do
+		run_fetch "$scen" "$t" "$stamp_n" /portal/ portal doc-%d \
+		    "$t_stamp" "" "$ideal"
+	done
+}
+
+# Flaky: what rfpipe filed, document by document, against the truth.
+check_flaky() {
+	local d=$work/flaky/rfpipe bad_ok bad_dead lost
+	[ -d "$d" ] || return 0
+	# Truth by the last two digits: 00 poison, 01 permanent, others succeed.
+	awk '{ t = substr($1, length($1) - 1)
+	    print $1, (t == "00" ? "poison" : t == "01" ? "permanent" : "ok") }' \
+	    "$d/all.ids" >"$d/truth"
+	jq -r '[.id, .dead_reason, .reason] | join(" ")' \
+	    "$d/run/dead.ndjson" 2>/dev/null | sort >"$d/dead.reasons"
+	# Every document that should succeed is in results.ndjson.
+	bad_ok=$(awk '$2 == "ok" { print $1 }' "$d/truth" |
+	    comm -23 - "$d/ok.ids" | grep -c '')
+	# Every other one is in dead.ndjson with the right reason.
+	bad_dead=$(awk 'NR == FNR { r[$1] = $2 " " $3; next }
+	    $2 == "poison" && r[$1] != "exhausted http_503" { n++ }
+	    $2 == "permanent" && r[$1] != "permanent http_404" { n++ }
+	    END { print n + 0 }' "$d/dead.reasons" "$d/truth")
+	lost=$(count_lines "$d/lost.ids")
+	local want_ok want_dead
+	want_ok=$(awk '$2 == "ok"' "$d/truth" | grep -c '')
+	want_dead=$(awk '$2 != "ok"' "$d/truth" | grep -c '')
+	if [ "$bad_ok" -eq 0 ]; then
+		echo "PASS flaky: rfpipe succeeded all $want_ok non-poison, non-permanent documents" >>"$checks"
+	else
+		echo "FAIL flaky: rfpipe did not succeed $bad_ok of the $want_ok documents that can succeed" >>"$checks"
+	fi
+	if [ "$bad_dead" -eq 0 ]; then
+		echo "PASS flaky: rfpipe reported all $want_dead poison/permanent documents dead with their reason (exhausted http_503 / permanent http_404)" >>"$checks"
+	else
+		echo "FAIL flaky: $bad_dead of $want_dead poison/permanent documents not in dead.ndjson with the expected reason" >>"$checks"
+	fi
+	if [ "$lost" -eq 0 ]; then
+		echo "PASS flaky: rfpipe lost no document" >>"$checks"
+	elif [ "$(get flaky rfpipe exit)" = killed ]; then
+		echo "FAIL flaky: rfpipe had not filed $lost documents when something outside the bench killed it (exit 'killed': rerun)" >>"$checks"
+	elif [ "$(get flaky rfpipe exit)" = timeout ]; then
+		echo "FAIL flaky: rfpipe had not filed $lost documents when the bench's ${t_flaky} s timeout stopped it" >>"$checks"
+	else
+		echo "FAIL flaky: rfpipe lost $lost documents" >>"$checks"
+	fi
+}
+
+# ---------------------------------------------------------------- stage runs
+human() {
+	awk -v n="$1" 'BEGIN {
+		if (n % 1000000 == 0) printf "%dM", n / 1000000
+		else if (n % 1000 == 0) printf "%dk", n / 1000
+		else printf "%d", n }'
+}
+
+# Synthetic records as rfp-fetch emits them; the last two digits of the
+# number choose the outcome: 78% 200, 5% each 429 and 503 (Retry-After: 1),
+# 5% each timeout and reset, 1% 404, 1% 418; attempts 1..5 by hundreds.
+gen_stage() {
+	awk -v n="$1" 'BEGIN {
+		sha = "a351971d7404b8f90c4abdea7b715c12c8133ac45f74cc07937c20fc199300f2"
+		for (i = 1; i <= n; i++) {
+			k = i % 100
+			att = 1 + int(i / 100) % 5
+			ra = ""; err = "null"; det = ""
+			if (k < 78) st = 200
+			else if (k < 83) { st = 429; ra = "\"retry_after\":\"1\"," }
+			else if (k < 88) { st = 503; ra = "\"retry_after\":\"1\"," }
+			else if (k < 93) { st = "null"; err = "\"timeout\""
+				det = "\"error_detail\":\"Operation timed out after 2000 milliseconds\"," }
+			else if (k < 98) { st = "null"; err = "\"reset\""
+				det = "\"error_detail\":\"Connection reset by peer\"," }
+			else if (k == 98) st = 404
+			else st = 418
+			printf "{\"id\":\"doc-%d\",\"url\":\"https://portal.example.org/portal/doc-%d\"," \
+			    "\"endpoint\":\"portal\",\"attempt\":%d,\"status\":%s,\"error\":%s,%s" \
+			    "\"elapsed_ms\":%d,\"response_at\":1795990507.%06d," \
+			    "\"date\":\"Sun, 29 Nov 2026 22:15:07 GMT\",%s\"bytes\":%d," \
+			    "\"sha256\":\"%s\",\"content_type\":\"application/json\"," \
+			    "\"check\":null,\"body_path\":\"docs/doc-%d\"}\n",
+			    i, i, att, st, err, det, 5 + i % 40, i % 1000000, ra,
+			    40 + i % 9, sha, i
+		}
+	}'
+}
+
+# The classification table of DESIGN.md, in jq.
+jq_classify='
+def cls:
+  if .error != null then
+    {class: (if (.error | IN("timeout", "connect", "reset", "deadline"))
+             then "transient" else "permanent" end), reason: .error}
+  elif (.status | type) != "number" then
+    {class: "permanent",
+     reason: (if .status == null then "no_outcome" else "bad_status" end)}
+  elif .status >= 200 and .status <= 299 then
+    (if .check != null and .check != false
+     then {class: "permanent", reason: "invalid_body"}
+     else {class: "ok", reason: "http_\(.status)"} end)
+  elif (.status | IN(429, 500, 502, 503, 504)) then
+    {class: "transient", reason: "http_\(.status)"}
+  elif (.status | IN(400, 401, 403, 404, 422)) then
+    {class: "permanent", reason: "http_\(.status)"}
+  else {class: "permanent", reason: "unknown_http_\(.status)"} end;
+if .fate != null then . else
+  . + cls
+  + {retry_after_s: (try (.retry_after | tonumber) catch null)} end'
+
+# Fates (no jitter: jq has no random numbers; no shared budget).
+# shellcheck disable=SC2016  # jq variables, not shell ones
+jq_fate='
+if .fate != null then . else
+  (.attempt // 1) as $a |
+  if .class == "ok" then .fate = "done"
+  elif .class == "transient" and $a < 5 then
+    .delay_s = ([30, 0.5 * pow(2; $a - 1)] | min) / 2
+    | .delay_s = ([.delay_s, (.retry_after_s // 0)] | max)
+    | .not_before = now + .delay_s | .fate = "retry"
+  elif .class == "transient" then
+    .fate = "dead" | .dead_reason = "exhausted"
+  else .fate = "dead" | .dead_reason = "permanent" end end'
+
+# shellcheck disable=SC2016  # awk fields, not shell ones
+file_awk='{
+	if (index($0, "\"fate\":\"done\"")) print > r
+	else if (index($0, "\"fate\":\"retry\"")) print > t
+	else print > d
+}'
+
+# A record's id, class and reason, for comparing two classifiers.
+cr_sed='s/^\{"id":"([^"]*)".*"class":"([a-z]*)".*"reason":"([^"]*)".*/\1 \2 \3/'
+
+run_stage() {
+	local n=$1 scen d in cls okn lines cpu rss t0 t1 rcb rcs
+	scen="stage $(human "$n")"
+	d=$work/stage/$n
+	rm -rf "$d"
+	mkdir -p "$d"
+	in=$work/stage/in-$n.ndjson
+	cls=$d/classified.ndjson
+	[ -s "$in" ] || gen_stage "$n" >"$in"
+
+	# rfp-classify
+	mkdir -p "$d/classify"
+	run_timed "$d/classify" "$t_stage" "$in" "$bin/rfp-classify"
+	mv "$d/classify/stdout" "$cls"
+	lines=$(count_lines "$cls")
+	okn=$(grep -c '"class":"ok"' "$cls")
+	row "$scen" rfp-classify "$n" - "$elapsed" - - "$okn" - \
+	    "$((n - lines))" "$(time_cpu "$d/classify/time.txt")" \
+	    "$(time_rss "$d/classify/time.txt")" "$(exit_word "$rc")" rfp-classify
+	say "$scen rfp-classify: ${elapsed}s, $lines records out, exit $rc"
+
+	# rfp-backoff | rfp-sink, each stage timed on its own.
+	local b=$d/backoff
+	mkdir -p "$b"
+	t0=$(now)
+	timeout -k 5 "$t_stage" /usr/bin/time -v -o "$b/time-backoff.txt" \
+	    "$bin/rfp-backoff" --run-dir "$b/run" --admitted "$n" --seed 1 \
+	    <"$cls" 2>"$b/stderr-backoff" |
+	    timeout -k 5 "$t_stage" /usr/bin/time -v -o "$b/time-sink.txt" \
+	    "$bin/rfp-sink" --run-dir "$b/run" -q >"$b/retry.ndjson" \
+	    2>"$b/stderr-sink"
+	rcs=$?
+	rcb=$(awk -F': ' '/Exit status/ { print $2 }' "$b/time-backoff.txt")
+	t1=$(now)
+	elapsed=$(sub "$t1" "$t0")
+	local ndone ndead nretry
+	ndone=$(count_lines "$b/run/results.ndjson")
+	ndead=$(count_lines "$b/run/dead.ndjson")
+	nretry=$(count_lines "$b/retry.ndjson")
+	row "$scen" rfp-backoff "$n" - "$elapsed" - - - - - \
+	    "$(time_cpu "$b/time-backoff.txt")" \
+	    "$(time_rss "$b/time-backoff.txt")" "$(exit_word "${rcb:-?}")" rfp-backoff
+	row "$scen" rfp-sink "$n" - "$elapsed" - - "$ndone" "$ndead" \
+	    "$((n - ndone - ndead - nretry))" "$(time_cpu "$b/time-sink.txt")" \
+	    "$(time_rss "$b/time-sink.txt")" "$(exit_word "$rcs")" rfp-backoff
+	say "$scen rfp-backoff | rfp-sink: ${elapsed}s, done $ndone, dead $ndead," \
+	    "retry $nretry"
+	echo "stage $(human "$n"): rfp-backoff | rfp-sink filed $ndone done, $ndead dead, $nretry retry (to stdout, no FIFO)" >>"$notes"
+
+	# jq classify
+	mkdir -p "$d/jq"
+	run_timed "$d/jq" "$t_stage" "$in" jq -c "$jq_classify"
+	lines=$(count_lines "$d/jq/stdout")
+	okn=$(grep -c '"class":"ok"' "$d/jq/stdout")
+	row "$scen" jq-classify "$n" - "$elapsed" - - "$okn" - \
+	    "$((n - lines))" "$(time_cpu "$d/jq/time.txt")" \
+	    "$(time_rss "$d/jq/time.txt")" "$(exit_word "$rc")" rfp-classify
+	say "$scen jq classify: ${elapsed}s, $lines records out, exit $rc"
+	if ! cmp -s <(sed -E "$cr_sed" "$cls") <(sed -E "$cr_sed" "$d/jq/stdout")
+	then
+		echo "stage $(human "$n"): jq and rfp-classify DISAGREE on some class/reason" >>"$notes"
+	else
+		echo "stage $(human "$n"): jq and rfp-classify agree on every record's class and reason" >>"$notes"
+	fi
+	rm -f "$d/jq/stdout"
+
+	# jq fates | awk filing into results, dead and retry files.
+	mkdir -p "$d/jqfile"
+	# shellcheck disable=SC2016  # expanded by that sh
+	run_timed "$d/jqfile" "$t_stage" "$cls" sh -c \
+	    'jq -c "$1" | awk -v r=results.ndjson -v d=dead.ndjson -v t=retry.ndjson "$2"' \
+	    sh "$jq_fate" "$file_awk"
+	ndone=$(count_lines "$d/jqfile/results.ndjson")
+	ndead=$(count_lines "$d/jqfile/dead.ndjson")
+	nretry=$(count_lines "$d/jqfile/retry.ndjson")
+	row "$scen" jq-file "$n" - "$elapsed" - - "$ndone" "$ndead" \
+	    "$((n - ndone - ndead - nretry))" "$(time_cpu "$d/jqfile/time.txt")" \
+	    "$(time_rss "$d/jqfile/time.txt")" "$(exit_word "$rc")" rfp-backoff
+	say "$scen jq fate | awk file: ${elapsed}s, done $ndone, dead $ndead, retry $nretry"
+	rm -rf "$d/jqfile"/*.ndjson "$b/run" "$b/retry.ndjson" "$cls"
+}
+
+# ---------------------------------------------------------------- run
+write_scenarios
+for scen in $scenarios; do
+	selected "$scen" || continue
+	case $scen in
+	stampede|stampede-ra)
+		scenario_stampede "$scen" ;;
+	flaky)
+		for t in $fetch_tools; do
+			run_fetch flaky "$t" "$flaky_n" /flaky/ flaky doc-%04d \
+			    "$t_flaky" 2 - 1
+		done
+		;;
+	throughput)
+		for t in $fetch_tools; do
+			run_fetch throughput "$t" "$thru_n" /bulk/ bulk doc-%d \
+			    "$t_thru" "" -
+		done
+		;;
+	stage)
+		mkdir -p "$work/stage"
+		for n in $stage_ns; do
+			run_stage "$n"
+		done
+		rm -f "$work"/stage/in-*.ndjson
+		;;
+	esac
+done
+bench_secs=$(sub "$(now)" "$bench_t0")
+
+# ---------------------------------------------------------------- table
+# Rows of the TSV with ratios against the reference row of the scenario.
+table() {
+	awk -F'\t' '
+	function f(x, p) { return (x == "-" || x == "") ? "—" : sprintf(p, x) }
+	function name(t) {
+		if (t == "rfpipe") return "rfpipe"
+		if (t == "rfpipe-rate") return "rfpipe, rate 20/s configured"
+		if (t == "naive") return "naive xargs -P 32 + curl (5 tries at once)"
+		if (t == "curl") return "curl --parallel --retry 5"
+		if (t == "curl-all") return "curl --parallel --retry 5 --retry-all-errors"
+		if (t == "parallel") return "GNU parallel --retries 5 + curl -f"
+		if (t == "asyncio") return "asyncio + aiohttp (mission sketch)"
+		if (t == "rfp-classify") return "rfp-classify"
+		if (t == "rfp-backoff") return "rfp-backoff (\\| rfp-sink)"
+		if (t == "rfp-sink") return "rfp-sink (rfp-backoff \\|)"
+		if (t == "jq-classify") return "jq -c classify"
+		if (t == "jq-file") return "jq -c fates \\| awk filing"
+		return t
+	}
+	function ratio(a, b) {
+		if (a == "-" || b == "-" || a == "" || b == "") return "—"
+		if (b + 0 == 0) return (a + 0 == 0) ? "—" : "∞"
+		return sprintf("%.2f", a / b)
+	}
+	NR == 1 { next }
+	{
+		n++; s[n] = $1; t[n] = $2; N[n] = $3; id[n] = $4; ms[n] = $5
+		rq[n] = $6; r4[n] = $7; ok[n] = $8; fl[n] = $9; lo[n] = $10
+		cpu[n] = $11; rss[n] = $12; ex[n] = $13; ref[n] = $14
+		key[$1 SUBSEP $2] = n
+	}
+	END {
+		print "| scenario | tool | N | makespan s | ÷ ideal | requests | 429s | ok | failed (reported) | lost | docs/s | CPU s | peak RSS MiB | makespan ÷ rfpipe | 429s ÷ rfpipe | exit |"
+		print "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+		for (i = 1; i <= n; i++) {
+			r = key[s[i] SUBSEP ref[i]]
+			stage = (s[i] ~ /^stage/)
+			rate = stage ? N[i] / ms[i] : (ok[i] == "-" ? "-" : ok[i] / ms[i])
+			printf "| %s | %s | %d | %.2f | %s | %s | %s | %s | %s | %s | %s | %.2f | %.1f | %s | %s | %s |\n",
+			    s[i], name(t[i]), N[i], ms[i],
+			    (id[i] == "-" ? "—" : sprintf("%.2f", ms[i] / id[i])),
+			    f(rq[i], "%d"), f(r4[i], "%d"), f(ok[i], "%d"),
+			    f(fl[i], "%d"), f(lo[i], "%d"), f(rate, "%.0f"),
+			    cpu[i], rss[i] / 1024,
+			    (r ? ratio(ms[i], ms[r]) : "—"),
+			    (r && !stage ? ratio(r4[i], r4[r]) : "—"), ex[i]
+		}
+	}' "$tsv"
+}
+
+
+stampede_checks() {
+	local scen=$1 n ideal r p rms rok r429 pms pok p429 lim bad
+	has "$scen" rfpipe || return 0
+	n=$(get "$scen" rfpipe n)
+	ideal=$(get "$scen" rfpipe ideal)
+	for r in rfpipe rfpipe-rate; do
+		has "$scen" "$r" || continue
+		rms=$(get "$scen" "$r" makespan)
+		rok=$(get "$scen" "$r" ok)
+		r429=$(get "$scen" "$r" r429)
+		# Ahead on makespan: more documents succeeded, or as many sooner.
+		bad=
+		for p in ${fetch_tools#rfpipe }; do
+			has "$scen" "$p" || continue
+			pms=$(get "$scen" "$p" makespan)
+			pok=$(get "$scen" "$p" ok)
+			if ! { [ "$rok" -gt "$pok" ] ||
+			    { [ "$rok" -eq "$pok" ] && lt "$rms" "$pms"; }; }; then
+				bad="$bad $p (${pms}s, ok $pok)"
+			fi
+		done
+		if [ -z "$bad" ]; then
+			echo "PASS $scen: $r (${rms}s, ok $rok/$n) ahead of every peer on makespan" >>"$checks"
+		else
+			echo "FAIL $scen: $r (${rms}s, ok $rok/$n) not ahead on makespan of:$bad" >>"$checks"
+		fi
+		bad=
+		for p in ${fetch_tools#rfpipe }; do
+			has "$scen" "$p" || continue
+			p429=$(get "$scen" "$p" r429)
+			if ! { [ "$r429" -lt "$p429" ] ||
+			    { [ "$r429" -eq 0 ] && [ "$p429" -eq 0 ]; }; }; then
+				bad="$bad $p ($p429)"
+			fi
+		done
+		if [ -z "$bad" ]; then
+			echo "PASS $scen: $r ($r429 429s) ahead of every peer on 429s" >>"$checks"
+		else
+			echo "FAIL $scen: $r ($r429 429s) not ahead on 429s of:$bad" >>"$checks"
+		fi
+		if [ "$r" = rfpipe ]; then
+			lim=$(fmt "$ideal" '%.3f' | awk '{ printf "%.2f", $1 * 1.3 }')
+		else
+			lim=$(fmt "$ideal" '%.3f' | awk '{ printf "%.2f", $1 * 1.1 }')
+		fi
+		if le "$rms" "$lim" && [ "$rok" -eq "$n" ]; then
+			echo "PASS $scen: $r makespan ${rms}s <= $lim s ($( [ "$r" = rfpipe ] && echo 1.3 || echo 1.1 ) x ideal $(fmt "$ideal" '%.1f') s) with all $n documents succeeded" >>"$checks"
+		else
+			echo "FAIL $scen: $r makespan ${rms}s vs limit $lim s ($( [ "$r" = rfpipe ] && echo 1.3 || echo 1.1 ) x ideal $(fmt "$ideal" '%.1f') s), ok $rok/$n (the target needs both)" >>"$checks"
+		fi
+	done
+}
+
+throughput_checks() {
+	local rr cr rms cms rok cok
+	has throughput rfpipe && has throughput curl || return 0
+	rms=$(get throughput rfpipe makespan)
+	cms=$(get throughput curl makespan)
+	rok=$(get throughput rfpipe ok)
+	cok=$(get throughput curl ok)
+	rr=$(awk -v o="$rok" -v m="$rms" 'BEGIN { printf "%.0f", o / m }')
+	cr=$(awk -v o="$cok" -v m="$cms" 'BEGIN { printf "%.0f", o / m }')
+	echo "$(pf le "$cr" "$rr") throughput: rfpipe $rr docs/s >= curl --parallel $cr docs/s" >>"$checks"
+}
+
+stage_checks() {
+	local small big cs js rs st ok
+	# shellcheck disable=SC2086
+	set -- $stage_ns
+	small=$1
+	big=${2:-$1}
+	has "stage $(human "$big")" rfp-classify || return 0
+	cs=$(awk -v n="$big" -v m="$(get "stage $(human "$big")" rfp-classify makespan)" 'BEGIN { printf "%.0f", n / m }')
+	js=$(awk -v n="$big" -v m="$(get "stage $(human "$big")" jq-classify makespan)" 'BEGIN { printf "%.0f", n / m }')
+	echo "$(pf le "$((js * 10))" "$cs") stage: rfp-classify $cs records/s >= 10 x jq $js records/s ($(awk -v a="$cs" -v b="$js" 'BEGIN { printf "%.1f", a / b }') x) at $(human "$big")" >>"$checks"
+	for st in rfp-classify rfp-backoff rfp-sink; do
+		rs=$(get "stage $(human "$small")" "$st" rss_kb)
+		rb=$(get "stage $(human "$big")" "$st" rss_kb)
+		ok=1
+		awk -v a="$rs" -v b="$rb" 'BEGIN { exit !(b <= a * 1.10 + 512) }' || ok=
+		[ "$rb" -le 16384 ] && [ "$rs" -le 16384 ] || ok=
+		echo "$( [ -n "$ok" ] && echo PASS || echo FAIL) stage: $st peak RSS $(fmt "$rs" '%d' | awk '{ printf "%.1f", $1 / 1024 }') MiB at $(human "$small"), $(awk -v b="$rb" 'BEGIN { printf "%.1f", b / 1024 }') MiB at $(human "$big") (same within 10% + 0.5 MiB, <= 16 MiB)" >>"$checks"
+	done
+}
+
+for s in stampede stampede-ra; do stampede_checks "$s"; done
+check_flaky
+throughput_checks
+stage_checks
+
+# Data-driven notes: what rfpipe's own summary says about its dead letters.
+for s in stampede stampede-ra flaky throughput; do
+	for r in rfpipe rfpipe-rate; do
+		f=$work/$s/$r/run/summary.json
+		[ -f "$f" ] || continue
+		echo "$s, $r: $(jq -r '"succeeded \(.totals.succeeded), dead \(.totals.dead) (" + ([.totals.dead_by_reason | to_entries[] | select(.value > 0) | "\(.key) \(.value)"] | join(", ")) + "), attempts \(.run.attempts), budget left \(.budget.left // "n/a") of \(.budget.total // "n/a")"' "$f")" >>"$notes"
+	done
+done
+for s in stampede stampede-ra flaky throughput; do
+	for r in rfpipe rfpipe-rate; do
+		for f in "$work/$s/$r"/run/state/rate/*.json; do
+			[ -f "$f" ] || continue
+			echo "$s, $r: adaptive pace of endpoint $(jq -r '.endpoint' "$f") ended at $(jq -r '.rate * 100 | round / 100' "$f") req/s after $(jq -r '.slows' "$f") slow-down signals (429 / 503 with Retry-After)"
+		done
+		for f in "$work/$s/$r"/run/state/breaker/*.json; do
+			[ -f "$f" ] || continue
+			echo "$s, $r: circuit breaker of endpoint $(jq -r '.endpoint' "$f") opened $(jq -r '.openings' "$f") times, last cooldown $(jq -r '.cooldown' "$f") s, state at the end: $(jq -r '.state' "$f")"
+		done
+	done
+done >>"$notes"
+for s in stampede stampede-ra flaky throughput; do
+	for t in rfpipe-rate $fetch_tools; do
+		f=$work/$s/$t/mock.ndjson
+		[ -f "$f" ] || continue
+		echo "$s, $t: the server saw at most $(jq -s 'map(.inflight_total) | max' "$f") requests in flight (a hung request the client gave up on counts until the mock closes it)"
+	done
+done >>"$notes"
+
+tbl=$(table)
+printf '%s\n\n' "$tbl"
+cat "$checks"
+say "done in ${bench_secs}s"
+
+if [ -n "$results" ]; then
+	{
+		echo "# rfpipe benchmark results"
+		echo
+		echo "Generated by \`bench/run.sh\`; regenerate with \`make bench\` (full) or"
+		echo "\`bench/run.sh --quick\`.  Do not edit by hand: the next run overwrites it."
+		echo
+		echo "## Command"
+		echo
+		echo "    $cmdline"
+		echo
+		echo "Wall time of the whole bench: $(fmt "$bench_secs" '%.0f') s."
+		echo "RFPIPE_TIME_SCALE unset (real seconds for every tool)."
+		echo
+		echo "## Machine"
+		echo
+		echo "- nproc: $(nproc)"
+		echo "- CPU: $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)"
+		echo "- memory: $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+		echo "- kernel: $(uname -srm)"
+		echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+		echo "- load average at the start: $load0; at the end: $(cut -d' ' -f1-3 /proc/loadavg) (anything else running on the 2 cores skews the CPU-bound rows)"
+		echo "- rfpipe: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$( [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] && echo ' plus uncommitted changes') (binaries built by make from the work tree)"
+		echo "- peers: $(curl --version | head -n 1 | cut -d' ' -f1,2), $(parallel --version | head -n 1), $(jq --version), $("$py" -c 'import sys, aiohttp; print("Python %d.%d.%d" % sys.version_info[:3], "aiohttp", aiohttp.__version__)')"
+		echo
+		echo "## Results"
+		echo
+		echo "$tbl"
+		echo
+		echo "## Target checks"
+		echo
+		sed 's/^/    /' "$checks"
+		echo
+		echo "## Notes"
+		echo
+		echo "How to read the table:"
+		echo
+		echo "- makespan: wall seconds from the tool's start to its exit (for the stage"
+		echo "  rows, the whole pipe); ÷ ideal is makespan / (N / 20 req/s) where the"
+		echo "  server's rate applies; docs/s is ok / makespan (stage: records in / wall)."
+		echo "- requests and 429s come from the mock's request log (a fresh mock, port"
+		echo "  and log per tool per scenario); ok, failed and lost from each tool's own"
+		echo "  output: rfpipe's results.ndjson / dead.ndjson; the peers' non-empty body"
+		echo "  files, and the failures they report (curl -w exit codes, parallel's"
+		echo "  --joblog, the naive loop's and the asyncio peer's per-document lines)."
+		echo "  lost = neither succeeded nor reported failed."
+		echo "- CPU s is user+sys of the tool and every process it waited for"
+		echo "  (/usr/bin/time -v); peak RSS is the largest single process of the tool"
+		echo "  (for rfpipe the largest stage; for xargs/parallel one curl), not a sum."
+		echo "- Ratios are against rfpipe (no rate configured) in the same scenario; for"
+		echo "  the stage rows jq is against rfp-classify, and jq filing against"
+		echo "  rfp-backoff | rfp-sink."
+		echo "- 'ahead on makespan' counts a tool that finished sooner by giving up on"
+		echo "  documents as behind: ahead = more documents succeeded, or as many sooner."
+		echo "- flaky: the last two digits of a document's number choose its script"
+		echo "  (00 poison 503 with Retry-After: 1, 01 404, 20-24 429, 30-34 503,"
+		echo "  40-44 reset, 50-54 hang 3 s, each then 200; the rest 200), so the shares"
+		echo "  are exact and the bench knows each document's truth.  Every tool gets a"
+		echo "  2 s total timeout per request (rfpipe: config \`timeout: 2\`)."
+		echo "- stage: synthetic fetched records (78% 200, 5% each 429 and 503 with"
+		echo "  Retry-After, 5% each timeout and reset, 1% 404, 1% 418; attempts 1-5)."
+		echo "  The jq filing peer has no jitter and no shared budget (jq has neither)."
+		echo
+		echo "Measured facts from this run:"
+		echo
+		sed 's/^/- /' "$notes"
+	} >"$results.tmp" && mv "$results.tmp" "$results"
+	say "wrote $results"
+fi
+exit 0
