@@ -174,6 +174,17 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 		    (o->fresh || o->out == BRK_SUCCESS) && trips(d, o->c,
 		    o->out == BRK_FAILURE))
 			open_now(d, o, 0);	/* retries' failures say little */
+		else if (strcmp(st, "closed") != 0 && o->out == BRK_SUCCESS &&
+		    !o->probe) {
+			/*
+			 * An answer from a request already on the wire when the
+			 * breaker opened: the endpoint is up after all.  (In an
+			 * outage those fail too, and this never happens.)
+			 */
+			json_object_set_new(d, "fails", json_integer(0));
+			json_object_set_new(d, "window", json_string(""));
+			to(d, "closed", o->now);
+		}
 		return 0;
 	}
 	o->v = BRK_ALLOW;

@@ -1,0 +1,140 @@
+/*
+ * Unit tests of lib/breaker: what opens it, what closes it, and who may
+ * probe, on a state file in a temporary run directory.
+ */
+#include <sys/stat.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lib/breaker.h"
+#include "lib/conf.h"
+#include "lib/state.h"
+#include "lib/x.h"
+
+static int tap_n, tap_fail;
+static char dir[] = "/tmp/unit-breaker.XXXXXX";
+static struct conf_breaker bc;
+static double t0;
+
+static void ok(int, const char *, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	tap_n++;
+	if (!cond)
+		tap_fail++;
+	printf("%sok %d - ", cond ? "" : "not ", tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+/* The breaker's state for ep, from its file. */
+static char *
+state(const char *ep)
+{
+	static char buf[32];
+	char *path = xasprintf("%s/state/breaker/%s.json", dir, ep), err[256];
+	json_t *d;
+
+	buf[0] = '\0';
+	if (state_read(path, &d, err, sizeof(err)) == 0 && d != NULL)
+		snprintf(buf, sizeof(buf), "%s", json_string_value(
+		    json_object_get(d, "state")));
+	json_decref(d);
+	free(path);
+	return buf;
+}
+
+static void
+record(const char *ep, enum brk_outcome o, int probe, int fresh, double t)
+{
+	char err[256];
+
+	if (brk_record(dir, ep, &bc, o, probe, fresh, t0 + t, err,
+	    sizeof(err)) == -1)
+		ok(0, "brk_record: %s", err);
+}
+
+static enum brk_verdict
+allow(const char *ep, int fresh, double t)
+{
+	enum brk_verdict v;
+	double until, opened;
+	char err[256];
+
+	if (brk_allow(dir, ep, &bc, t0 + t, 60, 0, fresh, &v, &until, &opened,
+	    err, sizeof(err)) == -1)
+		ok(0, "brk_allow: %s", err);
+	return v;
+}
+
+int
+main(void)
+{
+	struct conf c;
+	char *p;
+	int i;
+
+	if (mkdtemp(dir) == NULL || state_mkdirs(dir) == -1)
+		return 1;
+	p = xasprintf("%s/state/breaker", dir);
+	mkdir(p, 0700);
+	free(p);
+	conf_init(&c);
+	bc = c.defaults.breaker;	/* 5 failures, 30 s cooldown */
+	t0 = 1e9;
+
+	for (i = 0; i < 4; i++)
+		record("a", BRK_FAILURE, 0, 1, i);
+	ok(strcmp(state("a"), "closed") == 0, "4 fresh failures leave it closed");
+	record("a", BRK_FAILURE, 0, 1, 4);
+	ok(strcmp(state("a"), "open") == 0, "the 5th opens it");
+	ok(allow("a", 1, 5) == BRK_DENY, "open: a request is turned away");
+
+	for (i = 0; i < 10; i++)
+		record("b", BRK_FAILURE, 0, 0, i);
+	ok(strcmp(state("b"), "closed") == 0,
+	    "retries failing again never open it (a poison document)");
+	for (i = 0; i < 4; i++)
+		record("c", BRK_FAILURE, 0, 1, i);
+	record("c", BRK_SUCCESS, 0, 1, 4);
+	record("c", BRK_FAILURE, 0, 1, 5);
+	ok(strcmp(state("c"), "closed") == 0, "a success between resets the count");
+
+	record("a", BRK_SUCCESS, 0, 1, 6);
+	ok(strcmp(state("a"), "closed") == 0,
+	    "a success from a request already on the wire closes it");
+	for (i = 0; i < 5; i++)
+		record("a", BRK_FAILURE, 0, 1, 10 + i);
+	ok(strcmp(state("a"), "open") == 0, "open again");
+	ok(allow("a", 0, 100) == BRK_FRESH_FIRST,
+	    "after the cooldown, a retry leaves the probe to a fresh one");
+	ok(allow("a", 1, 100) == BRK_PROBE, "a fresh request is the probe");
+	ok(allow("a", 1, 100.1) == BRK_DENY, "one probe at a time");
+	record("a", BRK_FAILURE, 1, 1, 101);
+	ok(strcmp(state("a"), "open") == 0, "a failed probe re-opens it");
+	ok(allow("a", 1, 102) == BRK_DENY, "and the cooldown starts again");
+	ok(allow("a", 1, 140) == BRK_PROBE, "a probe after the next cooldown");
+	record("a", BRK_SUCCESS, 1, 1, 141);
+	ok(strcmp(state("a"), "closed") == 0, "a successful probe closes it");
+	ok(allow("a", 0, 142) == BRK_ALLOW, "closed: everything passes");
+
+	p = xasprintf("rm -rf %s", dir);
+	if (system(p) != 0)
+		ok(0, "cleanup");
+	free(p);
+	conf_free(&c);
+	printf("1..%d\n", tap_n);
+	return tap_fail != 0;
+}
