@@ -348,6 +348,7 @@ main(int argc, char *argv[])
 		msg_die(1, "stopped: output is incomplete");
 	store_close();
 	conf_free(&opts.conf);
+	state_close_all();
 	opt_fshut();
 	return 0;
 }

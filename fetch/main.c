@@ -1216,6 +1216,7 @@ main(int argc, char *argv[])
 	free(S.wait);
 	curl_multi_cleanup(S.multi);
 	curl_global_cleanup();
+	state_close_all();
 	conf_free(&fo.conf);
 	if (S.stop)
 		return 1;

@@ -17,7 +17,7 @@
 #define DECREASE	0.85	/* multiplicative decrease on a 429 */
 #define MAX_RATE	1e6
 #define FLOOR		0.9	/* of the best recent success rate */
-#define SLACK		0.002	/* (logical) seconds a send may come early */
+#define SLACK		0.002	/* real seconds a very fast send may come early */
 #define F_ALPHA		0.1	/* the recent share of slow answers: ~10 */
 #define EVAL_N		20	/* answers after a cut before judging it */
 #define TOL_MARGIN	0.05	/* a share this much over the tolerated cuts */
@@ -120,12 +120,14 @@ take(struct pst *p, struct op *o)
 	double iv = 1.0 / p->rate, tat = fmax(p->tat, o->now);
 	/*
 	 * A bucket of max(burst, 1): burst 0 and 1 both mean one at a time.
-	 * A couple of milliseconds' slack besides, so a fast pace is not held
-	 * to one request per turn of rfp-fetch's loop (it adds nothing at any
-	 * pace slower than 500 requests a second).
+	 * A pace faster than rfp-fetch's loop can turn (a send due every
+	 * millisecond or less) gets a couple of milliseconds' slack, so it is
+	 * not held to one send per turn; a slower one never sends early.
 	 */
-	double allow = fmax((double)(o->c->burst > 1 ? o->c->burst - 1 : 0) *
-	    iv, clk_real(SLACK));
+	double allow = (double)(o->c->burst > 1 ? o->c->burst - 1 : 0) * iv;
+
+	if (iv < SLACK / 2)
+		allow = fmax(allow, SLACK);
 
 	if (o->now < p->hold_until) {
 		o->wait = p->hold_until - o->now;

@@ -103,6 +103,41 @@ parse(const char *path, int fd, json_t **doc, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * State files are opened once and kept: an open(2) costs more than the
+ * whole locked read-modify-write.  Files are rewritten in place, never
+ * replaced, so a kept descriptor stays the file's.
+ */
+static json_t *held;	/* path -> descriptor */
+
+static int
+held_open(const char *path)
+{
+	json_t *v;
+	int fd;
+
+	if (held == NULL)
+		held = json_object();
+	if ((v = json_object_get(held, path)) != NULL)
+		return (int)json_integer_value(v);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1)
+		return -1;
+	json_object_set_new(held, path, json_integer(fd));
+	return fd;
+}
+
+void
+state_close_all(void)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(held, k, v)
+		close((int)json_integer_value(v));
+	json_decref(held);
+	held = NULL;
+}
+
 int
 state_update(const char *path, state_fn *fn, void *arg, char *err,
     size_t errlen)
@@ -112,7 +147,7 @@ state_update(const char *path, state_fn *fn, void *arg, char *err,
 	size_t len;
 	int fd, rc;
 
-	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1) {
+	if ((fd = held_open(path)) == -1) {
 		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
 		return -1;
 	}
@@ -120,11 +155,10 @@ state_update(const char *path, state_fn *fn, void *arg, char *err,
 		if (errno == EINTR)
 			continue;
 		snprintf(err, errlen, "lock %s: %s", path, strerror(errno));
-		close(fd);
 		return -1;
 	}
 	if (parse(path, fd, &doc, err, errlen) == -1) {
-		close(fd);
+		flock(fd, LOCK_UN);
 		return -1;
 	}
 	rc = fn(&doc, arg, err, errlen);
@@ -141,7 +175,7 @@ state_update(const char *path, state_fn *fn, void *arg, char *err,
 		free(s);
 	}
 	json_decref(doc);
-	close(fd);		/* releases the lock */
+	flock(fd, LOCK_UN);
 	return rc;
 }
 

@@ -23,6 +23,8 @@ int	state_mkdirs(const char *rundir);
 /* Run fn on path's content under an exclusive lock; 0, 1 (no write) or -1. */
 int	state_update(const char *path, state_fn *fn, void *arg, char *err,
 	    size_t errlen);
+/* Close the state files state_update keeps open. */
+void	state_close_all(void);
 /* Read path's object under a shared lock (NULL when absent); -1 on error. */
 int	state_read(const char *path, json_t **doc, char *err, size_t errlen);
 
