@@ -929,7 +929,7 @@ poll_timeout(void)
 		for (e = S.eps; e != NULL; e = e->next)
 			if (e->blocked_until < soon)
 				soon = e->blocked_until;
-		t = soon - now < 0.002 ? 0.002 : soon - now;
+		t = soon - now < 0.001 ? 0.001 : soon - now;
 	}
 	if (fo.deadline > 0 && fo.deadline - now < t)
 		t = fo.deadline - now;

@@ -168,8 +168,11 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 				json_object_set_new(d, "fails", json_integer(0));
 				json_object_set_new(d, "window", json_string(""));
 				to(d, "closed", o->now);
-			} else
+			} else if (o->fresh)
 				open_now(d, o, 1);
+			else	/* a retry failing again proves nothing: next probe */
+				json_object_set_new(d, "probe_pid",
+				    json_integer(0));
 		} else if (strcmp(st, "closed") == 0 &&
 		    (o->fresh || o->out == BRK_SUCCESS) && trips(d, o->c,
 		    o->out == BRK_FAILURE))

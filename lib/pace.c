@@ -17,6 +17,9 @@
 #define DECREASE	0.85	/* multiplicative decrease on a 429 */
 #define MAX_RATE	1e6
 #define FLOOR		0.9	/* of the best recent success rate */
+#define MARGIN		0.97	/* of a configured rate: a strict limiter
+				   refuses a request that arrives a few
+				   milliseconds early */
 #define SLACK		0.002	/* real seconds a very fast send may come early */
 #define F_ALPHA		0.1	/* the recent share of slow answers: ~10 */
 #define EVAL_N		20	/* answers after a cut before judging it */
@@ -58,7 +61,7 @@ init(struct pst *p, const struct pace_cfg *c)
 {
 	memset(p, 0, sizeof(*p));
 	if (c->rate > 0) {
-		p->rate = c->rate;
+		p->rate = c->rate * MARGIN;
 	} else {
 		p->rate = START_RATE / clk_scale();
 		p->ss = 1;
@@ -97,8 +100,8 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 	p->r_before = json_number_value(json_object_get(d, "r_before"));
 	p->f_before = json_number_value(json_object_get(d, "f_before"));
 	/* A changed configuration wins over the stored rate. */
-	if (c->rate > 0 && p->rate > c->rate)
-		p->rate = c->rate;
+	if (c->rate > 0 && p->rate > c->rate * MARGIN)
+		p->rate = c->rate * MARGIN;
 	return 0;
 }
 
@@ -126,7 +129,7 @@ take(struct pst *p, struct op *o)
 	 */
 	double allow = (double)(o->c->burst > 1 ? o->c->burst - 1 : 0) * iv;
 
-	if (iv < SLACK / 2)
+	if (iv < SLACK)
 		allow = fmax(allow, SLACK);
 
 	if (o->now < p->hold_until) {
@@ -145,7 +148,7 @@ static void
 feedback(struct pst *p, struct op *o)
 {
 	const struct hdr_ratelimit *rl = o->rl;
-	double cap = o->c->rate > 0 ? o->c->rate : MAX_RATE;
+	double cap = o->c->rate > 0 ? o->c->rate * MARGIN : MAX_RATE;
 	double sc = clk_scale();
 
 	double w = clk_real(1), n;

@@ -95,3 +95,16 @@ teardown() {
 	[[ $stderr == *'state/breaker of "ep": corrupt state file'* ]]
 	[ "$(cat "$RUN/state/breaker/ep.json")" = '{"state":"sideways"}' ]
 }
+
+@test "breaker: poison documents left alone at the end of a batch do not keep the breaker opening" {
+	# One at a time, the good ones first: the five bad first attempts fail
+	# in a row and open the breaker, and then only their retries are left.
+	printf 'routes:\n  - {match: "/p/bad/*", endpoint: p, script: [503], retry_after: 1}\n  - {match: "/p/*", endpoint: p}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	{ manifest /p/ok 20 p | sed 's/"id":"p-/"id":"q-/'; manifest /p/bad 5 p; } >"$BATS_TEST_TMPDIR/m"
+	run -3 pipeline.sh -q -j 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 20 ]
+	[ "$(jq -s '[.[] | select(.dead_reason == "exhausted")] | length' "$RUN/dead.ndjson")" -eq 5 ]
+	# The five first attempts open it once; their retries never again.
+	jq -e '.openings == 1' "$RUN/state/breaker/p.json"
+}

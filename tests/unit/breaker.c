@@ -130,6 +130,16 @@ main(void)
 	ok(strcmp(state("a"), "closed") == 0, "a successful probe closes it");
 	ok(allow("a", 0, 142) == BRK_ALLOW, "closed: everything passes");
 
+	for (i = 0; i < 5; i++)
+		record("d", BRK_FAILURE, 0, 1, i);
+	ok(allow("d", 0, 40) == BRK_FRESH_FIRST, "d open, then half-open");
+	ok(allow("d", 0, 42) == BRK_PROBE,
+	    "with no fresh request about, a retry probes");
+	record("d", BRK_FAILURE, 1, 0, 43);
+	ok(strcmp(state("d"), "half_open") == 0,
+	    "a retry's failed probe does not re-open it (a poison document)");
+	ok(allow("d", 0, 43.1) == BRK_PROBE, "and the next may probe at once");
+
 	p = xasprintf("rm -rf %s", dir);
 	if (system(p) != 0)
 		ok(0, "cleanup");
