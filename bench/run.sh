@@ -17,6 +17,11 @@
 #
 # Target checks print PASS/FAIL under the table; a FAIL does not change the
 # exit status (0 unless the bench itself could not run).
+#
+# The whole script is one brace group, read in full before it starts: bash
+# reads a script as it goes, so an edit to this file during a 10-minute run
+# would otherwise run the rest from the wrong offset.
+{
 set -u
 
 usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
@@ -30,8 +35,8 @@ usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
   --results FILE write the report there (default: bench/RESULTS.md after a
                  full run, none after --quick or --only)
   --no-build     do not run make first
-Environment: BENCH_KEEP=1 is --keep, BENCH_WORK=DIR is --work DIR (for make bench).
   --timeout S    bound every tool run to S seconds (default: per scenario)
+Environment: BENCH_KEEP=1 is --keep, BENCH_WORK=DIR is --work DIR (for make bench).
 "
 
 prog=bench
@@ -127,6 +132,8 @@ for p in /usr/bin/python3 python3; do
 done
 [ -n "$py" ] || die "python3 with aiohttp not found (apt-get install python3-aiohttp)"
 
+# Which rfpipe this measures: others may commit while the bench runs.
+rev0="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$( [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] && echo ' plus uncommitted changes')"
 if [ -n "$build" ]; then
 	make -s -C "$root" all >&2 || die "make all failed in $root"
 fi
@@ -930,7 +937,8 @@ if [ -n "$results" ]; then
 		echo "- kernel: $(uname -srm)"
 		echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 		echo "- load average at the start: $load0; at the end: $(cut -d' ' -f1-3 /proc/loadavg) (anything else running on the 2 cores skews the CPU-bound rows)"
-		echo "- rfpipe: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$( [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] && echo ' plus uncommitted changes') (binaries built by make from the work tree)"
+		rev1="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+		echo "- rfpipe: built by make from the work tree at the start: $rev0$( [ "${rev0%% *}" != "$rev1" ] && echo "; HEAD was $rev1 by the end")"
 		echo "- peers: $(curl --version | head -n 1 | cut -d' ' -f1,2), $(parallel --version | head -n 1), $(jq --version), $("$py" -c 'import sys, aiohttp; print("Python %d.%d.%d" % sys.version_info[:3], "aiohttp", aiohttp.__version__)')"
 		echo
 		echo "## Results"
@@ -963,10 +971,12 @@ if [ -n "$results" ]; then
 		echo "- 'ahead on makespan' counts a tool that finished sooner by giving up on"
 		echo "  documents as behind: ahead = more documents succeeded, or as many sooner."
 		echo "- flaky: the last two digits of a document's number choose its script"
-		echo "  (00 poison 503 with Retry-After: 1, 01 404, 20-24 429, 30-34 503,"
-		echo "  40-44 reset, 50-54 hang 3 s, each then 200; the rest 200), so the shares"
-		echo "  are exact and the bench knows each document's truth.  Every tool gets a"
-		echo "  2 s total timeout per request (rfpipe: config \`timeout: 2\`)."
+		echo "  (00 poison: 503 with Retry-After: 1 forever; 01: 404; 03 23 43 63 83:"
+		echo "  429; 13 33 ... 93: 503 (both with Retry-After: 1); 07 27 ... 87: reset;"
+		echo "  17 37 ... 97: hang 3 s; each of those then 200; the rest 200), so the"
+		echo "  shares are exact and the bench knows each document's truth; every tool"
+		echo "  gets the documents in the same fixed shuffled order, and a 2 s total"
+		echo "  timeout per request (rfpipe: config \`timeout: 2\`)."
 		echo "- stage: synthetic fetched records (78% 200, 5% each 429 and 503 with"
 		echo "  Retry-After, 5% each timeout and reset, 1% 404, 1% 418; attempts 1-5)."
 		echo "  The jq filing peer has no jitter and no shared budget (jq has neither)."
@@ -978,3 +988,4 @@ if [ -n "$results" ]; then
 	say "wrote $results"
 fi
 exit 0
+}
