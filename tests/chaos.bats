@@ -88,6 +88,11 @@ descendants() {
 	        $r | map(.t as $t | [$r[] | select(.t <= $t and $t < .t_answer + $d)] |
 	        length) | max)}) | from_entries | .chaos <= 8 and .submit <= 4' "$MOCK_LOG"
 
+	# For the record: what the storm left, and what the server saw.
+	printf '# chaos %s docs: %s; requests %s, of them 429 %s\n' "$N" \
+	    "$(jq -c '{succeeded: .totals.succeeded, dead: (.totals.dead_by_reason | with_entries(select(.value > 0)))}' "$RUN/summary.json")" \
+	    "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" \
+	    "$(jq -s '[.[] | select(.status == 429)] | length' "$MOCK_LOG")" >&3
 	# The summary of the resumed run reconciles.
 	jq -e '.reconciled == true and .totals.succeeded + .totals.dead == '"$N" "$RUN/summary.json"
 }
