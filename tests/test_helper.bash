@@ -8,6 +8,7 @@ bats_load_library bats-assert
 
 ROOT=${RFPIPE_ROOT:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
 FIX=$ROOT/tests/fixtures
+export FIX
 # "make check" puts its build's bin/ first; run by hand, use the tree's.
 if ! command -v rfp-fetch >/dev/null 2>&1; then
 	PATH=$ROOT/bin:$PATH
