@@ -51,7 +51,6 @@ static struct opts {
 	const char	*run_dir;
 	long		 admitted;
 	double		 deadline;	/* epoch; 0: none */
-	long		 local_left;	/* budget without a run directory */
 	long		 seen;		/* records read */
 	int		 seeded;
 } opts;
@@ -78,20 +77,12 @@ spend(long *left)
 	char err[512];
 	int rc;
 
-	if (opts.run_dir == NULL && !store_shared()) {
-		/* Without --admitted, a multiple counts the records seen. */
-		if (opts.local_left < 0)
-			opts.local_left = conf_budget_total(&opts.conf,
-			    opts.admitted > 0 ? opts.admitted : opts.seen);
-		if (opts.local_left == 0) {
-			*left = 0;
-			return 0;
-		}
-		*left = --opts.local_left;
-		return 1;
-	}
+	/* Alone (no run directory, no database, no --admitted), a multiple
+	 * counts the records seen so far: the budget is made at the first
+	 * retry. */
 	rc = state_budget_spend(opts.run_dir, conf_budget_total(&opts.conf,
-	    opts.admitted), left, err, sizeof(err));
+	    opts.run_dir == NULL && !store_shared() && opts.admitted <= 0 ?
+	    opts.seen : opts.admitted), left, err, sizeof(err));
 	if (rc == -1)
 		msg_warn("%s", err);
 	return rc;
@@ -341,7 +332,6 @@ main(int argc, char *argv[])
 		    config);
 	if (state != NULL && store_init(state, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
-	opts.local_left = -1;
 	if (opts.run_dir != NULL && state_mkdirs(opts.run_dir) == -1)
 		msg_diesys(1, "mkdir %s", opts.run_dir);
 	if (rec_loop(PROG, STDIN_FILENO, STDOUT_FILENO, decide, NULL) == -1)

@@ -27,7 +27,6 @@ struct op {
 	double		 until, opened_at;
 };
 
-static json_t *mem;
 
 /* This host's name: a probe_pid means something only where it runs. */
 static const char *
@@ -238,17 +237,6 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 static int
 apply(const char *rundir, struct op *o, char *err, size_t errlen)
 {
-	json_t *doc;
-	int rc;
-
-	if (rundir == NULL && !store_shared()) {
-		if (mem == NULL)
-			mem = json_object();
-		doc = json_incref(json_object_get(mem, o->ep));
-		rc = run(&doc, o, err, errlen);
-		json_object_set_new(mem, o->ep, doc);
-		return rc;
-	}
 	return store_update(rundir, "breaker", o->ep, run, o, err, errlen);
 }
 

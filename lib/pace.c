@@ -54,7 +54,6 @@ struct op {
 	int	 granted;
 };
 
-static json_t *mem;	/* per-process state when there is no run directory */
 
 static void
 init(struct pst *p, const struct pace_cfg *c)
@@ -236,17 +235,6 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 static int
 apply(const char *rundir, struct op *o, char *err, size_t errlen)
 {
-	json_t *doc;
-	int rc;
-
-	if (rundir == NULL && !store_shared()) {
-		if (mem == NULL)
-			mem = json_object();
-		doc = json_incref(json_object_get(mem, o->ep));
-		rc = run(&doc, o, err, errlen);
-		json_object_set_new(mem, o->ep, doc);
-		return rc;
-	}
 	return store_update(rundir, "rate", o->ep, run, o, err, errlen);
 }
 

@@ -17,6 +17,7 @@
 
 static int shared;	/* 1: PostgreSQL */
 static json_t *slots;	/* "EP.I" -> open slot file descriptor */
+static json_t *mem;	/* "KIND/KEY" -> document, with no run directory */
 
 int
 store_is_url(const char *url)
@@ -81,8 +82,35 @@ store_close(void)
 		close((int)json_integer_value(v));
 	json_decref(slots);
 	slots = NULL;
+	json_decref(mem);
+	mem = NULL;
 	pg_close();
 	shared = 0;
+}
+
+/*
+ * No run directory: the state is this process's alone, kept in memory
+ * with the same semantics as a file (a failed or declined update leaves
+ * the document as it was).
+ */
+static int
+mem_update(const char *kind, const char *key, state_fn *fn, void *arg,
+    char *err, size_t errlen)
+{
+	char *name = key ? xasprintf("%s/%s", kind, key) : xstrdup(kind);
+	json_t *doc;
+	int rc;
+
+	if (mem == NULL)
+		mem = json_object();
+	doc = json_deep_copy(json_object_get(mem, name));
+	rc = fn(&doc, arg, err, errlen);
+	if (rc == 0)
+		json_object_set_new(mem, name, doc);
+	else
+		json_decref(doc);
+	free(name);
+	return rc;
 }
 
 int
@@ -94,6 +122,8 @@ store_update(const char *rundir, const char *kind, const char *key,
 
 	if (shared)
 		return pg_update(kind, key, fn, arg, err, errlen);
+	if (rundir == NULL)
+		return mem_update(kind, key, fn, arg, err, errlen);
 	if (key == NULL) {
 		path = xasprintf("%s/state/%s.json", rundir, kind);
 	} else {

@@ -32,7 +32,8 @@ int	store_is_url(const char *url);
 /*
  * Run fn on the document kind/key under an exclusive lock: the file
  * RUNDIR/state/KIND/KEY.json (KIND.json when key is NULL), or the row
- * (kind, key) of rfp_state.  0, 1 (no write) or -1 with err set.
+ * (kind, key) of rfp_state; with no rundir and no database, a document in
+ * this process's memory.  0, 1 (no write) or -1 with err set.
  */
 int	store_update(const char *rundir, const char *kind, const char *key,
 	    state_fn *fn, void *arg, char *err, size_t errlen);
