@@ -16,28 +16,11 @@
 #include "lib/conf.h"
 #include "lib/state.h"
 #include "lib/x.h"
+#include "tests/unit/tap.h"
 
-static int tap_n, tap_fail;
 static char dir[] = "/tmp/unit-breaker.XXXXXX";
 static struct conf_breaker bc;
 static double t0;
-
-static void ok(int, const char *, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	tap_n++;
-	if (!cond)
-		tap_fail++;
-	printf("%sok %d - ", cond ? "" : "not ", tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-}
 
 /* The breaker's state for ep, from its file. */
 static char *
@@ -145,6 +128,5 @@ main(void)
 		ok(0, "cleanup");
 	free(p);
 	conf_free(&c);
-	printf("1..%d\n", tap_n);
-	return tap_fail != 0;
+	return tap_done();
 }

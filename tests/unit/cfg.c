@@ -11,46 +11,7 @@
 #include <jansson.h>
 
 #include "lib/cfg.h"
-
-static int tap_n, tap_fail;
-
-static void ok(int, const char *, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	tap_n++;
-	if (!cond)
-		tap_fail++;
-	printf("%sok %d - ", cond ? "" : "not ", tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
-
-static void
-is_str(const char *got, const char *want, const char *name)
-{
-	int c = got != NULL && want != NULL ? strcmp(got, want) == 0 :
-	    got == want;
-
-	ok(c, "%s", name);
-	if (!c)
-		printf("#   got:  \"%s\"\n#   want: \"%s\"\n",
-		    got ? got : "(null)", want ? want : "(null)");
-}
-
-static void
-is_long(long got, long want, const char *name)
-{
-	ok(got == want, "%s", name);
-	if (got != want)
-		printf("#   got:  %ld\n#   want: %ld\n", got, want);
-}
+#include "tests/unit/tap.h"
 
 static struct cfg *
 parse(const char *text, char *err, size_t errlen)
@@ -253,6 +214,5 @@ main(void)
 	test_errors();
 	test_shapes();
 	test_load();
-	printf("1..%d\n", tap_n);
-	return tap_fail != 0;
+	return tap_done();
 }

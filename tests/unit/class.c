@@ -10,26 +10,7 @@
 #include <jansson.h>
 
 #include "lib/class.h"
-
-static int tap_n, tap_fail;
-
-static void ok(int, const char *, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	tap_n++;
-	if (!cond)
-		tap_fail++;
-	printf("%sok %d - ", cond ? "" : "not ", tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
+#include "tests/unit/tap.h"
 
 static void
 row(const char *json, enum class_kind want, const char *reason)
@@ -126,6 +107,5 @@ main(void)
 	    "class_of: the reason fits the buffer given");
 	json_decref(r);
 
-	printf("1..%d\n", tap_n);
-	return tap_fail != 0;
+	return tap_done();
 }

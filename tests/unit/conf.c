@@ -10,28 +10,10 @@
 #include <unistd.h>
 
 #include "lib/conf.h"
+#include "tests/unit/tap.h"
 
-static int tap_n, tap_fail;
 static char dir[] = "/tmp/unit-conf.XXXXXX";
 static char path[256];
-
-static void ok(int, const char *, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	tap_n++;
-	if (!cond)
-		tap_fail++;
-	printf("%sok %d - ", cond ? "" : "not ", tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
 
 /* Write yaml to rfpipe.yaml and load it over fresh defaults. */
 static int
@@ -243,6 +225,5 @@ main(void)
 	test_budget();
 	unlink(path);
 	rmdir(dir);
-	printf("1..%d\n", tap_n);
-	return tap_fail != 0;
+	return tap_done();
 }

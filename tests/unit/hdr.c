@@ -9,26 +9,7 @@
 #include <string.h>
 
 #include "lib/hdr.h"
-
-static int tap_n, tap_fail;
-
-static void ok(int, const char *, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	tap_n++;
-	if (!cond)
-		tap_fail++;
-	printf("%sok %d - ", cond ? "" : "not ", tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
+#include "tests/unit/tap.h"
 
 #define T1994	784111777.0	/* Sun, 06 Nov 1994 08:49:37 GMT */
 
@@ -207,6 +188,5 @@ main(void)
 	test_dates();
 	test_retry_after();
 	test_ratelimit();
-	printf("1..%d\n", tap_n);
-	return tap_fail != 0;
+	return tap_done();
 }

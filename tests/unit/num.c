@@ -11,26 +11,7 @@
 #include <string.h>
 
 #include "lib/num.h"
-
-static int tap_n, tap_fail;
-
-static void ok(int, const char *, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	tap_n++;
-	if (!cond)
-		tap_fail++;
-	printf("%sok %d - ", cond ? "" : "not ", tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
+#include "tests/unit/tap.h"
 
 /* s with control characters shown as '?', for test names. */
 static const char *
@@ -211,6 +192,5 @@ main(void)
 	test_long();
 	test_double();
 	test_duration();
-	printf("1..%d\n", tap_n);
-	return tap_fail != 0;
+	return tap_done();
 }

@@ -18,27 +18,9 @@
 #include <jansson.h>
 
 #include "lib/state.h"
+#include "tests/unit/tap.h"
 
-static int tap_n, tap_fail;
 static char dir[] = "/tmp/unit-state.XXXXXX";
-
-static void ok(int, const char *, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	tap_n++;
-	if (!cond)
-		tap_fail++;
-	printf("%sok %d - ", cond ? "" : "not ", tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
 
 static void
 put(const char *p, const char *text)
@@ -311,6 +293,5 @@ main(void)
 	test_budget();
 	test_concurrent();
 	rmtree(dir);
-	printf("1..%d\n", tap_n);
-	return tap_fail != 0;
+	return tap_done();
 }
