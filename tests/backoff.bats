@@ -6,27 +6,6 @@ load test_helper
 
 F=$FIX/backoff
 
-# check ID EXPR: the output record with .id == ID satisfies jq EXPR.
-check() {
-	local rec
-	rec=$(jq -c --arg id "$1" 'select(.id == $id)' <<<"$output")
-	if [ -z "$rec" ] || ! jq -e "$2" <<<"$rec" >/dev/null; then
-		printf 'record %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
-		return 1
-	fi
-}
-
-# check_line N EXPR: the one output record with .line == N satisfies EXPR.
-check_line() {
-	local rec
-	rec=$(jq -c --argjson n "$1" 'select(.line == $n)' <<<"$output")
-	if [ -z "$rec" ] || [ "$(wc -l <<<"$rec")" -ne 1 ] ||
-	    ! jq -e "$2" <<<"$rec" >/dev/null; then
-		printf 'record of line %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
-		return 1
-	fi
-}
-
 # count EXPR: how many output records satisfy jq EXPR.
 count() {
 	jq -s "[.[] | select($1)] | length" <<<"$output"
@@ -285,9 +264,7 @@ backoff_json() {
 		echo '{"id":"g1","class":"ok"}'
 		echo '{"id":'
 		echo '[1,2,3]'
-		printf '{"id":"huge","class":"ok","pad":"'
-		head -c 1100000 /dev/zero | tr '\0' a
-		echo '"}'
+		huge_record '"id":"huge","class":"ok",'
 		echo '{"id":"g2","class":"permanent","reason":"http_404"}'
 	} >"$in"
 	run --separate-stderr rfp-backoff --seed 1 --budget 1 <"$in"

@@ -24,14 +24,6 @@ teardown() {
 	mock_stop
 }
 
-descendants() {
-	local p
-	for p in $(ps -o pid= --ppid "$1"); do
-		echo "$p"
-		descendants "$p"
-	done
-}
-
 @test "chaos: a seeded storm with a SIGKILL and a resume keeps every invariant" {
 	local seed=${CHAOS_SEED:-7} stages=(fetch classify backoff sink) stage victim p pid
 	stage=${stages[$((seed % 4))]}

@@ -11,36 +11,6 @@ classify_json() {
 	run --separate-stderr rfp-classify <"$BATS_TEST_TMPDIR/in.ndjson"
 }
 
-# check ID EXPR: the output record with .id == ID satisfies jq EXPR.
-check() {
-	local rec
-	rec=$(jq -c --arg id "$1" 'select(.id == $id)' <<<"$output")
-	if [ -z "$rec" ] || ! jq -e "$2" <<<"$rec" >/dev/null; then
-		printf 'record %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
-		return 1
-	fi
-}
-
-# check_line N EXPR: the one output record with .line == N satisfies EXPR.
-check_line() {
-	local rec
-	rec=$(jq -c --argjson n "$1" 'select(.line == $n)' <<<"$output")
-	if [ -z "$rec" ] || [ "$(wc -l <<<"$rec")" -ne 1 ] ||
-	    ! jq -e "$2" <<<"$rec" >/dev/null; then
-		printf 'record of line %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
-		return 1
-	fi
-}
-
-# big_line FILE: append a record longer than 1 MiB to FILE.
-big_line() {
-	{
-		printf '{"id":"huge","pad":"'
-		head -c 1100000 /dev/zero | tr '\0' a
-		printf '"}\n'
-	} >>"$1"
-}
-
 @test "classify: 429 500 502 503 504 are transient with reason http_N" {
 	local s
 	for s in 429 500 502 503 504; do
@@ -230,7 +200,7 @@ big_line() {
 @test "classify: a line over 1 MiB is dead bad_input and the batch goes on" {
 	local in=$BATS_TEST_TMPDIR/in.ndjson
 	echo '{"id":"before","status":200}' >"$in"
-	big_line "$in"
+	huge_record '"id":"huge",' >>"$in"
 	echo '{"id":"after","status":404}' >>"$in"
 	run --separate-stderr rfp-classify <"$in"
 	assert_success

@@ -20,27 +20,6 @@ teardown() {
 	true
 }
 
-# check ID EXPR: the output record with .id == ID satisfies jq EXPR.
-check() {
-	local rec
-	rec=$(jq -c --arg id "$1" 'select(.id == $id)' <<<"$output")
-	if [ -z "$rec" ] || ! jq -e "$2" <<<"$rec" >/dev/null; then
-		printf 'record %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
-		return 1
-	fi
-}
-
-# check_line N EXPR: the one output record with .line == N satisfies EXPR.
-check_line() {
-	local rec
-	rec=$(jq -c --argjson n "$1" 'select(.line == $n)' <<<"$output")
-	if [ -z "$rec" ] || [ "$(wc -l <<<"$rec")" -ne 1 ] ||
-	    ! jq -e "$2" <<<"$rec" >/dev/null; then
-		printf 'record of line %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
-		return 1
-	fi
-}
-
 # fixture NAME: the fixture with @MOCK@ replaced by the mock's URL, as a file.
 fixture() {
 	sed "s|@MOCK@|$MOCK_URL|g" "$F/$1" >"$BATS_TEST_TMPDIR/$1"
@@ -235,11 +214,7 @@ total_requests() {
 	mock_start "$FIX/mock/ok.yaml"
 	local m=$BATS_TEST_TMPDIR/m
 	echo "{\"id\":\"before\",\"url\":\"$MOCK_URL/nih/before\"}" >"$m"
-	{
-		printf '{"id":"huge","url":"%s/nih/huge","pad":"' "$MOCK_URL"
-		head -c 1100000 /dev/zero | tr '\0' a
-		echo '"}'
-	} >>"$m"
+	huge_record "\"id\":\"huge\",\"url\":\"$MOCK_URL/nih/huge\"," >>"$m"
 	echo "{\"id\":\"after\",\"url\":\"$MOCK_URL/nih/after\"}" >>"$m"
 	run --separate-stderr rfp-fetch --run-dir "$RD" <"$m"
 	assert_success

@@ -22,15 +22,6 @@ teardown() {
 	mock_stop
 }
 
-# descendants PID: every process below PID.
-descendants() {
-	local p
-	for p in $(ps -o pid= --ppid "$1"); do
-		echo "$p"
-		descendants "$p"
-	done
-}
-
 # crash_and_resume SEED STAGE
 crash_and_resume() {
 	local seed=$1 stage=$2 want pid victim p i

@@ -9,16 +9,6 @@ setup() {
 	RD=$BATS_TEST_TMPDIR/run
 }
 
-# check ID EXPR: the output record with .id == ID satisfies jq EXPR.
-check() {
-	local rec
-	rec=$(jq -c --arg id "$1" 'select(.id == $id)' <<<"$output")
-	if [ -z "$rec" ] || ! jq -e "$2" <<<"$rec" >/dev/null; then
-		printf 'record %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
-		return 1
-	fi
-}
-
 # in_file FILE ID EXPR: the one record of FILE with .id == ID satisfies EXPR.
 in_file() {
 	local rec
@@ -161,9 +151,7 @@ ids() {
 	local in=$BATS_TEST_TMPDIR/in
 	{
 		echo '{"id":"before","fate":"done"}'
-		printf '{"id":"huge","fate":"done","pad":"'
-		head -c 1100000 /dev/zero | tr '\0' a
-		echo '"}'
+		huge_record '"id":"huge","fate":"done",'
 		echo '{"id":"after","fate":"done"}'
 	} >"$in"
 	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$in"

@@ -63,3 +63,42 @@ requests_for() {
 pipeline.sh() {
 	"$ROOT/pipeline.sh" "$@"
 }
+
+# check ID EXPR: the record of $output with .id == ID satisfies jq EXPR.
+# shellcheck disable=SC2154  # $output is set by bats' run
+check() {
+	local rec
+	rec=$(jq -c --arg id "$1" 'select(.id == $id)' <<<"$output")
+	if [ -z "$rec" ] || ! jq -e "$2" <<<"$rec" >/dev/null; then
+		printf 'record %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
+		return 1
+	fi
+}
+
+# check_line N EXPR: the one record of $output with .line == N satisfies EXPR.
+# shellcheck disable=SC2154  # $output is set by bats' run
+check_line() {
+	local rec
+	rec=$(jq -c --argjson n "$1" 'select(.line == $n)' <<<"$output")
+	if [ -z "$rec" ] || [ "$(wc -l <<<"$rec")" -ne 1 ] ||
+	    ! jq -e "$2" <<<"$rec" >/dev/null; then
+		printf 'record of line %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
+		return 1
+	fi
+}
+
+# huge_record FIELDS: one line over the 1 MiB cap, {FIELDS"pad":"aaa...}.
+huge_record() {
+	printf '{%s"pad":"' "$1"
+	head -c 1100000 /dev/zero | tr '\0' a
+	printf '"}\n'
+}
+
+# descendants PID: every process below PID.
+descendants() {
+	local p
+	for p in $(ps -o pid= --ppid "$1"); do
+		echo "$p"
+		descendants "$p"
+	done
+}
