@@ -296,14 +296,8 @@ main(int argc, char *argv[])
 			opt_bad(usage, argv, c);
 		}
 	}
-	if (optind != argc) {
-		msg_warn("unexpected argument \"%s\"", argv[optind]);
-		opt_usage(usage);
-	}
-	conf_init(&opts.conf);
-	if (config != NULL && conf_load(&opts.conf, config, err,
-	    sizeof(err)) == -1)
-		msg_die(2, "%s", err);
+	opt_no_operands(argc, argv, usage);
+	opt_conf(&opts.conf, config);
 	if (base > 0)
 		opts.conf.base = base;
 	if (cap > 0)

@@ -104,10 +104,7 @@ main(int argc, char *argv[])
 			opt_bad(usage, argv, c);
 		}
 	}
-	if (optind != argc) {
-		msg_warn("unexpected argument \"%s\"", argv[optind]);
-		opt_usage(usage);
-	}
+	opt_no_operands(argc, argv, usage);
 	if (rec_loop(PROG, STDIN_FILENO, STDOUT_FILENO, classify, NULL) == -1)
 		msg_diesys(1, "stdio");
 	opt_fshut();

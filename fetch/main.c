@@ -282,15 +282,30 @@ kill_now(json_t *rec, long lineno, const char *reason, const char *detail)
 	emit(rec);
 }
 
+/* Make rec (owned from now on) a job of its endpoint, held or ready. */
+static void
+enqueue(json_t *rec, long lineno)
+{
+	struct job *j = xcalloc(1, sizeof(*j));
+	char *ep = doc_endpoint(rec);
+
+	if (json_object_get(rec, "endpoint") == NULL)
+		json_object_set_new(rec, "endpoint", json_string(ep));
+	j->rec = rec;
+	j->ep = endpoint(ep);
+	j->lineno = lineno;
+	j->not_before = rec_num(rec, "not_before", 0);
+	free(ep);
+	schedule(j);
+}
+
 /* Admit one manifest line. */
 static void
 admit(char *line, size_t len, long lineno, enum rec_rc rc)
 {
 	char err[300];
 	const char *fate, *id;
-	struct job *j;
 	json_t *rec;
-	char *ep;
 
 	if (rc == REC_TOOLONG) {
 		msg_line(lineno, "line longer than %d bytes", REC_LINE_MAX);
@@ -339,24 +354,14 @@ admit(char *line, size_t len, long lineno, enum rec_rc rc)
 		return;
 	}
 	json_object_set_new(S.seen, id, json_integer(lineno));
-	ep = doc_endpoint(rec);
-	if (json_object_get(rec, "endpoint") == NULL)
-		json_object_set_new(rec, "endpoint", json_string(ep));
-	j = xcalloc(1, sizeof(*j));
-	j->rec = rec;
-	j->ep = endpoint(ep);
-	j->lineno = lineno;
-	j->not_before = rec_num(rec, "not_before", 0);
-	free(ep);
-	schedule(j);
+	enqueue(rec, lineno);
 }
 
 /* A retry or an acknowledgement from rfp-sink. */
 static void
 take_back(char *line, size_t len, long lineno)
 {
-	char err[300], *ep;
-	struct job *j;
+	char err[300];
 	json_t *rec;
 
 	if ((rec = rec_parse(line, len, err, sizeof(err))) == NULL) {
@@ -373,14 +378,7 @@ take_back(char *line, size_t len, long lineno)
 		json_decref(rec);
 		return;
 	}
-	ep = doc_endpoint(rec);
-	j = xcalloc(1, sizeof(*j));
-	j->rec = rec;
-	j->ep = endpoint(ep);
-	j->lineno = lineno;
-	j->not_before = rec_num(rec, "not_before", 0);
-	free(ep);
-	schedule(j);
+	enqueue(rec, lineno);
 }
 
 static void
@@ -1109,14 +1107,8 @@ main(int argc, char *argv[])
 			opt_bad(usage, argv, c);
 		}
 	}
-	if (optind != argc) {
-		msg_warn("unexpected argument \"%s\"", argv[optind]);
-		opt_usage(usage);
-	}
-	conf_init(&fo.conf);
-	if (config != NULL && conf_load(&fo.conf, config, err,
-	    sizeof(err)) == -1)
-		msg_die(2, "%s", err);
+	opt_no_operands(argc, argv, usage);
+	opt_conf(&fo.conf, config);
 	if (jobs > 0)
 		fo.conf.concurrency = jobs;
 	if (ctmo > 0)

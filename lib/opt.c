@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "lib/clk.h"
+#include "lib/conf.h"
 #include "lib/msg.h"
 #include "lib/num.h"
 #include "lib/opt.h"
@@ -88,6 +89,25 @@ opt_fshut(void)
 		msg_diesys(1, "write stdout");
 	if (fclose(stdout) != 0 && errno != EBADF)
 		msg_diesys(1, "close stdout");
+}
+
+void
+opt_no_operands(int argc, char *const argv[], const char *usage)
+{
+	if (optind != argc) {
+		msg_warn("unexpected argument \"%s\"", argv[optind]);
+		opt_usage(usage);
+	}
+}
+
+void
+opt_conf(struct conf *c, const char *path)
+{
+	char err[512];
+
+	conf_init(c);
+	if (path != NULL && conf_load(c, path, err, sizeof(err)) == -1)
+		msg_die(2, "%s", err);
 }
 
 void

@@ -21,6 +21,11 @@ double	opt_double(const char *opt, const char *s, double min, double max);
 double	opt_duration(const char *opt, const char *s);
 /* Flush and close stdout; die 1 naming the error (a full disk must not exit 0). */
 void	opt_fshut(void);
+/* Die 2 with the usage when an operand follows the options. */
+void	opt_no_operands(int argc, char *const argv[], const char *usage);
+struct conf;
+/* The built-in defaults, then the config file at path (if any) or die 2. */
+void	opt_conf(struct conf *c, const char *path);
 /* Die 2 when RFPIPE_TIME_SCALE is set but not a number in (0, 1]. */
 void	opt_check_env(void);
 

@@ -320,9 +320,7 @@ main(int argc, char *argv[])
 		msg_warn("unknown command \"%s\"", cmd);
 		opt_usage(usage);
 	}
-	conf_init(&conf);
-	if (config != NULL && conf_load(&conf, config, err, sizeof(err)) == -1)
-		msg_die(2, "%s", err);
+	opt_conf(&conf, config);
 	if (state == NULL && (state = conf.state) != NULL &&
 	    !store_is_url(state))
 		msg_die(2, "%s: key \"state\": expected a postgresql:// URL",

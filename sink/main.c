@@ -376,10 +376,7 @@ main(int argc, char *argv[])
 			opt_bad(usage, argv, c);
 		}
 	}
-	if (optind != argc) {
-		msg_warn("unexpected argument \"%s\"", argv[optind]);
-		opt_usage(usage);
-	}
+	opt_no_operands(argc, argv, usage);
 	if (opts.run_dir == NULL) {
 		msg_warn("option --run-dir is required");
 		opt_usage(usage);
