@@ -23,29 +23,25 @@ class_name(enum class_kind k)
 }
 
 enum class_kind
-class_of(const json_t *rec, char *reason, size_t len)
+class_decide(const struct class_in *in, char *reason, size_t len)
 {
-	const char *err = json_string_value(json_object_get(rec, "error"));
-	json_t *st = json_object_get(rec, "status"), *chk;
-	long s;
+	long s = in->status;
 	int i;
 
-	if (err != NULL) {
-		snprintf(reason, len, "%s", err);
+	if (in->error != NULL) {
+		snprintf(reason, len, "%s", in->error);
 		for (i = 0; transient_errors[i] != NULL; i++)
-			if (strcmp(err, transient_errors[i]) == 0)
+			if (strcmp(in->error, transient_errors[i]) == 0)
 				return CLASS_TRANSIENT;
 		return CLASS_PERMANENT;
 	}
-	if (!json_is_integer(st)) {
-		snprintf(reason, len, "%s", st == NULL || json_is_null(st) ?
-		    "no_outcome" : "bad_status");
+	if (!in->has_status) {
+		snprintf(reason, len, "%s", in->bad_status ? "bad_status" :
+		    "no_outcome");
 		return CLASS_PERMANENT;
 	}
-	s = (long)json_integer_value(st);
 	if (s >= 200 && s <= 299) {
-		chk = json_object_get(rec, "check");
-		if (chk != NULL && !json_is_null(chk) && !json_is_false(chk)) {
+		if (in->check_failed) {
 			snprintf(reason, len, "invalid_body");
 			return CLASS_PERMANENT;
 		}
@@ -63,4 +59,20 @@ class_of(const json_t *rec, char *reason, size_t len)
 		snprintf(reason, len, "unknown_http_%ld", s);
 		return CLASS_PERMANENT;
 	}
+}
+
+enum class_kind
+class_of(const json_t *rec, char *reason, size_t len)
+{
+	json_t *st = json_object_get(rec, "status");
+	json_t *chk = json_object_get(rec, "check");
+	struct class_in in;
+
+	in.error = json_string_value(json_object_get(rec, "error"));
+	in.has_status = json_is_integer(st);
+	in.status = in.has_status ? (long)json_integer_value(st) : 0;
+	in.bad_status = st != NULL && !json_is_null(st) && !in.has_status;
+	in.check_failed = chk != NULL && !json_is_null(chk) &&
+	    !json_is_false(chk);
+	return class_decide(&in, reason, len);
 }

@@ -12,6 +12,18 @@ enum class_kind {
 	CLASS_PERMANENT
 };
 
+/* What classification reads of a record. */
+struct class_in {
+	const char	*error;		/* NULL when absent or not a string */
+	int		 has_status;	/* status is an integer */
+	long		 status;
+	int		 bad_status;	/* status is there, not null, not an integer */
+	int		 check_failed;	/* check is there, not null, not false */
+};
+
+/* Classify from what was read; the reason is cut to fit len. */
+enum class_kind class_decide(const struct class_in *in, char *reason,
+	    size_t len);
 /* Classify a fetched record from its status, error and check fields. */
 enum class_kind class_of(const json_t *rec, char *reason, size_t len);
 /* "ok", "transient" or "permanent". */
