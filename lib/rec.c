@@ -1,5 +1,6 @@
 /* rec: capped NDJSON line reading and whole-record writing. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,13 @@ struct rec_reader {
 	long	 lineno;
 	int	 skipping;	/* discarding the rest of an oversized line */
 	int	 eof;
+	struct rec_out *flush;	/* written out before each read */
+};
+
+struct rec_out {
+	int	 fd;
+	size_t	 len;
+	char	 buf[PIPE_BUF];
 };
 
 struct rec_reader *
@@ -101,6 +109,8 @@ rec_next(struct rec_reader *r, char **line, size_t *len, long *lineno)
 			r->size *= 2;
 			r->buf = xrealloc(r->buf, r->size);
 		}
+		if (r->flush != NULL && rec_out_flush(r->flush) == -1)
+			return REC_ERR;
 		n = read(r->fd, r->buf + r->end, r->size - r->end - 1);
 		if (n == -1) {
 			if (errno == EINTR)
@@ -152,29 +162,81 @@ rec_dump(const json_t *rec, size_t *len)
 	return s;
 }
 
-int
-rec_write(int fd, const json_t *rec)
+static int
+write_all(int fd, const char *s, size_t len)
 {
-	size_t len, off = 0;
+	size_t off = 0;
 	ssize_t n;
-	char *s;
 
-	if ((s = rec_dump(rec, &len)) == NULL) {
-		errno = ENOMEM;
-		return -1;
-	}
 	while (off < len) {
 		n = write(fd, s + off, len - off);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
-			free(s);
 			return -1;
 		}
 		off += (size_t)n;
 	}
-	free(s);
 	return 0;
+}
+
+int
+rec_write(int fd, const json_t *rec)
+{
+	size_t len;
+	char *s;
+	int rc;
+
+	if ((s = rec_dump(rec, &len)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	rc = write_all(fd, s, len);
+	free(s);
+	return rc;
+}
+
+struct rec_out *
+rec_out_new(int fd)
+{
+	struct rec_out *o = xmalloc(sizeof(*o));
+
+	o->fd = fd;
+	o->len = 0;
+	return o;
+}
+
+int
+rec_out_flush(struct rec_out *o)
+{
+	size_t len = o->len;
+
+	o->len = 0;
+	return len == 0 ? 0 : write_all(o->fd, o->buf, len);
+}
+
+int
+rec_out_put(struct rec_out *o, const char *s, size_t len)
+{
+	if (o->len + len > sizeof(o->buf) && rec_out_flush(o) == -1)
+		return -1;
+	if (len > sizeof(o->buf))
+		return write_all(o->fd, s, len);
+	memcpy(o->buf + o->len, s, len);
+	o->len += len;
+	return 0;
+}
+
+void
+rec_out_free(struct rec_out *o)
+{
+	free(o);
+}
+
+void
+rec_reader_flush_first(struct rec_reader *r, struct rec_out *o)
+{
+	r->flush = o;
 }
 
 json_t *
@@ -215,6 +277,22 @@ rec_kill(json_t *rec, const char *reason, const char *detail)
 		json_object_set_new(rec, "dead_detail", json_string(detail));
 }
 
+int
+rec_real(double d, char *buf, size_t len)
+{
+	json_t *v = json_real(d);
+	size_t n;
+
+	if (v == NULL)
+		return -1;
+	n = json_dumpb(v, buf, len, JSON_ENCODE_ANY);
+	json_decref(v);
+	if (n == 0 || n >= len)
+		return -1;
+	buf[n] = '\0';
+	return (int)n;
+}
+
 const char *
 rec_str(const json_t *rec, const char *key)
 {
@@ -240,13 +318,39 @@ rec_num(const json_t *rec, const char *key, double def)
 int
 rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn, void *arg)
 {
+	return rec_loop_fast(stage, fd_in, fd_out, NULL, fn, arg);
+}
+
+/* Serialise rec and put it out whole. */
+static int
+put_rec(struct rec_out *o, const json_t *rec)
+{
+	size_t len;
+	char *s;
+	int rc;
+
+	if ((s = rec_dump(rec, &len)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	rc = rec_out_put(o, s, len);
+	free(s);
+	return rc;
+}
+
+int
+rec_loop_fast(const char *stage, int fd_in, int fd_out, rec_line_fn *fast,
+    rec_fn *fn, void *arg)
+{
 	struct rec_reader *r = rec_reader_new(fd_in, 0);
+	struct rec_out *o = rec_out_new(fd_out);
 	char *line, err[256];
 	size_t len;
 	long lineno;
 	json_t *rec;
 	int rc, ret = 0;
 
+	rec_reader_flush_first(r, o);
 	for (;;) {
 		switch (rec_next(r, &line, &len, &lineno)) {
 		case REC_EOF:
@@ -264,6 +368,14 @@ rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn, void *arg)
 		default:
 			if (len == 0)
 				continue;
+			if (fast != NULL &&
+			    (rc = fast(line, len, lineno, o, arg)) != 0) {
+				if (rc == -1) {
+					ret = -1;
+					goto out;
+				}
+				continue;
+			}
 			if ((rec = rec_parse(line, len, err, sizeof(err))) ==
 			    NULL) {
 				msg_line(lineno, "%s", err);
@@ -274,7 +386,7 @@ rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn, void *arg)
 		}
 		/* Bad lines go to fn too, already dead, for it to file. */
 		rc = fn(rec, lineno, arg);
-		if (rc == 0 && rec_write(fd_out, rec) == -1) {
+		if (rc == 0 && put_rec(o, rec) == -1) {
 			json_decref(rec);
 			ret = -1;
 			goto out;
@@ -286,6 +398,9 @@ rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn, void *arg)
 		}
 	}
 out:
+	if (rec_out_flush(o) == -1)
+		ret = -1;
+	rec_out_free(o);
 	rec_reader_free(r);
 	return ret;
 }

@@ -1,7 +1,9 @@
 /*
  * rec: NDJSON records.  One JSON object per line; lines are capped at
- * REC_LINE_MAX bytes (the newline excluded); each record is written with a
- * single write(2) so writers sharing one pipe never interleave.
+ * REC_LINE_MAX bytes (the newline excluded).  A record is never split
+ * between two write(2)s: rec_write writes one whole; rec_out gathers whole
+ * records into writes of at most PIPE_BUF bytes (atomic on a pipe), so
+ * writers sharing one pipe never interleave.
  */
 #ifndef RFP_REC_H
 #define RFP_REC_H
@@ -37,12 +39,27 @@ int	rec_write(int fd, const json_t *rec);
 /* Serialise rec plus '\n' into a new buffer (caller frees); *len set. */
 char	*rec_dump(const json_t *rec, size_t *len);
 
+struct rec_out;
+
+/* Whole records to fd, gathered into writes of at most PIPE_BUF bytes. */
+struct rec_out *rec_out_new(int fd);
+/* Add one whole record (s ends in '\n'); 0 or -1 with errno. */
+int	rec_out_put(struct rec_out *o, const char *s, size_t len);
+/* Write what is gathered; 0 or -1 with errno. */
+int	rec_out_flush(struct rec_out *o);
+/* Free o without writing. */
+void	rec_out_free(struct rec_out *o);
+/* Flush o before every read(2) of r, so nothing waits while r blocks. */
+void	rec_reader_flush_first(struct rec_reader *r, struct rec_out *o);
+
 /* A dead bad_input record for an unusable line. */
 json_t	*rec_bad_input(const char *stage, long lineno, const char *detail,
 	    const char *line, size_t len);
 /* Mark rec dead with reason and detail (detail may be NULL). */
 void	rec_kill(json_t *rec, const char *reason, const char *detail);
 
+/* The text jansson writes for the real d, into buf; its length or -1. */
+int	rec_real(double d, char *buf, size_t len);
 /* String field or NULL when absent or not a string. */
 const char *rec_str(const json_t *rec, const char *key);
 /* Integer field or def when absent or not an integer. */
@@ -60,5 +77,15 @@ double	rec_num(const json_t *rec, const char *key, double def);
 typedef int rec_fn(json_t *rec, long lineno, void *arg);
 int	rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn,
 	    void *arg);
+/*
+ * rec_loop with a fast path: line sees each well-formed-looking line
+ * first and returns 1 when it put the record out itself, 0 to have it
+ * parsed and given to fn as usual, -1 on a fatal error.  Output is
+ * gathered, and flushed before any read that could block.
+ */
+typedef int rec_line_fn(const char *line, size_t len, long lineno,
+	    struct rec_out *out, void *arg);
+int	rec_loop_fast(const char *stage, int fd_in, int fd_out,
+	    rec_line_fn *line, rec_fn *fn, void *arg);
 
 #endif
