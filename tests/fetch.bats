@@ -8,16 +8,10 @@ F=$FIX/fetch
 
 setup() {
 	RD=$BATS_TEST_TMPDIR/run
-	PY_PID=
 }
 
 teardown() {
 	mock_stop
-	if [ -n "$PY_PID" ]; then
-		kill "$PY_PID" 2>/dev/null
-		wait "$PY_PID" 2>/dev/null
-	fi
-	true
 }
 
 # fixture NAME: the fixture with @MOCK@ replaced by the mock's URL, as a file.
@@ -407,39 +401,52 @@ total_requests() {
 	[ "${stderr_lines[0]}" = 'rfp-fetch: line 1: field "headers": "Authorization": environment variable "RFP_TEST_UNSET_VAR" is not set' ]
 }
 
+# redirected ID PATH: fetch one record for PATH on the redirecting portal.
+redirected() {
+	echo "{\"id\":\"$1\",\"url\":\"$MOCK_URL$2\"}" >"$BATS_TEST_TMPDIR/m"
+	shift 2
+	run --separate-stderr rfp-fetch --run-dir "$RD" "$@" <"$BATS_TEST_TMPDIR/m"
+}
+
 @test "fetch: a redirect to ftp:// is refused" {
-	command -v python3 >/dev/null || skip "python3 is needed for the redirecting server"
-	python3 "$F/redirect.py" "$BATS_TEST_TMPDIR/rport" ftp://127.0.0.1/etc/passwd 3>&- &
-	PY_PID=$!
-	local i
-	for i in $(seq 1 300); do
-		[ -s "$BATS_TEST_TMPDIR/rport" ] && break
-		sleep 0.01
-	done
-	echo "{\"id\":\"redir-1\",\"url\":\"http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/rport")/r\"}" >"$BATS_TEST_TMPDIR/m"
-	run --separate-stderr rfp-fetch --run-dir "$RD" <"$BATS_TEST_TMPDIR/m"
+	mock_start "$FIX/mock/redirect.yaml"
+	redirected redir-1 /r/ftp
 	assert_success
 	check redir-1 '.status == null and .error != null and .error != "timeout" and (has("sha256") | not)'
 	[ ! -e "$RD/docs/redir-1" ]
+	[ "$(requests_for /r/ftp)" -eq 1 ]
 	run --separate-stderr rfp-classify <<<"$output"
 	check redir-1 '.class == "permanent"'
 }
 
 @test "fetch: a redirect to file:///etc/passwd is refused and nothing is read" {
-	command -v python3 >/dev/null || skip "python3 is needed for the redirecting server"
-	python3 "$F/redirect.py" "$BATS_TEST_TMPDIR/rport" file:///etc/passwd 3>&- &
-	PY_PID=$!
-	local i
-	for i in $(seq 1 300); do
-		[ -s "$BATS_TEST_TMPDIR/rport" ] && break
-		sleep 0.01
-	done
-	echo "{\"id\":\"redir-2\",\"url\":\"http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/rport")/r\"}" >"$BATS_TEST_TMPDIR/m"
-	run --separate-stderr rfp-fetch --run-dir "$RD" <"$BATS_TEST_TMPDIR/m"
+	mock_start "$FIX/mock/redirect.yaml"
+	redirected redir-2 /r/file
 	assert_success
 	check redir-2 '.status == null and .error != null and (has("bytes") | not)'
 	[ ! -e "$RD/docs/redir-2" ]
 	[[ "$output" != *root:* ]]
+}
+
+@test "fetch: a redirect within http is followed and the final body is kept" {
+	mock_start "$FIX/mock/redirect.yaml"
+	redirected moved /r/moved
+	assert_success
+	check moved '.status == 200 and .error == null and .attempt == 1'
+	jq -e '.path == "/final/doc"' "$RD/docs/moved"
+	[ "$(requests_for /r/moved)" -eq 1 ]
+	[ "$(requests_for /final/doc)" -eq 1 ]
+}
+
+@test "fetch: a redirect loop stops after --max-redirects and is permanent" {
+	mock_start "$FIX/mock/redirect.yaml"
+	redirected loop /r/loop-start --max-redirects 3
+	assert_success
+	check loop '.status == null and .error == "redirects"'
+	# The first request and three redirects followed, no more.
+	[ "$(jq -s '[.[] | select(.kind == "request" and (.path | startswith("/r/loop-")))] | length' "$MOCK_LOG")" -eq 4 ]
+	run --separate-stderr rfp-classify <<<"$output"
+	check loop '.class == "permanent" and .reason == "redirects"'
 }
 
 @test "fetch: a 503 carries status 503, the raw Retry-After and the Date" {

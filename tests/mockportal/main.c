@@ -3,7 +3,7 @@
  * benchmark run against.
  *
  * Reads a scenario (YAML: routes with per-document status scripts, rate
- * limits, outages, submissions; see tests/mockportal/README.md), listens on
+ * limits, outages, submissions; see rfp-mockportal(1)), listens on
  * 127.0.0.1 only, prints "port N" on stdout (and writes "N\n" to
  * --port-file, atomically) once it accepts connections, and appends one
  * NDJSON line per request to --log, written with a single write(2) when the

@@ -588,6 +588,9 @@ reply(struct MHD_Connection *conn, const struct route *r, const struct ans *a,
 		MHD_add_response_header(resp, "Retry-After", a->ra);
 	if (a->allow != NULL)
 		MHD_add_response_header(resp, "Allow", a->allow);
+	if (r != NULL && r->location != NULL && a->status >= 300 &&
+	    a->status <= 399)
+		MHD_add_response_header(resp, "Location", r->location);
 	if (a->rl) {
 		snprintf(buf, sizeof(buf), "%ld", a->rl_limit);
 		MHD_add_response_header(resp, "X-RateLimit-Limit", buf);

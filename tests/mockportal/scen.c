@@ -29,7 +29,8 @@ struct ld {
 static const char *top_keys[] = { "routes", "seed", NULL };
 static const char *route_keys[] = {
 	"body", "body_bytes", "dedupe", "delay_ms", "endpoint", "hang_ms",
-	"match", "methods", "mix", "outage", "rate", "ratelimit_headers",
+	"location", "match", "methods", "mix", "outage", "rate",
+	"ratelimit_headers",
 	"retry_after", "script", "slow_ms", "submit", NULL
 };
 static const char *mix_keys[] = { "script", "weight", NULL };
@@ -635,6 +636,14 @@ parse_route(struct ld *ld, struct scen *s, const json_t *v, size_t ri)
 	    endpoint_setting(ld, v, prefix, ri, r->ep, "rate") == -1 ||
 	    endpoint_setting(ld, v, prefix, ri, r->ep, "outage") == -1)
 		goto out;
+	if ((m = member(v, prefix, "location", &kp)) != NULL) {
+		if (!json_is_string(m) || *json_string_value(m) == '\0' ||
+		    strpbrk(json_string_value(m), "\r\n") != NULL) {
+			kerr(ld, kp, "expected a non-empty one-line string");
+			goto out;
+		}
+		r->location = xstrdup(json_string_value(m));
+	}
 	if (r->dedupe && !r->submit) {
 		free(kp);
 		kp = kpath(prefix, "dedupe");
@@ -741,6 +750,7 @@ scen_free(struct scen *s)
 		free(r->mix);
 		free(r->ra.text);
 		free(r->blob);
+		free(r->location);
 	}
 	free(s->routes);
 	for (ep = s->eps; ep != NULL; ep = next) {

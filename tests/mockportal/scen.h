@@ -1,6 +1,6 @@
 /*
  * scen: the mock portal's scenario, loaded from YAML (lib/cfg) and checked
- * whole before the server starts.  tests/mockportal/README.md documents it.
+ * whole before the server starts.  man/rfp-mockportal.1 documents it.
  */
 #ifndef MOCK_SCEN_H
 #define MOCK_SCEN_H
@@ -90,6 +90,7 @@ struct route {
 	char		*blob;		/* pdf/text body */
 	size_t		 bloblen;
 	int		 submit, dedupe;
+	char		*location;	/* Location of its 3xx answers */
 };
 
 struct scen {
