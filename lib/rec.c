@@ -180,8 +180,9 @@ write_all(int fd, const char *s, size_t len)
 	return 0;
 }
 
-int
-rec_write(int fd, const json_t *rec)
+/* Serialise rec and write it whole: to o when given, else to fd. */
+static int
+put_dump(const json_t *rec, int fd, struct rec_out *o)
 {
 	size_t len;
 	char *s;
@@ -191,9 +192,15 @@ rec_write(int fd, const json_t *rec)
 		errno = ENOMEM;
 		return -1;
 	}
-	rc = write_all(fd, s, len);
+	rc = o != NULL ? rec_out_put(o, s, len) : write_all(fd, s, len);
 	free(s);
 	return rc;
+}
+
+int
+rec_write(int fd, const json_t *rec)
+{
+	return put_dump(rec, fd, NULL);
 }
 
 struct rec_out *
@@ -321,23 +328,6 @@ rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn, void *arg)
 	return rec_loop_fast(stage, fd_in, fd_out, NULL, fn, arg);
 }
 
-/* Serialise rec and put it out whole. */
-static int
-put_rec(struct rec_out *o, const json_t *rec)
-{
-	size_t len;
-	char *s;
-	int rc;
-
-	if ((s = rec_dump(rec, &len)) == NULL) {
-		errno = ENOMEM;
-		return -1;
-	}
-	rc = rec_out_put(o, s, len);
-	free(s);
-	return rc;
-}
-
 int
 rec_loop_fast(const char *stage, int fd_in, int fd_out, rec_line_fn *fast,
     rec_fn *fn, void *arg)
@@ -386,7 +376,7 @@ rec_loop_fast(const char *stage, int fd_in, int fd_out, rec_line_fn *fast,
 		}
 		/* Bad lines go to fn too, already dead, for it to file. */
 		rc = fn(rec, lineno, arg);
-		if (rc == 0 && put_rec(o, rec) == -1) {
+		if (rc == 0 && put_dump(rec, -1, o) == -1) {
 			json_decref(rec);
 			ret = -1;
 			goto out;

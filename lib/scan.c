@@ -136,8 +136,9 @@ twin(const struct span *keys, int n, const struct span *k)
 	return 0;
 }
 
+/* An object (close '}'), its keys checked for twins, or an array (']'). */
 static int
-object(struct cur *c, int depth)
+container(struct cur *c, int depth, char close)
 {
 	struct span keys[NESTED_KEYS];
 	enum scan_type t;
@@ -145,53 +146,27 @@ object(struct cur *c, int depth)
 
 	c->p++;
 	ws(c);
-	if (c->p < c->end && *c->p == '}') {
+	if (c->p < c->end && *c->p == close) {
 		c->p++;
 		return 0;
 	}
 	for (;;) {
-		if (n == NESTED_KEYS || key(c, &keys[n]) == -1 ||
-		    twin(keys, n, &keys[n]))
-			return -1;
-		n++;
-		ws(c);
-		if (c->p == c->end || *c->p++ != ':')
-			return -1;
-		ws(c);
-		if (value(c, depth, &t, &esc) == -1)
-			return -1;
-		ws(c);
-		if (c->p == c->end)
-			return -1;
-		if (*c->p == '}') {
-			c->p++;
-			return 0;
+		if (close == '}') {
+			if (n == NESTED_KEYS || key(c, &keys[n]) == -1 ||
+			    twin(keys, n, &keys[n]))
+				return -1;
+			n++;
+			ws(c);
+			if (c->p == c->end || *c->p++ != ':')
+				return -1;
+			ws(c);
 		}
-		if (*c->p++ != ',')
-			return -1;
-		ws(c);
-	}
-}
-
-static int
-array(struct cur *c, int depth)
-{
-	enum scan_type t;
-	int esc;
-
-	c->p++;
-	ws(c);
-	if (c->p < c->end && *c->p == ']') {
-		c->p++;
-		return 0;
-	}
-	for (;;) {
 		if (value(c, depth, &t, &esc) == -1)
 			return -1;
 		ws(c);
 		if (c->p == c->end)
 			return -1;
-		if (*c->p == ']') {
+		if (*c->p == close) {
 			c->p++;
 			return 0;
 		}
@@ -213,10 +188,10 @@ value(struct cur *c, int depth, enum scan_type *t, int *escaped)
 		return string(c, escaped);
 	case '{':
 		*t = SCAN_OBJECT;
-		return depth == SCAN_DEPTH ? -1 : object(c, depth + 1);
+		return depth == SCAN_DEPTH ? -1 : container(c, depth + 1, '}');
 	case '[':
 		*t = SCAN_ARRAY;
-		return depth == SCAN_DEPTH ? -1 : array(c, depth + 1);
+		return depth == SCAN_DEPTH ? -1 : container(c, depth + 1, ']');
 	case 't':
 		*t = SCAN_TRUE;
 		return lit(c, "true", 4);
