@@ -45,7 +45,7 @@ echo "# microseconds per state operation (one process, no contention)"
 "$tmp/stateop" "$tmp/pgrun" "postgresql:///micro?host=$tmp&user=rfp" "$n"
 
 echo "# stampede: 300 documents at once, -j 32, a 20/s limiter (scale 0.02)"
-RFPIPE_TIME_SCALE=0.02
+RFPIPE_TIME_SCALE=${RFPIPE_TIME_SCALE:-0.02}
 export RFPIPE_TIME_SCALE
 rfp-mockportal --scenario tests/fixtures/mock/ratelimit.yaml --port 0 \
     --port-file "$tmp/port" --log "$tmp/mock.log" >/dev/null 2>&1 &
