@@ -252,6 +252,7 @@ main(int argc, char *argv[])
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
+	static const struct rec_hooks hooks = { .line = classify_line };
 	int c;
 
 	msg_init(PROG);
@@ -269,8 +270,8 @@ main(int argc, char *argv[])
 		}
 	}
 	opt_no_operands(argc, argv, usage);
-	if (rec_loop_fast(PROG, STDIN_FILENO, STDOUT_FILENO, classify_line,
-	    classify, NULL) == -1)
+	if (rec_loop_with(PROG, STDIN_FILENO, STDOUT_FILENO, &hooks, classify,
+	    NULL) == -1)
 		msg_diesys(1, "stdio");
 	opt_fshut();
 	return 0;

@@ -1,6 +1,7 @@
 /* rec: capped NDJSON line reading and whole-record writing. */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,9 @@ struct rec_reader {
 	int	 skipping;	/* discarding the rest of an oversized line */
 	int	 eof;
 	struct rec_out *flush;	/* written out before each read */
+	void	(*idle)(void *);	/* called while waiting for input */
+	void	*idle_arg;
+	int	 idle_ms;
 };
 
 struct rec_out {
@@ -76,6 +80,22 @@ take(struct rec_reader *r, char *nl, char **line, size_t *len, long *lineno)
 	return REC_LINE;
 }
 
+/* Wait until fd_in is readable, calling the idle hook every idle_ms. */
+static int
+wait_input(struct rec_reader *r)
+{
+	struct pollfd p = { .fd = r->fd, .events = POLLIN };
+	int n;
+
+	while ((n = poll(&p, 1, r->idle_ms)) != 1) {
+		if (n == -1 && errno != EINTR)
+			return -1;
+		if (n == 0)
+			r->idle(r->idle_arg);
+	}
+	return 0;
+}
+
 enum rec_rc
 rec_next(struct rec_reader *r, char **line, size_t *len, long *lineno)
 {
@@ -110,6 +130,8 @@ rec_next(struct rec_reader *r, char **line, size_t *len, long *lineno)
 			r->buf = xrealloc(r->buf, r->size);
 		}
 		if (r->flush != NULL && rec_out_flush(r->flush) == -1)
+			return REC_ERR;
+		if (r->idle != NULL && wait_input(r) == -1)
 			return REC_ERR;
 		n = read(r->fd, r->buf + r->end, r->size - r->end - 1);
 		if (n == -1) {
@@ -246,6 +268,16 @@ rec_reader_flush_first(struct rec_reader *r, struct rec_out *o)
 	r->flush = o;
 }
 
+void
+rec_reader_idle(struct rec_reader *r, double secs, void (*fn)(void *),
+    void *arg)
+{
+	r->idle = fn;
+	r->idle_arg = arg;
+	r->idle_ms = secs * 1000 < 1 ? 1 : secs * 1000 > 3600000 ? 3600000 :
+	    (int)(secs * 1000);
+}
+
 json_t *
 rec_bad_input(const char *stage, long lineno, const char *detail,
     const char *line, size_t len)
@@ -325,13 +357,14 @@ rec_num(const json_t *rec, const char *key, double def)
 int
 rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn, void *arg)
 {
-	return rec_loop_fast(stage, fd_in, fd_out, NULL, fn, arg);
+	return rec_loop_with(stage, fd_in, fd_out, NULL, fn, arg);
 }
 
 int
-rec_loop_fast(const char *stage, int fd_in, int fd_out, rec_line_fn *fast,
-    rec_fn *fn, void *arg)
+rec_loop_with(const char *stage, int fd_in, int fd_out,
+    const struct rec_hooks *h, rec_fn *fn, void *arg)
 {
+	rec_line_fn *fast = h != NULL ? h->line : NULL;
 	struct rec_reader *r = rec_reader_new(fd_in, 0);
 	struct rec_out *o = rec_out_new(fd_out);
 	char *line, err[256];
@@ -341,6 +374,8 @@ rec_loop_fast(const char *stage, int fd_in, int fd_out, rec_line_fn *fast,
 	int rc, ret = 0;
 
 	rec_reader_flush_first(r, o);
+	if (h != NULL && h->idle != NULL)
+		rec_reader_idle(r, h->idle_s, h->idle, arg);
 	for (;;) {
 		switch (rec_next(r, &line, &len, &lineno)) {
 		case REC_EOF:

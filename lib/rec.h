@@ -51,6 +51,9 @@ int	rec_out_flush(struct rec_out *o);
 void	rec_out_free(struct rec_out *o);
 /* Flush o before every read(2) of r, so nothing waits while r blocks. */
 void	rec_reader_flush_first(struct rec_reader *r, struct rec_out *o);
+/* Call fn(arg) every secs real seconds while r waits for input. */
+void	rec_reader_idle(struct rec_reader *r, double secs,
+	    void (*fn)(void *), void *arg);
 
 /* A dead bad_input record for an unusable line. */
 json_t	*rec_bad_input(const char *stage, long lineno, const char *detail,
@@ -78,14 +81,20 @@ typedef int rec_fn(json_t *rec, long lineno, void *arg);
 int	rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn,
 	    void *arg);
 /*
- * rec_loop with a fast path: line sees each well-formed-looking line
- * first and returns 1 when it put the record out itself, 0 to have it
- * parsed and given to fn as usual, -1 on a fatal error.  Output is
- * gathered, and flushed before any read that could block.
+ * What a stage may add to rec_loop.  line sees each line first and returns
+ * 1 when it put the record out itself, 0 to have it parsed and given to
+ * fn as usual, -1 on a fatal error.  idle is called every idle_s real
+ * seconds while the loop waits for input.
  */
 typedef int rec_line_fn(const char *line, size_t len, long lineno,
 	    struct rec_out *out, void *arg);
-int	rec_loop_fast(const char *stage, int fd_in, int fd_out,
-	    rec_line_fn *line, rec_fn *fn, void *arg);
+struct rec_hooks {
+	rec_line_fn	*line;
+	void		(*idle)(void *arg);
+	double		 idle_s;
+};
+/* rec_loop with hooks (NULL: none); output is gathered as by rec_out. */
+int	rec_loop_with(const char *stage, int fd_in, int fd_out,
+	    const struct rec_hooks *h, rec_fn *fn, void *arg);
 
 #endif

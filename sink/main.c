@@ -251,6 +251,15 @@ progress(void)
 	opts.p_width = n;
 }
 
+/* While nothing comes in (work held by the breaker, a long Retry-After),
+ * the line still moves: the rate falls and the elapsed time shows. */
+static void
+progress_idle(void *arg)
+{
+	(void)arg;
+	progress();
+}
+
 static int
 sink(json_t *rec, long lineno, void *arg)
 {
@@ -332,6 +341,7 @@ main(int argc, char *argv[])
 	};
 	const char *progress = "auto";
 	double t0 = clk_now();
+	struct rec_hooks hooks = { .idle = progress_idle };
 	int c, rc;
 
 	msg_init(PROG);
@@ -402,7 +412,9 @@ main(int argc, char *argv[])
 	/* A terminal shows the line from the first record; a log waits. */
 	opts.p_last = opts.p_start - (opts.progress == PROGRESS_TTY ?
 	    opts.p_every : 0);
-	rc = rec_loop(PROG, STDIN_FILENO, STDOUT_FILENO, sink, NULL);
+	hooks.idle_s = opts.p_every;
+	rc = rec_loop_with(PROG, STDIN_FILENO, STDOUT_FILENO,
+	    opts.progress == PROGRESS_NONE ? NULL : &hooks, sink, NULL);
 	progress_clear();
 	sync_files();
 	if (rc == -1)

@@ -325,3 +325,19 @@ slow_input() {
 	RFPIPE_PROGRESS_INTERVAL=soon run --separate-stderr -2 rfp-sink --progress=plain --run-dir "$RD" </dev/null
 	[ "${stderr_lines[0]}" = 'rfp-sink: environment RFPIPE_PROGRESS_INTERVAL: expected a number of seconds from 0.001 to 86400, got "soon"' ]
 }
+
+@test "sink: --progress plain keeps writing lines while no record comes in" {
+	# One record, then 0.5 s of silence, then the last: lines fall due
+	# every 0.05 s, so the wait alone must bring several.
+	quiet_input() {
+		printf '{"id":"Q-1","fate":"done","endpoint":"nih"}\n'
+		sleep 0.5
+		printf '{"id":"Q-2","fate":"done","endpoint":"nih"}\n'
+	}
+	RFPIPE_PROGRESS_INTERVAL=0.05 run --separate-stderr rfp-sink --progress plain --total 2 --run-dir "$RD" < <(quiet_input)
+	assert_success
+	local waiting
+	waiting=$(grep -c '^rfp-sink: progress: 1/2 done, ok 1, dead 0, pending 1, ' <<<"$stderr")
+	[ "$waiting" -ge 3 ]
+	[ "$(wc -l <"$RD/results.ndjson")" -eq 2 ]
+}
