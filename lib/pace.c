@@ -51,7 +51,10 @@ struct op {
 	double	 now, sent_at, wait;
 	enum pace_event ev;
 	const struct hdr_ratelimit *rl;
-	int	 granted;
+	long	 want;		/* sends asked for */
+	long	 granted;	/* ... and reserved */
+	const struct pace_ev *evs;	/* feedback: the outcomes, in order */
+	size_t	 nev;
 };
 
 
@@ -116,10 +119,11 @@ save(const struct pst *p, const char *ep)
 	    "f_before", p->f_before);
 }
 
+/* Reserve up to o->want sends at o->now, as that many takes in a row. */
 static void
 take(struct pst *p, struct op *o)
 {
-	double iv = 1.0 / p->rate, tat = fmax(p->tat, o->now);
+	double iv = 1.0 / p->rate, tat;
 	/*
 	 * A bucket of max(burst, 1): burst 0 and 1 both mean one at a time.
 	 * A pace faster than rfp-fetch's loop can turn (a send due every
@@ -135,12 +139,15 @@ take(struct pst *p, struct op *o)
 		o->wait = p->hold_until - o->now;
 		return;
 	}
-	if (tat - o->now > allow) {
-		o->wait = tat - o->now - allow;
-		return;
+	while (o->granted < o->want) {
+		tat = fmax(p->tat, o->now);
+		if (tat - o->now > allow) {
+			o->wait = tat - o->now - allow;
+			return;
+		}
+		p->tat = tat + iv;
+		o->granted++;
 	}
-	p->tat = tat + iv;
-	o->granted = 1;
 }
 
 static void
@@ -217,6 +224,7 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 {
 	struct op *o = arg;
 	struct pst p;
+	size_t i;
 
 	if (load(&p, *doc, o->c) == -1) {
 		snprintf(err, errlen, "state/rate of \"%s\": corrupt state "
@@ -225,8 +233,13 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 	}
 	if (o->take)
 		take(&p, o);
-	else
+	for (i = 0; i < o->nev; i++) {
+		o->ev = o->evs[i].ev;
+		o->sent_at = o->evs[i].sent_at;
+		o->now = o->evs[i].now;
+		o->rl = o->evs[i].rl_seen ? &o->evs[i].rl : NULL;
 		feedback(&p, o);
+	}
 	json_decref(*doc);
 	*doc = save(&p, o->ep);
 	return 0;
@@ -242,6 +255,18 @@ int
 pace_take(const char *rundir, const char *ep, const struct pace_cfg *c,
     double now, double *wait, char *err, size_t errlen)
 {
+	long granted;
+	int rc;
+
+	rc = pace_take_n(rundir, ep, c, now, 1, &granted, wait, err, errlen);
+	return rc == -1 ? -1 : granted == 1 ? 0 : 1;
+}
+
+int
+pace_take_n(const char *rundir, const char *ep, const struct pace_cfg *c,
+    double now, long want, long *granted, double *wait, char *err,
+    size_t errlen)
+{
 	struct op o;
 
 	memset(&o, 0, sizeof(o));
@@ -249,10 +274,14 @@ pace_take(const char *rundir, const char *ep, const struct pace_cfg *c,
 	o.ep = ep;
 	o.take = 1;
 	o.now = now;
+	o.want = want;
+	*granted = 0;
+	*wait = 0;
 	if (apply(rundir, &o, err, errlen) == -1)
 		return -1;
+	*granted = o.granted;
 	*wait = o.wait;
-	return o.granted ? 0 : 1;
+	return 0;
 }
 
 int
@@ -260,14 +289,31 @@ pace_feedback(const char *rundir, const char *ep, const struct pace_cfg *c,
     enum pace_event ev, double sent_at, const struct hdr_ratelimit *rl,
     double now, char *err, size_t errlen)
 {
+	struct pace_ev e;
+
+	memset(&e, 0, sizeof(e));
+	e.ev = ev;
+	e.sent_at = sent_at;
+	e.now = now;
+	if (rl != NULL) {
+		e.rl = *rl;
+		e.rl_seen = 1;
+	}
+	return pace_feedback_n(rundir, ep, c, &e, 1, err, errlen);
+}
+
+int
+pace_feedback_n(const char *rundir, const char *ep, const struct pace_cfg *c,
+    const struct pace_ev *ev, size_t n, char *err, size_t errlen)
+{
 	struct op o;
 
+	if (n == 0)
+		return 0;
 	memset(&o, 0, sizeof(o));
 	o.c = c;
 	o.ep = ep;
-	o.ev = ev;
-	o.sent_at = sent_at;
-	o.rl = rl;
-	o.now = now;
+	o.evs = ev;
+	o.nev = n;
 	return apply(rundir, &o, err, errlen);
 }
