@@ -13,7 +13,9 @@
 #include "lib/x.h"
 
 #define START_RATE	8.0	/* logical requests/s before anything is known */
-#define SS_GROWTH	3.0	/* slow start: rate added per success */
+#define SS_GROWTH	3.0	/* slow start: rate added per success, at least */
+#define SS_SHARE	0.15	/* ... or this share of the rate, when more */
+#define SS_ROUND	2.0	/* ... but no more than doubled per round trip */
 #define DECREASE	0.85	/* multiplicative decrease on a 429 */
 #define MAX_RATE	1e6
 #define FLOOR		0.9	/* of the best recent success rate */
@@ -37,6 +39,8 @@ struct pst {
 	double	w0;		/* start of the current window */
 	long	w_ok;		/* successes in it */
 	double	peak;		/* best recent success rate, decaying */
+	double	rt_at;		/* slow start: when this round trip began */
+	double	rt_rate;	/* ... and the rate then */
 	double	f;		/* recent share of slow answers (EWMA) */
 	double	tol;		/* a share that cuts have shown not to cure */
 	long	eval_n;		/* answers since the last cut; -1: none */
@@ -101,6 +105,8 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 	    (long)json_integer_value(json_object_get(d, "eval_n")) : -1;
 	p->r_before = json_number_value(json_object_get(d, "r_before"));
 	p->f_before = json_number_value(json_object_get(d, "f_before"));
+	p->rt_at = json_number_value(json_object_get(d, "rt_at"));
+	p->rt_rate = json_number_value(json_object_get(d, "rt_rate"));
 	/* A changed configuration wins over the stored rate. */
 	if (c->rate > 0 && p->rate > c->rate * MARGIN)
 		p->rate = c->rate * MARGIN;
@@ -111,12 +117,13 @@ static json_t *
 save(const struct pst *p, const char *ep)
 {
 	return json_pack("{s:s,s:f,s:f,s:f,s:f,s:b,s:I,s:f,s:I,s:f,s:f,s:f,"
-	    "s:I,s:f,s:f}", "endpoint", ep, "tat", p->tat, "rate", p->rate,
-	    "hold_until", p->hold_until, "dec_at", p->dec_at, "ss", p->ss,
-	    "slows", (json_int_t)p->slows, "w0", p->w0, "w_ok",
+	    "s:I,s:f,s:f,s:f,s:f}", "endpoint", ep, "tat", p->tat, "rate",
+	    p->rate, "hold_until", p->hold_until, "dec_at", p->dec_at, "ss",
+	    p->ss, "slows", (json_int_t)p->slows, "w0", p->w0, "w_ok",
 	    (json_int_t)p->w_ok, "peak", p->peak, "f", p->f, "tol", p->tol,
 	    "eval_n", (json_int_t)p->eval_n, "r_before", p->r_before,
-	    "f_before", p->f_before);
+	    "f_before", p->f_before, "rt_at", p->rt_at, "rt_rate",
+	    p->rt_rate);
 }
 
 /* Reserve up to o->want sends at o->now, as that many takes in a row. */
@@ -207,7 +214,24 @@ feedback(struct pst *p, struct op *o)
 			/* Restart the schedule at the new pace. */
 			p->tat = fmax(p->tat, o->now) + 1.0 / p->rate;
 		}
-	} else if (p->ss)		/* in logical time: +SS_GROWTH */
+	} else if (p->ss && p->slows == 0) {
+		/*
+		 * Slow start before the server ever pushed back: +SS_GROWTH
+		 * (in logical time) per success while the rate is low, so a
+		 * limiter of a few requests a second is met in small steps;
+		 * above that a share of the rate, but never more than doubled
+		 * per round trip, however many requests are on the wire.  A
+		 * round trip ends with the first answer to a request sent
+		 * after it began.
+		 */
+		if (o->sent_at >= p->rt_at) {
+			p->rt_at = o->now;
+			p->rt_rate = p->rate;
+		}
+		p->rate = fmin(fmin(p->rate + fmax(SS_GROWTH / sc, SS_SHARE *
+		    p->rate), fmax(SS_ROUND * p->rt_rate, p->rate + SS_GROWTH /
+		    sc)), cap);
+	} else if (p->ss)	/* pushed back once, so near a limit: +SS_GROWTH */
 		p->rate = fmin(p->rate + SS_GROWTH / sc, cap);
 	else				/* in logical time: +1/rate */
 		p->rate = fmin(p->rate + 1.0 / (p->rate * sc * sc), cap);

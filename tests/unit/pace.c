@@ -1,6 +1,7 @@
 /*
  * Unit tests of lib/pace: a batch of takes or of outcomes does what as
- * many single calls do, on state files in a temporary run directory.
+ * many single calls do, and how slow start grows, on state files in a
+ * temporary run directory.
  */
 #include <sys/stat.h>
 
@@ -31,6 +32,17 @@ doc(const char *ep)
 	return d;
 }
 
+/* The current rate of ep. */
+static double
+rate(const char *ep)
+{
+	json_t *d = doc(ep);
+	double r = json_number_value(json_object_get(d, "rate"));
+
+	json_decref(d);
+	return r;
+}
+
 static int
 same(const char *a, const char *b)
 {
@@ -47,10 +59,10 @@ main(void)
 {
 	struct pace_cfg fast = { 0, 0 }, limited = { 10, 4 };
 	struct pace_ev ev[30];
-	double t0 = 1e9, wait, w1;
+	double t0 = 1e9, wait, w1, prev, r;
 	long granted, n;
 	char err[256], *p;
-	int i, rc;
+	int i, rc, good;
 
 	if (mkdtemp(dir) == NULL || state_mkdirs(dir) == -1)
 		return 1;
@@ -99,6 +111,49 @@ main(void)
 	ok(same("d", "e"), "feedback_n: the file is what thirty calls make");
 	ok(pace_feedback_n(dir, "f", &fast, ev, 0, err, sizeof(err)) == 0 &&
 	    doc("f") == NULL, "feedback_n: no outcomes, no file");
+
+	/* Slow start, one request per round trip: geometric, not linear. */
+	prev = 8;
+	good = 1;
+	for (i = 0; i < 40; i++) {
+		pace_feedback(dir, "g", &fast, PACE_OK, t0 + 0.01 * i,
+		    NULL, t0 + 0.01 * i + 0.005, err, sizeof(err));
+		r = rate("g");
+		if (r > 2 * prev || r < prev + 3)
+			good = 0;
+		prev = r;
+	}
+	ok(good && prev > 8 + 3 * 40,
+	    "slow start: each success adds 3 or more, and the rate grows "
+	    "faster than 3 a success (%.0f after 40)", prev);
+	/*
+	 * 100 requests on the wire at once: one round trip, at most double
+	 * (or 3 a success, which is always allowed).
+	 */
+	for (i = 0; i < 40; i++)
+		pace_feedback(dir, "h", &fast, PACE_OK, t0 + 0.01 * i,
+		    NULL, t0 + 0.01 * i + 0.005, err, sizeof(err));
+	prev = rate("h");
+	for (i = 0; i < 100; i++)
+		pace_feedback(dir, "h", &fast, PACE_OK, t0 + 0.4 + 0.0001 * i,
+		    NULL, t0 + 0.5 + 0.0001 * i, err, sizeof(err));
+	r = rate("h");
+	ok(r > prev && r <= 2 * prev + 3 * 100,
+	    "slow start: one round trip of 100 answers at most doubles the "
+	    "rate (%.0f from %.0f)", r, prev);
+	/* Once pushed back, growth is additive again. */
+	pace_feedback(dir, "i", &fast, PACE_OK, t0, NULL, t0 + 0.01, err,
+	    sizeof(err));
+	pace_feedback(dir, "i", &fast, PACE_SLOW, t0 + 0.02, NULL, t0 + 0.03,
+	    err, sizeof(err));
+	prev = rate("i");
+	for (i = 0; i < 40; i++)
+		pace_feedback(dir, "i", &fast, PACE_OK, t0 + 0.1 * i + 0.1,
+		    NULL, t0 + 0.1 * i + 0.15, err, sizeof(err));
+	r = rate("i");
+	ok(r > prev && r <= prev + 3 * 40,
+	    "slow start: after a 429, no more than 3 a success (%.1f to %.1f)",
+	    prev, r);
 
 	p = xasprintf("rm -rf %s", dir);
 	if (system(p) != 0)
