@@ -29,7 +29,7 @@ struct xfer {
 	struct curl_slist *hdrs;
 	char		*body;		/* request body */
 	size_t		 body_len;
-	FILE		*out;		/* response body, or NULL */
+	int		 fd;		/* response body, or -1 */
 	char		*part;		/* its temporary path */
 	char		*final;		/* its path once complete */
 	EVP_MD_CTX	*sha;
