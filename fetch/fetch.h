@@ -49,6 +49,8 @@ struct xfer {
 struct fopts {
 	struct conf	 conf;
 	const char	*run_dir;
+	int		 docs_fd;	/* RUNDIR/docs, with a run directory */
+	int		 part_fd;	/* RUNDIR/docs/.part: bodies being fetched */
 	double		 deadline;	/* epoch; 0: none */
 	int		 insecure;
 	int		 on_open_dead;

@@ -1264,6 +1264,22 @@ main(int argc, char *argv[])
 				msg_diesys(1, "mkdir %s", path);
 			free(path);
 		}
+		/*
+		 * A body is written in docs/.part and renamed into docs/ once
+		 * whole: docs/ID is never a partial body, and the large
+		 * directory sees one entry made per document, not three.
+		 */
+		path = xasprintf("%s/docs/.part", fo.run_dir);
+		if (mkdir(path, 0700) == -1 && errno != EEXIST)
+			msg_diesys(1, "mkdir %s", path);
+		if ((fo.part_fd = open(path, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1)
+			msg_diesys(1, "open %s", path);
+		path[strlen(path) - 6] = '\0';
+		if ((fo.docs_fd = open(path, O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC)) == -1)
+			msg_diesys(1, "open %s", path);
+		free(path);
 	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -1311,6 +1327,10 @@ main(int argc, char *argv[])
 		free(e);
 	}
 	ledger_close(S.ledger);
+	if (fo.run_dir != NULL) {
+		close(fo.part_fd);
+		close(fo.docs_fd);
+	}
 	store_close();
 	json_decref(S.seen);
 	json_decref(S.done);

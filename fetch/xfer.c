@@ -264,8 +264,8 @@ xfer_start(struct job *job, char *err, size_t errlen)
 	}
 	if (fo.run_dir != NULL) {
 		x->final = xasprintf("%s/docs/%s", fo.run_dir, id);
-		x->part = xasprintf("%s/docs/.%s.part", fo.run_dir, id);
-		x->fd = open(x->part, O_WRONLY | O_CREAT | O_TRUNC |
+		x->part = xasprintf("%s/docs/.part/%s", fo.run_dir, id);
+		x->fd = openat(fo.part_fd, id, O_WRONLY | O_CREAT | O_TRUNC |
 		    O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (x->fd == -1) {
 			snprintf(err, errlen, "open %s: %s", x->part,
@@ -464,7 +464,8 @@ xfer_finish(struct xfer *x, CURLcode cc)
 		    json_null());
 		free(bad);
 	}
-	if (x->final != NULL && rename(x->part, x->final) == 0) {
+	if (x->final != NULL && renameat(fo.part_fd, rec_str(rec, "id"),
+	    fo.docs_fd, rec_str(rec, "id")) == 0) {
 		free(x->part);
 		x->part = NULL;
 		json_object_set_new(rec, "body_path", json_string(strrchr(
