@@ -29,7 +29,7 @@ struct xfer {
 	struct curl_slist *hdrs;
 	char		*body;		/* request body */
 	size_t		 body_len;
-	FILE		*out;		/* response body, or NULL */
+	int		 fd;		/* response body, or -1 */
 	char		*part;		/* its temporary path */
 	char		*final;		/* its path once complete */
 	EVP_MD_CTX	*sha;
@@ -49,6 +49,8 @@ struct xfer {
 struct fopts {
 	struct conf	 conf;
 	const char	*run_dir;
+	int		 docs_fd;	/* RUNDIR/docs, with a run directory */
+	int		 part_fd;	/* RUNDIR/docs/.part: bodies being fetched */
 	double		 deadline;	/* epoch; 0: none */
 	int		 insecure;
 	int		 on_open_dead;

@@ -71,6 +71,17 @@ struct ep {
 	struct pace_cfg	 pace;		/* in real seconds */
 	double		 blocked_until;	/* no slot, pace or breaker until then */
 	char		*slot_held;
+	long		*idle;		/* slots held with no transfer */
+	long		 nidle;
+	long		 nready;	/* its jobs in the ready queue */
+	/* Good for one pass of start_ready only. */
+	long		 credit;	/* pace sends reserved, not yet used */
+	double		 pace_wait;	/* the pace granted fewer than asked */
+	int		 brk_closed;	/* the breaker let a request by */
+	/* Outcomes not yet told to the shared pace and breaker. */
+	struct pace_ev	*pev;
+	struct brk_ev	*bev;
+	size_t		 npev, nbev, capev;
 	struct ep	*next;
 };
 
@@ -166,12 +177,17 @@ endpoint(const char *name)
 	e->pace.rate = e->cf->rate / clk_scale();
 	e->pace.burst = e->cf->burst;
 	e->slot_held = xcalloc((size_t)e->ceiling, 1);
+	e->idle = xcalloc((size_t)e->ceiling, sizeof(*e->idle));
 	e->next = S.eps;
 	S.eps = e;
 	return e;
 }
 
-/* Take a free slot of e shared through lib/store; its index or -1. */
+/*
+ * Take a free slot of e shared through lib/store; its index or -1.  A slot
+ * whose transfer ended in this turn of the loop is still held: it passes
+ * to the next transfer without a lock round trip.
+ */
 static int
 slot_take(struct ep *e)
 {
@@ -181,6 +197,8 @@ slot_take(struct ep *e)
 
 	if (e->inflight >= e->ceiling)
 		return -1;
+	if (e->nidle > 0)
+		return (int)e->idle[--e->nidle];
 	for (i = 0; i < e->ceiling; i++) {
 		if (e->slot_held[i])
 			continue;
@@ -197,14 +215,32 @@ slot_take(struct ep *e)
 	return -1;
 }
 
+/* Done with slot i of e: held until slots_release, at the end of the turn. */
 static void
 slot_give(struct ep *e, int i)
 {
-	if (i < 0)
-		return;
-	if (fo.run_dir != NULL || store_shared())
-		store_slot_give(e->name, i);
-	e->slot_held[i] = 0;
+	if (i >= 0)
+		e->idle[e->nidle++] = i;
+}
+
+/*
+ * Give back every slot held with no transfer.  Called before the loop
+ * waits, so a slot is never held while nothing of it is on the wire.
+ */
+static void
+slots_release(void)
+{
+	struct ep *e;
+	long i;
+
+	for (e = S.eps; e != NULL; e = e->next) {
+		while (e->nidle > 0) {
+			i = e->idle[--e->nidle];
+			if (fo.run_dir != NULL || store_shared())
+				store_slot_give(e->name, i);
+			e->slot_held[i] = 0;
+		}
+	}
 }
 
 static void
@@ -246,6 +282,7 @@ heap_pop(void)
 static void
 ready_push(struct job *j)
 {
+	j->ep->nready++;
 	j->next = NULL;
 	if (S.ready_tail != NULL)
 		S.ready_tail->next = j;
@@ -434,26 +471,48 @@ gate(struct job *j, int *slot, int *probe)
 	double now = clk_now(), wait, until, opened;
 	enum brk_verdict v;
 	char err[512];
-	int rc;
+	long want;
 
+	*probe = 0;
 	if ((*slot = slot_take(e)) == -1) {
 		e->blocked_until = now + 0.005;
 		return 0;
 	}
-	if ((rc = pace_take(fo.run_dir, e->name, &e->pace, now, &wait, err,
-	    sizeof(err))) == -1)
-		state_fail(err);
-	if (rc == 1) {
+	if (e->credit == 0 && e->pace_wait > 0) {
 		slot_give(e, *slot);
-		e->blocked_until = now + wait;
+		e->blocked_until = now + e->pace_wait;
 		return 0;
 	}
+	if (e->credit == 0) {
+		/* As many sends as could start now, in one reservation. */
+		want = e->nready;
+		if (want > e->ceiling - e->inflight)
+			want = e->ceiling - e->inflight;
+		if (want > fo.conf.concurrency - S.active)
+			want = fo.conf.concurrency - S.active;
+		if (pace_take_n(fo.run_dir, e->name, &e->pace, now,
+		    want > 1 ? want : 1, &e->credit, &wait, err,
+		    sizeof(err)) == -1)
+			state_fail(err);
+		if (e->credit < want)
+			e->pace_wait = wait;
+		if (e->credit == 0) {
+			slot_give(e, *slot);
+			e->blocked_until = now + wait;
+			return 0;
+		}
+	}
+	e->credit--;
+	/* Closed a moment ago in this pass: closed still, for this process. */
+	if (e->brk_closed)
+		return 1;
 	if (brk_allow(fo.run_dir, e->name, bc, now, clk_real(
 	    fo.conf.timeout + fo.conf.connect_timeout) + 1, !j->held,
 	    rec_int(j->rec, "attempt", 0) == 0, &v,
 	    &until, &opened, err, sizeof(err)) == -1)
 		state_fail(err);
 	*probe = v == BRK_PROBE;
+	e->brk_closed = v == BRK_ALLOW;
 	if (v == BRK_ALLOW || v == BRK_PROBE)
 		return 1;
 	slot_give(e, *slot);
@@ -656,9 +715,15 @@ start_ready(void)
 {
 	struct job *j, **pp = &S.ready;
 	struct xfer *x;
+	struct ep *e;
 	char err[300];
 	int slot, probe = 0, g;
 
+	for (e = S.eps; e != NULL; e = e->next) {
+		e->credit = 0;
+		e->pace_wait = 0;
+		e->brk_closed = 0;
+	}
 	S.ready_tail = NULL;
 	while ((j = *pp) != NULL) {
 		if (S.active >= fo.conf.concurrency ||
@@ -672,6 +737,7 @@ start_ready(void)
 		    ledger_gate(j) == 1) {
 			*pp = j->next;
 			S.nready--;
+			j->ep->nready--;
 			job_free(j);
 			continue;
 		}
@@ -682,6 +748,7 @@ start_ready(void)
 		}
 		*pp = j->next;
 		S.nready--;
+		j->ep->nready--;
 		if (g == -1) {
 			job_free(j);
 			continue;
@@ -722,6 +789,9 @@ start_ready(void)
 	S.ready_tail = NULL;
 	for (j = S.ready; j != NULL; j = j->next)
 		S.ready_tail = j;
+	/* A reservation not used now is dropped: held, it could burst. */
+	for (e = S.eps; e != NULL; e = e->next)
+		e->credit = 0;
 }
 
 static void
@@ -759,7 +829,7 @@ drop_all(void)
 	}
 }
 
-/* Tell the shared pace and breaker what this answer says of the endpoint. */
+/* Note what this answer says of the endpoint for its pace and breaker. */
 static void
 feedback(const struct xfer *x)
 {
@@ -768,23 +838,54 @@ feedback(const struct xfer *x)
 	long st = rec_int(rec, "status", 0);
 	double now = clk_now();
 	enum class_kind k;
-	char reason[64], err[512];
+	struct pace_ev *pe;
+	struct brk_ev *be;
+	char reason[64];
 	int slow;
 
 	k = class_of(rec, reason, sizeof(reason));
 	if (strcmp(reason, "deadline") == 0)
 		return;
+	if (e->npev == e->capev || e->nbev == e->capev) {
+		e->capev = e->capev ? 2 * e->capev : 16;
+		e->pev = xrealloc(e->pev, e->capev * sizeof(*e->pev));
+		e->bev = xrealloc(e->bev, e->capev * sizeof(*e->bev));
+	}
 	slow = st == 429 || (st == 503 && x->retry_after != NULL);
-	if ((slow || k == CLASS_OK) && pace_feedback(fo.run_dir, e->name,
-	    &e->pace, slow ? PACE_SLOW : PACE_OK, x->t0, x->rl_seen ? &x->rl :
-	    NULL, now, err, sizeof(err)) == -1)
-		state_fail(err);
+	if (slow || k == CLASS_OK) {
+		pe = &e->pev[e->npev++];
+		pe->ev = slow ? PACE_SLOW : PACE_OK;
+		pe->sent_at = x->t0;
+		pe->now = now;
+		pe->rl = x->rl;
+		pe->rl_seen = x->rl_seen;
+	}
 	/* A 429 says the endpoint is up and wants less: the pace's business. */
-	if (brk_record(fo.run_dir, e->name, &e->cf->breaker,
-	    k == CLASS_TRANSIENT && st != 429 ? BRK_FAILURE : BRK_SUCCESS,
-	    x->probe, rec_int(rec, "attempt", 1) == 1, now, err,
-	    sizeof(err)) == -1)
-		state_fail(err);
+	be = &e->bev[e->nbev++];
+	be->out = k == CLASS_TRANSIENT && st != 429 ? BRK_FAILURE : BRK_SUCCESS;
+	be->probe = x->probe;
+	be->fresh = rec_int(rec, "attempt", 1) == 1;
+	be->now = now;
+}
+
+/*
+ * Tell the shared pace and breaker, one locked update each per endpoint,
+ * what the answers of this turn said, in the order they came.
+ */
+static void
+feedback_flush(void)
+{
+	struct ep *e;
+	char err[512];
+
+	for (e = S.eps; e != NULL; e = e->next) {
+		if (pace_feedback_n(fo.run_dir, e->name, &e->pace, e->pev,
+		    e->npev, err, sizeof(err)) == -1 ||
+		    brk_record_n(fo.run_dir, e->name, &e->cf->breaker, e->bev,
+		    e->nbev, err, sizeof(err)) == -1)
+			state_fail(err);
+		e->npev = e->nbev = 0;
+	}
 }
 
 static void
@@ -814,6 +915,7 @@ finish_done(void)
 		job_free(x->job);
 		xfer_free(x);
 	}
+	feedback_flush();
 }
 
 /* Past the deadline: everything still held leaves dead deadline_cut. */
@@ -830,6 +932,7 @@ cut_waiting(void)
 	}
 	while ((j = S.ready) != NULL) {
 		S.ready = j->next;
+		j->ep->nready--;
 		kill_now(j->rec, 0, "deadline_cut", "not started by the "
 		    "deadline");
 		job_free(j);
@@ -920,12 +1023,14 @@ poll_timeout(void)
 
 	if (S.nwait > 0 && S.wait[0]->not_before - now < t)
 		t = S.wait[0]->not_before - now;
-	if (S.nready > 0) {
+	/* Work that waits for a transfer to end waits for its socket. */
+	if (S.nready > 0 && S.active < fo.conf.concurrency) {
 		struct ep *e;
 		double soon = now + t;
 
 		for (e = S.eps; e != NULL; e = e->next)
-			if (e->blocked_until < soon)
+			if (e->nready > 0 && e->inflight < e->ceiling &&
+			    e->blocked_until < soon)
 				soon = e->blocked_until;
 		t = soon - now < 0.001 ? 0.001 : soon - now;
 	}
@@ -963,9 +1068,11 @@ run(void)
 		}
 		if (cut && (S.nwait > 0 || S.nready > 0))
 			cut_waiting();
-		start_ready();
 		curl_multi_perform(S.multi, &running);
 		finish_done();
+		/* What just finished hands its slot on; nothing held idle. */
+		start_ready();
+		slots_release();
 		if (flush_out() == -1)
 			msg_diesys(1, "write stdout");
 		if (finished())
@@ -1157,6 +1264,22 @@ main(int argc, char *argv[])
 				msg_diesys(1, "mkdir %s", path);
 			free(path);
 		}
+		/*
+		 * A body is written in docs/.part and renamed into docs/ once
+		 * whole: docs/ID is never a partial body, and the large
+		 * directory sees one entry made per document, not three.
+		 */
+		path = xasprintf("%s/docs/.part", fo.run_dir);
+		if (mkdir(path, 0700) == -1 && errno != EEXIST)
+			msg_diesys(1, "mkdir %s", path);
+		if ((fo.part_fd = open(path, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1)
+			msg_diesys(1, "open %s", path);
+		path[strlen(path) - 6] = '\0';
+		if ((fo.docs_fd = open(path, O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC)) == -1)
+			msg_diesys(1, "open %s", path);
+		free(path);
 	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -1196,11 +1319,18 @@ main(int argc, char *argv[])
 	for (e = S.eps; e != NULL; e = en) {
 		en = e->next;
 		free(e->slot_held);
+		free(e->idle);
+		free(e->pev);
+		free(e->bev);
 		free(e->name);
 		free(e->safe);
 		free(e);
 	}
 	ledger_close(S.ledger);
+	if (fo.run_dir != NULL) {
+		close(fo.part_fd);
+		close(fo.docs_fd);
+	}
 	store_close();
 	json_decref(S.seen);
 	json_decref(S.done);

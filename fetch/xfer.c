@@ -38,10 +38,11 @@ xfer_clear(json_t *rec)
 }
 
 static size_t
-on_body(char *p, size_t size, size_t n, void *arg)
+on_body(char *p, size_t size, size_t nmemb, void *arg)
 {
 	struct xfer *x = arg;
-	size_t len = size * n;
+	size_t len = size * nmemb, off;
+	ssize_t n;
 
 	if (x->bytes + (long)len > fo.conf.max_body) {
 		x->too_large = 1;
@@ -49,8 +50,16 @@ on_body(char *p, size_t size, size_t n, void *arg)
 	}
 	x->bytes += (long)len;
 	EVP_DigestUpdate(x->sha, p, len);
-	if (x->out != NULL && fwrite(p, 1, len, x->out) != len)
-		return 0;
+	/* Straight to the file: curl hands over its buffer, often all. */
+	off = 0;
+	while (x->fd != -1 && off < len) {
+		if ((n = write(x->fd, p + off, len - off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return 0;	/* abort: CURLE_WRITE_ERROR */
+		}
+		off += (size_t)n;
+	}
 	return len;
 }
 
@@ -241,12 +250,12 @@ xfer_start(struct job *job, char *err, size_t errlen)
 	long attempt = rec_int(rec, "attempt", 0) + 1;
 	double tmo = fo.conf.timeout, left;
 	const char *id = rec_str(rec, "id");
-	int fd;
 
 	xfer_clear(rec);
 	json_object_set_new(rec, "attempt", json_integer(attempt));
 	x->job = job;
 	x->slot = -1;
+	x->fd = -1;
 	hdr_ratelimit_init(&x->rl);
 	if (load_body(x, rec, err, errlen) == -1 ||
 	    headers(x, rec, attempt, err, errlen) == -1) {
@@ -255,14 +264,12 @@ xfer_start(struct job *job, char *err, size_t errlen)
 	}
 	if (fo.run_dir != NULL) {
 		x->final = xasprintf("%s/docs/%s", fo.run_dir, id);
-		x->part = xasprintf("%s/docs/.%s.part", fo.run_dir, id);
-		fd = open(x->part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
-		    O_NOFOLLOW, 0600);
-		if (fd == -1 || (x->out = fdopen(fd, "wb")) == NULL) {
+		x->part = xasprintf("%s/docs/.part/%s", fo.run_dir, id);
+		x->fd = openat(fo.part_fd, id, O_WRONLY | O_CREAT | O_TRUNC |
+		    O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (x->fd == -1) {
 			snprintf(err, errlen, "open %s: %s", x->part,
 			    strerror(errno));
-			if (fd != -1)
-				close(fd);
 			xfer_free(x);
 			return NULL;
 		}
@@ -407,10 +414,10 @@ xfer_finish(struct xfer *x, CURLcode cc)
 
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(x->easy, CURLINFO_SIZE_UPLOAD_T, &up);
-	if (x->out != NULL) {
-		if (fclose(x->out) != 0 && e == NULL)
+	if (x->fd != -1) {
+		if (close(x->fd) == -1 && e == NULL)
 			e = "write";
-		x->out = NULL;
+		x->fd = -1;
 	}
 	json_object_set_new(rec, "status", status > 0 && e == NULL ?
 	    json_integer(status) : json_null());
@@ -457,7 +464,8 @@ xfer_finish(struct xfer *x, CURLcode cc)
 		    json_null());
 		free(bad);
 	}
-	if (x->final != NULL && rename(x->part, x->final) == 0) {
+	if (x->final != NULL && renameat(fo.part_fd, rec_str(rec, "id"),
+	    fo.docs_fd, rec_str(rec, "id")) == 0) {
 		free(x->part);
 		x->part = NULL;
 		json_object_set_new(rec, "body_path", json_string(strrchr(
@@ -473,8 +481,8 @@ xfer_free(struct xfer *x)
 	if (x->easy != NULL)
 		curl_easy_cleanup(x->easy);
 	curl_slist_free_all(x->hdrs);
-	if (x->out != NULL)
-		fclose(x->out);
+	if (x->fd != -1)
+		close(x->fd);
 	if (x->part != NULL)
 		unlink(x->part);
 	free(x->part);

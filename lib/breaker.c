@@ -23,6 +23,8 @@ struct op {
 	int		 held, probe;
 	int		 fresh;		/* the request is a document's first */
 	enum brk_outcome out;
+	const struct brk_ev *ev;	/* brk_record: the outcomes, in order */
+	size_t		 nev;
 	enum brk_verdict v;
 	double		 until, opened_at;
 };
@@ -143,6 +145,38 @@ trips(json_t *d, const struct conf_breaker *c, int failed)
 	    100.0 * (double)bad / (double)n >= c->rate;
 }
 
+/* Apply one outcome to the breaker d. */
+static void
+record(json_t *d, struct op *o)
+{
+	const char *st = sget(d, "state");
+
+	if (strcmp(st, "half_open") == 0 && o->probe) {
+		if (o->out == BRK_SUCCESS) {
+			json_object_set_new(d, "fails", json_integer(0));
+			json_object_set_new(d, "window", json_string(""));
+			to(d, "closed", o->now);
+		} else if (o->fresh)
+			open_now(d, o, 1);
+		else	/* a retry failing again proves nothing: next probe */
+			json_object_set_new(d, "probe_pid", json_integer(0));
+	} else if (strcmp(st, "closed") == 0 &&
+	    (o->fresh || o->out == BRK_SUCCESS) && trips(d, o->c,
+	    o->out == BRK_FAILURE))
+		open_now(d, o, 0);	/* retries' failures say little */
+	else if (strcmp(st, "closed") != 0 && o->out == BRK_SUCCESS &&
+	    !o->probe) {
+		/*
+		 * An answer from a request already on the wire when the
+		 * breaker opened: the endpoint is up after all.  (In an
+		 * outage those fail too, and this never happens.)
+		 */
+		json_object_set_new(d, "fails", json_integer(0));
+		json_object_set_new(d, "window", json_string(""));
+		to(d, "closed", o->now);
+	}
+}
+
 static int
 run(json_t **doc, void *arg, char *err, size_t errlen)
 {
@@ -151,9 +185,13 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 	const char *st;
 	const char *ph;
 	pid_t pid;
+	size_t i;
+	int dirty = 0;
 
-	if (d == NULL)
+	if (d == NULL) {
 		d = *doc = fresh(o->ep, o->c);
+		dirty = 1;
+	}
 	if (!valid(d)) {
 		snprintf(err, errlen, "state/breaker of \"%s\": corrupt state "
 		    "file; move it aside to start afresh", o->ep);
@@ -162,30 +200,12 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 	st = sget(d, "state");
 	o->opened_at = nget(d, "opened_at");
 	if (!o->allow) {
-		if (strcmp(st, "half_open") == 0 && o->probe) {
-			if (o->out == BRK_SUCCESS) {
-				json_object_set_new(d, "fails", json_integer(0));
-				json_object_set_new(d, "window", json_string(""));
-				to(d, "closed", o->now);
-			} else if (o->fresh)
-				open_now(d, o, 1);
-			else	/* a retry failing again proves nothing: next probe */
-				json_object_set_new(d, "probe_pid",
-				    json_integer(0));
-		} else if (strcmp(st, "closed") == 0 &&
-		    (o->fresh || o->out == BRK_SUCCESS) && trips(d, o->c,
-		    o->out == BRK_FAILURE))
-			open_now(d, o, 0);	/* retries' failures say little */
-		else if (strcmp(st, "closed") != 0 && o->out == BRK_SUCCESS &&
-		    !o->probe) {
-			/*
-			 * An answer from a request already on the wire when the
-			 * breaker opened: the endpoint is up after all.  (In an
-			 * outage those fail too, and this never happens.)
-			 */
-			json_object_set_new(d, "fails", json_integer(0));
-			json_object_set_new(d, "window", json_string(""));
-			to(d, "closed", o->now);
+		for (i = 0; i < o->nev; i++) {
+			o->now = o->ev[i].now;
+			o->out = o->ev[i].out;
+			o->probe = o->ev[i].probe;
+			o->fresh = o->ev[i].fresh;
+			record(d, o);
 		}
 		return 0;
 	}
@@ -199,6 +219,7 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 			st = "half_open";
 			json_object_set_new(d, "probe_pid", json_integer(0));
 			nset(d, "half_open_at", o->now);
+			dirty = 1;
 		}
 	}
 	if (strcmp(st, "half_open") == 0) {
@@ -224,14 +245,18 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 			    json_string(host()));
 			nset(d, "probe_until", o->now + o->lease);
 			o->v = BRK_PROBE;
+			dirty = 1;
 		} else {
 			o->v = BRK_DENY;
 			o->until = o->now + 0.05;
 		}
 	}
-	if (o->v == BRK_DENY && o->held)
+	if (o->v == BRK_DENY && o->held) {
 		iinc(d, "saved");
-	return 0;
+		dirty = 1;
+	}
+	/* A verdict that changed nothing leaves the file as it was. */
+	return dirty ? 0 : 1;
 }
 
 static int
@@ -269,14 +294,28 @@ brk_record(const char *rundir, const char *ep, const struct conf_breaker *c,
     enum brk_outcome out, int probe, int fresh, double now, char *err,
     size_t errlen)
 {
+	struct brk_ev ev;
+
+	ev.out = out;
+	ev.probe = probe;
+	ev.fresh = fresh;
+	ev.now = now;
+	return brk_record_n(rundir, ep, c, &ev, 1, err, errlen);
+}
+
+int
+brk_record_n(const char *rundir, const char *ep,
+    const struct conf_breaker *c, const struct brk_ev *ev, size_t n,
+    char *err, size_t errlen)
+{
 	struct op o;
 
+	if (n == 0)
+		return 0;
 	memset(&o, 0, sizeof(o));
 	o.c = c;
 	o.ep = ep;
-	o.now = now;
-	o.out = out;
-	o.probe = probe;
-	o.fresh = fresh;
+	o.ev = ev;
+	o.nev = n;
 	return apply(rundir, &o, err, errlen);
 }

@@ -43,4 +43,17 @@ int	brk_record(const char *rundir, const char *ep,
 	    const struct conf_breaker *c, enum brk_outcome o, int probe,
 	    int fresh, double now, char *err, size_t errlen);
 
+/* One outcome of brk_record_n, with its time. */
+struct brk_ev {
+	enum brk_outcome out;
+	int		 probe;
+	int		 fresh;
+	double		 now;
+};
+
+/* Record n outcomes in order under one lock, as n brk_record calls would. */
+int	brk_record_n(const char *rundir, const char *ep,
+	    const struct conf_breaker *c, const struct brk_ev *ev, size_t n,
+	    char *err, size_t errlen);
+
 #endif

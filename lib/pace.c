@@ -13,7 +13,9 @@
 #include "lib/x.h"
 
 #define START_RATE	8.0	/* logical requests/s before anything is known */
-#define SS_GROWTH	3.0	/* slow start: rate added per success */
+#define SS_GROWTH	3.0	/* slow start: rate added per success, at least */
+#define SS_SHARE	0.15	/* ... or this share of the rate, when more */
+#define SS_ROUND	2.0	/* ... but no more than doubled per round trip */
 #define DECREASE	0.85	/* multiplicative decrease on a 429 */
 #define MAX_RATE	1e6
 #define FLOOR		0.9	/* of the best recent success rate */
@@ -37,6 +39,8 @@ struct pst {
 	double	w0;		/* start of the current window */
 	long	w_ok;		/* successes in it */
 	double	peak;		/* best recent success rate, decaying */
+	double	rt_at;		/* slow start: when this round trip began */
+	double	rt_rate;	/* ... and the rate then */
 	double	f;		/* recent share of slow answers (EWMA) */
 	double	tol;		/* a share that cuts have shown not to cure */
 	long	eval_n;		/* answers since the last cut; -1: none */
@@ -51,7 +55,10 @@ struct op {
 	double	 now, sent_at, wait;
 	enum pace_event ev;
 	const struct hdr_ratelimit *rl;
-	int	 granted;
+	long	 want;		/* sends asked for */
+	long	 granted;	/* ... and reserved */
+	const struct pace_ev *evs;	/* feedback: the outcomes, in order */
+	size_t	 nev;
 };
 
 
@@ -98,6 +105,8 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 	    (long)json_integer_value(json_object_get(d, "eval_n")) : -1;
 	p->r_before = json_number_value(json_object_get(d, "r_before"));
 	p->f_before = json_number_value(json_object_get(d, "f_before"));
+	p->rt_at = json_number_value(json_object_get(d, "rt_at"));
+	p->rt_rate = json_number_value(json_object_get(d, "rt_rate"));
 	/* A changed configuration wins over the stored rate. */
 	if (c->rate > 0 && p->rate > c->rate * MARGIN)
 		p->rate = c->rate * MARGIN;
@@ -108,18 +117,20 @@ static json_t *
 save(const struct pst *p, const char *ep)
 {
 	return json_pack("{s:s,s:f,s:f,s:f,s:f,s:b,s:I,s:f,s:I,s:f,s:f,s:f,"
-	    "s:I,s:f,s:f}", "endpoint", ep, "tat", p->tat, "rate", p->rate,
-	    "hold_until", p->hold_until, "dec_at", p->dec_at, "ss", p->ss,
-	    "slows", (json_int_t)p->slows, "w0", p->w0, "w_ok",
+	    "s:I,s:f,s:f,s:f,s:f}", "endpoint", ep, "tat", p->tat, "rate",
+	    p->rate, "hold_until", p->hold_until, "dec_at", p->dec_at, "ss",
+	    p->ss, "slows", (json_int_t)p->slows, "w0", p->w0, "w_ok",
 	    (json_int_t)p->w_ok, "peak", p->peak, "f", p->f, "tol", p->tol,
 	    "eval_n", (json_int_t)p->eval_n, "r_before", p->r_before,
-	    "f_before", p->f_before);
+	    "f_before", p->f_before, "rt_at", p->rt_at, "rt_rate",
+	    p->rt_rate);
 }
 
+/* Reserve up to o->want sends at o->now, as that many takes in a row. */
 static void
 take(struct pst *p, struct op *o)
 {
-	double iv = 1.0 / p->rate, tat = fmax(p->tat, o->now);
+	double iv = 1.0 / p->rate, tat;
 	/*
 	 * A bucket of max(burst, 1): burst 0 and 1 both mean one at a time.
 	 * A pace faster than rfp-fetch's loop can turn (a send due every
@@ -135,12 +146,15 @@ take(struct pst *p, struct op *o)
 		o->wait = p->hold_until - o->now;
 		return;
 	}
-	if (tat - o->now > allow) {
-		o->wait = tat - o->now - allow;
-		return;
+	while (o->granted < o->want) {
+		tat = fmax(p->tat, o->now);
+		if (tat - o->now > allow) {
+			o->wait = tat - o->now - allow;
+			return;
+		}
+		p->tat = tat + iv;
+		o->granted++;
 	}
-	p->tat = tat + iv;
-	o->granted = 1;
 }
 
 static void
@@ -200,7 +214,24 @@ feedback(struct pst *p, struct op *o)
 			/* Restart the schedule at the new pace. */
 			p->tat = fmax(p->tat, o->now) + 1.0 / p->rate;
 		}
-	} else if (p->ss)		/* in logical time: +SS_GROWTH */
+	} else if (p->ss && p->slows == 0) {
+		/*
+		 * Slow start before the server ever pushed back: +SS_GROWTH
+		 * (in logical time) per success while the rate is low, so a
+		 * limiter of a few requests a second is met in small steps;
+		 * above that a share of the rate, but never more than doubled
+		 * per round trip, however many requests are on the wire.  A
+		 * round trip ends with the first answer to a request sent
+		 * after it began.
+		 */
+		if (o->sent_at >= p->rt_at) {
+			p->rt_at = o->now;
+			p->rt_rate = p->rate;
+		}
+		p->rate = fmin(fmin(p->rate + fmax(SS_GROWTH / sc, SS_SHARE *
+		    p->rate), fmax(SS_ROUND * p->rt_rate, p->rate + SS_GROWTH /
+		    sc)), cap);
+	} else if (p->ss)	/* pushed back once, so near a limit: +SS_GROWTH */
 		p->rate = fmin(p->rate + SS_GROWTH / sc, cap);
 	else				/* in logical time: +1/rate */
 		p->rate = fmin(p->rate + 1.0 / (p->rate * sc * sc), cap);
@@ -217,6 +248,7 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 {
 	struct op *o = arg;
 	struct pst p;
+	size_t i;
 
 	if (load(&p, *doc, o->c) == -1) {
 		snprintf(err, errlen, "state/rate of \"%s\": corrupt state "
@@ -225,8 +257,13 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 	}
 	if (o->take)
 		take(&p, o);
-	else
+	for (i = 0; i < o->nev; i++) {
+		o->ev = o->evs[i].ev;
+		o->sent_at = o->evs[i].sent_at;
+		o->now = o->evs[i].now;
+		o->rl = o->evs[i].rl_seen ? &o->evs[i].rl : NULL;
 		feedback(&p, o);
+	}
 	json_decref(*doc);
 	*doc = save(&p, o->ep);
 	return 0;
@@ -242,6 +279,18 @@ int
 pace_take(const char *rundir, const char *ep, const struct pace_cfg *c,
     double now, double *wait, char *err, size_t errlen)
 {
+	long granted;
+	int rc;
+
+	rc = pace_take_n(rundir, ep, c, now, 1, &granted, wait, err, errlen);
+	return rc == -1 ? -1 : granted == 1 ? 0 : 1;
+}
+
+int
+pace_take_n(const char *rundir, const char *ep, const struct pace_cfg *c,
+    double now, long want, long *granted, double *wait, char *err,
+    size_t errlen)
+{
 	struct op o;
 
 	memset(&o, 0, sizeof(o));
@@ -249,10 +298,14 @@ pace_take(const char *rundir, const char *ep, const struct pace_cfg *c,
 	o.ep = ep;
 	o.take = 1;
 	o.now = now;
+	o.want = want;
+	*granted = 0;
+	*wait = 0;
 	if (apply(rundir, &o, err, errlen) == -1)
 		return -1;
+	*granted = o.granted;
 	*wait = o.wait;
-	return o.granted ? 0 : 1;
+	return 0;
 }
 
 int
@@ -260,14 +313,31 @@ pace_feedback(const char *rundir, const char *ep, const struct pace_cfg *c,
     enum pace_event ev, double sent_at, const struct hdr_ratelimit *rl,
     double now, char *err, size_t errlen)
 {
+	struct pace_ev e;
+
+	memset(&e, 0, sizeof(e));
+	e.ev = ev;
+	e.sent_at = sent_at;
+	e.now = now;
+	if (rl != NULL) {
+		e.rl = *rl;
+		e.rl_seen = 1;
+	}
+	return pace_feedback_n(rundir, ep, c, &e, 1, err, errlen);
+}
+
+int
+pace_feedback_n(const char *rundir, const char *ep, const struct pace_cfg *c,
+    const struct pace_ev *ev, size_t n, char *err, size_t errlen)
+{
 	struct op o;
 
+	if (n == 0)
+		return 0;
 	memset(&o, 0, sizeof(o));
 	o.c = c;
 	o.ep = ep;
-	o.ev = ev;
-	o.sent_at = sent_at;
-	o.rl = rl;
-	o.now = now;
+	o.evs = ev;
+	o.nev = n;
 	return apply(rundir, &o, err, errlen);
 }

@@ -28,10 +28,33 @@ struct pace_cfg {
  */
 int	pace_take(const char *rundir, const char *ep, const struct pace_cfg *c,
 	    double now, double *wait, char *err, size_t errlen);
+/*
+ * Ask to send up to want requests to ep at now, as want pace_take calls in
+ * a row would: 0 with *granted sends reserved (and *wait, seconds, until
+ * more may go when fewer than want were), -1 on a state-file error.  A
+ * reservation is for now: one not used at once is dropped, never kept.
+ */
+int	pace_take_n(const char *rundir, const char *ep,
+	    const struct pace_cfg *c, double now, long want, long *granted,
+	    double *wait, char *err, size_t errlen);
 /* Feed back one outcome of a request sent at sent_at. */
 int	pace_feedback(const char *rundir, const char *ep,
 	    const struct pace_cfg *c, enum pace_event ev, double sent_at,
 	    const struct hdr_ratelimit *rl, double now, char *err,
 	    size_t errlen);
+
+/* One outcome for pace_feedback_n. */
+struct pace_ev {
+	enum pace_event	ev;
+	double		sent_at;
+	double		now;
+	struct hdr_ratelimit rl;
+	int		rl_seen;	/* rl holds what the answer said */
+};
+
+/* Feed back n outcomes in order under one lock, as n calls would. */
+int	pace_feedback_n(const char *rundir, const char *ep,
+	    const struct pace_cfg *c, const struct pace_ev *ev, size_t n,
+	    char *err, size_t errlen);
 
 #endif

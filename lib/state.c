@@ -67,28 +67,29 @@ slurp(int fd, size_t *len)
 			free(buf);
 			return NULL;
 		}
-		if (r == 0)
-			break;
 		n += (size_t)r;
+		/* A regular file reads short only at its end. */
+		if (r == 0 || n < cap)
+			break;
 	}
 	*len = n;
 	return buf;
 }
 
 static int
-parse(const char *path, int fd, json_t **doc, char *err, size_t errlen)
+parse(const char *path, int fd, json_t **doc, size_t *len, char *err,
+    size_t errlen)
 {
 	json_error_t je;
-	size_t len;
 	char *buf;
 
 	*doc = NULL;
-	if ((buf = slurp(fd, &len)) == NULL) {
+	if ((buf = slurp(fd, len)) == NULL) {
 		snprintf(err, errlen, "read %s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (len > 0) {
-		*doc = json_loadb(buf, len, 0, &je);
+	if (*len > 0) {
+		*doc = json_loadb(buf, *len, 0, &je);
 		if (*doc == NULL || !json_is_object(*doc)) {
 			snprintf(err, errlen, "%s: corrupt state file (%s); "
 			    "move it aside to start afresh", path,
@@ -144,7 +145,7 @@ state_update(const char *path, state_fn *fn, void *arg, char *err,
 {
 	json_t *doc;
 	char *s;
-	size_t len;
+	size_t len, old;
 	int fd, rc;
 
 	if ((fd = held_open(path)) == -1) {
@@ -157,17 +158,22 @@ state_update(const char *path, state_fn *fn, void *arg, char *err,
 		snprintf(err, errlen, "lock %s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (parse(path, fd, &doc, err, errlen) == -1) {
+	if (parse(path, fd, &doc, &old, err, errlen) == -1) {
 		flock(fd, LOCK_UN);
 		return -1;
 	}
 	rc = fn(&doc, arg, err, errlen);
 	if (rc == 0) {
-		s = json_dumps(doc, JSON_COMPACT);
-		len = s ? strlen(s) : 0;
+		/*
+		 * One write of the object and its newline; a truncate only
+		 * when the file shrinks (it costs more than the write).
+		 */
+		errno = 0;
+		len = (s = json_dumps(doc, JSON_COMPACT)) ? strlen(s) : 0;
+		if (s != NULL)
+			s[len++] = '\n';	/* over the NUL; s is not a string */
 		if (s == NULL || pwrite(fd, s, len, 0) != (ssize_t)len ||
-		    pwrite(fd, "\n", 1, (off_t)len) != 1 ||
-		    ftruncate(fd, (off_t)len + 1) == -1) {
+		    (len < old && ftruncate(fd, (off_t)len) == -1)) {
 			snprintf(err, errlen, "write %s: %s", path,
 			    strerror(errno ? errno : ENOMEM));
 			rc = -1;
@@ -182,6 +188,7 @@ state_update(const char *path, state_fn *fn, void *arg, char *err,
 int
 state_read(const char *path, json_t **doc, char *err, size_t errlen)
 {
+	size_t len;
 	int fd, rc;
 
 	*doc = NULL;
@@ -198,7 +205,7 @@ state_read(const char *path, json_t **doc, char *err, size_t errlen)
 		close(fd);
 		return -1;
 	}
-	rc = parse(path, fd, doc, err, errlen);
+	rc = parse(path, fd, doc, &len, err, errlen);
 	close(fd);
 	return rc;
 }

@@ -47,7 +47,7 @@ total_requests() {
 	done
 	[ "$(requests_for /nih/doc-1)" -eq 1 ]
 	# Nothing half-written is left behind.
-	[ -z "$(find "$RD/docs" -name '*.part')" ]
+	[ -z "$(ls -A "$RD/docs/.part")" ]
 }
 
 @test "fetch: the body on disk is what the portal sent" {
@@ -159,7 +159,8 @@ total_requests() {
 	[ "$(requests_for /nih/good-1)" -eq 1 ]
 	[ "$(requests_for /nih/escape)" -eq 0 ]
 	[ "$(requests_for /nih/crlf)" -eq 0 ]
-	[ "$(ls -A "$RD/docs" | tr '\n' ' ')" = "good-1 good-2 good-3 " ]
+	[ "$(ls -A "$RD/docs" | tr '\n' ' ')" = ".part good-1 good-2 good-3 " ]
+	[ -z "$(ls -A "$RD/docs/.part")" ]
 	[ -z "$(find "$BATS_TEST_TMPDIR" -name x -o -name .hidden -o -name b -type f)" ]
 	# Nothing of /etc/passwd was read into a record.
 	[[ "$output" != *root:* ]]
@@ -180,9 +181,9 @@ total_requests() {
 
 @test "fetch: a symlink planted at the partial body file is not followed" {
 	mock_start "$FIX/mock/ok.yaml"
-	mkdir -p "$RD/docs"
+	mkdir -p "$RD/docs/.part"
 	echo precious >"$BATS_TEST_TMPDIR/outside"
-	ln -s "$BATS_TEST_TMPDIR/outside" "$RD/docs/.ln-2.part"
+	ln -s "$BATS_TEST_TMPDIR/outside" "$RD/docs/.part/ln-2"
 	echo "{\"id\":\"ln-2\",\"url\":\"$MOCK_URL/nih/ln-2\"}" >"$BATS_TEST_TMPDIR/m"
 	run --separate-stderr rfp-fetch --run-dir "$RD" <"$BATS_TEST_TMPDIR/m"
 	assert_success

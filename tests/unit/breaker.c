@@ -123,6 +123,36 @@ main(void)
 	    "a retry's failed probe does not re-open it (a poison document)");
 	ok(allow("d", 0, 43.1) == BRK_PROBE, "and the next may probe at once");
 
+	/* The same outcomes one by one ("e") and in one batch ("f"). */
+	{
+		static const int fails[] = { 1, 1, 0, 1, 1, 1, 1, 1, 0, 0 };
+		struct brk_ev ev[10];
+		char err[256], *pe, *pf;
+		json_t *de, *df;
+
+		for (i = 0; i < 10; i++) {
+			ev[i].out = fails[i] ? BRK_FAILURE : BRK_SUCCESS;
+			ev[i].probe = 0;
+			ev[i].fresh = 1;
+			ev[i].now = t0 + i;
+			record("e", ev[i].out, 0, 1, i);
+		}
+		ok(brk_record_n(dir, "f", &bc, ev, 10, err, sizeof(err)) == 0,
+		    "brk_record_n: ten outcomes at once");
+		pe = xasprintf("%s/state/breaker/e.json", dir);
+		pf = xasprintf("%s/state/breaker/f.json", dir);
+		de = json_load_file(pe, 0, NULL);
+		df = json_load_file(pf, 0, NULL);
+		json_object_set_new(de, "endpoint", json_string("f"));
+		ok(de != NULL && json_equal(de, df) && json_integer_value(
+		    json_object_get(df, "openings")) == 1,
+		    "brk_record_n: the file is what ten brk_record calls make");
+		json_decref(de);
+		json_decref(df);
+		free(pe);
+		free(pf);
+	}
+
 	p = xasprintf("rm -rf %s", dir);
 	if (system(p) != 0)
 		ok(0, "cleanup");
