@@ -25,7 +25,6 @@
 #include "lib/opt.h"
 #include "lib/rec.h"
 #include "lib/scan.h"
-#include "lib/x.h"
 
 #define PROG	"rfp-classify"
 #define RA_MAX	86400.0		/* a Retry-After past a day is absurd */
@@ -101,84 +100,6 @@ classify(json_t *rec, long lineno, void *arg)
 	return 0;
 }
 
-/* One field this stage sets: where it goes in the line and its text. */
-struct edit {
-	const char	*key;
-	const struct scan_member *at;	/* the member it replaces, or NULL */
-	char		 text[80];
-};
-
-/* The string member key as a C string; 0, 1 when absent, -1 to give up. */
-static int
-field(const struct scan_rec *s, const char *key, char *buf, const char **v)
-{
-	const struct scan_member *m = scan_get(s, key);
-
-	*v = NULL;
-	if (m == NULL || m->type != SCAN_STRING)
-		return 1;
-	if (scan_str(m, buf, FIELD_MAX) == -1)
-		return -1;
-	*v = buf;
-	return 0;
-}
-
-static void
-edit_set(struct edit *e, int *n, const struct scan_rec *s, const char *key,
-    const char *text)
-{
-	e[*n].key = key;
-	e[*n].at = scan_get(s, key);
-	snprintf(e[*n].text, sizeof(e[*n].text), "%s", text);
-	(*n)++;
-}
-
-/*
- * The line with the edits made: replaced values where the key was there,
- * in the line's order, and new members before the closing brace.
- */
-static int
-put_edited(const char *line, const struct scan_rec *s, struct edit *e,
-    int n, struct rec_out *out)
-{
-	static char *buf;
-	static size_t size;
-	const char *p = line;
-	struct edit t;
-	size_t need = (size_t)(s->close - line) + 2, len = 0;
-	int i, j, members = s->n;
-
-	for (i = 0; i < n; i++)
-		need += strlen(e[i].key) + strlen(e[i].text) + 4;
-	if (need > size) {
-		free(buf);
-		size = need;
-		buf = xmalloc(size);
-	}
-	for (i = 1; i < n; i++)		/* by place in the line, new last */
-		for (j = i; j > 0 && (e[j - 1].at == NULL ||
-		    (e[j].at != NULL && e[j].at->val < e[j - 1].at->val)) &&
-		    e[j].at != NULL; j--) {
-			t = e[j];
-			e[j] = e[j - 1];
-			e[j - 1] = t;
-		}
-	for (i = 0; i < n && e[i].at != NULL; i++) {
-		memcpy(buf + len, p, (size_t)(e[i].at->val - p));
-		len += (size_t)(e[i].at->val - p);
-		len += (size_t)sprintf(buf + len, "%s", e[i].text);
-		p = e[i].at->val + e[i].at->vlen;
-	}
-	memcpy(buf + len, p, (size_t)(s->close - p));
-	len += (size_t)(s->close - p);
-	for (; i < n; i++)
-		len += (size_t)sprintf(buf + len, "%s\"%s\":%s",
-		    members++ > 0 ? "," : "", e[i].key, e[i].text);
-	buf[len++] = '}';
-	buf[len++] = '\n';
-	return rec_out_put(out, buf, len);
-}
-
 /*
  * The fast path: a record within lib/scan's subset is classified from its
  * text and put out with only this stage's fields changed; anything else
@@ -191,11 +112,14 @@ classify_line(const char *line, size_t len, long lineno,
 {
 	static struct scan_rec s;
 	char ebuf[FIELD_MAX], rbuf[FIELD_MAX], dbuf[FIELD_MAX];
-	char reason[64], text[80];
+	static char *buf;
+	static size_t size;
+	size_t olen;
+	char reason[64];
 	const struct scan_member *m;
 	const char *raw, *date;
 	struct class_in in;
-	struct edit e[ADDED_MAX];
+	struct scan_set e[ADDED_MAX];
 	enum class_kind k;
 	enum ra_kind ra;
 	double d = 0, at = 0;
@@ -205,14 +129,12 @@ classify_line(const char *line, size_t len, long lineno,
 	if (scan_record(line, len, &s) == -1)
 		return 0;
 	if (scan_get(&s, "fate") != NULL) {
-		if (rec_out_put(out, line, (size_t)(s.close + 1 - line)) ==
-		    -1 || rec_out_put(out, "\n", 1) == -1)
-			return -1;
-		return 1;
+		return rec_out_line(out, line, (size_t)(s.close + 1 - line)) ==
+		    -1 ? -1 : 1;
 	}
-	if (field(&s, "error", ebuf, &in.error) == -1 ||
-	    field(&s, "retry_after", rbuf, &raw) == -1 ||
-	    field(&s, "date", dbuf, &date) == -1)
+	if (scan_field(&s, "error", ebuf, sizeof(ebuf), &in.error) == -1 ||
+	    scan_field(&s, "retry_after", rbuf, sizeof(rbuf), &raw) == -1 ||
+	    scan_field(&s, "date", dbuf, sizeof(dbuf), &date) == -1)
 		return 0;
 	m = scan_get(&s, "status");
 	in.has_status = m != NULL && m->type == SCAN_INTEGER;
@@ -226,21 +148,25 @@ classify_line(const char *line, size_t len, long lineno,
 		at = strtod(m->val, NULL);
 
 	k = class_decide(&in, reason, sizeof(reason));
-	snprintf(text, sizeof(text), "\"%s\"", class_name(k));
-	edit_set(e, &n, &s, "class", text);
-	snprintf(text, sizeof(text), "\"%s\"", reason);
-	edit_set(e, &n, &s, "reason", text);
+	e[n].key = "class";
+	snprintf(e[n++].text, sizeof(e[0].text), "\"%s\"", class_name(k));
+	e[n].key = "reason";
+	snprintf(e[n++].text, sizeof(e[0].text), "\"%s\"", reason);
 	ra = ra_derive(raw, date, at, lineno, &d);
 	if (ra != RA_NONE) {
+		e[n].key = "retry_after_s";
 		if (ra == RA_BAD)
-			snprintf(text, sizeof(text), "null");
-		else if (rec_real(d, text, sizeof(text)) == -1)
+			snprintf(e[n].text, sizeof(e[n].text), "null");
+		else if (rec_real(d, e[n].text, sizeof(e[n].text)) == -1)
 			return 0;
-		edit_set(e, &n, &s, "retry_after_s", text);
+		n++;
 	}
-	if (ra == RA_CLAMPED)
-		edit_set(e, &n, &s, "retry_after_clamped", "true");
-	return put_edited(line, &s, e, n, out) == -1 ? -1 : 1;
+	if (ra == RA_CLAMPED) {
+		e[n].key = "retry_after_clamped";
+		snprintf(e[n++].text, sizeof(e[0].text), "true");
+	}
+	olen = scan_edit(line, &s, e, n, &buf, &size);
+	return rec_out_put(out, buf, olen) == -1 ? -1 : 1;
 }
 
 int

@@ -1,4 +1,6 @@
 /* rec: capped NDJSON line reading and whole-record writing. */
+#include <sys/uio.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -225,6 +227,27 @@ rec_write(int fd, const json_t *rec)
 	return put_dump(rec, fd, NULL);
 }
 
+int
+rec_write_line(int fd, const char *s, size_t len)
+{
+	struct iovec iov[2] = {
+		{ .iov_base = (void *)s, .iov_len = len },
+		{ .iov_base = "\n", .iov_len = 1 }
+	};
+	ssize_t n;
+
+	while ((n = writev(fd, iov, 2)) == -1)
+		if (errno != EINTR)
+			return -1;
+	/* A short write (a full disk, a signal): finish in order. */
+	if ((size_t)n < len)
+		return write_all(fd, s + n, len - (size_t)n) == -1 ||
+		    write_all(fd, "\n", 1) == -1 ? -1 : 0;
+	if ((size_t)n == len)
+		return write_all(fd, "\n", 1);
+	return 0;
+}
+
 struct rec_out *
 rec_out_new(int fd)
 {
@@ -254,6 +277,28 @@ rec_out_put(struct rec_out *o, const char *s, size_t len)
 	memcpy(o->buf + o->len, s, len);
 	o->len += len;
 	return 0;
+}
+
+int
+rec_out_line(struct rec_out *o, const char *s, size_t len)
+{
+	char *t;
+	int rc;
+
+	if (o->len + len + 1 > sizeof(o->buf) && rec_out_flush(o) == -1)
+		return -1;
+	if (len + 1 <= sizeof(o->buf)) {
+		memcpy(o->buf + o->len, s, len);
+		o->buf[o->len + len] = '\n';
+		o->len += len + 1;
+		return 0;
+	}
+	t = xmalloc(len + 1);
+	memcpy(t, s, len);
+	t[len] = '\n';
+	rc = write_all(o->fd, t, len + 1);
+	free(t);
+	return rc;
 }
 
 void

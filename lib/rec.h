@@ -36,6 +36,8 @@ void	rec_reader_free(struct rec_reader *r);
 json_t	*rec_parse(const char *line, size_t len, char *err, size_t errlen);
 /* Serialise rec plus '\n' and write it whole; 0 or -1 with errno. */
 int	rec_write(int fd, const json_t *rec);
+/* Write the record text s plus '\n' with one writev(2); 0 or -1 with errno. */
+int	rec_write_line(int fd, const char *s, size_t len);
 /* Serialise rec plus '\n' into a new buffer (caller frees); *len set. */
 char	*rec_dump(const json_t *rec, size_t *len);
 
@@ -45,6 +47,8 @@ struct rec_out;
 struct rec_out *rec_out_new(int fd);
 /* Add one whole record (s ends in '\n'); 0 or -1 with errno. */
 int	rec_out_put(struct rec_out *o, const char *s, size_t len);
+/* Add one whole record given without its newline; 0 or -1 with errno. */
+int	rec_out_line(struct rec_out *o, const char *s, size_t len);
 /* Write what is gathered; 0 or -1 with errno. */
 int	rec_out_flush(struct rec_out *o);
 /* Free o without writing. */

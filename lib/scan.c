@@ -1,7 +1,10 @@
 /* scan: find a record's top-level members in one strict pass. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/scan.h"
+#include "lib/x.h"
 
 #define NESTED_KEYS	32	/* keys of a nested object checked for twins */
 #define INT_DIGITS	18	/* below long long's overflow */
@@ -297,4 +300,64 @@ scan_str(const struct scan_member *m, char *buf, size_t len)
 	memcpy(buf, m->val + 1, n);
 	buf[n] = '\0';
 	return (int)n;
+}
+
+int
+scan_field(const struct scan_rec *s, const char *key, char *buf, size_t len,
+    const char **v)
+{
+	const struct scan_member *m = scan_get(s, key);
+
+	*v = NULL;
+	if (m == NULL || m->type != SCAN_STRING)
+		return 1;
+	if (scan_str(m, buf, len) == -1)
+		return -1;
+	*v = buf;
+	return 0;
+}
+
+size_t
+scan_edit(const char *line, const struct scan_rec *s,
+    const struct scan_set *set, int n, char **buf, size_t *size)
+{
+	const struct scan_member *at[SCAN_SETS], *ta;
+	const struct scan_set *order[SCAN_SETS], *ts;
+	const char *p = line;
+	size_t need = (size_t)(s->close - line) + 2, len = 0;
+	int i, j, members = s->n;
+
+	if (n > SCAN_SETS)
+		n = SCAN_SETS;
+	for (i = 0; i < n; i++) {
+		need += strlen(set[i].key) + strlen(set[i].text) + 4;
+		order[i] = &set[i];
+		at[i] = scan_get(s, set[i].key);
+		/* By place in the line, the new ones last, in their order. */
+		for (j = i; j > 0 && at[j] != NULL && (at[j - 1] == NULL ||
+		    at[j]->val < at[j - 1]->val); j--) {
+			ta = at[j], at[j] = at[j - 1], at[j - 1] = ta;
+			ts = order[j], order[j] = order[j - 1],
+			    order[j - 1] = ts;
+		}
+	}
+	if (need > *size) {
+		free(*buf);
+		*size = need;
+		*buf = xmalloc(*size);
+	}
+	for (i = 0; i < n && at[i] != NULL; i++) {
+		memcpy(*buf + len, p, (size_t)(at[i]->val - p));
+		len += (size_t)(at[i]->val - p);
+		len += (size_t)sprintf(*buf + len, "%s", order[i]->text);
+		p = at[i]->val + at[i]->vlen;
+	}
+	memcpy(*buf + len, p, (size_t)(s->close - p));
+	len += (size_t)(s->close - p);
+	for (; i < n; i++)
+		len += (size_t)sprintf(*buf + len, "%s\"%s\":%s",
+		    members++ > 0 ? "," : "", order[i]->key, order[i]->text);
+	(*buf)[len++] = '}';
+	(*buf)[len++] = '\n';
+	return len;
 }

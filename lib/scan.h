@@ -16,6 +16,7 @@
 
 #define SCAN_MEMBERS	64	/* top-level members of a record */
 #define SCAN_DEPTH	32	/* nesting of objects and arrays */
+#define SCAN_SETS	8	/* members one scan_edit sets */
 
 enum scan_type {
 	SCAN_STRING,
@@ -43,6 +44,12 @@ struct scan_rec {
 	const char	*close;		/* the object's closing brace */
 };
 
+/* A member to set: its value replaced where the line has key, else added. */
+struct scan_set {
+	const char	*key;		/* plain ASCII, no quote or backslash */
+	char		 text[80];	/* the value's JSON text */
+};
+
 /* 0 when line is one object within the subset (s filled in), else -1. */
 int	scan_record(const char *line, size_t len, struct scan_rec *s);
 /* The top-level member named key, or NULL. */
@@ -53,5 +60,20 @@ const struct scan_member *scan_get(const struct scan_rec *s,
  * its length, or -1 when m is not an escape-free string that fits.
  */
 int	scan_str(const struct scan_member *m, char *buf, size_t len);
+
+/*
+ * A string member as a C string in buf: 0 with *v set; 1 (*v NULL) when
+ * absent or not a string; -1 when it holds an escape or does not fit.
+ */
+int	scan_field(const struct scan_rec *s, const char *key, char *buf,
+	    size_t len, const char **v);
+/*
+ * The scanned line with up to SCAN_SETS members set, in place where their
+ * key is there and before the closing brace where not, every other byte
+ * kept, and a newline: written to *buf (grown to *size as needed); its
+ * length.
+ */
+size_t	scan_edit(const char *line, const struct scan_rec *s,
+	    const struct scan_set *set, int n, char **buf, size_t *size);
 
 #endif
