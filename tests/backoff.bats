@@ -411,3 +411,26 @@ EOF
 	run -1 sh -c 'rfp-backoff --seed 1 <"$1" >/dev/full' sh "$F/mixed.ndjson"
 	[[ "$output" == *'rfp-backoff: '* ]]
 }
+
+@test "backoff: the fast path and the full parse write the same records" {
+	# A twin with an escaped key ("\u0070ad" is "pad") is outside the
+	# fast scan's subset, so it goes the jansson way.
+	local in=$F/twins.ndjson twin=$BATS_TEST_TMPDIR/twins.ndjson
+	sed 's/^{/{"\\u0070ad":0,/' "$in" >"$twin"
+	run --separate-stderr rfp-backoff --seed 1 --budget 10 <"$in"
+	assert_success
+	local fast=$output fast_err=$stderr
+	[ "${#lines[@]}" -eq "$(wc -l <"$in")" ]
+	run --separate-stderr rfp-backoff --seed 1 --budget 10 <"$twin"
+	assert_success
+	[ "$stderr" = "$fast_err" ]
+	diff <(jq -cS . <<<"$fast") <(jq -cS 'del(.pad)' <<<"$output")
+	output=$fast
+	check ok '.fate == "done"'
+	check spaced '.fate == "done"'
+	check perm '.fate == "dead" and .dead_reason == "permanent"'
+	check no-class '.fate == "dead" and .dead_reason == "bad_input"'
+	# What the fast path does not set it leaves byte for byte.
+	[[ "${fast%%$'\n'*}" == '{"id":"ok","class":"ok","reason":"http_200","status":200,"response_at":1795990507.000002,"attempt":1,"fate":"done"}' ]]
+	[[ "$fast" == *'{"id":"fated","fate":"dead","dead_reason":"bad_input","class":"ok"}'* ]]
+}
