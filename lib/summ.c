@@ -12,6 +12,7 @@
 #include "lib/clk.h"
 #include "lib/msg.h"
 #include "lib/rec.h"
+#include "lib/scan.h"
 #include "lib/state.h"
 #include "lib/summ.h"
 #include "lib/x.h"
@@ -62,11 +63,8 @@ summ_new(void)
 
 /* Count a terminal record into tally t. */
 static void
-count(json_t *t, const json_t *rec)
+count(json_t *t, const char *fate, const char *why)
 {
-	const char *fate = rec_str(rec, "fate");
-	const char *why = rec_str(rec, "dead_reason");
-
 	if (fate != NULL && strcmp(fate, "done") == 0)
 		inc(t, "succeeded", 1);
 	else {
@@ -77,30 +75,40 @@ count(json_t *t, const json_t *rec)
 }
 
 void
-summ_add(struct summ *s, const json_t *rec)
+summ_add_in(struct summ *s, const struct summ_in *in)
 {
-	const char *fate = rec_str(rec, "fate");
-	const char *ep = rec_str(rec, "endpoint");
+	const char *ep = in->endpoint ? in->endpoint : "(none)";
 	json_t *eps, *e;
 
-	if (json_object_get(rec, "status") != NULL ||
-	    json_object_get(rec, "error") != NULL)
+	if (in->attempted)
 		inc(s->t, "attempts", 1);
-	if (rec_int(rec, "status", 0) == 429)
+	if (in->http_429)
 		inc(s->t, "http_429", 1);
-	if (fate != NULL && strcmp(fate, "retry") == 0) {
+	if (in->fate != NULL && strcmp(in->fate, "retry") == 0) {
 		inc(s->t, "retries", 1);
 		return;
 	}
-	count(s->t, rec);
+	count(s->t, in->fate, in->dead_reason);
 	eps = json_object_get(s->t, "endpoints");
-	if (ep == NULL)
-		ep = "(none)";
 	if ((e = json_object_get(eps, ep)) == NULL) {
 		e = tally();
 		json_object_set_new(eps, ep, e);
 	}
-	count(e, rec);
+	count(e, in->fate, in->dead_reason);
+}
+
+void
+summ_add(struct summ *s, const json_t *rec)
+{
+	struct summ_in in;
+
+	in.fate = rec_str(rec, "fate");
+	in.endpoint = rec_str(rec, "endpoint");
+	in.dead_reason = rec_str(rec, "dead_reason");
+	in.attempted = json_object_get(rec, "status") != NULL ||
+	    json_object_get(rec, "error") != NULL;
+	in.http_429 = rec_int(rec, "status", 0) == 429;
+	summ_add_in(s, &in);
 }
 
 /* Recount a results or dead file into t; -1 when it cannot be read. */
@@ -108,7 +116,9 @@ static int
 recount(json_t *t, const char *path)
 {
 	struct rec_reader *r;
-	char *line, err[128];
+	struct scan_rec *s;
+	char *line, err[128], fb[16], wb[64];
+	const char *fate, *why;
 	size_t len;
 	long lineno;
 	json_t *rec;
@@ -117,17 +127,26 @@ recount(json_t *t, const char *path)
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	r = rec_reader_new(fd, 0);
+	s = xmalloc(sizeof(*s));
 	while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF) {
 		if (rc == REC_ERR)
 			break;
+		/* Most lines are read without a tree; jansson has the rest. */
+		if (rc == REC_LINE && scan_record(line, len, s) == 0 &&
+		    scan_field(s, "fate", fb, sizeof(fb), &fate) != -1 &&
+		    scan_field(s, "dead_reason", wb, sizeof(wb), &why) != -1) {
+			count(t, fate, why);
+			continue;
+		}
 		if (rc != REC_LINE || (rec = rec_parse(line, len, err,
 		    sizeof(err))) == NULL) {
 			msg_warn("%s:%ld: unreadable record", path, lineno);
 			continue;
 		}
-		count(t, rec);
+		count(t, rec_str(rec, "fate"), rec_str(rec, "dead_reason"));
 		json_decref(rec);
 	}
+	free(s);
 	rec_reader_free(r);
 	close(fd);
 	return rc == REC_ERR ? -1 : 0;

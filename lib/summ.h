@@ -8,8 +8,19 @@ struct summ;
 
 /* An empty tally. */
 struct summ *summ_new(void);
+/* What the tally reads of a record. */
+struct summ_in {
+	const char	*fate;		/* NULL: taken as dead */
+	const char	*endpoint;	/* NULL: "(none)" */
+	const char	*dead_reason;	/* NULL: taken as bad_input */
+	int		 attempted;	/* it has a status or an error */
+	int		 http_429;	/* its status is the integer 429 */
+};
+
 /* Count one record by its fate, dead_reason, endpoint and reason. */
 void	summ_add(struct summ *s, const json_t *rec);
+/* The same, from what was read of it. */
+void	summ_add_in(struct summ *s, const struct summ_in *in);
 /*
  * Reconcile this run's tally with the admitted count in admitted_from (a
  * JSON report from rfp-fetch; NULL: not checked), recount the run

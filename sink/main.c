@@ -39,6 +39,7 @@
 #include "lib/num.h"
 #include "lib/opt.h"
 #include "lib/rec.h"
+#include "lib/scan.h"
 #include "lib/state.h"
 #include "lib/summ.h"
 #include "lib/x.h"
@@ -72,14 +73,11 @@ static struct opts {
 	size_t		 p_width;	/* columns the terminal line covers */
 } opts;
 
+/* Write rec, or the record text t when rec is NULL, whole to fd. */
 static int
-file(int fd, const char *what, json_t *rec)
+put(int fd, const json_t *rec, const char *t, size_t len)
 {
-	if (rec_write(fd, rec) == -1) {
-		msg_warnsys("write %s/%s", opts.run_dir, what);
-		return -1;
-	}
-	return 0;
+	return rec != NULL ? rec_write(fd, rec) : rec_write_line(fd, t, len);
 }
 
 /* rfp-fetch is gone: keep filing; what it would have retried is re-admitted
@@ -260,6 +258,36 @@ progress_idle(void *arg)
 	progress();
 }
 
+/*
+ * File a counted record by its fate: rec, or its text t when rec is NULL.
+ * A retry goes back to rfp-fetch through the FIFO, or without one to
+ * stdout; done and dead go to their files and are acknowledged.  1 when
+ * filed, 0 for the loop to write rec to stdout, -1 on a fatal error.
+ */
+static int
+file(const char *fate, const json_t *rec, const char *t, size_t len,
+    struct rec_out *out)
+{
+	int done = strcmp(fate, "done") == 0;
+
+	if (strcmp(fate, "retry") == 0) {
+		if (opts.fd_fifo == -1)
+			return rec != NULL ? 0 :
+			    rec_out_line(out, t, len) == -1 ? -1 : 1;
+		if (put(opts.fd_fifo, rec, t, len) == -1)
+			fifo_lost();
+		return 1;
+	}
+	if (put(done ? opts.fd_done : opts.fd_dead, rec, t, len) == -1) {
+		msg_warnsys("write %s/%s", opts.run_dir, done ?
+		    "results.ndjson" : "dead.ndjson");
+		return -1;
+	}
+	if (clk_mono() - opts.last_sync > 1)
+		sync_files();
+	return ack(fate) == -1 ? -1 : 1;
+}
+
 static int
 sink(json_t *rec, long lineno, void *arg)
 {
@@ -279,20 +307,39 @@ sink(json_t *rec, long lineno, void *arg)
 	}
 	summ_add(opts.run, rec);
 	progress();
-	if (strcmp(fate, "retry") == 0) {
-		if (opts.fd_fifo == -1)
-			return 0;	/* to stdout */
-		if (rec_write(opts.fd_fifo, rec) == -1)
-			fifo_lost();
-		return 1;
-	}
-	if (file(strcmp(fate, "done") == 0 ? opts.fd_done : opts.fd_dead,
-	    strcmp(fate, "done") == 0 ? "results.ndjson" : "dead.ndjson",
-	    rec) == -1)
-		return -1;
-	if (clk_mono() - opts.last_sync > 1)
-		sync_files();
-	return ack(fate) == -1 ? -1 : 1;
+	return file(fate, rec, NULL, 0, NULL);
+}
+
+/*
+ * A record with a known fate, read without a tree, is counted from its
+ * text and filed as it came, byte for byte; anything else goes to sink.
+ */
+static int
+sink_line(const char *line, size_t len, long lineno, struct rec_out *out,
+    void *arg)
+{
+	static struct scan_rec s;
+	char fb[16], eb[256], wb[64];
+	const struct scan_member *st;
+	struct summ_in in;
+
+	(void)lineno;
+	(void)arg;
+	if (scan_record(line, len, &s) == -1 ||
+	    scan_field(&s, "fate", fb, sizeof(fb), &in.fate) != 0 ||
+	    (strcmp(in.fate, "done") && strcmp(in.fate, "dead") &&
+	    strcmp(in.fate, "retry")) ||
+	    scan_field(&s, "endpoint", eb, sizeof(eb), &in.endpoint) == -1 ||
+	    scan_field(&s, "dead_reason", wb, sizeof(wb),
+	    &in.dead_reason) == -1)
+		return 0;
+	st = scan_get(&s, "status");
+	in.attempted = st != NULL || scan_get(&s, "error") != NULL;
+	in.http_429 = st != NULL && st->type == SCAN_INTEGER &&
+	    st->vlen == 3 && memcmp(st->val, "429", 3) == 0;
+	summ_add_in(opts.run, &in);
+	progress();
+	return file(in.fate, NULL, line, (size_t)(s.close + 1 - line), out);
 }
 
 /* Seconds between plain lines: 10, or RFPIPE_PROGRESS_INTERVAL (tests). */
@@ -341,7 +388,7 @@ main(int argc, char *argv[])
 	};
 	const char *progress = "auto";
 	double t0 = clk_now();
-	struct rec_hooks hooks = { .idle = progress_idle };
+	struct rec_hooks hooks = { .line = sink_line, .idle = progress_idle };
 	int c, rc;
 
 	msg_init(PROG);
@@ -412,9 +459,11 @@ main(int argc, char *argv[])
 	/* A terminal shows the line from the first record; a log waits. */
 	opts.p_last = opts.p_start - (opts.progress == PROGRESS_TTY ?
 	    opts.p_every : 0);
+	if (opts.progress == PROGRESS_NONE)
+		hooks.idle = NULL;
 	hooks.idle_s = opts.p_every;
 	rc = rec_loop_with(PROG, STDIN_FILENO, STDOUT_FILENO,
-	    opts.progress == PROGRESS_NONE ? NULL : &hooks, sink, NULL);
+	    &hooks, sink, NULL);
 	progress_clear();
 	sync_files();
 	if (rc == -1)
