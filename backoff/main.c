@@ -225,6 +225,7 @@ decide_line(const char *line, size_t len, long lineno, struct rec_out *out,
 	static size_t size;
 	const char *cls;
 	char cbuf[16];
+	size_t n;
 
 	(void)lineno;
 	(void)arg;
@@ -239,8 +240,8 @@ decide_line(const char *line, size_t len, long lineno, struct rec_out *out,
 	    strcmp(cls, "ok") != 0)
 		return 0;
 	opts.seen++;
-	len = scan_edit(line, &s, &done, 1, &buf, &size);
-	return rec_out_put(out, buf, len) == -1 ? -1 : 1;
+	n = scan_edit(line, &s, &done, 1, &buf, &size);
+	return rec_out_put(out, buf, n) == -1 ? -1 : 1;
 }
 
 int

@@ -158,7 +158,7 @@ classify_line(const char *line, size_t len, long lineno,
 		if (ra == RA_BAD)
 			snprintf(e[n].text, sizeof(e[n].text), "null");
 		else if (rec_real(d, e[n].text, sizeof(e[n].text)) == -1)
-			return 0;
+			return -1;	/* out of memory: its warning is out */
 		n++;
 	}
 	if (ra == RA_CLAMPED) {
