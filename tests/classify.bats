@@ -278,3 +278,26 @@ classify_json() {
 	diff <(jq -c 'keys_unsorted' <<<"$fast") \
 	    <(jq -c 'del(.pad) | keys_unsorted' <<<"$output")
 }
+
+@test "classify: each record is out before the stage waits for the next line" {
+	# Output is gathered into batches; one that waited for more input
+	# would stall the retry loop.  The input stays open throughout.
+	local in=$BATS_TEST_TMPDIR/in out=$BATS_TEST_TMPDIR/out i
+	mkfifo "$in"
+	rfp-classify <"$in" >"$out" 3>&- &
+	local pid=$!
+	exec 4>"$in"
+	echo '{"id":"a","status":200}' >&4
+	echo '{"id":"b","status":503,"escaped\u0041":1}' >&4
+	for i in $(seq 1 500); do
+		[ "$(wc -l <"$out")" -eq 2 ] && break
+		sleep 0.01
+	done
+	kill -0 "$pid"
+	[ "$(wc -l <"$out")" -eq 2 ]
+	exec 4>&-
+	wait "$pid"
+	output=$(cat "$out")
+	check a '.class == "ok"'
+	check b '.class == "transient"'
+}
