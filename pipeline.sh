@@ -15,7 +15,7 @@ usage="usage: rfpipe [-hqv] [-j N] [--budget N|Nx] [--config FILE]
               [--deadline WHEN] [--max-attempts N] [--progress MODE]
               [--retry-dead] [--run-dir DIR] [--seed N] [--state URL]
               [--version] MANIFEST
-       rfpipe --queue URL [option ...] [MANIFEST]
+       rfpipe --queue URL [--batch N] [--lease S] [option ...] [MANIFEST]
 "
 
 die() {
@@ -39,10 +39,12 @@ if ! command -v rfp-fetch >/dev/null 2>&1 && [ -x "$here/bin/rfp-fetch" ]; then
 fi
 
 jobs=
+batch=
 budget=
 config=
 deadline=
 max_attempts=
+lease=
 progress=auto
 queue=
 quiet=
@@ -65,12 +67,16 @@ while [ $# -gt 0 ]; do
 	-j|--jobs) need_arg "$1" $#; jobs=$2; shift ;;
 	-j*) jobs=${1#-j} ;;
 	--jobs=*) jobs=${1#*=} ;;
+	--batch) need_arg "$1" $#; batch=$2; shift ;;
+	--batch=*) batch=${1#*=} ;;
 	--budget) need_arg "$1" $#; budget=$2; shift ;;
 	--budget=*) budget=${1#*=} ;;
 	--config) need_arg "$1" $#; config=$2; shift ;;
 	--config=*) config=${1#*=} ;;
 	--deadline) need_arg "$1" $#; deadline=$2; shift ;;
 	--deadline=*) deadline=${1#*=} ;;
+	--lease) need_arg "$1" $#; lease=$2; shift ;;
+	--lease=*) lease=${1#*=} ;;
 	--max-attempts) need_arg "$1" $#; max_attempts=$2; shift ;;
 	--max-attempts=*) max_attempts=${1#*=} ;;
 	--progress) need_arg "$1" $#; progress=$2; shift ;;
@@ -96,6 +102,8 @@ if [ -n "$queue" ]; then
 	state=${state:-$queue}
 else
 	[ $# -eq 1 ] || bad_usage "expected one MANIFEST"
+	[ -z "$batch" ] || bad_usage "option --batch: needs --queue"
+	[ -z "$lease" ] || bad_usage "option --lease: needs --queue"
 fi
 manifest=${1:-}
 if [ -n "$manifest" ] && { [ ! -r "$manifest" ] || [ -d "$manifest" ]; }; then
@@ -120,11 +128,17 @@ jobs_opt=${jobs:+--jobs=$jobs}
 ma_opt=${max_attempts:+--max-attempts=$max_attempts}
 budget_opt=${budget:+--budget=$budget}
 state_opt=${state:+--state=$state}
+batch_opt=${batch:+--batch=$batch}
+lease_opt=${lease:+--lease=$lease}
 
 # Catch a bad config, budget, seed or attempt count before anything starts.
 # shellcheck disable=SC2086
 rfp-backoff $cfg_opt $seed_opt $ma_opt $budget_opt </dev/null >/dev/null ||
 	exit 2
+# shellcheck disable=SC2086
+if [ -n "$queue" ]; then
+	rfp-queue $batch_opt $lease_opt --help >/dev/null || exit 2
+fi
 dl_opt=
 if [ -n "$deadline" ]; then
 	at=$(rfp-backoff --resolve-deadline "$deadline") || exit 2
@@ -168,7 +182,8 @@ fi
 fetch() {
 	if [ -n "$queue" ]; then
 		{
-			rfp-queue --state="$queue" --owner="$owner" $verbose pull
+			rfp-queue --state="$queue" --owner="$owner" $batch_opt \
+			    $lease_opt $verbose pull
 			echo "rfp-queue $?" >>"$status"
 		} | rfp-fetch "$@"
 	else

@@ -205,6 +205,39 @@ dead_count() {
 	[ "$output" = "rfpipe 0.1.0" ]
 }
 
+@test "pipeline: --batch and --lease need --queue and are checked before anything starts" {
+	echo '{}' >"$BATS_TEST_TMPDIR/m"
+	run -2 --separate-stderr pipeline.sh --run-dir "$RUN" --batch 4 "$BATS_TEST_TMPDIR/m"
+	[ "${stderr_lines[0]}" = 'rfpipe: option --batch: needs --queue' ]
+	run -2 --separate-stderr pipeline.sh --run-dir "$RUN" --lease=30 "$BATS_TEST_TMPDIR/m"
+	[ "${stderr_lines[0]}" = 'rfpipe: option --lease: needs --queue' ]
+	run -2 --separate-stderr pipeline.sh --run-dir "$RUN" --queue postgresql:///nowhere --batch 0
+	[[ "${stderr_lines[0]}" == 'rfp-queue: option --batch: '* ]]
+	run -2 --separate-stderr pipeline.sh --run-dir "$RUN" --queue postgresql:///nowhere --lease soon
+	[[ "${stderr_lines[0]}" == 'rfp-queue: option --lease: '* ]]
+	[ ! -e "$RUN" ]
+}
+
+@test "pipeline --queue: --batch and --lease reach rfp-queue pull" {
+	# A stand-in rfp-queue that logs its arguments and holds an empty queue.
+	mkdir "$BATS_TEST_TMPDIR/stub"
+	cat >"$BATS_TEST_TMPDIR/stub/rfp-queue" <<-EOF
+	#!/bin/sh
+	echo "\$*" >>"$BATS_TEST_TMPDIR/queue.args"
+	case "\$*" in
+	*--help*) exit 0 ;;
+	*count) echo 0 ;;
+	*file) cat >/dev/null ;;
+	esac
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/stub/rfp-queue"
+	PATH="$BATS_TEST_TMPDIR/stub:$PATH" run pipeline.sh -q --run-dir "$RUN" \
+	    --queue postgresql:///stub --batch 3 --lease 2m
+	grep -qx -- '--state=postgresql:///stub --owner=.* --batch=3 --lease=2m pull' \
+	    "$BATS_TEST_TMPDIR/queue.args"
+	grep -qx -- '--batch=3 --lease=2m --help' "$BATS_TEST_TMPDIR/queue.args"
+}
+
 @test "pipeline: transfers in flight at the deadline are cut and every unfinished document is deadline_cut" {
 	mock_start "$FIX/pipeline/statuses.yaml"
 	{ manifest /ok 4 ok; manifest /glacial 6 glacial; } >"$BATS_TEST_TMPDIR/m"
