@@ -267,38 +267,34 @@ rec_out_flush(struct rec_out *o)
 	return len == 0 ? 0 : write_all(o->fd, o->buf, len);
 }
 
+/* Add s, plus a newline when nl, as one whole record. */
+static int
+out_add(struct rec_out *o, const char *s, size_t len, int nl)
+{
+	size_t n = len + (nl != 0);
+
+	if (o->len + n > sizeof(o->buf) && rec_out_flush(o) == -1)
+		return -1;
+	if (n > sizeof(o->buf))		/* too big to gather: on its own */
+		return nl ? rec_write_line(o->fd, s, len) :
+		    write_all(o->fd, s, len);
+	memcpy(o->buf + o->len, s, len);
+	if (nl)
+		o->buf[o->len + len] = '\n';
+	o->len += n;
+	return 0;
+}
+
 int
 rec_out_put(struct rec_out *o, const char *s, size_t len)
 {
-	if (o->len + len > sizeof(o->buf) && rec_out_flush(o) == -1)
-		return -1;
-	if (len > sizeof(o->buf))
-		return write_all(o->fd, s, len);
-	memcpy(o->buf + o->len, s, len);
-	o->len += len;
-	return 0;
+	return out_add(o, s, len, 0);
 }
 
 int
 rec_out_line(struct rec_out *o, const char *s, size_t len)
 {
-	char *t;
-	int rc;
-
-	if (o->len + len + 1 > sizeof(o->buf) && rec_out_flush(o) == -1)
-		return -1;
-	if (len + 1 <= sizeof(o->buf)) {
-		memcpy(o->buf + o->len, s, len);
-		o->buf[o->len + len] = '\n';
-		o->len += len + 1;
-		return 0;
-	}
-	t = xmalloc(len + 1);
-	memcpy(t, s, len);
-	t[len] = '\n';
-	rc = write_all(o->fd, t, len + 1);
-	free(t);
-	return rc;
+	return out_add(o, s, len, 1);
 }
 
 void

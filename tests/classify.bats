@@ -301,3 +301,18 @@ classify_json() {
 	check a '.class == "ok"'
 	check b '.class == "transient"'
 }
+
+@test "classify: a record larger than a pipe's atomic write goes out whole and in order" {
+	local pad
+	pad=$(head -c 20000 /dev/zero | tr '\0' 'x')
+	classify_json '{"id":"a","status":200}' \
+	    "{\"id\":\"big\",\"status\":503,\"pad\":\"$pad\"}" \
+	    "{\"id\":\"big-fated\",\"fate\":\"dead\",\"pad\":\"$pad\"}" \
+	    '{"id":"c","status":404}'
+	assert_success
+	[ "${#lines[@]}" -eq 4 ]
+	[ "$(jq -r .id <<<"$output" | paste -sd,)" = "a,big,big-fated,c" ]
+	check big ".class == \"transient\" and (.pad | length) == 20000"
+	check big-fated "(has(\"class\") | not) and (.pad | length) == 20000"
+	check c '.class == "permanent"'
+}
