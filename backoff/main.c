@@ -318,10 +318,7 @@ main(int argc, char *argv[])
 			seed = opt_long("seed", optarg, 0, 2147483647L);
 			break;
 		case 'S':
-			if (!store_is_url(optarg))
-				msg_die(2, "option --state: expected a "
-				    "postgresql:// URL");
-			state = optarg;
+			state = opt_state(optarg);
 			break;
 		case 'v':
 			msg_verbose = 1;
@@ -356,10 +353,7 @@ main(int argc, char *argv[])
 	    &opts.deadline) == -1)
 		msg_die(2, "option --deadline: cannot read \"%s\" as a time",
 		    deadline);
-	if (state == NULL && (state = opts.conf.state) != NULL &&
-	    !store_is_url(state))
-		msg_die(2, "%s: key \"state\": expected a postgresql:// URL",
-		    config);
+	state = opt_state_pick(state, &opts.conf, config);
 	if (state != NULL && store_init(state, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	if (opts.run_dir != NULL && state_mkdirs(opts.run_dir) == -1)

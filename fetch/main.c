@@ -1194,10 +1194,7 @@ main(int argc, char *argv[])
 			maxredir = opt_long("max-redirects", optarg, 0, 50);
 			break;
 		case 'S':
-			if (!store_is_url(optarg))
-				msg_die(2, "option --state: expected a "
-				    "postgresql:// URL");
-			state = optarg;
+			state = opt_state(optarg);
 			break;
 		case 't':
 			tmo = opt_duration("timeout", optarg);
@@ -1238,10 +1235,7 @@ main(int argc, char *argv[])
 	    &fo.deadline) == -1)
 		msg_die(2, "option --deadline: cannot read \"%s\" as a time",
 		    deadline);
-	if (state == NULL && (state = fo.conf.state) != NULL &&
-	    !store_is_url(state))
-		msg_die(2, "%s: key \"state\": expected a postgresql:// URL",
-		    config);
+	state = opt_state_pick(state, &fo.conf, config);
 	if (state != NULL && store_init(state, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	if ((S.resume || S.retry_dead) && fo.run_dir == NULL)

@@ -2,6 +2,8 @@
 #ifndef RFP_OPT_H
 #define RFP_OPT_H
 
+struct conf;
+
 /* Print "prog VERSION" to stdout and exit 0. */
 _Noreturn void opt_version(void);
 /* Print usage to stdout and exit 0. */
@@ -19,11 +21,18 @@ long	opt_long(const char *opt, const char *s, long min, long max);
 double	opt_double(const char *opt, const char *s, double min, double max);
 /* Parse a duration option value ("30s", "1h30m") or die 2. */
 double	opt_duration(const char *opt, const char *s);
+/* A --state value: a postgresql:// URL, or exit 2 naming the option. */
+const char *opt_state(const char *s);
+/*
+ * The state URL: flag (from --state) when given, else the state key of c
+ * (loaded from config), which must be a URL or exit 2; NULL when neither.
+ */
+const char *opt_state_pick(const char *flag, const struct conf *c,
+	    const char *config);
 /* Flush and close stdout; die 1 naming the error (a full disk must not exit 0). */
 void	opt_fshut(void);
 /* Die 2 with the usage when an operand follows the options. */
 void	opt_no_operands(int argc, char *const argv[], const char *usage);
-struct conf;
 /* The built-in defaults, then the config file at path (if any) or die 2. */
 void	opt_conf(struct conf *c, const char *path);
 /* Die 2 when RFPIPE_TIME_SCALE is set but not a number in (0, 1]. */

@@ -292,10 +292,7 @@ main(int argc, char *argv[])
 			owner = optarg;
 			break;
 		case 'S':
-			if (!store_is_url(optarg))
-				msg_die(2, "option --state: expected a "
-				    "postgresql:// URL");
-			state = optarg;
+			state = opt_state(optarg);
 			break;
 		case 'v':
 			msg_verbose = 1;
@@ -321,10 +318,7 @@ main(int argc, char *argv[])
 		opt_usage(usage);
 	}
 	opt_conf(&conf, config);
-	if (state == NULL && (state = conf.state) != NULL &&
-	    !store_is_url(state))
-		msg_die(2, "%s: key \"state\": expected a postgresql:// URL",
-		    config);
+	state = opt_state_pick(state, &conf, config);
 	if (state == NULL)
 		msg_die(2, "needs --state URL (or the config's state: key)");
 	if (owner == NULL) {
