@@ -70,6 +70,7 @@ struct ep {
 	long		 inflight;
 	struct pace_cfg	 pace;		/* in real seconds */
 	double		 blocked_until;	/* no slot, pace or breaker until then */
+	int		 paced;		/* ... and it was the pace */
 	char		*slot_held;
 	long		*idle;		/* slots held with no transfer */
 	long		 nidle;
@@ -476,11 +477,13 @@ gate(struct job *j, int *slot, int *probe)
 	*probe = 0;
 	if ((*slot = slot_take(e)) == -1) {
 		e->blocked_until = now + 0.005;
+		e->paced = 0;
 		return 0;
 	}
 	if (e->credit == 0 && e->pace_wait > 0) {
 		slot_give(e, *slot);
 		e->blocked_until = now + e->pace_wait;
+		e->paced = 1;
 		return 0;
 	}
 	if (e->credit == 0) {
@@ -499,6 +502,7 @@ gate(struct job *j, int *slot, int *probe)
 		if (e->credit == 0) {
 			slot_give(e, *slot);
 			e->blocked_until = now + wait;
+			e->paced = 1;
 			return 0;
 		}
 	}
@@ -532,6 +536,7 @@ gate(struct job *j, int *slot, int *probe)
 	}
 	j->held = 1;
 	e->blocked_until = until;
+	e->paced = 0;
 	return 0;
 }
 
@@ -884,6 +889,9 @@ feedback_flush(void)
 		    brk_record_n(fo.run_dir, e->name, &e->cf->breaker, e->bev,
 		    e->nbev, err, sizeof(err)) == -1)
 			state_fail(err);
+		/* What the pace said before this news, it may now say otherwise. */
+		if (e->npev > 0 && e->paced)
+			e->blocked_until = 0;
 		e->npev = e->nbev = 0;
 	}
 }

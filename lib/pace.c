@@ -13,9 +13,8 @@
 #include "lib/x.h"
 
 #define START_RATE	8.0	/* logical requests/s before anything is known */
-#define SS_GROWTH	3.0	/* slow start: rate added per success, at least */
-#define SS_SHARE	0.15	/* ... or this share of the rate, when more */
-#define SS_ROUND	2.0	/* ... but no more than doubled per round trip */
+#define SS_ROUND	2.0	/* slow start: the rate doubles per round trip */
+#define SS_GROWTH	3.0	/* ... and once pushed back, adds this a success */
 #define DECREASE	0.85	/* multiplicative decrease on a 429 */
 #define MAX_RATE	1e6
 #define FLOOR		0.9	/* of the best recent success rate */
@@ -163,8 +162,9 @@ feedback(struct pst *p, struct op *o)
 	const struct hdr_ratelimit *rl = o->rl;
 	double cap = o->c->rate > 0 ? o->c->rate * MARGIN : MAX_RATE;
 	double sc = clk_scale();
-
+	double r0 = p->rate;
 	double w = clk_real(1), n;
+	int first;
 
 	/* The success rate of each (logical) second; the best recent one decays. */
 	if (p->w0 == 0)
@@ -196,12 +196,24 @@ feedback(struct pst *p, struct op *o)
 		p->eval_n = -1;
 	}
 	if (o->ev == PACE_SLOW) {
-		p->slows++;
-		/*
-		 * One cut per round: requests already on the wire don't count.
-		 * Never below what the endpoint has just shown it can serve.
-		 */
-		if (o->sent_at >= p->dec_at && p->f > p->tol + TOL_MARGIN) {
+		first = p->slows++ == 0;
+		if (first && p->ss && p->rt_rate > 0) {
+			/*
+			 * The first push back ends the doubling: back to the
+			 * pace of the last round trip that passed, and on from
+			 * there in small steps (slow start still, +SS_GROWTH a
+			 * success).
+			 */
+			p->rate = fmin(p->rt_rate, cap);
+			p->dec_at = o->now;
+			p->tat = fmax(p->tat, o->now) + 1.0 / p->rate;
+		} else if (o->sent_at >= p->dec_at &&
+		    p->f > p->tol + TOL_MARGIN) {
+			/*
+			 * One cut per round: requests already on the wire
+			 * don't count.  Never below what the endpoint has just
+			 * shown it can serve.
+			 */
 			if (p->eval_n < 0) {
 				p->r_before = p->rate;
 				p->f_before = p->f;
@@ -216,21 +228,20 @@ feedback(struct pst *p, struct op *o)
 		}
 	} else if (p->ss && p->slows == 0) {
 		/*
-		 * Slow start before the server ever pushed back: +SS_GROWTH
-		 * (in logical time) per success while the rate is low, so a
-		 * limiter of a few requests a second is met in small steps;
-		 * above that a share of the rate, but never more than doubled
-		 * per round trip, however many requests are on the wire.  A
-		 * round trip ends with the first answer to a request sent
-		 * after it began.
+		 * Slow start before the server ever pushed back: the rate
+		 * doubles per round trip, as TCP's window does, however many
+		 * requests are on the wire.  A round trip ends with the first
+		 * answer to a request sent after it began, so one request at
+		 * a time doubles it per answer.  With the schedule brought
+		 * forward (below), 8/s passes a thousand a second within
+		 * about 1/8 s; the first 429 ends it (above).
 		 */
 		if (o->sent_at >= p->rt_at) {
 			p->rt_at = o->now;
 			p->rt_rate = p->rate;
 		}
-		p->rate = fmin(fmin(p->rate + fmax(SS_GROWTH / sc, SS_SHARE *
-		    p->rate), fmax(SS_ROUND * p->rt_rate, p->rate + SS_GROWTH /
-		    sc)), cap);
+		p->rate = fmin(fmin(SS_ROUND * p->rate, fmax(SS_ROUND *
+		    p->rt_rate, p->rate + SS_GROWTH / sc)), cap);
 	} else if (p->ss)	/* pushed back once, so near a limit: +SS_GROWTH */
 		p->rate = fmin(p->rate + SS_GROWTH / sc, cap);
 	else				/* in logical time: +1/rate */
@@ -241,6 +252,12 @@ feedback(struct pst *p, struct op *o)
 	else if (rl != NULL && rl->remaining > 0 && rl->reset_s > 0 &&
 	    p->rate > rl->remaining / clk_real(rl->reset_s))
 		p->rate = rl->remaining / clk_real(rl->reset_s);
+	/*
+	 * A faster pace reschedules what is reserved: the next send comes one
+	 * new interval after the last, not one old one (GCRA scaled in time).
+	 */
+	if (p->ss && p->slows == 0 && p->rate > r0 && p->tat > o->now)
+		p->tat = o->now + (p->tat - o->now) * r0 / p->rate;
 }
 
 static int

@@ -112,41 +112,63 @@ main(void)
 	ok(pace_feedback_n(dir, "f", &fast, ev, 0, err, sizeof(err)) == 0 &&
 	    doc("f") == NULL, "feedback_n: no outcomes, no file");
 
-	/* Slow start, one request per round trip: geometric, not linear. */
-	prev = 8;
+	/*
+	 * Slow start, one request per round trip: each success is a round
+	 * trip of its own and doubles the rate, up to the cap.
+	 */
 	good = 1;
-	for (i = 0; i < 40; i++) {
+	for (i = 0; i < 10; i++) {
 		pace_feedback(dir, "g", &fast, PACE_OK, t0 + 0.01 * i,
 		    NULL, t0 + 0.01 * i + 0.005, err, sizeof(err));
 		r = rate("g");
-		if (r > 2 * prev || r < prev + 3)
+		if (r != 8 * (double)(2L << i))
 			good = 0;
-		prev = r;
 	}
-	ok(good && prev > 8 + 3 * 40,
-	    "slow start: each success adds 3 or more, and the rate grows "
-	    "faster than 3 a success (%.0f after 40)", prev);
+	ok(good, "slow start: each round trip doubles the rate (%.0f after "
+	    "10)", r);
+	for (i = 10; i < 40; i++)
+		pace_feedback(dir, "g", &fast, PACE_OK, t0 + 0.01 * i,
+		    NULL, t0 + 0.01 * i + 0.005, err, sizeof(err));
+	ok(rate("g") == 1e6, "slow start: never past the cap (%.0f)",
+	    rate("g"));
 	/*
 	 * 100 requests on the wire at once: one round trip, at most double
 	 * (or 3 a success, which is always allowed).
 	 */
-	for (i = 0; i < 40; i++)
+	for (i = 0; i < 4; i++)
 		pace_feedback(dir, "h", &fast, PACE_OK, t0 + 0.01 * i,
 		    NULL, t0 + 0.01 * i + 0.005, err, sizeof(err));
 	prev = rate("h");
 	for (i = 0; i < 100; i++)
-		pace_feedback(dir, "h", &fast, PACE_OK, t0 + 0.4 + 0.0001 * i,
+		pace_feedback(dir, "h", &fast, PACE_OK, t0 + 0.04 + 0.0001 * i,
 		    NULL, t0 + 0.5 + 0.0001 * i, err, sizeof(err));
 	r = rate("h");
-	ok(r > prev && r <= 2 * prev + 3 * 100,
-	    "slow start: one round trip of 100 answers at most doubles the "
-	    "rate (%.0f from %.0f)", r, prev);
-	/* Once pushed back, growth is additive again. */
+	ok(r >= 2 * prev && r <= 2 * prev + 3 * 100, "slow start: one round trip of 100 answers at most "
+	    "doubles the rate (%.0f from %.0f)", r, prev);
+	/*
+	 * A faster pace brings the next send forward: at 8/s the second
+	 * send waits 1/8 s, but once an answer doubles the rate, 1/16 s.
+	 */
+	pace_take(dir, "k", &fast, t0, &wait, err, sizeof(err));
+	rc = pace_take(dir, "k", &fast, t0 + 0.065, &wait, err, sizeof(err));
+	pace_feedback(dir, "k", &fast, PACE_OK, t0, NULL, t0 + 0.001, err,
+	    sizeof(err));
+	ok(rc == 1 && pace_take(dir, "k", &fast, t0 + 0.065, &wait, err,
+	    sizeof(err)) == 0, "slow start: a faster pace brings the next "
+	    "send forward");
+	/*
+	 * The first 429 ends the doubling: back to the rate of the last
+	 * round trip that passed, then no more than 3 a success.
+	 */
 	pace_feedback(dir, "i", &fast, PACE_OK, t0, NULL, t0 + 0.01, err,
 	    sizeof(err));
-	pace_feedback(dir, "i", &fast, PACE_SLOW, t0 + 0.02, NULL, t0 + 0.03,
+	pace_feedback(dir, "i", &fast, PACE_OK, t0 + 0.01, NULL, t0 + 0.02,
+	    err, sizeof(err));
+	pace_feedback(dir, "i", &fast, PACE_SLOW, t0 + 0.03, NULL, t0 + 0.04,
 	    err, sizeof(err));
 	prev = rate("i");
+	ok(prev == 16, "slow start: the first 429 goes back to the last good "
+	    "round trip's rate (%.1f, from 32)", prev);
 	for (i = 0; i < 40; i++)
 		pace_feedback(dir, "i", &fast, PACE_OK, t0 + 0.1 * i + 0.1,
 		    NULL, t0 + 0.1 * i + 0.15, err, sizeof(err));
@@ -154,6 +176,14 @@ main(void)
 	ok(r > prev && r <= prev + 3 * 40,
 	    "slow start: after a 429, no more than 3 a success (%.1f to %.1f)",
 	    prev, r);
+	/* ... and nothing is brought forward any more. */
+	pace_take(dir, "i", &fast, t0 + 5, &wait, err, sizeof(err));
+	w1 = 1 / rate("i");
+	pace_feedback(dir, "i", &fast, PACE_OK, t0 + 5, NULL, t0 + 5.001, err,
+	    sizeof(err));
+	ok(pace_take(dir, "i", &fast, t0 + 5 + 0.99 * w1, &wait, err,
+	    sizeof(err)) == 1, "slow start: after a 429, a faster pace does "
+	    "not bring the next send forward");
 
 	p = xasprintf("rm -rf %s", dir);
 	if (system(p) != 0)
