@@ -15,6 +15,8 @@
 # Peers: naive xargs -P 32 + curl retrying at once, curl --parallel --retry 5
 # (and --retry-all-errors), GNU parallel --retries 5 + curl -f, and the
 # mission's asyncio sketch (bench/peer_asyncio.py).  Concurrency 32 for all.
+# Stampede also runs a reference, not a peer: one serial curl --rate 20/s,
+# told the limit in advance.
 #
 # Target checks print PASS/FAIL under the table; a FAIL does not change the
 # exit status (0 unless the bench itself could not run).
@@ -275,6 +277,7 @@ tool_name() {
 	case $1 in
 	rfpipe) echo "rfpipe" ;;
 	rfpipe-rate) echo "rfpipe, rate 20/s configured" ;;
+	curl-serial) echo "reference: serial curl --rate ${rate}/s (told the limit)" ;;
 	naive) echo "naive: xargs -P 32 + curl, 5 tries at once" ;;
 	curl) echo "curl --parallel --retry 5" ;;
 	curl-all) echo "curl --parallel --retry 5 --retry-all-errors" ;;
@@ -455,6 +458,12 @@ run_fetch_once() {
 		    --no-progress-meter "${mt[@]}" -K "$d/curl.cfg" \
 		    -w '%{exitcode} %{http_code} %{url}\n'
 		;;
+	curl-serial)
+		# One at a time at the server's rate, told in advance.
+		run_timed "$d" "$tmo" /dev/null curl --rate "$rate/s" --retry 5 \
+		    -fsS --no-progress-meter "${mt[@]}" -K "$d/curl.cfg" \
+		    -w '%{exitcode} %{http_code} %{url}\n'
+		;;
 	parallel)
 		run_timed "$d" "$tmo" /dev/null parallel --will-cite -j "$jobs" \
 		    --retries 5 --joblog "$d/joblog" --colsep ' ' \
@@ -492,7 +501,7 @@ run_fetch_once() {
 		case $tool in
 		naive)
 			awk '$1 == "fail" { print $2 }' "$d/stdout" ;;
-		curl|curl-all)
+		curl|curl-all|curl-serial)
 			awk '$1 != "0" { n = split($3, p, "/"); print p[n] }' \
 			    "$d/stdout" ;;
 		parallel)
@@ -525,7 +534,7 @@ run_fetch_once() {
 scenario_stampede() {
 	local scen=$1 t ideal
 	ideal=$(awk -v n="$stamp_n" -v r="$rate" 'BEGIN { printf "%.3f", n / r }')
-	for t in rfpipe rfpipe-rate ${fetch_tools#rfpipe }; do
+	for t in rfpipe rfpipe-rate curl-serial ${fetch_tools#rfpipe }; do
 		run_fetch "$scen" "$t" "$stamp_n" /portal/ portal doc-%d \
 		    "$t_stamp" "" "$ideal"
 	done
@@ -787,6 +796,7 @@ table() {
 	function name(t) {
 		if (t == "rfpipe") return "rfpipe"
 		if (t == "rfpipe-rate") return "rfpipe, rate 20/s configured"
+		if (t == "curl-serial") return "reference: serial curl --rate 20/s (told the limit)"
 		if (t == "naive") return "naive xargs -P 32 + curl (5 tries at once)"
 		if (t == "curl") return "curl --parallel --retry 5"
 		if (t == "curl-all") return "curl --parallel --retry 5 --retry-all-errors"
@@ -881,6 +891,10 @@ stampede_checks() {
 		else
 			echo "FAIL $scen: $r makespan ${rms}s vs limit $lim s ($( [ "$r" = rfpipe ] && echo 1.3 || echo 1.1 ) x ideal $(fmt "$ideal" '%.1f') s), ok $rok/$n (the target needs both)" >>"$checks"
 		fi
+		if has "$scen" curl-serial; then
+			pms=$(get "$scen" curl-serial makespan)
+			echo "$scen: $r took ${rms}s, $(awk -v a="$rms" -v b="$pms" 'BEGIN { printf "%.2f", a / b }') x the serial reference (curl --rate $rate/s, told the limit: ${pms}s, ok $(get "$scen" curl-serial ok)/$n, $(get "$scen" curl-serial r429) 429s)" >>"$notes"
+		fi
 	done
 }
 
@@ -942,7 +956,7 @@ for s in stampede stampede-ra flaky throughput; do
 	done
 done >>"$notes"
 for s in stampede stampede-ra flaky throughput; do
-	for t in rfpipe-rate $fetch_tools; do
+	for t in rfpipe-rate curl-serial $fetch_tools; do
 		f=$work/$s/$t/mock.ndjson
 		[ -f "$f" ] || continue
 		echo "$s, $t: the server saw at most $(jq -s 'map(.inflight_total) | max' "$f") requests in flight (a hung request the client gave up on counts until the mock closes it)"
@@ -1007,6 +1021,9 @@ if [ -n "$results" ]; then
 		echo "- Ratios are against rfpipe (no rate configured) in the same scenario; for"
 		echo "  the stage rows jq is against rfp-classify, and jq filing against"
 		echo "  rfp-backoff | rfp-sink."
+		echo "- stampede: the serial reference (one curl, \`--rate 20/s\`, told the limit"
+		echo "  in advance) is not a peer and enters no check; the notes give rfpipe's"
+		echo "  makespan against it."
 		echo "- 'ahead on makespan' counts a tool that finished sooner by giving up on"
 		echo "  documents as behind: ahead = more documents succeeded, or as many sooner."
 		echo "- flaky: the last two digits of a document's number choose its script"
