@@ -28,7 +28,9 @@ struct rec_reader {
 	long	 lineno;
 	int	 skipping;	/* discarding the rest of an oversized line */
 	int	 eof;
-	struct rec_out *flush;	/* written out before each read */
+	int	(*drain)(void *);	/* called before each read, */
+	void	*drain_arg;
+	struct rec_out *flush;	/* ... then this written out */
 	void	(*idle)(void *);	/* called while waiting for input */
 	void	*idle_arg;
 	int	 idle_ms;
@@ -131,6 +133,8 @@ rec_next(struct rec_reader *r, char **line, size_t *len, long *lineno)
 			r->size *= 2;
 			r->buf = xrealloc(r->buf, r->size);
 		}
+		if (r->drain != NULL && r->drain(r->drain_arg) == -1)
+			return REC_ERR;
 		if (r->flush != NULL && rec_out_flush(r->flush) == -1)
 			return REC_ERR;
 		if (r->idle != NULL && wait_input(r) == -1)
@@ -222,6 +226,12 @@ put_dump(const json_t *rec, int fd, struct rec_out *o)
 }
 
 int
+rec_out_json(struct rec_out *o, const json_t *rec)
+{
+	return put_dump(rec, -1, o);
+}
+
+int
 rec_write(int fd, const json_t *rec)
 {
 	return put_dump(rec, fd, NULL);
@@ -307,6 +317,13 @@ void
 rec_reader_flush_first(struct rec_reader *r, struct rec_out *o)
 {
 	r->flush = o;
+}
+
+void
+rec_reader_drain(struct rec_reader *r, int (*fn)(void *), void *arg)
+{
+	r->drain = fn;
+	r->drain_arg = arg;
 }
 
 void
@@ -415,6 +432,8 @@ rec_loop_with(const char *stage, int fd_in, int fd_out,
 	int rc, ret = 0;
 
 	rec_reader_flush_first(r, o);
+	if (h != NULL && h->drain != NULL)
+		rec_reader_drain(r, h->drain, arg);
 	if (h != NULL && h->idle != NULL)
 		rec_reader_idle(r, h->idle_s, h->idle, arg);
 	for (;;) {

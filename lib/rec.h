@@ -49,12 +49,16 @@ struct rec_out *rec_out_new(int fd);
 int	rec_out_put(struct rec_out *o, const char *s, size_t len);
 /* Add one whole record given without its newline; 0 or -1 with errno. */
 int	rec_out_line(struct rec_out *o, const char *s, size_t len);
+/* Add rec, serialised, as one whole record; 0 or -1 with errno. */
+int	rec_out_json(struct rec_out *o, const json_t *rec);
 /* Write what is gathered; 0 or -1 with errno. */
 int	rec_out_flush(struct rec_out *o);
 /* Free o without writing. */
 void	rec_out_free(struct rec_out *o);
 /* Flush o before every read(2) of r, so nothing waits while r blocks. */
 void	rec_reader_flush_first(struct rec_reader *r, struct rec_out *o);
+/* Call fn(arg) before every read(2) of r (before the flush); -1 stops r. */
+void	rec_reader_drain(struct rec_reader *r, int (*fn)(void *), void *arg);
 /* Call fn(arg) every secs real seconds while r waits for input. */
 void	rec_reader_idle(struct rec_reader *r, double secs,
 	    void (*fn)(void *), void *arg);
@@ -87,13 +91,15 @@ int	rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn,
 /*
  * What a stage may add to rec_loop.  line sees each line first and returns
  * 1 when it put the record out itself, 0 to have it parsed and given to
- * fn as usual, -1 on a fatal error.  idle is called every idle_s real
- * seconds while the loop waits for input.
+ * fn as usual, -1 on a fatal error.  drain is called before every read
+ * (what the stage gathers elsewhere is written then; -1 stops the loop);
+ * idle every idle_s real seconds while the loop waits for input.
  */
 typedef int rec_line_fn(const char *line, size_t len, long lineno,
 	    struct rec_out *out, void *arg);
 struct rec_hooks {
 	rec_line_fn	*line;
+	int		(*drain)(void *arg);
 	void		(*idle)(void *arg);
 	double		 idle_s;
 };

@@ -64,6 +64,7 @@ static struct opts {
 	int		 quiet;
 	int		 fate_status;
 	int		 fd_done, fd_dead, fd_fifo;
+	struct rec_out	*fifo_out;	/* acks and retries, gathered */
 	double		 last_sync;
 	struct summ	*run;		/* this run's records */
 	enum progress_mode progress;
@@ -87,6 +88,8 @@ fifo_lost(void)
 {
 	msg_warnsys("write %s (rfp-fetch has gone; retries are left for a "
 	    "re-run)", opts.fifo);
+	rec_out_free(opts.fifo_out);
+	opts.fifo_out = NULL;
 	close(opts.fd_fifo);
 	opts.fd_fifo = -1;
 }
@@ -120,7 +123,21 @@ ack(const char *fate)
 
 	if (opts.fd_fifo == -1)
 		return 0;
-	if (write(opts.fd_fifo, s, strlen(s)) == -1)
+	if (rec_out_put(opts.fifo_out, s, strlen(s)) == -1)
+		fifo_lost();
+	return 0;
+}
+
+/*
+ * Write the gathered acks and retries before each read: an ack is gathered
+ * only once its record is in its file, and waits no longer than the next
+ * read of rfp-backoff's output.
+ */
+static int
+fifo_drain(void *arg)
+{
+	(void)arg;
+	if (opts.fifo_out != NULL && rec_out_flush(opts.fifo_out) == -1)
 		fifo_lost();
 	return 0;
 }
@@ -274,7 +291,8 @@ file(const char *fate, const json_t *rec, const char *t, size_t len,
 		if (opts.fd_fifo == -1)
 			return rec != NULL ? 0 :
 			    rec_out_line(out, t, len) == -1 ? -1 : 1;
-		if (put(opts.fd_fifo, rec, t, len) == -1)
+		if ((rec != NULL ? rec_out_json(opts.fifo_out, rec) :
+		    rec_out_line(opts.fifo_out, t, len)) == -1)
 			fifo_lost();
 		return 1;
 	}
@@ -388,7 +406,8 @@ main(int argc, char *argv[])
 	};
 	const char *progress = "auto";
 	double t0 = clk_now();
-	struct rec_hooks hooks = { .line = sink_line, .idle = progress_idle };
+	struct rec_hooks hooks = { .line = sink_line, .drain = fifo_drain,
+	    .idle = progress_idle };
 	int c, rc;
 
 	msg_init(PROG);
@@ -454,6 +473,8 @@ main(int argc, char *argv[])
 	opts.fd_fifo = -1;
 	if (opts.fifo != NULL)
 		opts.fd_fifo = open_fifo(opts.fifo);
+	if (opts.fd_fifo != -1)
+		opts.fifo_out = rec_out_new(opts.fd_fifo);
 	opts.run = summ_new();
 	opts.p_start = clk_mono();
 	/* A terminal shows the line from the first record; a log waits. */
@@ -464,10 +485,12 @@ main(int argc, char *argv[])
 	hooks.idle_s = opts.p_every;
 	rc = rec_loop_with(PROG, STDIN_FILENO, STDOUT_FILENO,
 	    &hooks, sink, NULL);
+	fifo_drain(NULL);
 	progress_clear();
 	sync_files();
 	if (rc == -1)
 		msg_die(1, "stopped: output is incomplete");
+	rec_out_free(opts.fifo_out);
 	if (opts.fd_fifo != -1)
 		close(opts.fd_fifo);
 	close(opts.fd_done);

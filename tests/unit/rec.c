@@ -541,6 +541,58 @@ test_loop(void)
 	outs_free(out);
 }
 
+
+/* What the drain hook saw. */
+struct drained {
+	int	 calls;
+	int	 lines_then;	/* lines read when it was first called */
+	int	*lines;
+	int	 fail_at;	/* return -1 on this call; 0: never */
+};
+
+static int
+drain_count(void *arg)
+{
+	struct drained *d = arg;
+
+	if (++d->calls == 1)
+		d->lines_then = *d->lines;
+	return d->calls == d->fail_at ? -1 : 0;
+}
+
+static void
+test_drain(void)
+{
+	struct rec_reader *r;
+	struct drained d;
+	enum rec_rc rc;
+	char *line;
+	size_t len;
+	long lineno;
+	int n = 0;
+
+	memset(&d, 0, sizeof(d));
+	d.lines = &n;
+	r = rec_reader_new(fd_of("a\nb\nc\n", 6), 0);
+	rec_reader_drain(r, drain_count, &d);
+	while ((rc = rec_next(r, &line, &len, &lineno)) == REC_LINE)
+		n++;
+	ok(rc == REC_EOF && n == 3, "drain: the lines still come (%d)", n);
+	ok(d.calls >= 2 && d.lines_then == 0,
+	    "drain: called before the first read and before the read that "
+	    "finds EOF (%d calls)", d.calls);
+	rec_reader_free(r);
+
+	memset(&d, 0, sizeof(d));
+	d.lines = &n;
+	d.fail_at = 1;
+	n = 0;
+	r = rec_reader_new(fd_of("a\nb\n", 4), 0);
+	rec_reader_drain(r, drain_count, &d);
+	ok(rec_next(r, &line, &len, &lineno) == REC_ERR,
+	    "drain: its failure stops the reader before it reads");
+	rec_reader_free(r);
+}
 int
 main(void)
 {
@@ -555,5 +607,6 @@ main(void)
 	test_bad_input();
 	test_getters_and_write();
 	test_loop();
+	test_drain();
 	return tap_done();
 }
