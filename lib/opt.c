@@ -11,7 +11,6 @@
 #include "lib/msg.h"
 #include "lib/num.h"
 #include "lib/opt.h"
-#include "lib/store.h"
 
 void
 opt_version(void)
@@ -81,25 +80,6 @@ opt_duration(const char *opt, const char *s)
 		msg_die(2, "option --%s: expected a duration such as \"30s\" "
 		    "or \"1h30m\", got \"%s\"", opt, s);
 	return v;
-}
-
-const char *
-opt_state(const char *s)
-{
-	if (!store_is_url(s))
-		msg_die(2, "option --state: expected a postgresql:// URL");
-	return s;
-}
-
-const char *
-opt_state_pick(const char *flag, const struct conf *c, const char *config)
-{
-	if (flag != NULL || c->state == NULL)
-		return flag;
-	if (!store_is_url(c->state))
-		msg_die(2, "%s: key \"state\": expected a postgresql:// URL",
-		    config);
-	return c->state;
 }
 
 void
