@@ -13,7 +13,6 @@
 #include <jansson.h>
 
 #include "lib/state.h"
-#include "lib/store.h"
 #include "lib/x.h"
 
 #define STATE_MAX	(1024 * 1024)
@@ -208,54 +207,4 @@ state_read(const char *path, json_t **doc, char *err, size_t errlen)
 	rc = parse(path, fd, doc, &len, err, errlen);
 	close(fd);
 	return rc;
-}
-
-struct budget_arg {
-	long	init;
-	long	left;
-	int	granted;
-};
-
-static int
-budget_fn(json_t **doc, void *arg, char *err, size_t errlen)
-{
-	struct budget_arg *b = arg;
-	json_t *t, *l;
-	long total, left;
-
-	if (*doc == NULL) {
-		*doc = json_object();
-		json_object_set_new(*doc, "total", json_integer(b->init));
-		json_object_set_new(*doc, "left", json_integer(b->init));
-	}
-	t = json_object_get(*doc, "total");
-	l = json_object_get(*doc, "left");
-	if (!json_is_integer(t) || !json_is_integer(l) ||
-	    (total = (long)json_integer_value(t)) < 0 ||
-	    (left = (long)json_integer_value(l)) < 0 || left > total) {
-		snprintf(err, errlen, "state/budget.json: corrupt state file "
-		    "(needs integers 0 <= left <= total); move it aside to "
-		    "start afresh");
-		return -1;
-	}
-	b->granted = left > 0;
-	if (b->granted)
-		left--;
-	b->left = left;
-	json_object_set_new(*doc, "left", json_integer(left));
-	return 0;
-}
-
-int
-state_budget_spend(const char *rundir, long init_total, long *left,
-    char *err, size_t errlen)
-{
-	struct budget_arg b = { init_total, 0, 0 };
-	int rc;
-
-	rc = store_update(rundir, "budget", NULL, budget_fn, &b, err, errlen);
-	if (rc == -1)
-		return -1;
-	*left = b.left;
-	return b.granted;
 }

@@ -32,6 +32,7 @@ int	state_read(const char *path, json_t **doc, char *err, size_t errlen);
  * The run-wide retry budget in RUNDIR/state/budget.json, created with
  * init_total retries on first use.  Returns 1 when one retry was granted,
  * 0 when none is left, -1 on error; *left is what remains.
+ * In lib/budget.c: it goes through the store, which may be PostgreSQL.
  */
 int	state_budget_spend(const char *rundir, long init_total, long *left,
 	    char *err, size_t errlen);
