@@ -399,8 +399,8 @@ admit(char *line, size_t len, long lineno, enum rec_rc rc)
 static void
 take_back(char *line, size_t len, long lineno)
 {
-	static const char done[] = "{\"ack\":true,\"fate\":\"done\"}";
-	static const char dead[] = "{\"ack\":true,\"fate\":\"dead\"}";
+	static const char done[] = REC_ACK_DONE;
+	static const char dead[] = REC_ACK_DEAD;
 	char err[300];
 	json_t *rec;
 

@@ -14,6 +14,10 @@
 
 #define REC_LINE_MAX	(1024 * 1024)
 
+/* rfp-sink's acknowledgements on the retry FIFO, word for word. */
+#define REC_ACK_DONE	"{\"ack\":true,\"fate\":\"done\"}"
+#define REC_ACK_DEAD	"{\"ack\":true,\"fate\":\"dead\"}"
+
 enum rec_rc {
 	REC_ERR = -1,		/* read error, errno set */
 	REC_EOF = 0,		/* no more lines */

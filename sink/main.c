@@ -117,8 +117,8 @@ open_fifo(const char *path)
 static int
 ack(const char *fate)
 {
-	static const char done[] = "{\"ack\":true,\"fate\":\"done\"}\n";
-	static const char dead[] = "{\"ack\":true,\"fate\":\"dead\"}\n";
+	static const char done[] = REC_ACK_DONE "\n";
+	static const char dead[] = REC_ACK_DEAD "\n";
 	const char *s = strcmp(fate, "done") == 0 ? done : dead;
 
 	if (opts.fd_fifo == -1)
