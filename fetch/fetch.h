@@ -64,6 +64,9 @@ struct xfer *xfer_start(struct job *job, char *err, size_t errlen);
 void	xfer_finish(struct xfer *x, CURLcode cc);
 /* Release everything of x (not the job). */
 void	xfer_free(struct xfer *x);
+/* Handles kept for reuse: at most this many, freed by xfer_pool_free. */
+#define XFER_POOL	64
+void	xfer_pool_free(void);
 /* Fields of a previous attempt, removed before the next. */
 void	xfer_clear(json_t *rec);
 

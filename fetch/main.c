@@ -1347,6 +1347,7 @@ main(int argc, char *argv[])
 	free(S.out);
 	free(S.wait);
 	curl_multi_cleanup(S.multi);
+	xfer_pool_free();
 	curl_global_cleanup();
 	state_close_all();
 	conf_free(&fo.conf);
