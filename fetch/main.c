@@ -50,6 +50,7 @@
 #include "fetch/fetch.h"
 
 #define PROG	"rfp-fetch"
+#define FB_DEFER 0.05	/* real seconds news may wait before it is told */
 
 static const char usage[] =
     "usage: rfp-fetch [-hv] [-j N] [--ca-file FILE] [--config FILE]\n"
@@ -83,6 +84,8 @@ struct ep {
 	struct pace_ev	*pev;
 	struct brk_ev	*bev;
 	size_t		 npev, nbev, capev;
+	int		 fb_now;	/* ... one of which may not wait */
+	double		 fb_at;		/* clk_mono of the last telling */
 	struct ep	*next;
 };
 
@@ -879,19 +882,34 @@ feedback(const struct xfer *x)
 	be->probe = x->probe;
 	be->fresh = rec_int(rec, "attempt", 1) == 1;
 	be->now = now;
+	if (slow || be->out == BRK_FAILURE || be->probe)
+		e->fb_now = 1;
 }
 
 /*
  * Tell the shared pace and breaker, one locked update each per endpoint,
- * what the answers of this turn said, in the order they came.
+ * what the answers since the last telling said, in the order they came.
+ * News that changes nothing at once may wait up to FB_DEFER: successes
+ * while the endpoint waits on its slots, not on its pace.  A 429, a
+ * failure, a probe's answer, an endpoint the pace holds back, and force
+ * (the end of the run) are told at once.
  */
 static void
-feedback_flush(void)
+feedback_flush(int force)
 {
 	struct ep *e;
 	char err[512];
+	double now = clk_mono();
 
 	for (e = S.eps; e != NULL; e = e->next) {
+		if (e->npev == 0 && e->nbev == 0)
+			continue;
+		if (!force && !e->fb_now && now - e->fb_at < FB_DEFER &&
+		    e->pace_wait == 0 && !(e->paced && e->blocked_until >
+		    clk_now()))
+			continue;
+		e->fb_now = 0;
+		e->fb_at = now;
 		if (pace_feedback_n(fo.run_dir, e->name, &e->pace, e->pev,
 		    e->npev, err, sizeof(err)) == -1 ||
 		    brk_record_n(fo.run_dir, e->name, &e->cf->breaker, e->bev,
@@ -931,7 +949,7 @@ finish_done(void)
 		job_free(x->job);
 		xfer_free(x);
 	}
-	feedback_flush();
+	feedback_flush(0);
 }
 
 /* Past the deadline: everything still held leaves dead deadline_cut. */
@@ -1036,12 +1054,12 @@ static long
 poll_timeout(void)
 {
 	double now = clk_now(), t = 0.25;
+	struct ep *e;
 
 	if (S.nwait > 0 && S.wait[0]->not_before - now < t)
 		t = S.wait[0]->not_before - now;
 	/* Work that waits for a transfer to end waits for its socket. */
 	if (S.nready > 0 && S.active < fo.conf.concurrency) {
-		struct ep *e;
 		double soon = now + t;
 
 		for (e = S.eps; e != NULL; e = e->next)
@@ -1052,6 +1070,10 @@ poll_timeout(void)
 	}
 	if (fo.deadline > 0 && fo.deadline - now < t)
 		t = fo.deadline - now;
+	for (e = S.eps; e != NULL; e = e->next)
+		if ((e->npev > 0 || e->nbev > 0) && e->fb_at + FB_DEFER -
+		    clk_mono() < t)
+			t = e->fb_at + FB_DEFER - clk_mono();
 	return t <= 0 ? 0 : (long)(t * 1000) + 1;
 }
 
@@ -1316,6 +1338,7 @@ main(int argc, char *argv[])
 		S.back = rec_reader_new(S.fd_fifo, 0);
 	}
 	run();
+	feedback_flush(1);
 	if (S.stop > 0)
 		msg_warn("stopped by signal %d with %ld transfers in flight",
 		    (int)S.stop, S.active);

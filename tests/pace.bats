@@ -108,3 +108,19 @@ teardown() {
 	# The five first attempts open it once; their retries never again.
 	jq -e '.openings == 1' "$RUN/state/breaker/p.json"
 }
+
+@test "pace: every answer reaches the shared pace by the end of the run, the successes it let wait included" {
+	export RFPIPE_TIME_SCALE=1	# a one-second window, in real seconds
+	printf 'routes:\n  - {match: "/f/*", endpoint: f}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /f 200 f >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q -j 8 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 200 ]
+	# w_ok counts the successes told in the pace's current one-second
+	# window: all 200 when the run's answers fit in one.
+	span=$(jq -s 'map(.response_at) | max - min' "$RUN/results.ndjson")
+	if ! awk -v s="$span" 'BEGIN { exit !(s < 0.9) }'; then
+		skip "the answers spanned $span s, more than one window"
+	fi
+	jq -e '.w_ok == 200' "$RUN/state/rate/f.json"
+}
