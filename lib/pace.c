@@ -242,6 +242,14 @@ feedback(struct pst *p, struct op *o)
 		}
 		p->rate = fmin(fmin(SS_ROUND * p->rate, fmax(SS_ROUND *
 		    p->rt_rate, p->rate + SS_GROWTH / sc)), cap);
+		/*
+		 * And never slower than one request at a time, each sent as
+		 * the last is answered: a serial client.  That only matters
+		 * where a round trip is shorter than 1/START_RATE.
+		 */
+		if (o->now - o->sent_at > 0)
+			p->rate = fmax(p->rate, fmin(1.0 / (o->now - o->sent_at),
+			    cap));
 	} else if (p->ss)	/* pushed back once, so near a limit: +SS_GROWTH */
 		p->rate = fmin(p->rate + SS_GROWTH / sc, cap);
 	else				/* in logical time: +1/rate */

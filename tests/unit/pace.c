@@ -114,12 +114,13 @@ main(void)
 
 	/*
 	 * Slow start, one request per round trip: each success is a round
-	 * trip of its own and doubles the rate, up to the cap.
+	 * trip of its own and doubles the rate, up to the cap.  (Round trips
+	 * of 0.5 s: a serial client's pace, 2/s, is below all of it.)
 	 */
 	good = 1;
 	for (i = 0; i < 10; i++) {
-		pace_feedback(dir, "g", &fast, PACE_OK, t0 + 0.01 * i,
-		    NULL, t0 + 0.01 * i + 0.005, err, sizeof(err));
+		pace_feedback(dir, "g", &fast, PACE_OK, t0 + i,
+		    NULL, t0 + i + 0.5, err, sizeof(err));
 		r = rate("g");
 		if (r != 8 * (double)(2L << i))
 			good = 0;
@@ -127,8 +128,8 @@ main(void)
 	ok(good, "slow start: each round trip doubles the rate (%.0f after "
 	    "10)", r);
 	for (i = 10; i < 40; i++)
-		pace_feedback(dir, "g", &fast, PACE_OK, t0 + 0.01 * i,
-		    NULL, t0 + 0.01 * i + 0.005, err, sizeof(err));
+		pace_feedback(dir, "g", &fast, PACE_OK, t0 + i,
+		    NULL, t0 + i + 0.5, err, sizeof(err));
 	ok(rate("g") == 1e6, "slow start: never past the cap (%.0f)",
 	    rate("g"));
 	/*
@@ -157,25 +158,33 @@ main(void)
 	    sizeof(err)) == 0, "slow start: a faster pace brings the next "
 	    "send forward");
 	/*
+	 * Never slower than a serial client: one answer in 2 ms and the pace
+	 * is at least one request each 2 ms.
+	 */
+	pace_feedback(dir, "s", &fast, PACE_OK, t0, NULL, t0 + 0.002, err,
+	    sizeof(err));
+	ok(rate("s") >= 499 && rate("s") <= 501, "slow start: at least a "
+	    "serial client's pace (%.1f for a 2 ms round trip)", rate("s"));
+	/*
 	 * The first 429 ends the doubling: back to the rate of the last
 	 * round trip that passed, then no more than 3 a success.
 	 */
-	pace_feedback(dir, "i", &fast, PACE_OK, t0, NULL, t0 + 0.01, err,
+	pace_feedback(dir, "i", &fast, PACE_OK, t0, NULL, t0 + 0.1, err,
 	    sizeof(err));
-	pace_feedback(dir, "i", &fast, PACE_OK, t0 + 0.01, NULL, t0 + 0.02,
+	pace_feedback(dir, "i", &fast, PACE_OK, t0 + 0.1, NULL, t0 + 0.2,
 	    err, sizeof(err));
-	pace_feedback(dir, "i", &fast, PACE_SLOW, t0 + 0.03, NULL, t0 + 0.04,
+	pace_feedback(dir, "i", &fast, PACE_SLOW, t0 + 0.3, NULL, t0 + 0.4,
 	    err, sizeof(err));
 	prev = rate("i");
 	ok(prev == 16, "slow start: the first 429 goes back to the last good "
 	    "round trip's rate (%.1f, from 32)", prev);
 	for (i = 0; i < 40; i++)
-		pace_feedback(dir, "i", &fast, PACE_OK, t0 + 0.1 * i + 0.1,
-		    NULL, t0 + 0.1 * i + 0.15, err, sizeof(err));
+		pace_feedback(dir, "i", &fast, PACE_OK, t0 + 0.1 * i + 0.5,
+		    NULL, t0 + 0.1 * i + 0.501, err, sizeof(err));
 	r = rate("i");
 	ok(r > prev && r <= prev + 3 * 40,
-	    "slow start: after a 429, no more than 3 a success (%.1f to %.1f)",
-	    prev, r);
+	    "slow start: after a 429, no more than 3 a success, however "
+	    "short the round trip (%.1f to %.1f)", prev, r);
 	/* ... and nothing is brought forward any more. */
 	pace_take(dir, "i", &fast, t0 + 5, &wait, err, sizeof(err));
 	w1 = 1 / rate("i");
