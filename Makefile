@@ -28,7 +28,7 @@ endif
 
 PKGS = $(foreach d,$(DEPS),$(firstword $(subst :, ,$d)))
 override CFLAGS += $(shell pkg-config --cflags $(PKGS))
-LDLIBS = $(shell pkg-config --libs $(PKGS)) -lm
+LDLIBS = $(shell pkg-config --libs $(PKGS)) -lm -pthread
 MOCKLIBS = $(shell pkg-config --libs libmicrohttpd) -lpthread
 
 B ?= .

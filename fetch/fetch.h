@@ -30,6 +30,9 @@ struct xfer {
 	char		*body;		/* request body */
 	size_t		 body_len;
 	int		 fd;		/* response body, or -1 */
+	char		*mem;		/* ... held in memory while small */
+	size_t		 mlen, mcap;
+	char		*bid;		/* its file name: the record's id */
 	char		*part;		/* its temporary path */
 	char		*final;		/* its path once complete */
 	EVP_MD_CTX	*sha;
@@ -38,13 +41,22 @@ struct xfer {
 	int		 slot;		/* slot index held, -1: none */
 	int		 probe;		/* the breaker's half-open probe */
 	double		 t0;
+	double		 t1;		/* when the transfer ended */
 	char		*retry_after;
 	char		*date;
 	char		*ctype;
 	struct hdr_ratelimit rl;
 	int		 rl_seen;
 	double		 capped_at;	/* deadline that capped the timeout */
+	CURLcode	 cc;		/* how the transfer ended */
+	int		 filing;	/* handed to the body thread */
+	int		 wr_err;	/* ... and what it met, or 0 */
+	int		 renamed;	/* ... and the body is in docs/ */
+	struct xfer	*bnext;		/* in the body thread's lists */
 };
+
+/* Bodies up to this size are held in memory and filed by the body thread. */
+#define BODY_MEM	(64 * 1024)
 
 struct fopts {
 	struct conf	 conf;
@@ -67,6 +79,14 @@ void	xfer_free(struct xfer *x);
 /* Handles kept for reuse: at most this many, freed by xfer_pool_free. */
 #define XFER_POOL	64
 void	xfer_pool_free(void);
+/* 1 when the finished x has a body for the body thread to file. */
+int	xfer_files_body(const struct xfer *x);
+
+/* bodies.c: the body thread.  bodies_start returns the fd to poll. */
+int	bodies_start(void);
+void	bodies_put(struct xfer *x);
+struct xfer *bodies_take(void);
+void	bodies_stop(void);
 /* Fields of a previous attempt, removed before the next. */
 void	xfer_clear(json_t *rec);
 

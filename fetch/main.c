@@ -104,6 +104,7 @@ static struct {
 	struct rec_reader *in, *back;
 	int		 in_eof;
 	int		 fd_fifo;
+	int		 fd_bodies;	/* the body thread's wake-ups, or -1 */
 	int		 fifo_ready;	/* poll saw the FIFO readable */
 	int		 sink_seen;	/* rfp-sink said hello */
 	int		 sink_gone;	/* ... and later closed the FIFO */
@@ -828,9 +829,18 @@ unwire(struct xfer *x)
 static void
 drop_all(void)
 {
-	struct xfer *x;
+	struct xfer *x, *next;
 	struct job *j;
 
+	/* What the body thread holds is filed, then dropped like the rest. */
+	if (fo.run_dir != NULL) {
+		bodies_stop();
+		for (x = bodies_take(); x != NULL; x = next) {
+			next = x->bnext;
+			job_free(x->job);
+			xfer_free(x);
+		}
+	}
 	while ((x = S.wire) != NULL) {
 		curl_multi_remove_handle(S.multi, x->easy);
 		unwire(x);
@@ -852,7 +862,7 @@ feedback(const struct xfer *x)
 	const json_t *rec = x->job->rec;
 	struct ep *e = x->job->ep;
 	long st = rec_int(rec, "status", 0);
-	double now = clk_now();
+	double now = x->t1;
 	enum class_kind k;
 	struct pace_ev *pe;
 	struct brk_ev *be;
@@ -922,10 +932,29 @@ feedback_flush(int force)
 	}
 }
 
+/* A transfer is over and its body, if any, filed: its record goes out. */
+static void
+complete(struct xfer *x)
+{
+	xfer_finish(x, x->cc);
+	msg_debug("%s: %s after %ld ms", rec_str(x->job->rec, "id"),
+	    rec_str(x->job->rec, "error") ? rec_str(x->job->rec, "error") :
+	    "answered", rec_int(x->job->rec, "elapsed_ms", 0));
+	if (fo.run_dir != NULL && doc_is_submission(x->job->rec))
+		ledger_outcome(x);
+	feedback(x);
+	slot_give(x->job->ep, x->slot);
+	x->job->ep->inflight--;
+	S.active--;
+	emit(x->job->rec);
+	job_free(x->job);
+	xfer_free(x);
+}
+
 static void
 finish_done(void)
 {
-	struct xfer *x;
+	struct xfer *x, *next;
 	CURLMsg *m;
 	int left;
 
@@ -935,20 +964,19 @@ finish_done(void)
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
 		curl_multi_remove_handle(S.multi, m->easy_handle);
 		unwire(x);
-		xfer_finish(x, m->data.result);
-		msg_debug("%s: %s after %ld ms", rec_str(x->job->rec, "id"),
-		    rec_str(x->job->rec, "error") ? rec_str(x->job->rec,
-		    "error") : "answered", rec_int(x->job->rec, "elapsed_ms", 0));
-		if (fo.run_dir != NULL && doc_is_submission(x->job->rec))
-			ledger_outcome(x);
-		feedback(x);
-		slot_give(x->job->ep, x->slot);
-		x->job->ep->inflight--;
-		S.active--;
-		emit(x->job->rec);
-		job_free(x->job);
-		xfer_free(x);
+		x->cc = m->data.result;
+		x->t1 = clk_now();
+		if (xfer_files_body(x)) {
+			x->filing = 1;
+			bodies_put(x);
+		} else
+			complete(x);
 	}
+	if (fo.run_dir != NULL)
+		for (x = bodies_take(); x != NULL; x = next) {
+			next = x->bnext;
+			complete(x);
+		}
 	feedback_flush(0);
 }
 
@@ -1080,7 +1108,7 @@ poll_timeout(void)
 static void
 run(void)
 {
-	struct curl_waitfd w[3];
+	struct curl_waitfd w[4];
 	unsigned int nw, i;
 	int running, cut = 0;
 
@@ -1130,6 +1158,11 @@ run(void)
 		if (S.outlen > 0) {
 			w[nw].fd = STDOUT_FILENO;
 			w[nw].events = CURL_WAIT_POLLOUT;
+			w[nw++].revents = 0;
+		}
+		if (S.fd_bodies != -1) {
+			w[nw].fd = S.fd_bodies;
+			w[nw].events = CURL_WAIT_POLLIN;
 			w[nw++].revents = 0;
 		}
 		curl_multi_poll(S.multi, w, nw, (int)poll_timeout(), NULL);
@@ -1330,6 +1363,7 @@ main(int argc, char *argv[])
 	nonblock(STDOUT_FILENO);
 	S.in = rec_reader_new(STDIN_FILENO, 0);
 	S.fd_fifo = -1;
+	S.fd_bodies = fo.run_dir != NULL ? bodies_start() : -1;
 	S.t0 = clk_mono();
 	if (S.fifo != NULL) {
 		if ((S.fd_fifo = open(S.fifo, O_RDONLY | O_NONBLOCK |

@@ -47,6 +47,30 @@ xfer_clear(json_t *rec)
 		json_object_del(rec, attempt_fields[i]);
 }
 
+static int
+open_part(const struct xfer *x)
+{
+	return openat(fo.part_fd, x->bid, O_WRONLY | O_CREAT | O_TRUNC |
+	    O_CLOEXEC | O_NOFOLLOW, 0600);
+}
+
+static int
+write_all(int fd, const char *p, size_t len)
+{
+	ssize_t n;
+
+	while (len > 0) {
+		if ((n = write(fd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 static size_t
 on_body(char *p, size_t size, size_t nmemb, void *arg)
 {
@@ -60,6 +84,30 @@ on_body(char *p, size_t size, size_t nmemb, void *arg)
 	}
 	x->bytes += (long)len;
 	EVP_DigestUpdate(x->sha, p, len);
+	if (x->bid == NULL)
+		return len;	/* no run directory: nothing kept */
+	/* Small bodies are held, for the body thread to file. */
+	if (x->mem != NULL || x->bytes == (long)len) {
+		if (x->mlen + len <= BODY_MEM) {
+			if (x->mlen + len > x->mcap) {
+				x->mcap = x->mcap ? 2 * x->mcap : 4096;
+				while (x->mcap < x->mlen + len)
+					x->mcap *= 2;
+				x->mem = xrealloc(x->mem, x->mcap);
+			}
+			memcpy(x->mem + x->mlen, p, len);
+			x->mlen += len;
+			return len;
+		}
+		/* Larger: to the partial file from here on, what is held first. */
+		if (x->fd == -1 && (x->fd = open_part(x)) == -1)
+			return 0;	/* abort: CURLE_WRITE_ERROR */
+		if (write_all(x->fd, x->mem, x->mlen) == -1)
+			return 0;
+		free(x->mem);
+		x->mem = NULL;
+		x->mlen = x->mcap = 0;
+	}
 	/* Straight to the file: curl hands over its buffer, often all. */
 	off = 0;
 	while (x->fd != -1 && off < len) {
@@ -275,9 +323,14 @@ xfer_start(struct job *job, char *err, size_t errlen)
 	if (fo.run_dir != NULL) {
 		x->final = xasprintf("%s/docs/%s", fo.run_dir, id);
 		x->part = xasprintf("%s/docs/.part/%s", fo.run_dir, id);
-		x->fd = openat(fo.part_fd, id, O_WRONLY | O_CREAT | O_TRUNC |
-		    O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (x->fd == -1) {
+		x->bid = xstrdup(id);
+		/*
+		 * A submission's partial file is opened before it is sent, so
+		 * that a file that cannot be made never costs a submission.
+		 * Any other is made once there is a body (by the body thread,
+		 * when it is small).
+		 */
+		if (doc_is_submission(rec) && (x->fd = open_part(x)) == -1) {
 			snprintf(err, errlen, "open %s: %s", x->part,
 			    strerror(errno));
 			xfer_free(x);
@@ -375,7 +428,9 @@ check(const json_t *expect, const struct xfer *x)
 	const char *ct = rec_str(expect, "content_type");
 	const char *magic = rec_str(expect, "magic");
 	long min = rec_int(expect, "min_bytes", -1);
+	const char *path = NULL;
 	char buf[64];
+	int bad = 0;
 	json_error_t je;
 	json_t *doc;
 	size_t n;
@@ -393,20 +448,31 @@ check(const json_t *expect, const struct xfer *x)
 	if ((magic != NULL || json_is_true(json_object_get(expect, "json"))) &&
 	    x->final == NULL)
 		return NULL;	/* no body kept to look at */
+	/* Held in memory, or spilled to its file (renamed or not). */
+	if (x->mem == NULL && x->bytes > 0)
+		path = x->renamed ? x->final : x->part;
 	if (magic != NULL) {
 		n = strlen(magic) < sizeof(buf) ? strlen(magic) : sizeof(buf);
-		if ((f = fopen(x->part, "rb")) == NULL ||
-		    fread(buf, 1, n, f) != n || memcmp(buf, magic, n) != 0) {
-			if (f != NULL)
-				fclose(f);
+		if (path == NULL) {
+			if (x->mlen < n)
+				bad = 1;
+			else if (n > 0)
+				bad = memcmp(x->mem, magic, n) != 0;
+		} else if ((f = fopen(path, "rb")) == NULL)
+			bad = 1;
+		else {
+			bad = fread(buf, 1, n, f) != n ||
+			    memcmp(buf, magic, n) != 0;
+			fclose(f);
+		}
+		if (bad)
 			return xasprintf("magic: body does not start with "
 			    "\"%.20s\"", magic);
-		}
-		fclose(f);
 	}
 	if (json_is_true(json_object_get(expect, "json"))) {
-		if ((doc = json_load_file(x->part, JSON_DECODE_ANY, &je)) ==
-		    NULL)
+		if ((doc = path == NULL ? json_loadb(x->mem ? x->mem : "",
+		    x->mlen, JSON_DECODE_ANY, &je) : json_load_file(path,
+		    JSON_DECODE_ANY, &je)) == NULL)
 			return xasprintf("json: body is not JSON (%s)", je.text);
 		json_decref(doc);
 	}
@@ -423,7 +489,7 @@ xfer_finish(struct xfer *x, CURLcode cc)
 	char hex[2 * EVP_MAX_MD_SIZE + 1], *bad;
 	curl_off_t up = 0;
 	long status = 0;
-	double now = clk_now();
+	double now = x->t1;
 
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(x->easy, CURLINFO_SIZE_UPLOAD_T, &up);
@@ -432,12 +498,15 @@ xfer_finish(struct xfer *x, CURLcode cc)
 			e = "write";
 		x->fd = -1;
 	}
+	if (x->wr_err != 0 && e == NULL)
+		e = "write";
 	json_object_set_new(rec, "status", status > 0 && e == NULL ?
 	    json_integer(status) : json_null());
 	json_object_set_new(rec, "error", e ? json_string(e) : json_null());
 	if (e != NULL)
-		json_object_set_new(rec, "error_detail",
-		    json_string(curl_easy_strerror(cc)));
+		json_object_set_new(rec, "error_detail", json_string(cc ==
+		    CURLE_OK && x->wr_err != 0 ? strerror(x->wr_err) :
+		    curl_easy_strerror(cc)));
 	json_object_set_new(rec, "elapsed_ms", json_integer((long)((now -
 	    x->t0) * 1000)));
 	json_object_set_new(rec, "response_at", json_real(now));
@@ -480,13 +549,18 @@ xfer_finish(struct xfer *x, CURLcode cc)
 		    json_null());
 		free(bad);
 	}
-	if (x->final != NULL && renameat(fo.part_fd, rec_str(rec, "id"),
-	    fo.docs_fd, rec_str(rec, "id")) == 0) {
+	if (x->renamed) {
 		free(x->part);
 		x->part = NULL;
 		json_object_set_new(rec, "body_path", json_string(strrchr(
 		    x->final, '/') - 4));
 	}
+}
+
+int
+xfer_files_body(const struct xfer *x)
+{
+	return x->bid != NULL && x->cc == CURLE_OK;
 }
 
 void
@@ -502,9 +576,11 @@ xfer_free(struct xfer *x)
 	curl_slist_free_all(x->hdrs);
 	if (x->fd != -1)
 		close(x->fd);
-	if (x->part != NULL)
+	if (x->part != NULL && !x->renamed)
 		unlink(x->part);
 	free(x->part);
+	free(x->mem);
+	free(x->bid);
 	free(x->final);
 	free(x->body);
 	free(x->retry_after);

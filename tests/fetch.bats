@@ -117,6 +117,28 @@ total_requests() {
 	[ -z "$(find "$RD/docs" -type f)" ]
 }
 
+@test "fetch: bodies either side of the 64 KiB held in memory are filed whole, checked, and named only once in place" {
+	printf 'routes:\n  - {match: "/s/*", endpoint: s, body: pdf, body_bytes: 65536}\n  - {match: "/b/*", endpoint: b, body: pdf, body_bytes: 300000}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	{
+		manifest /s 3 s '"expect":{"magic":"%PDF-","min_bytes":65536}'
+		manifest /b 3 b '"expect":{"magic":"%PDF-","min_bytes":300000}'
+		manifest /b 1 bj '"expect":{"json":true}'
+	} >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	[ "${#lines[@]}" -eq 7 ]
+	for id in s-1 s-2 s-3 b-1 b-2 b-3; do
+		sum=$(sha256sum "$RD/docs/$id" | cut -d' ' -f1)
+		check "$id" ".status == 200 and .check == null and .sha256 == \"$sum\" and .bytes == $(stat -c %s "$RD/docs/$id") and .body_path == \"docs/$id\""
+	done
+	check s-1 '.bytes == 65536'
+	check b-1 '.bytes == 300000'
+	# The spilled body read from its file for the check: a PDF is not JSON.
+	check bj-1 '.status == 200 and (.check | startswith("json: body is not JSON"))'
+	[ -z "$(ls -A "$RD/docs/.part")" ]
+}
+
 @test "fetch: a body of exactly --max-body bytes is accepted" {
 	mock_start "$FIX/mock/flaky.yaml"
 	echo "{\"id\":\"edge-1\",\"url\":\"$MOCK_URL/flaky/pdf/edge\"}" >"$BATS_TEST_TMPDIR/m"
@@ -189,7 +211,7 @@ total_requests() {
 	assert_success
 	[ "${#lines[@]}" -eq 1 ]
 	[ "$(cat "$BATS_TEST_TMPDIR/outside")" = precious ]
-	check ln-2 '.status != 200'
+	check ln-2 '.status == null and .error == "write" and (.error_detail | test("symbolic links")) and (has("body_path") | not)'
 }
 
 @test "fetch: a duplicate id is dead bad_input and fetched once" {
