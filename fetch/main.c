@@ -129,18 +129,8 @@ on_signal(int sig)
 static void
 emit(json_t *rec)
 {
-	size_t len;
-	char *s;
-
-	if ((s = rec_dump(rec, &len)) == NULL)
-		msg_die(1, "out of memory");
-	if (S.outlen + len > S.outcap) {
-		S.outcap = (S.outlen + len) * 2;
-		S.out = xrealloc(S.out, S.outcap);
-	}
-	memcpy(S.out + S.outlen, s, len);
-	S.outlen += len;
-	free(s);
+	if (rec_dump_to(rec, &S.out, &S.outlen, &S.outcap) == -1)
+		msg_die(1, "a record nested too deep to write");
 	S.outstanding++;
 }
 

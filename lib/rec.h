@@ -44,6 +44,7 @@ int	rec_write(int fd, const json_t *rec);
 int	rec_write_line(int fd, const char *s, size_t len);
 /* Serialise rec plus '\n' into a new buffer (caller frees); *len set. */
 char	*rec_dump(const json_t *rec, size_t *len);
+int	rec_dump_to(const json_t *rec, char **buf, size_t *len, size_t *cap);
 
 struct rec_out;
 

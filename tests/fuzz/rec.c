@@ -84,7 +84,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 static void
 handle(const char *line, size_t len, long lineno, int toolong)
 {
-	char err[256], *dump;
+	char err[256], *dump, *jd;
 	json_t *rec, *back;
 	size_t dlen;
 
@@ -107,6 +107,11 @@ handle(const char *line, size_t len, long lineno, int toolong)
 	    "rec_dump ends in a newline");
 	FUZZ_CHECK(memchr(dump, '\n', dlen - 1) == NULL,
 	    "a record is one line");
+	jd = json_dumps(rec, JSON_COMPACT);
+	FUZZ_CHECK(jd != NULL && strlen(jd) == dlen - 1 &&
+	    memcmp(jd, dump, dlen - 1) == 0,
+	    "rec_dump writes what json_dumps writes, byte for byte");
+	free(jd);
 	back = rec_parse(dump, dlen - 1, err, sizeof(err));
 	FUZZ_CHECK(back != NULL && json_equal(rec, back),
 	    "a written record reads back equal");

@@ -593,10 +593,77 @@ test_drain(void)
 	    "drain: its failure stops the reader before it reads");
 	rec_reader_free(r);
 }
+/* rec_dump against json_dumps(JSON_COMPACT), on what is hard to write. */
+static void
+test_dump_same(void)
+{
+	static const double reals[] = { 0.0, -0.0, 1.5, -2.25, 100.0, 1e21,
+	    1e22, 1e300, -1e-300, 5e-324, 1.7976931348623157e308, 0.1,
+	    1795990507.000002, 1795990507.6903129, 123456789012345678.0,
+	    1e-5, 1e5, 1e-7, 3.0e15, 2.5e-10 };
+	static const json_int_t ints[] = { 0, -1, 1, 9223372036854775807LL,
+	    -9223372036854775807LL - 1, 1000000 };
+	json_t *r = json_object(), *a = json_array(), *o = json_object();
+	char ctl[40], key[8], *j, *s;
+	size_t i, len;
+	int same = 1;
+
+	for (i = 0; i < 32; i++)
+		ctl[i] = (char)i;
+	memcpy(ctl + 32, "\"\\/\x7f\xc3\xa9\xe2\x80", 8);
+	json_object_set_new(r, "ctl", json_stringn(ctl, 32));
+	json_object_set_new(r, "mix", json_string("a\"b\\c/d\x7f e\xc3\xa9 "
+	    "\xe2\x80\xa8 \xf0\x9f\x98\x80"));
+	json_object_setn_new(r, "k\0ey\n\"", 7, json_string(""));
+	for (i = 0; i < sizeof(reals) / sizeof(reals[0]); i++)
+		json_array_append_new(a, json_real(reals[i]));
+	for (i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
+		json_array_append_new(a, json_integer(ints[i]));
+	json_array_append_new(a, json_true());
+	json_array_append_new(a, json_false());
+	json_array_append_new(a, json_null());
+	json_array_append_new(a, json_array());
+	json_array_append_new(a, json_object());
+	json_object_set_new(o, "nested", json_pack("{s:[i,{s:f}]}", "x", 1,
+	    "y", 0.5));
+	json_object_set_new(r, "arr", a);
+	json_object_set_new(r, "obj", o);
+	for (i = 0; i < 20; i++) {
+		snprintf(key, sizeof(key), "k%zu", i);
+		json_object_set_new(r, key, json_integer((json_int_t)i));
+	}
+	j = json_dumps(r, JSON_COMPACT);
+	s = rec_dump(r, &len);
+	if (j == NULL || s == NULL || strlen(j) + 1 != len ||
+	    memcmp(j, s, len - 1) != 0)
+		same = 0;
+	ok(same, "rec_dump: byte for byte json_dumps's text");
+	if (!same && j != NULL && s != NULL)
+		fprintf(stderr, "# jansson: %s\n# rec_dump: %s", j, s);
+	for (i = 0; same && i < sizeof(reals) / sizeof(reals[0]); i++) {
+		json_t *v = json_real(reals[i]);
+		char *jv = json_dumps(v, JSON_ENCODE_ANY), *sv;
+		json_t *w = json_pack("{s:o}", "v", v);
+
+		sv = rec_dump(w, &len);
+		if (jv == NULL || sv == NULL || strncmp(sv + 5, jv,
+		    strlen(jv)) != 0)
+			same = 0;
+		free(jv);
+		free(sv);
+		json_decref(w);
+	}
+	ok(same, "rec_dump: every real as jansson writes it");
+	free(j);
+	free(s);
+	json_decref(r);
+}
+
 int
 main(void)
 {
 	msg_init("unit-rec");
+	test_dump_same();
 	test_basic();
 	test_cap();
 	test_huge();
