@@ -852,7 +852,12 @@ feedback(const struct xfer *x)
 	const json_t *rec = x->job->rec;
 	struct ep *e = x->job->ep;
 	long st = rec_int(rec, "status", 0);
-	double now = x->t1;
+	/*
+	 * The pace learns of an answer now, not when it came: what was sent
+	 * in between went at the old pace, and must not count as sent after
+	 * a cut (one cut per round).
+	 */
+	double now = clk_now();
 	enum class_kind k;
 	struct pace_ev *pe;
 	struct brk_ev *be;

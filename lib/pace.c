@@ -15,6 +15,7 @@
 #define START_RATE	8.0	/* logical requests/s before anything is known */
 #define SS_ROUND	2.0	/* slow start: the rate doubles per round trip */
 #define SS_GROWTH	3.0	/* ... and once pushed back, adds this a success */
+#define SS_JUMP		16.0	/* ... rising to a serial pace, at most this-fold */
 #define DECREASE	0.85	/* multiplicative decrease on a 429 */
 #define MAX_RATE	1e6
 #define FLOOR		0.9	/* of the best recent success rate */
@@ -243,13 +244,15 @@ feedback(struct pst *p, struct op *o)
 		p->rate = fmin(fmin(SS_ROUND * p->rate, fmax(SS_ROUND *
 		    p->rt_rate, p->rate + SS_GROWTH / sc)), cap);
 		/*
-		 * And never slower than one request at a time, each sent as
-		 * the last is answered: a serial client.  That only matters
-		 * where a round trip is shorter than 1/START_RATE.
+		 * And up towards a serial client's pace, one request sent as
+		 * the last is answered (1/d for an answer in d seconds), at
+		 * most SS_JUMP-fold an answer: a burst at a pace never tried
+		 * would draw several 429s at once from a strict limiter.  Only
+		 * a round trip shorter than 1/START_RATE makes a difference.
 		 */
 		if (o->now - o->sent_at > 0)
-			p->rate = fmax(p->rate, fmin(1.0 / (o->now - o->sent_at),
-			    cap));
+			p->rate = fmax(p->rate, fmin(fmin(1.0 / (o->now -
+			    o->sent_at), SS_JUMP * r0), cap));
 	} else if (p->ss)	/* pushed back once, so near a limit: +SS_GROWTH */
 		p->rate = fmin(p->rate + SS_GROWTH / sc, cap);
 	else				/* in logical time: +1/rate */

@@ -158,13 +158,17 @@ main(void)
 	    sizeof(err)) == 0, "slow start: a faster pace brings the next "
 	    "send forward");
 	/*
-	 * Never slower than a serial client: one answer in 2 ms and the pace
-	 * is at least one request each 2 ms.
+	 * Up to a serial client's pace, one request each 2 ms for answers in
+	 * 2 ms, but at most 16-fold an answer: 8, 128, then 500.
 	 */
 	pace_feedback(dir, "s", &fast, PACE_OK, t0, NULL, t0 + 0.002, err,
 	    sizeof(err));
-	ok(rate("s") >= 499 && rate("s") <= 501, "slow start: at least a "
-	    "serial client's pace (%.1f for a 2 ms round trip)", rate("s"));
+	r = rate("s");
+	pace_feedback(dir, "s", &fast, PACE_OK, t0 + 0.003, NULL, t0 + 0.005,
+	    err, sizeof(err));
+	ok(r == 128 && rate("s") >= 499 && rate("s") <= 501, "slow start: up "
+	    "to a serial client's pace, 16-fold an answer at most (%.1f, then "
+	    "%.1f for 2 ms round trips)", r, rate("s"));
 	/*
 	 * The first 429 ends the doubling: back to the rate of the last
 	 * round trip that passed, then no more than 3 a success.
