@@ -887,6 +887,7 @@ feedback(const struct xfer *x)
 	be->probe = x->probe;
 	be->fresh = rec_int(rec, "attempt", 1) == 1;
 	be->now = now;
+	be->sent_at = x->t0;
 	if (slow || be->out == BRK_FAILURE || be->probe)
 		e->fb_now = 1;
 }

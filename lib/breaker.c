@@ -23,6 +23,7 @@ struct op {
 	int		 held, probe;
 	int		 fresh;		/* the request is a document's first */
 	enum brk_outcome out;
+	double		 sent_at;
 	const struct brk_ev *ev;	/* brk_record: the outcomes, in order */
 	size_t		 nev;
 	enum brk_verdict v;
@@ -151,6 +152,9 @@ record(json_t *d, struct op *o)
 {
 	const char *st = sget(d, "state");
 
+	if (o->out == BRK_SUCCESS && o->sent_at > nget(d, "ok_sent"))
+		nset(d, "ok_sent", o->sent_at);
+
 	if (strcmp(st, "half_open") == 0 && o->probe) {
 		if (o->out == BRK_SUCCESS) {
 			json_object_set_new(d, "fails", json_integer(0));
@@ -160,6 +164,13 @@ record(json_t *d, struct op *o)
 			open_now(d, o, 1);
 		else	/* a retry failing again proves nothing: next probe */
 			json_object_set_new(d, "probe_pid", json_integer(0));
+	} else if (strcmp(st, "closed") == 0 && o->out == BRK_FAILURE &&
+	    o->sent_at < nget(d, "ok_sent")) {
+		/*
+		 * A request sent after this one has been answered since: the
+		 * endpoint was up after this one left (a document that hangs
+		 * while the rest are served, not an outage).
+		 */
 	} else if (strcmp(st, "closed") == 0 &&
 	    (o->fresh || o->out == BRK_SUCCESS) && trips(d, o->c,
 	    o->out == BRK_FAILURE))
@@ -205,6 +216,7 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 			o->out = o->ev[i].out;
 			o->probe = o->ev[i].probe;
 			o->fresh = o->ev[i].fresh;
+			o->sent_at = o->ev[i].sent_at;
 			record(d, o);
 		}
 		return 0;
@@ -300,6 +312,7 @@ brk_record(const char *rundir, const char *ep, const struct conf_breaker *c,
 	ev.probe = probe;
 	ev.fresh = fresh;
 	ev.now = now;
+	ev.sent_at = now;
 	return brk_record_n(rundir, ep, c, &ev, 1, err, errlen);
 }
 

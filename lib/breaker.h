@@ -43,12 +43,18 @@ int	brk_record(const char *rundir, const char *ep,
 	    const struct conf_breaker *c, enum brk_outcome o, int probe,
 	    int fresh, double now, char *err, size_t errlen);
 
-/* One outcome of brk_record_n, with its time. */
+/*
+ * One outcome of brk_record_n, with its time and when its request was sent:
+ * a failure of a request sent before one that was answered since says the
+ * endpoint was up after it left, and does not count toward opening.
+ * (brk_record takes the request as sent when it was answered.)
+ */
 struct brk_ev {
 	enum brk_outcome out;
 	int		 probe;
 	int		 fresh;
 	double		 now;
+	double		 sent_at;
 };
 
 /* Record n outcomes in order under one lock, as n brk_record calls would. */

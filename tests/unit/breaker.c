@@ -123,6 +123,32 @@ main(void)
 	    "a retry's failed probe does not re-open it (a poison document)");
 	ok(allow("d", 0, 43.1) == BRK_PROBE, "and the next may probe at once");
 
+	/*
+	 * Failures of requests sent before one answered since do not count:
+	 * ten documents that hang while a later request is served ("g"), as
+	 * against ten sent after it ("h").
+	 */
+	{
+		struct brk_ev ev[11];
+		char err[256];
+
+		for (i = 0; i < 11; i++) {
+			ev[i].out = i == 0 ? BRK_SUCCESS : BRK_FAILURE;
+			ev[i].probe = 0;
+			ev[i].fresh = 1;
+			ev[i].now = t0 + 100 + i;
+			ev[i].sent_at = t0 + (i == 0 ? 50 : 40 + i);
+		}
+		brk_record_n(dir, "g", &bc, ev, 11, err, sizeof(err));
+		ok(strcmp(state("g"), "closed") == 0, "ten failures of requests "
+		    "sent before a success's leave it closed");
+		for (i = 1; i < 11; i++)
+			ev[i].sent_at = t0 + 50 + i;
+		brk_record_n(dir, "h", &bc, ev, 11, err, sizeof(err));
+		ok(strcmp(state("h"), "open") == 0, "five of requests sent after "
+		    "it open it");
+	}
+
 	/* The same outcomes one by one ("e") and in one batch ("f"). */
 	{
 		static const int fails[] = { 1, 1, 0, 1, 1, 1, 1, 1, 0, 0 };
@@ -135,6 +161,7 @@ main(void)
 			ev[i].probe = 0;
 			ev[i].fresh = 1;
 			ev[i].now = t0 + i;
+			ev[i].sent_at = t0 + i;
 			record("e", ev[i].out, 0, 1, i);
 		}
 		ok(brk_record_n(dir, "f", &bc, ev, 10, err, sizeof(err)) == 0,
