@@ -124,12 +124,18 @@ bodies_start(void)
 	return B.wake[0];
 }
 
+/* Hand over a list linked by bnext, in order: one wake-up for all. */
 void
-bodies_put(struct xfer *x)
+bodies_put(struct xfer *list)
 {
+	struct xfer *x;
+
+	if (list == NULL)
+		return;
+	for (x = list; x->bnext != NULL; x = x->bnext)
+		;
 	pthread_mutex_lock(&B.mu);
-	x->bnext = NULL;
-	*B.todo_tail = x;
+	*B.todo_tail = list;
 	B.todo_tail = &x->bnext;
 	pthread_cond_signal(&B.cv);
 	pthread_mutex_unlock(&B.mu);

@@ -84,7 +84,7 @@ int	xfer_files_body(const struct xfer *x);
 
 /* bodies.c: the body thread.  bodies_start returns the fd to poll. */
 int	bodies_start(void);
-void	bodies_put(struct xfer *x);
+void	bodies_put(struct xfer *list);
 struct xfer *bodies_take(void);
 void	bodies_stop(void);
 /* Fields of a previous attempt, removed before the next. */

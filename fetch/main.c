@@ -950,7 +950,7 @@ complete(struct xfer *x)
 static void
 finish_done(void)
 {
-	struct xfer *x, *next;
+	struct xfer *x, *next, *filing = NULL, **tail = &filing;
 	CURLMsg *m;
 	int left;
 
@@ -964,10 +964,13 @@ finish_done(void)
 		x->t1 = clk_now();
 		if (xfer_files_body(x)) {
 			x->filing = 1;
-			bodies_put(x);
+			x->bnext = NULL;
+			*tail = x;
+			tail = &x->bnext;
 		} else
 			complete(x);
 	}
+	bodies_put(filing);
 	if (fo.run_dir != NULL)
 		for (x = bodies_take(); x != NULL; x = next) {
 			next = x->bnext;

@@ -84,7 +84,7 @@ on_body(char *p, size_t size, size_t nmemb, void *arg)
 	}
 	x->bytes += (long)len;
 	EVP_DigestUpdate(x->sha, p, len);
-	if (x->bid == NULL)
+	if (x->bid == NULL || len == 0)
 		return len;	/* no run directory: nothing kept */
 	/* Small bodies are held, for the body thread to file. */
 	if (x->mem != NULL || x->bytes == (long)len) {
