@@ -51,6 +51,8 @@
 
 #define PROG	"rfp-fetch"
 #define FB_DEFER 0.05	/* real seconds news may wait before it is told */
+#define FREE_S	0.05	/* ... and a free pace or closed breaker is trusted */
+#define FREE_RATE 2000.0	/* a pace this fast holds nothing back */
 
 static const char usage[] =
     "usage: rfp-fetch [-hv] [-j N] [--ca-file FILE] [--config FILE]\n"
@@ -86,6 +88,8 @@ struct ep {
 	size_t		 npev, nbev, capev;
 	int		 fb_now;	/* ... one of which may not wait */
 	double		 fb_at;		/* clk_mono of the last telling */
+	/* clk_mono until which the pace, the breaker, need not be asked. */
+	double		 pace_free, brk_free;
 	struct ep	*next;
 };
 
@@ -471,7 +475,7 @@ gate(struct job *j, int *slot, int *probe)
 {
 	struct ep *e = j->ep;
 	const struct conf_breaker *bc = &e->cf->breaker;
-	double now = clk_now(), wait, until, opened;
+	double now = clk_now(), wait, until, opened, rate;
 	enum brk_verdict v;
 	char err[512];
 	long want;
@@ -495,10 +499,20 @@ gate(struct job *j, int *slot, int *probe)
 			want = e->ceiling - e->inflight;
 		if (want > fo.conf.concurrency - S.active)
 			want = fo.conf.concurrency - S.active;
-		if (pace_take_n(fo.run_dir, e->name, &e->pace, now,
-		    want > 1 ? want : 1, &e->credit, &wait, err,
-		    sizeof(err)) == -1)
+		if (want < 1)
+			want = 1;
+		/*
+		 * A pace so fast that it granted all a moment ago holds
+		 * nothing back: not asked again for FREE_S (unless an answer
+		 * since had news for it), a locked update saved per turn.
+		 */
+		if (clk_mono() < e->pace_free)
+			e->credit = want;
+		else if (pace_take_n(fo.run_dir, e->name, &e->pace, now,
+		    want, &e->credit, &wait, &rate, err, sizeof(err)) == -1)
 			state_fail(err);
+		else if (e->credit == want && rate >= FREE_RATE)
+			e->pace_free = clk_mono() + FREE_S;
 		if (e->credit < want)
 			e->pace_wait = wait;
 		if (e->credit == 0) {
@@ -509,8 +523,11 @@ gate(struct job *j, int *slot, int *probe)
 		}
 	}
 	e->credit--;
-	/* Closed a moment ago in this pass: closed still, for this process. */
-	if (e->brk_closed)
+	/*
+	 * Closed a moment ago (in this pass, or within FREE_S with no failure
+	 * or probe since): closed still, for this process.
+	 */
+	if (e->brk_closed || clk_mono() < e->brk_free)
 		return 1;
 	if (brk_allow(fo.run_dir, e->name, bc, now, clk_real(
 	    fo.conf.timeout + fo.conf.connect_timeout) + 1, !j->held,
@@ -519,6 +536,8 @@ gate(struct job *j, int *slot, int *probe)
 		state_fail(err);
 	*probe = v == BRK_PROBE;
 	e->brk_closed = v == BRK_ALLOW;
+	if (v == BRK_ALLOW)
+		e->brk_free = clk_mono() + FREE_S;
 	if (v == BRK_ALLOW || v == BRK_PROBE)
 		return 1;
 	slot_give(e, *slot);
@@ -888,8 +907,10 @@ feedback(const struct xfer *x)
 	be->fresh = rec_int(rec, "attempt", 1) == 1;
 	be->now = now;
 	be->sent_at = x->t0;
-	if (slow || be->out == BRK_FAILURE || be->probe)
+	if (slow || be->out == BRK_FAILURE || be->probe || x->rl_seen) {
 		e->fb_now = 1;
+		e->pace_free = e->brk_free = 0;
+	}
 }
 
 /*

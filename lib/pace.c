@@ -57,6 +57,7 @@ struct op {
 	const struct hdr_ratelimit *rl;
 	long	 want;		/* sends asked for */
 	long	 granted;	/* ... and reserved */
+	double	 rate;		/* ... at this rate (requests per second) */
 	const struct pace_ev *evs;	/* feedback: the outcomes, in order */
 	size_t	 nev;
 };
@@ -283,8 +284,10 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 		    "file; move it aside to start afresh", o->ep);
 		return -1;
 	}
-	if (o->take)
+	if (o->take) {
 		take(&p, o);
+		o->rate = p.rate;
+	}
 	for (i = 0; i < o->nev; i++) {
 		o->ev = o->evs[i].ev;
 		o->sent_at = o->evs[i].sent_at;
@@ -310,14 +313,15 @@ pace_take(const char *rundir, const char *ep, const struct pace_cfg *c,
 	long granted;
 	int rc;
 
-	rc = pace_take_n(rundir, ep, c, now, 1, &granted, wait, err, errlen);
+	rc = pace_take_n(rundir, ep, c, now, 1, &granted, wait, NULL, err,
+	    errlen);
 	return rc == -1 ? -1 : granted == 1 ? 0 : 1;
 }
 
 int
 pace_take_n(const char *rundir, const char *ep, const struct pace_cfg *c,
-    double now, long want, long *granted, double *wait, char *err,
-    size_t errlen)
+    double now, long want, long *granted, double *wait, double *rate,
+    char *err, size_t errlen)
 {
 	struct op o;
 
@@ -333,6 +337,8 @@ pace_take_n(const char *rundir, const char *ep, const struct pace_cfg *c,
 		return -1;
 	*granted = o.granted;
 	*wait = o.wait;
+	if (rate != NULL)
+		*rate = o.rate;
 	return 0;
 }
 

@@ -31,12 +31,13 @@ int	pace_take(const char *rundir, const char *ep, const struct pace_cfg *c,
 /*
  * Ask to send up to want requests to ep at now, as want pace_take calls in
  * a row would: 0 with *granted sends reserved (and *wait, seconds, until
- * more may go when fewer than want were), -1 on a state-file error.  A
- * reservation is for now: one not used at once is dropped, never kept.
+ * more may go when fewer than want were, and *rate, requests a second,
+ * when rate is not NULL), -1 on a state-file error.  A reservation is for
+ * now: one not used at once is dropped, never kept.
  */
 int	pace_take_n(const char *rundir, const char *ep,
 	    const struct pace_cfg *c, double now, long want, long *granted,
-	    double *wait, char *err, size_t errlen);
+	    double *wait, double *rate, char *err, size_t errlen);
 /* Feed back one outcome of a request sent at sent_at. */
 int	pace_feedback(const char *rundir, const char *ep,
 	    const struct pace_cfg *c, enum pace_event ev, double sent_at,

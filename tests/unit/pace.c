@@ -74,7 +74,7 @@ main(void)
 	for (n = 0; pace_take(dir, "a", &limited, t0, &w1, err,
 	    sizeof(err)) == 0; n++)
 		;
-	rc = pace_take_n(dir, "b", &limited, t0, 10, &granted, &wait, err,
+	rc = pace_take_n(dir, "b", &limited, t0, 10, &granted, &wait, NULL, err,
 	    sizeof(err));
 	ok(rc == 0 && granted == n && n >= 3 && n <= 4,
 	    "take_n: grants what single takes would (%ld of 10, %ld)",
@@ -82,9 +82,9 @@ main(void)
 	ok(wait > 0 && wait == w1, "take_n: and says how long to wait");
 	ok(same("a", "b"), "take_n: the file is what single takes make");
 	ok(pace_take_n(dir, "b", &limited, t0 + 0.1, 10, &granted, &wait,
-	    err, sizeof(err)) == 0 && granted == 1,
+	    NULL, err, sizeof(err)) == 0 && granted == 1,
 	    "take_n: a reservation spent is spent: one more 0.1 s later");
-	ok(pace_take_n(dir, "c", &limited, t0, 2, &granted, &wait, err,
+	ok(pace_take_n(dir, "c", &limited, t0, 2, &granted, &wait, NULL, err,
 	    sizeof(err)) == 0 && granted == 2 && wait == 0,
 	    "take_n: never more than asked for");
 
