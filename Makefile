@@ -28,7 +28,8 @@ endif
 
 PKGS = $(foreach d,$(DEPS),$(firstword $(subst :, ,$d)))
 override CFLAGS += $(shell pkg-config --cflags $(PKGS))
-LDLIBS = $(shell pkg-config --libs $(PKGS)) -lm -pthread
+# libpq is loaded at run time (lib/pg.c), only for a postgresql:// state.
+LDLIBS = $(shell pkg-config --libs $(filter-out libpq,$(PKGS))) -lm -pthread
 MOCKLIBS = $(shell pkg-config --libs libmicrohttpd) -lpthread
 
 B ?= .

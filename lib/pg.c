@@ -1,4 +1,5 @@
 /* pg: one libpq connection, the versioned schema, and the statements. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,46 @@
 
 static PGconn *conn;
 static char *where;		/* the URL, redacted, for messages */
+
+#define LIBPQ	"libpq.so.5"	/* Debian's libpq5 */
+
+struct pg_lib pg_lib;
+
+/* Fill pg_lib from libpq, once: 0, or -1 with err set. */
+static int
+load(char *err, size_t errlen)
+{
+	static const char *const names[] = { "PQconnectdb", "PQstatus",
+	    "PQerrorMessage", "PQfinish", "PQexec", "PQexecParams",
+	    "PQresultStatus", "PQresultErrorMessage", "PQclear", "PQntuples",
+	    "PQgetvalue", "PQgetisnull", "PQcmdTuples" };
+	void **slot[] = { (void **)&pg_lib.connectdb, (void **)&pg_lib.status,
+	    (void **)&pg_lib.errormessage, (void **)&pg_lib.finish,
+	    (void **)&pg_lib.exec, (void **)&pg_lib.execparams,
+	    (void **)&pg_lib.resultstatus, (void **)&pg_lib.resulterrormessage,
+	    (void **)&pg_lib.clear, (void **)&pg_lib.ntuples,
+	    (void **)&pg_lib.getvalue, (void **)&pg_lib.getisnull,
+	    (void **)&pg_lib.cmdtuples };
+	static void *h;
+	size_t i;
+
+	if (h != NULL)
+		return 0;
+	if ((h = dlopen(LIBPQ, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+		snprintf(err, errlen, "postgresql state needs %s (the Debian "
+		    "package libpq5): %s", LIBPQ, dlerror());
+		return -1;
+	}
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if ((*slot[i] = dlsym(h, names[i])) == NULL) {
+			snprintf(err, errlen, "%s has no %s: %s", LIBPQ,
+			    names[i], dlerror());
+			dlclose(h);
+			h = NULL;
+			return -1;
+		}
+	return 0;
+}
 
 /*
  * Migrations, applied in order; entry v-1 takes the schema from version
@@ -134,6 +175,8 @@ fail:
 int
 pg_open(const char *url, int want, char *err, size_t errlen)
 {
+	if (load(err, errlen) == -1)
+		return -1;
 	free(where);
 	where = store_redact(url);
 	conn = PQconnectdb(url);
