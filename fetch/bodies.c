@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "lib/msg.h"
+#include "lib/rec.h"
 #include "fetch/fetch.h"
 
 static struct {
@@ -42,24 +43,13 @@ static struct {
 static void
 file_one(struct xfer *x)
 {
-	size_t off = 0;
-	ssize_t n;
-
 	x->wr_err = 0;
-	if (x->fd == -1 && (x->fd = openat(fo.part_fd, x->bid, O_WRONLY |
-	    O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) == -1) {
+	if (x->fd == -1 && (x->fd = xfer_open_part(x)) == -1) {
 		x->wr_err = errno;
 		return;
 	}
-	while (off < x->mlen) {
-		if ((n = write(x->fd, x->mem + off, x->mlen - off)) == -1) {
-			if (errno == EINTR)
-				continue;
-			x->wr_err = errno;
-			break;
-		}
-		off += (size_t)n;
-	}
+	if (rec_write_all(x->fd, x->mem, x->mlen) == -1)
+		x->wr_err = errno;
 	if (close(x->fd) == -1 && x->wr_err == 0)
 		x->wr_err = errno;
 	x->fd = -1;

@@ -49,8 +49,7 @@ struct xfer {
 	int		 rl_seen;
 	double		 capped_at;	/* deadline that capped the timeout */
 	CURLcode	 cc;		/* how the transfer ended */
-	int		 filing;	/* handed to the body thread */
-	int		 wr_err;	/* ... and what it met, or 0 */
+	int		 wr_err;	/* the body thread's errno, or 0 */
 	int		 renamed;	/* ... and the body is in docs/ */
 	struct xfer	*bnext;		/* in the body thread's lists */
 };
@@ -79,6 +78,8 @@ void	xfer_free(struct xfer *x);
 /* Handles kept for reuse: at most this many, freed by xfer_pool_free. */
 #define XFER_POOL	64
 void	xfer_pool_free(void);
+/* Create (truncate) x's partial body file: the fd, or -1 with errno. */
+int	xfer_open_part(const struct xfer *x);
 /* 1 when the finished x has a body for the body thread to file. */
 int	xfer_files_body(const struct xfer *x);
 

@@ -984,7 +984,6 @@ finish_done(void)
 		x->cc = m->data.result;
 		x->t1 = clk_now();
 		if (xfer_files_body(x)) {
-			x->filing = 1;
 			x->bnext = NULL;
 			*tail = x;
 			tail = &x->bnext;

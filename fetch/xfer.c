@@ -47,36 +47,18 @@ xfer_clear(json_t *rec)
 		json_object_del(rec, attempt_fields[i]);
 }
 
-static int
-open_part(const struct xfer *x)
+int
+xfer_open_part(const struct xfer *x)
 {
 	return openat(fo.part_fd, x->bid, O_WRONLY | O_CREAT | O_TRUNC |
 	    O_CLOEXEC | O_NOFOLLOW, 0600);
-}
-
-static int
-write_all(int fd, const char *p, size_t len)
-{
-	ssize_t n;
-
-	while (len > 0) {
-		if ((n = write(fd, p, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 static size_t
 on_body(char *p, size_t size, size_t nmemb, void *arg)
 {
 	struct xfer *x = arg;
-	size_t len = size * nmemb, off;
-	ssize_t n;
+	size_t len = size * nmemb;
 
 	if (x->bytes + (long)len > fo.conf.max_body) {
 		x->too_large = 1;
@@ -99,25 +81,18 @@ on_body(char *p, size_t size, size_t nmemb, void *arg)
 			x->mlen += len;
 			return len;
 		}
-		/* Larger: to the partial file from here on, what is held first. */
-		if (x->fd == -1 && (x->fd = open_part(x)) == -1)
+		/* Larger: to the partial file from here on, held part first. */
+		if (x->fd == -1 && (x->fd = xfer_open_part(x)) == -1)
 			return 0;	/* abort: CURLE_WRITE_ERROR */
-		if (write_all(x->fd, x->mem, x->mlen) == -1)
+		if (rec_write_all(x->fd, x->mem, x->mlen) == -1)
 			return 0;
 		free(x->mem);
 		x->mem = NULL;
 		x->mlen = x->mcap = 0;
 	}
 	/* Straight to the file: curl hands over its buffer, often all. */
-	off = 0;
-	while (x->fd != -1 && off < len) {
-		if ((n = write(x->fd, p + off, len - off)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return 0;	/* abort: CURLE_WRITE_ERROR */
-		}
-		off += (size_t)n;
-	}
+	if (x->fd != -1 && rec_write_all(x->fd, p, len) == -1)
+		return 0;	/* abort: CURLE_WRITE_ERROR */
 	return len;
 }
 
@@ -330,7 +305,8 @@ xfer_start(struct job *job, char *err, size_t errlen)
 		 * Any other is made once there is a body (by the body thread,
 		 * when it is small).
 		 */
-		if (doc_is_submission(rec) && (x->fd = open_part(x)) == -1) {
+		if (doc_is_submission(rec) &&
+		    (x->fd = xfer_open_part(x)) == -1) {
 			snprintf(err, errlen, "open %s: %s", x->part,
 			    strerror(errno));
 			xfer_free(x);

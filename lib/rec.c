@@ -359,8 +359,8 @@ rec_dump(const json_t *rec, size_t *len)
 	return s;
 }
 
-static int
-write_all(int fd, const char *s, size_t len)
+int
+rec_write_all(int fd, const char *s, size_t len)
 {
 	size_t off = 0;
 	ssize_t n;
@@ -389,7 +389,7 @@ put_dump(const json_t *rec, int fd, struct rec_out *o)
 		errno = ENOMEM;
 		return -1;
 	}
-	rc = o != NULL ? rec_out_put(o, s, len) : write_all(fd, s, len);
+	rc = o != NULL ? rec_out_put(o, s, len) : rec_write_all(fd, s, len);
 	free(s);
 	return rc;
 }
@@ -420,10 +420,10 @@ rec_write_line(int fd, const char *s, size_t len)
 			return -1;
 	/* A short write (a full disk, a signal): finish in order. */
 	if ((size_t)n < len)
-		return write_all(fd, s + n, len - (size_t)n) == -1 ||
-		    write_all(fd, "\n", 1) == -1 ? -1 : 0;
+		return rec_write_all(fd, s + n, len - (size_t)n) == -1 ||
+		    rec_write_all(fd, "\n", 1) == -1 ? -1 : 0;
 	if ((size_t)n == len)
-		return write_all(fd, "\n", 1);
+		return rec_write_all(fd, "\n", 1);
 	return 0;
 }
 
@@ -443,7 +443,7 @@ rec_out_flush(struct rec_out *o)
 	size_t len = o->len;
 
 	o->len = 0;
-	return len == 0 ? 0 : write_all(o->fd, o->buf, len);
+	return len == 0 ? 0 : rec_write_all(o->fd, o->buf, len);
 }
 
 /* Add s, plus a newline when nl, as one whole record. */
@@ -456,7 +456,7 @@ out_add(struct rec_out *o, const char *s, size_t len, int nl)
 		return -1;
 	if (n > sizeof(o->buf))		/* too big to gather: on its own */
 		return nl ? rec_write_line(o->fd, s, len) :
-		    write_all(o->fd, s, len);
+		    rec_write_all(o->fd, s, len);
 	memcpy(o->buf + o->len, s, len);
 	if (nl)
 		o->buf[o->len + len] = '\n';

@@ -42,6 +42,7 @@ json_t	*rec_parse(const char *line, size_t len, char *err, size_t errlen);
 int	rec_write(int fd, const json_t *rec);
 /* Write the record text s plus '\n' with one writev(2); 0 or -1 with errno. */
 int	rec_write_line(int fd, const char *s, size_t len);
+int	rec_write_all(int fd, const char *s, size_t len);
 /* Serialise rec plus '\n' into a new buffer (caller frees); *len set. */
 char	*rec_dump(const json_t *rec, size_t *len);
 int	rec_dump_to(const json_t *rec, char **buf, size_t *len, size_t *cap);
