@@ -22,17 +22,22 @@ struct pg_lib pg_lib;
 static int
 load(char *err, size_t errlen)
 {
-	static const char *const names[] = { "PQconnectdb", "PQstatus",
-	    "PQerrorMessage", "PQfinish", "PQexec", "PQexecParams",
-	    "PQresultStatus", "PQresultErrorMessage", "PQclear", "PQntuples",
-	    "PQgetvalue", "PQgetisnull", "PQcmdTuples" };
-	void **slot[] = { (void **)&pg_lib.connectdb, (void **)&pg_lib.status,
-	    (void **)&pg_lib.errormessage, (void **)&pg_lib.finish,
-	    (void **)&pg_lib.exec, (void **)&pg_lib.execparams,
-	    (void **)&pg_lib.resultstatus, (void **)&pg_lib.resulterrormessage,
-	    (void **)&pg_lib.clear, (void **)&pg_lib.ntuples,
-	    (void **)&pg_lib.getvalue, (void **)&pg_lib.getisnull,
-	    (void **)&pg_lib.cmdtuples };
+	/* Each libpq function beside the slot it fills. */
+#define SYM(f, m)	{ #f, (void **)&pg_lib.m }
+	const struct {
+		const char	*name;
+		void		**slot;
+	} sym[] = {
+		SYM(PQconnectdb, connectdb), SYM(PQstatus, status),
+		SYM(PQerrorMessage, errormessage), SYM(PQfinish, finish),
+		SYM(PQexec, exec), SYM(PQexecParams, execparams),
+		SYM(PQresultStatus, resultstatus),
+		SYM(PQresultErrorMessage, resulterrormessage),
+		SYM(PQclear, clear), SYM(PQntuples, ntuples),
+		SYM(PQgetvalue, getvalue), SYM(PQgetisnull, getisnull),
+		SYM(PQcmdTuples, cmdtuples),
+	};
+#undef SYM
 	static void *h;
 	size_t i;
 
@@ -43,10 +48,10 @@ load(char *err, size_t errlen)
 		    "package libpq5): %s", LIBPQ, dlerror());
 		return -1;
 	}
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if ((*slot[i] = dlsym(h, names[i])) == NULL) {
+	for (i = 0; i < sizeof(sym) / sizeof(sym[0]); i++)
+		if ((*sym[i].slot = dlsym(h, sym[i].name)) == NULL) {
 			snprintf(err, errlen, "%s has no %s: %s", LIBPQ,
-			    names[i], dlerror());
+			    sym[i].name, dlerror());
 			dlclose(h);
 			h = NULL;
 			return -1;
