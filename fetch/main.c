@@ -53,6 +53,8 @@
 #define FB_DEFER 0.05	/* real seconds news may wait before it is told */
 #define FREE_S	0.05	/* ... and a free pace or closed breaker is trusted */
 #define FREE_RATE 2000.0	/* a pace this fast holds nothing back */
+#define OUT_PIECE (64 * 1024)	/* stdout is written in pieces this big */
+#define OUT_DELAY 0.01	/* ... or once the oldest record waited this long */
 
 static const char usage[] =
     "usage: rfp-fetch [-hv] [-j N] [--ca-file FILE] [--config FILE]\n"
@@ -114,6 +116,7 @@ static struct {
 	int		 sink_gone;	/* ... and later closed the FIFO */
 	char		*out;		/* pending output */
 	size_t		 outlen, outcap, outoff;
+	double		 out_at;	/* clk_mono() when the oldest was queued */
 	long		 outstanding;	/* emitted, not yet acknowledged */
 	struct ledger	*ledger;	/* submissions, with a run directory */
 	json_t		*seen;		/* ids admitted from the manifest */
@@ -133,19 +136,26 @@ on_signal(int sig)
 static void
 emit(json_t *rec)
 {
+	if (S.outlen == 0)
+		S.out_at = clk_mono();
 	if (rec_dump_to(rec, &S.out, &S.outlen, &S.outcap) == -1)
 		msg_die(1, "a record nested too deep to write");
 	S.outstanding++;
 }
 
-/* Write what stdout takes without blocking; -1 when it is gone. */
+/*
+ * Write what stdout takes without blocking, whole records at most PIPE_BUF
+ * bytes a write (atomic on a pipe: fetchers sharing one never interleave);
+ * -1 when it is gone.
+ */
 static int
 flush_out(void)
 {
 	ssize_t n;
 
 	while (S.outoff < S.outlen) {
-		n = write(STDOUT_FILENO, S.out + S.outoff, S.outlen - S.outoff);
+		n = write(STDOUT_FILENO, S.out + S.outoff, rec_piece(S.out +
+		    S.outoff, S.outlen - S.outoff));
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
@@ -157,6 +167,20 @@ flush_out(void)
 	}
 	S.outoff = S.outlen = 0;
 	return 0;
+}
+
+/*
+ * Whether the pending output is to be written now.  Each write wakes the
+ * three stages downstream, and written a turn at a time (eight records,
+ * in a fast run) the waking cost them more than the records.  So output
+ * waits for a full piece, or OUT_DELAY, but never while nothing is on the
+ * wire (nothing would come soon to fill it) or once a write is under way.
+ */
+static int
+out_due(void)
+{
+	return S.outlen > 0 && (S.outoff > 0 || S.outlen >= OUT_PIECE ||
+	    S.active == 0 || S.stop || clk_mono() - S.out_at >= OUT_DELAY);
 }
 
 static struct ep *
@@ -1117,6 +1141,8 @@ poll_timeout(void)
 	}
 	if (fo.deadline > 0 && fo.deadline - now < t)
 		t = fo.deadline - now;
+	if (S.outlen > 0 && S.out_at + OUT_DELAY - clk_mono() < t)
+		t = S.out_at + OUT_DELAY - clk_mono();
 	for (e = S.eps; e != NULL; e = e->next)
 		if ((e->npev > 0 || e->nbev > 0) && e->fb_at + FB_DEFER -
 		    clk_mono() < t)
@@ -1158,7 +1184,7 @@ run(void)
 		/* What just finished hands its slot on; nothing held idle. */
 		start_ready();
 		slots_release();
-		if (flush_out() == -1)
+		if (out_due() && flush_out() == -1)
 			msg_diesys(1, "write stdout");
 		if (finished())
 			break;
@@ -1174,7 +1200,7 @@ run(void)
 			w[nw].events = CURL_WAIT_POLLIN;
 			w[nw++].revents = 0;
 		}
-		if (S.outlen > 0) {
+		if (out_due()) {
 			w[nw].fd = STDOUT_FILENO;
 			w[nw].events = CURL_WAIT_POLLOUT;
 			w[nw++].revents = 0;
@@ -1392,6 +1418,8 @@ main(int argc, char *argv[])
 	}
 	run();
 	feedback_flush(1);
+	if (S.stop && flush_out() == -1)	/* what stdout takes now */
+		msg_warnsys("write stdout");
 	if (S.stop > 0)
 		msg_warn("stopped by signal %d with %ld transfers in flight",
 		    (int)S.stop, S.active);

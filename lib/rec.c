@@ -377,6 +377,21 @@ rec_write_all(int fd, const char *s, size_t len)
 	return 0;
 }
 
+size_t
+rec_piece(const char *s, size_t len)
+{
+	const char *nl;
+	size_t n;
+
+	if (len <= PIPE_BUF)
+		return len;
+	for (n = PIPE_BUF; n > 0; n--)
+		if (s[n - 1] == '\n')
+			return n;
+	nl = memchr(s + PIPE_BUF, '\n', len - PIPE_BUF);
+	return nl != NULL ? (size_t)(nl - s) + 1 : len;
+}
+
 /* Serialise rec and write it whole: to o when given, else to fd. */
 static int
 put_dump(const json_t *rec, int fd, struct rec_out *o)
@@ -444,6 +459,12 @@ rec_out_flush(struct rec_out *o)
 
 	o->len = 0;
 	return len == 0 ? 0 : rec_write_all(o->fd, o->buf, len);
+}
+
+int
+rec_out_fits(const struct rec_out *o, size_t n)
+{
+	return o->len + n <= sizeof(o->buf);
 }
 
 /* Add s, plus a newline when nl, as one whole record. */

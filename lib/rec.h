@@ -43,6 +43,13 @@ int	rec_write(int fd, const json_t *rec);
 /* Write the record text s plus '\n' with one writev(2); 0 or -1 with errno. */
 int	rec_write_line(int fd, const char *s, size_t len);
 int	rec_write_all(int fd, const char *s, size_t len);
+/*
+ * The length of the first piece of the records text s (len bytes): the
+ * whole records that fit in PIPE_BUF bytes, or the first record alone
+ * when it does not fit (a piece holding a record's end, when s starts in
+ * mid-record), or all of len when no newline ends one.
+ */
+size_t	rec_piece(const char *s, size_t len);
 /* Serialise rec plus '\n' into a new buffer (caller frees); *len set. */
 char	*rec_dump(const json_t *rec, size_t *len);
 int	rec_dump_to(const json_t *rec, char **buf, size_t *len, size_t *cap);
@@ -59,6 +66,8 @@ int	rec_out_line(struct rec_out *o, const char *s, size_t len);
 int	rec_out_json(struct rec_out *o, const json_t *rec);
 /* Write what is gathered; 0 or -1 with errno. */
 int	rec_out_flush(struct rec_out *o);
+/* Whether n more bytes would be gathered without a write first. */
+int	rec_out_fits(const struct rec_out *o, size_t n);
 /* Free o without writing. */
 void	rec_out_free(struct rec_out *o);
 /* Flush o before every read(2) of r, so nothing waits while r blocks. */

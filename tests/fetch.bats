@@ -363,6 +363,45 @@ total_requests() {
 	[ "$(jq -s 'map(.inflight_total) | max' "$MOCK_LOG")" -eq 1 ]
 }
 
+@test "fetch: finished records go out while a slow transfer is still on the wire" {
+	export RFPIPE_TIME_SCALE=1	# a hang of 5 real seconds
+	mock_start "$FIX/mock/flaky.yaml"
+	{
+		echo "{\"id\":\"h\",\"url\":\"$MOCK_URL/flaky/hang/h\"}"
+		manifest /flaky/pdf 20
+	} >"$BATS_TEST_TMPDIR/m"
+	rfp-fetch --timeout 4s <"$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/out" \
+	    2>/dev/null &
+	pid=$!
+	# Output is written in pieces, but held no longer than a moment.
+	for _ in $(seq 1 60); do
+		[ "$(grep -c . "$BATS_TEST_TMPDIR/out")" -ge 20 ] && break
+		sleep 0.05
+	done
+	n=$(grep -c . "$BATS_TEST_TMPDIR/out") || true
+	hung=$(grep -c '"id":"h"' "$BATS_TEST_TMPDIR/out") || true
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" || true
+	echo "records before the hang ended: $n, the hung one's: $hung"
+	[ "$n" -eq 20 ]
+	[ "$hung" -eq 0 ]
+}
+
+@test "fetch: fetchers sharing one pipe to a slow reader never interleave a record" {
+	mock_start "$FIX/mock/flaky.yaml"
+	manifest /flaky/pdf 300 a >"$BATS_TEST_TMPDIR/a"
+	manifest /flaky/pdf 300 b >"$BATS_TEST_TMPDIR/b"
+	{
+		rfp-fetch -j 8 <"$BATS_TEST_TMPDIR/a" &
+		rfp-fetch -j 8 <"$BATS_TEST_TMPDIR/b" &
+		wait
+	} 2>/dev/null | { sleep 1; cat; } >"$BATS_TEST_TMPDIR/out"
+	[ "$(grep -c . "$BATS_TEST_TMPDIR/out")" -eq 600 ]
+	# Every line is one whole record.
+	[ "$(jq -c 'select(.status == 200) | .id' "$BATS_TEST_TMPDIR/out" |
+	    sort -u | wc -l)" -eq 600 ]
+}
+
 @test "fetch: an endpoint's concurrency in the config caps it below -j" {
 	mock_start "$FIX/mock/flaky.yaml"
 	manifest /flaky/slow 10 slowpoke >"$BATS_TEST_TMPDIR/m"

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -593,6 +594,52 @@ test_drain(void)
 	    "drain: its failure stops the reader before it reads");
 	rec_reader_free(r);
 }
+/* Records text of n records of len bytes each (the newline included). */
+static char *
+records(int n, size_t len)
+{
+	char *s = malloc((size_t)n * len + 1);
+	int i;
+
+	for (i = 0; i < n; i++) {
+		memset(s + (size_t)i * len, 'x', len - 1);
+		s[(size_t)(i + 1) * len - 1] = '\n';
+	}
+	s[(size_t)n * len] = '\0';
+	return s;
+}
+
+/* rec_piece: whole records, at most PIPE_BUF, or one record alone. */
+static void
+test_piece(void)
+{
+	char *s = records(40, 500), *big = records(2, 3 * PIPE_BUF);
+	struct rec_out *o;
+
+	ok(rec_piece(s, 300) == 300, "piece: under PIPE_BUF, all of it");
+	ok(rec_piece(s, 40 * 500) == (PIPE_BUF / 500) * 500,
+	    "piece: the whole records that fit in PIPE_BUF (%zu)",
+	    rec_piece(s, 40 * 500));
+	ok(rec_piece(s, PIPE_BUF) == PIPE_BUF,
+	    "piece: exactly PIPE_BUF, all of it");
+	ok(rec_piece(big, 6 * PIPE_BUF) == 3 * PIPE_BUF,
+	    "piece: a record longer than PIPE_BUF goes alone, whole");
+	ok(rec_piece(s + 100, 40 * 500 - 100) == (PIPE_BUF / 500) * 500 - 100,
+	    "piece: from mid-record, its end and the records that fit");
+	memset(big, 'y', 2 * PIPE_BUF);
+	ok(rec_piece(big, 2 * PIPE_BUF) == 2 * PIPE_BUF,
+	    "piece: no newline at all, everything");
+	o = rec_out_new(-1);
+	ok(rec_out_fits(o, PIPE_BUF) && !rec_out_fits(o, PIPE_BUF + 1),
+	    "out_fits: an empty buffer takes PIPE_BUF bytes, not one more");
+	ok(rec_out_put(o, s, 500) == 0 && rec_out_fits(o, PIPE_BUF - 500) &&
+	    !rec_out_fits(o, PIPE_BUF - 499),
+	    "out_fits: counts what is gathered");
+	rec_out_free(o);
+	free(s);
+	free(big);
+}
+
 /* rec_dump against json_dumps(JSON_COMPACT), on what is hard to write. */
 static void
 test_dump_same(void)
@@ -675,5 +722,6 @@ main(void)
 	test_getters_and_write();
 	test_loop();
 	test_drain();
+	test_piece();
 	return tap_done();
 }
