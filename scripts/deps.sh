@@ -5,7 +5,7 @@ set -eu
 
 pkgs="make gcc pkg-config libcurl4-openssl-dev libjansson-dev libyaml-dev
 libssl-dev libmicrohttpd-dev libpq-dev postgresql clang libclang-rt-14-dev bats bats-support bats-assert
-jq shellcheck
+jq shellcheck strace
 mandoc curl"
 
 missing=

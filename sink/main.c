@@ -64,6 +64,7 @@ static struct opts {
 	int		 quiet;
 	int		 fate_status;
 	int		 fd_done, fd_dead, fd_fifo;
+	struct rec_out	*done_out, *dead_out;	/* records, gathered */
 	struct rec_out	*fifo_out;	/* acks and retries, gathered */
 	double		 last_sync;
 	struct summ	*run;		/* this run's records */
@@ -74,11 +75,31 @@ static struct opts {
 	size_t		 p_width;	/* columns the terminal line covers */
 } opts;
 
-/* Write rec, or the record text t when rec is NULL, whole to fd. */
+/* Gather rec, or the record text t when rec is NULL, for o's file. */
 static int
-put(int fd, const json_t *rec, const char *t, size_t len)
+put(struct rec_out *o, const json_t *rec, const char *t, size_t len)
 {
-	return rec != NULL ? rec_write(fd, rec) : rec_write_line(fd, t, len);
+	return rec != NULL ? rec_out_json(o, rec) : rec_out_line(o, t, len);
+}
+
+/*
+ * Write the gathered records to results.ndjson and dead.ndjson: whole
+ * records, a few kilobytes a write(2) to a file opened O_APPEND, so
+ * sinks sharing a run directory never interleave.  Called before any ack
+ * or retry leaves for rfp-fetch, so an ack never outruns its record.
+ */
+static int
+flush_files(void)
+{
+	if (rec_out_flush(opts.done_out) == -1) {
+		msg_warnsys("write %s/results.ndjson", opts.run_dir);
+		return -1;
+	}
+	if (rec_out_flush(opts.dead_out) == -1) {
+		msg_warnsys("write %s/dead.ndjson", opts.run_dir);
+		return -1;
+	}
+	return 0;
 }
 
 /* rfp-fetch is gone: keep filing; what it would have retried is re-admitted
@@ -123,31 +144,38 @@ ack(const char *fate)
 
 	if (opts.fd_fifo == -1)
 		return 0;
+	if (!rec_out_fits(opts.fifo_out, strlen(s)) && flush_files() == -1)
+		return -1;
 	if (rec_out_put(opts.fifo_out, s, strlen(s)) == -1)
 		fifo_lost();
 	return 0;
 }
 
 /*
- * Write the gathered acks and retries before each read: an ack is gathered
- * only once its record is in its file, and waits no longer than the next
- * read of rfp-backoff's output.
+ * Write the gathered records, then the acks and retries, before each read:
+ * an ack leaves only once its record is in its file, and waits no longer
+ * than the next read of rfp-backoff's output.
  */
 static int
 fifo_drain(void *arg)
 {
 	(void)arg;
+	if (flush_files() == -1)
+		return -1;
 	if (opts.fifo_out != NULL && rec_out_flush(opts.fifo_out) == -1)
 		fifo_lost();
 	return 0;
 }
 
-static void
+static int
 sync_files(void)
 {
+	if (flush_files() == -1)
+		return -1;
 	fdatasync(opts.fd_done);
 	fdatasync(opts.fd_dead);
 	opts.last_sync = clk_mono();
+	return 0;
 }
 
 /* Write to the terminal: a status line, not a message, so not through msg. */
@@ -291,18 +319,20 @@ file(const char *fate, const json_t *rec, const char *t, size_t len,
 		if (opts.fd_fifo == -1)
 			return rec != NULL ? 0 :
 			    rec_out_line(out, t, len) == -1 ? -1 : 1;
+		if (flush_files() == -1)
+			return -1;
 		if ((rec != NULL ? rec_out_json(opts.fifo_out, rec) :
 		    rec_out_line(opts.fifo_out, t, len)) == -1)
 			fifo_lost();
 		return 1;
 	}
-	if (put(done ? opts.fd_done : opts.fd_dead, rec, t, len) == -1) {
+	if (put(done ? opts.done_out : opts.dead_out, rec, t, len) == -1) {
 		msg_warnsys("write %s/%s", opts.run_dir, done ?
 		    "results.ndjson" : "dead.ndjson");
 		return -1;
 	}
-	if (clk_mono() - opts.last_sync > 1)
-		sync_files();
+	if (clk_mono() - opts.last_sync > 1 && sync_files() == -1)
+		return -1;
 	return ack(fate) == -1 ? -1 : 1;
 }
 
@@ -470,6 +500,8 @@ main(int argc, char *argv[])
 		msg_diesys(1, "mkdir %s", opts.run_dir);
 	opts.fd_done = open_out("results.ndjson");
 	opts.fd_dead = open_out("dead.ndjson");
+	opts.done_out = rec_out_new(opts.fd_done);
+	opts.dead_out = rec_out_new(opts.fd_dead);
 	opts.fd_fifo = -1;
 	if (opts.fifo != NULL)
 		opts.fd_fifo = open_fifo(opts.fifo);
@@ -485,11 +517,15 @@ main(int argc, char *argv[])
 	hooks.idle_s = opts.p_every;
 	rc = rec_loop_with(PROG, STDIN_FILENO, STDOUT_FILENO,
 	    &hooks, sink, NULL);
-	fifo_drain(NULL);
+	if (fifo_drain(NULL) == -1)
+		rc = -1;
 	progress_clear();
-	sync_files();
+	if (sync_files() == -1)
+		rc = -1;
 	if (rc == -1)
 		msg_die(1, "stopped: output is incomplete");
+	rec_out_free(opts.done_out);
+	rec_out_free(opts.dead_out);
 	rec_out_free(opts.fifo_out);
 	if (opts.fd_fifo != -1)
 		close(opts.fd_fifo);

@@ -194,6 +194,36 @@ ids() {
 	[ "$(jq -s '[.[] | select(.ack == true and .fate == "dead")] | length' "$BATS_TEST_TMPDIR/back")" -eq 2 ]
 }
 
+@test "sink: an ack leaves for rfp-fetch only once its record is in results.ndjson" {
+	local fifo=$BATS_TEST_TMPDIR/retry.fifo
+	mkfifo "$fifo"
+	cat "$fifo" >"$BATS_TEST_TMPDIR/back" &
+	local reader=$!
+	# Every write(2), in order, with the file it went to.  (LeakSanitizer
+	# cannot run under ptrace; the other tests check for leaks.)
+	seq 1 3000 | awk '{ printf "{\"id\":\"d-%d\",\"fate\":\"done\"}\n", $1 }' |
+	    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 strace -y -s 65536 -e trace=write,writev -e signal=none \
+	    -o "$BATS_TEST_TMPDIR/trace" rfp-sink -q --run-dir "$RD" \
+	    --retry-fifo "$fifo"
+	wait "$reader"
+	[ "$(grep -c '"ack":true' "$BATS_TEST_TMPDIR/back")" -eq 3000 ]
+	[ "$(grep -c . "$RD/results.ndjson")" -eq 3000 ]
+	# Records filed so far (newlines written to results.ndjson) never
+	# fall behind the acks written to the FIFO.
+	run awk '
+	    /results\.ndjson>/ { filed += gsub(/\\n/, "&") }
+	    /retry\.fifo>/ {
+		acks += gsub(/\\"ack\\":true/, "&")
+		if (acks > filed) {
+			printf "%d acks written with %d records filed\n", acks, filed
+			exit 1
+		}
+	    }
+	    END { printf "%d acks, %d records\n", acks, filed }' "$BATS_TEST_TMPDIR/trace"
+	assert_success
+	assert_output "3000 acks, 3000 records"
+}
+
 @test "sink: a --retry-fifo that does not exist exits 1 naming it" {
 	run --separate-stderr rfp-sink -q --run-dir "$RD" --retry-fifo "$BATS_TEST_TMPDIR/nope" <"$F/done.ndjson"
 	[ "$status" -eq 1 ]
