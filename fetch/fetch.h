@@ -69,6 +69,16 @@ struct fopts {
 
 extern struct fopts fo;
 
+/*
+ * Within this many real seconds of the deadline, it has come: a transfer
+ * its timeout was capped to it ends up to a millisecond early by the wall
+ * clock, and nothing new is started only to be cut a moment later.
+ */
+#define DEADLINE_SLACK	0.01
+
+/* Whether the deadline has come (within DEADLINE_SLACK) at wall time now. */
+int	deadline_come(double now);
+
 /* Set up a transfer for job's next attempt; NULL and *err on a local error. */
 struct xfer *xfer_start(struct job *job, char *err, size_t errlen);
 /* Fill the record from a finished transfer; the caller frees with xfer_free. */

@@ -183,6 +183,12 @@ out_due(void)
 	    S.active == 0 || S.stop || clk_mono() - S.out_at >= OUT_DELAY);
 }
 
+int
+deadline_come(double now)
+{
+	return fo.deadline > 0 && now >= fo.deadline - DEADLINE_SLACK;
+}
+
 static struct ep *
 endpoint(const char *name)
 {
@@ -777,7 +783,7 @@ start_ready(void)
 	S.ready_tail = NULL;
 	while ((j = *pp) != NULL) {
 		if (S.active >= fo.conf.concurrency ||
-		    (fo.deadline > 0 && clk_now() >= fo.deadline) ||
+		    deadline_come(clk_now()) ||
 		    j->ep->blocked_until > clk_now()) {
 			S.ready_tail = j;
 			pp = &j->next;
@@ -1139,8 +1145,8 @@ poll_timeout(void)
 				soon = e->blocked_until;
 		t = soon - now < 0.001 ? 0.001 : soon - now;
 	}
-	if (fo.deadline > 0 && fo.deadline - now < t)
-		t = fo.deadline - now;
+	if (!deadline_come(now) && fo.deadline - DEADLINE_SLACK - now < t)
+		t = fo.deadline - DEADLINE_SLACK - now;
 	if (S.outlen > 0 && S.out_at + OUT_DELAY - clk_mono() < t)
 		t = S.out_at + OUT_DELAY - clk_mono();
 	for (e = S.eps; e != NULL; e = e->next)
@@ -1173,7 +1179,7 @@ run(void)
 		}
 		while (S.nwait > 0 && S.wait[0]->not_before <= clk_now())
 			ready_push(heap_pop());
-		if (fo.deadline > 0 && clk_now() >= fo.deadline && !cut) {
+		if (deadline_come(clk_now()) && !cut) {
 			cut_waiting();
 			cut = 1;
 		}

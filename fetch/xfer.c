@@ -368,7 +368,7 @@ error_of(CURLcode cc, const struct xfer *x)
 	case CURLE_OK:
 		return NULL;
 	case CURLE_OPERATION_TIMEDOUT:
-		return x->capped_at > 0 && clk_now() >= x->capped_at - 0.01 ?
+		return x->capped_at > 0 && deadline_come(clk_now()) ?
 		    "deadline" : "timeout";
 	case CURLE_COULDNT_CONNECT:
 		return "connect";
