@@ -392,9 +392,8 @@ rec_piece(const char *s, size_t len)
 	return nl != NULL ? (size_t)(nl - s) + 1 : len;
 }
 
-/* Serialise rec and write it whole: to o when given, else to fd. */
-static int
-put_dump(const json_t *rec, int fd, struct rec_out *o)
+int
+rec_out_json(struct rec_out *o, const json_t *rec)
 {
 	size_t len;
 	char *s;
@@ -404,21 +403,9 @@ put_dump(const json_t *rec, int fd, struct rec_out *o)
 		errno = ENOMEM;
 		return -1;
 	}
-	rc = o != NULL ? rec_out_put(o, s, len) : rec_write_all(fd, s, len);
+	rc = rec_out_put(o, s, len);
 	free(s);
 	return rc;
-}
-
-int
-rec_out_json(struct rec_out *o, const json_t *rec)
-{
-	return put_dump(rec, -1, o);
-}
-
-int
-rec_write(int fd, const json_t *rec)
-{
-	return put_dump(rec, fd, NULL);
 }
 
 int
@@ -661,7 +648,7 @@ rec_loop_with(const char *stage, int fd_in, int fd_out,
 		}
 		/* Bad lines go to fn too, already dead, for it to file. */
 		rc = fn(rec, lineno, arg);
-		if (rc == 0 && put_dump(rec, -1, o) == -1) {
+		if (rc == 0 && rec_out_json(o, rec) == -1) {
 			json_decref(rec);
 			ret = -1;
 			goto out;

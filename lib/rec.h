@@ -1,9 +1,9 @@
 /*
  * rec: NDJSON records.  One JSON object per line; lines are capped at
  * REC_LINE_MAX bytes (the newline excluded).  A record is never split
- * between two write(2)s: rec_write writes one whole; rec_out gathers whole
- * records into writes of at most PIPE_BUF bytes (atomic on a pipe), so
- * writers sharing one pipe never interleave.
+ * between two write(2)s: rec_out gathers whole records into writes of at
+ * most PIPE_BUF bytes (atomic on a pipe), so writers sharing one pipe
+ * never interleave, and rec_piece cuts a text of records the same way.
  */
 #ifndef RFP_REC_H
 #define RFP_REC_H
@@ -38,8 +38,6 @@ void	rec_reader_free(struct rec_reader *r);
 
 /* Parse a line into an object; NULL and a message in err otherwise. */
 json_t	*rec_parse(const char *line, size_t len, char *err, size_t errlen);
-/* Serialise rec plus '\n' and write it whole; 0 or -1 with errno. */
-int	rec_write(int fd, const json_t *rec);
 /* Write the record text s plus '\n' with one writev(2); 0 or -1 with errno. */
 int	rec_write_line(int fd, const char *s, size_t len);
 int	rec_write_all(int fd, const char *s, size_t len);

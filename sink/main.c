@@ -75,7 +75,7 @@ static struct opts {
 	size_t		 p_width;	/* columns the terminal line covers */
 } opts;
 
-/* Gather rec, or the record text t when rec is NULL, for o's file. */
+/* Gather rec, or the record text t when rec is NULL, into o. */
 static int
 put(struct rec_out *o, const json_t *rec, const char *t, size_t len)
 {
@@ -321,8 +321,7 @@ file(const char *fate, const json_t *rec, const char *t, size_t len,
 			    rec_out_line(out, t, len) == -1 ? -1 : 1;
 		if (flush_files() == -1)
 			return -1;
-		if ((rec != NULL ? rec_out_json(opts.fifo_out, rec) :
-		    rec_out_line(opts.fifo_out, t, len)) == -1)
+		if (put(opts.fifo_out, rec, t, len) == -1)
 			fifo_lost();
 		return 1;
 	}

@@ -3,7 +3,7 @@
  *
  * Pass one reads it from a memfd under the stage cap and does with each
  * line what rec_loop does: rec_parse, or rec_bad_input for an unusable
- * line, then rec_write to /dev/null.  Every record must dump as exactly
+ * line, then rec_out_json and a flush to /dev/null.  Every record must dump as exactly
  * one line and parse back equal (one line in, one record out).
  *
  * Pass two reads it again through an fd served from memory by a wrapped
@@ -86,6 +86,7 @@ handle(const char *line, size_t len, long lineno, int toolong)
 {
 	char err[256], *dump, *jd;
 	json_t *rec, *back;
+	struct rec_out *out;
 	size_t dlen;
 
 	err[0] = '\0';
@@ -101,7 +102,10 @@ handle(const char *line, size_t len, long lineno, int toolong)
 	(void)rec_str(rec, "id");
 	(void)rec_int(rec, "attempt", 0);
 	(void)rec_num(rec, "status", 0);
-	FUZZ_CHECK(rec_write(devnull, rec) == 0, "rec_write to /dev/null");
+	out = rec_out_new(devnull);
+	FUZZ_CHECK(rec_out_json(out, rec) == 0 && rec_out_flush(out) == 0,
+	    "rec_out_json to /dev/null");
+	rec_out_free(out);
 	dump = rec_dump(rec, &dlen);
 	FUZZ_CHECK(dump != NULL && dlen > 0 && dump[dlen - 1] == '\n',
 	    "rec_dump ends in a newline");

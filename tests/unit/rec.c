@@ -390,6 +390,7 @@ test_getters_and_write(void)
 {
 	json_t *r = json_pack("{s:s, s:i, s:f, s:s, s:n}", "s", "str", "i", 7,
 	    "f", 1.5, "is", "8", "nul");
+	struct rec_out *o;
 	char *s;
 	size_t len;
 	FILE *f;
@@ -414,14 +415,20 @@ test_getters_and_write(void)
 
 	f = tmpfile();
 	fd = fileno(f);
-	is_long(rec_write(fd, r), 0, "rec_write: returns 0");
+	o = rec_out_new(fd);
+	is_long(rec_out_json(o, r), 0, "rec_out_json: returns 0");
+	is_long(rec_out_flush(o), 0, "rec_out_flush: returns 0");
+	rec_out_free(o);
 	lseek(fd, 0, SEEK_SET);
 	n = read(fd, buf, sizeof(buf) - 1);
 	buf[n > 0 ? n : 0] = '\0';
-	ok(n > 0 && buf[n - 1] == '\n', "rec_write: wrote a whole line");
+	ok(n > 0 && buf[n - 1] == '\n' && strchr(buf, '\n') == buf + n - 1,
+	    "rec_out_json: wrote one whole line");
 	fclose(f);
-	ok(rec_write(-1, r) == -1 && errno == EBADF,
-	    "rec_write: -1 with errno on a bad fd");
+	o = rec_out_new(-1);
+	ok(rec_out_json(o, r) == 0 && rec_out_flush(o) == -1 &&
+	    errno == EBADF, "rec_out_flush: -1 with errno on a bad fd");
+	rec_out_free(o);
 
 	rec_kill(r, "permanent", NULL);
 	ok(json_object_get(r, "dead_detail") == NULL &&
