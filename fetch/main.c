@@ -1145,7 +1145,8 @@ poll_timeout(void)
 				soon = e->blocked_until;
 		t = soon - now < 0.001 ? 0.001 : soon - now;
 	}
-	if (!deadline_come(now) && fo.deadline - DEADLINE_SLACK - now < t)
+	if (fo.deadline > 0 && !deadline_come(now) &&
+	    fo.deadline - DEADLINE_SLACK - now < t)
 		t = fo.deadline - DEADLINE_SLACK - now;
 	if (S.outlen > 0 && S.out_at + OUT_DELAY - clk_mono() < t)
 		t = S.out_at + OUT_DELAY - clk_mono();

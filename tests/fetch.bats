@@ -387,6 +387,31 @@ total_requests() {
 	[ "$hung" -eq 0 ]
 }
 
+# cpu_of FILE: user + system seconds that bash's time wrote to FILE.
+cpu_of() {
+	awk '{ print $1 + $2 }' "$1"
+}
+
+@test "fetch: waiting on slow answers or on its pace, rfp-fetch does not spin" {
+	export RFPIPE_TIME_SCALE=1	# answers 1.5 real seconds away
+	mock_start "$FIX/mock/flaky.yaml"
+	manifest /flaky/slow 4 >"$BATS_TEST_TMPDIR/slow"
+	manifest /flaky/pdf 4 paced >"$BATS_TEST_TMPDIR/paced"
+	printf 'endpoints:\n  paced: {rate: 2, burst: 1}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	TIMEFORMAT='%U %S'
+	{ time rfp-fetch <"$BATS_TEST_TMPDIR/slow" >"$BATS_TEST_TMPDIR/out1" \
+	    2>/dev/null; } 2>"$BATS_TEST_TMPDIR/cpu1"
+	{ time rfp-fetch --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    <"$BATS_TEST_TMPDIR/paced" >"$BATS_TEST_TMPDIR/out2" \
+	    2>/dev/null; } 2>"$BATS_TEST_TMPDIR/cpu2"
+	[ "$(jq -s '[.[] | select(.status == 200)] | length' "$BATS_TEST_TMPDIR/out1")" -eq 4 ]
+	[ "$(jq -s '[.[] | select(.status == 200)] | length' "$BATS_TEST_TMPDIR/out2")" -eq 4 ]
+	echo "CPU seconds for 1.5 s of waiting: $(cpu_of "$BATS_TEST_TMPDIR/cpu1") on answers, $(cpu_of "$BATS_TEST_TMPDIR/cpu2") on the pace"
+	# A loop that spins burns the 1.5 s; one that sleeps, milliseconds.
+	awk -v c="$(cpu_of "$BATS_TEST_TMPDIR/cpu1")" 'BEGIN { exit !(c < 0.5) }'
+	awk -v c="$(cpu_of "$BATS_TEST_TMPDIR/cpu2")" 'BEGIN { exit !(c < 0.5) }'
+}
+
 @test "fetch: fetchers sharing one pipe to a slow reader never interleave a record" {
 	mock_start "$FIX/mock/flaky.yaml"
 	manifest /flaky/pdf 300 a >"$BATS_TEST_TMPDIR/a"
