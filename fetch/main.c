@@ -1148,7 +1148,9 @@ poll_timeout(void)
 	if (fo.deadline > 0 && !deadline_come(now) &&
 	    fo.deadline - DEADLINE_SLACK - now < t)
 		t = fo.deadline - DEADLINE_SLACK - now;
-	if (S.outlen > 0 && S.out_at + OUT_DELAY - clk_mono() < t)
+	/* Output not due yet is due by then; due output waits on POLLOUT. */
+	if (S.outlen > 0 && !out_due() &&
+	    S.out_at + OUT_DELAY - clk_mono() < t)
 		t = S.out_at + OUT_DELAY - clk_mono();
 	for (e = S.eps; e != NULL; e = e->next)
 		if ((e->npev > 0 || e->nbev > 0) && e->fb_at + FB_DEFER -

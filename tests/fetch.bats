@@ -412,6 +412,18 @@ cpu_of() {
 	awk -v c="$(cpu_of "$BATS_TEST_TMPDIR/cpu2")" 'BEGIN { exit !(c < 0.5) }'
 }
 
+@test "fetch: waiting for a slow reader to take its output, rfp-fetch does not spin" {
+	mock_start "$FIX/mock/flaky.yaml"
+	manifest /flaky/pdf 400 >"$BATS_TEST_TMPDIR/m"
+	TIMEFORMAT='%U %S'
+	# 400 records fill the pipe; the reader takes them after 1.5 s.
+	{ time rfp-fetch -j 8 <"$BATS_TEST_TMPDIR/m" 2>/dev/null; } \
+	    2>"$BATS_TEST_TMPDIR/cpu" | { sleep 1.5; cat; } >"$BATS_TEST_TMPDIR/out"
+	[ "$(jq -s '[.[] | select(.status == 200)] | length' "$BATS_TEST_TMPDIR/out")" -eq 400 ]
+	echo "CPU seconds for 1.5 s of a full pipe: $(cpu_of "$BATS_TEST_TMPDIR/cpu")"
+	awk -v c="$(cpu_of "$BATS_TEST_TMPDIR/cpu")" 'BEGIN { exit !(c < 0.5) }'
+}
+
 @test "fetch: fetchers sharing one pipe to a slow reader never interleave a record" {
 	mock_start "$FIX/mock/flaky.yaml"
 	manifest /flaky/pdf 300 a >"$BATS_TEST_TMPDIR/a"
