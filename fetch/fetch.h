@@ -71,8 +71,8 @@ extern struct fopts fo;
 
 /*
  * Within this many real seconds of the deadline, it has come: a transfer
- * its timeout was capped to it ends up to a millisecond early by the wall
- * clock, and nothing new is started only to be cut a moment later.
+ * whose timeout was capped to the deadline ends up to a millisecond early
+ * by the wall clock, and nothing new is started only to be cut at once.
  */
 #define DEADLINE_SLACK	0.01
 

@@ -1145,6 +1145,7 @@ poll_timeout(void)
 				soon = e->blocked_until;
 		t = soon - now < 0.001 ? 0.001 : soon - now;
 	}
+	/* Awake when the deadline comes; once it has, nothing waits on it. */
 	if (fo.deadline > 0 && !deadline_come(now) &&
 	    fo.deadline - DEADLINE_SLACK - now < t)
 		t = fo.deadline - DEADLINE_SLACK - now;
