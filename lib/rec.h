@@ -40,6 +40,7 @@ void	rec_reader_free(struct rec_reader *r);
 json_t	*rec_parse(const char *line, size_t len, char *err, size_t errlen);
 /* Write the record text s plus '\n' with one writev(2); 0 or -1 with errno. */
 int	rec_write_line(int fd, const char *s, size_t len);
+/* Write all len bytes of s to fd, through EINTR and short writes; 0 or -1. */
 int	rec_write_all(int fd, const char *s, size_t len);
 /*
  * The length of the first piece of the records text s (len bytes): the
@@ -50,6 +51,11 @@ int	rec_write_all(int fd, const char *s, size_t len);
 size_t	rec_piece(const char *s, size_t len);
 /* Serialise rec plus '\n' into a new buffer (caller frees); *len set. */
 char	*rec_dump(const json_t *rec, size_t *len);
+/*
+ * Append rec plus '\n' to the growing buffer *buf (*len used of *cap), as
+ * json_dumps(JSON_COMPACT) would write it; -1 (nothing added) when rec
+ * nests deeper than jansson allows.
+ */
 int	rec_dump_to(const json_t *rec, char **buf, size_t *len, size_t *cap);
 
 struct rec_out;
