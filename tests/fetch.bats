@@ -20,6 +20,11 @@ fixture() {
 	echo "$BATS_TEST_TMPDIR/$1"
 }
 
+# cpu_of FILE: user + system seconds that bash's time wrote to FILE.
+cpu_of() {
+	awk '{ print $1 + $2 }' "$1"
+}
+
 # total_requests: how many requests the mock saw.
 total_requests() {
 	if [ -s "$MOCK_LOG" ]; then
@@ -385,11 +390,6 @@ total_requests() {
 	echo "records before the hang ended: $n, the hung one's: $hung"
 	[ "$n" -eq 20 ]
 	[ "$hung" -eq 0 ]
-}
-
-# cpu_of FILE: user + system seconds that bash's time wrote to FILE.
-cpu_of() {
-	awk '{ print $1 + $2 }' "$1"
 }
 
 @test "fetch: waiting on slow answers or on its pace, rfp-fetch does not spin" {
