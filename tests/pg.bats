@@ -191,15 +191,19 @@ filed() {
 	printf 'concurrency: 4\n' >"$BATS_TEST_TMPDIR/c.yaml"
 	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
 	# Host 3 starts first, and is killed once it has filed some and holds
-	# some claimed (asked together: on a loaded machine the others could
-	# otherwise drain the queue between the two questions).
+	# some claimed.  It is stopped while it is asked, so that what it holds
+	# cannot be filed between the question and the kill.
 	host 3
 	host 1
 	host 2
+	claimed=0
 	for i in $(seq 1 600); do
-		claimed=$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'claimed' AND owner LIKE '%.${HOSTS[3]}'")
-		[ "$(cat "$BATS_TEST_TMPDIR/h3/results.ndjson" 2>/dev/null | wc -l)" -ge 20 ] &&
-		    [ "$claimed" -gt 0 ] && break
+		if [ "$(cat "$BATS_TEST_TMPDIR/h3/results.ndjson" 2>/dev/null | wc -l)" -ge 20 ]; then
+			kill -STOP -- "-${HOSTS[3]}"
+			claimed=$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'claimed' AND owner LIKE '%.${HOSTS[3]}'")
+			[ "$claimed" -gt 0 ] && break
+			kill -CONT -- "-${HOSTS[3]}"
+		fi
 		sleep 0.01
 	done
 	kill -KILL -- "-${HOSTS[3]}"
