@@ -53,6 +53,7 @@
 #define FB_DEFER 0.05	/* real seconds news may wait before it is told */
 #define FREE_S	0.05	/* ... and a free pace or closed breaker is trusted */
 #define FREE_RATE 2000.0	/* a pace this fast holds nothing back */
+#define FILING_MAX 2		/* x concurrency: on the wire and filing */
 #define OUT_PIECE (64 * 1024)	/* stdout is written in pieces this big */
 #define OUT_DELAY 0.01	/* ... or once the oldest record waited this long */
 
@@ -105,7 +106,8 @@ static struct {
 	long		 nready;
 	struct job	**wait;		/* min-heap on not_before */
 	long		 nwait, capwait;
-	long		 active;
+	long		 active;	/* transfers on the wire */
+	long		 filing;	/* ... off it, with the body thread */
 	struct xfer	*wire;		/* the active transfers */
 	struct rec_reader *in, *back;
 	int		 in_eof;
@@ -180,7 +182,24 @@ static int
 out_due(void)
 {
 	return S.outlen > 0 && (S.outoff > 0 || S.outlen >= OUT_PIECE ||
-	    S.active == 0 || S.stop || clk_mono() - S.out_at >= OUT_DELAY);
+	    S.active + S.filing == 0 || S.stop ||
+	    clk_mono() - S.out_at >= OUT_DELAY);
+}
+
+/*
+ * How many more transfers may start.  A transfer gives its slot back as
+ * it leaves the wire, and its body waits for the body thread; at most
+ * FILING_MAX * concurrency are on the wire or waiting so, not to pile up
+ * bodies when filing is slower than the network.
+ */
+static long
+room(void)
+{
+	long n = fo.conf.concurrency - S.active;
+
+	if (n > FILING_MAX * fo.conf.concurrency - S.active - S.filing)
+		n = FILING_MAX * fo.conf.concurrency - S.active - S.filing;
+	return n;
 }
 
 int
@@ -527,8 +546,8 @@ gate(struct job *j, int *slot, int *probe)
 		want = e->nready;
 		if (want > e->ceiling - e->inflight)
 			want = e->ceiling - e->inflight;
-		if (want > fo.conf.concurrency - S.active)
-			want = fo.conf.concurrency - S.active;
+		if (want > room())
+			want = room();
 		if (want < 1)
 			want = 1;
 		/*
@@ -782,8 +801,7 @@ start_ready(void)
 	}
 	S.ready_tail = NULL;
 	while ((j = *pp) != NULL) {
-		if (S.active >= fo.conf.concurrency ||
-		    deadline_come(clk_now()) ||
+		if (room() <= 0 || deadline_come(clk_now()) ||
 		    j->ep->blocked_until > clk_now()) {
 			S.ready_tail = j;
 			pp = &j->next;
@@ -990,9 +1008,6 @@ complete(struct xfer *x)
 	if (fo.run_dir != NULL && doc_is_submission(x->job->rec))
 		ledger_outcome(x);
 	feedback(x);
-	slot_give(x->job->ep, x->slot);
-	x->job->ep->inflight--;
-	S.active--;
 	emit(x->job->rec);
 	job_free(x->job);
 	xfer_free(x);
@@ -1013,10 +1028,16 @@ finish_done(void)
 		unwire(x);
 		x->cc = m->data.result;
 		x->t1 = clk_now();
+		/* Off the wire: its slot is free, whatever filing is left. */
+		slot_give(x->job->ep, x->slot);
+		x->slot = -1;
+		x->job->ep->inflight--;
+		S.active--;
 		if (xfer_files_body(x)) {
 			x->bnext = NULL;
 			*tail = x;
 			tail = &x->bnext;
+			S.filing++;
 		} else
 			complete(x);
 	}
@@ -1024,6 +1045,7 @@ finish_done(void)
 	if (fo.run_dir != NULL)
 		for (x = bodies_take(); x != NULL; x = next) {
 			next = x->bnext;
+			S.filing--;
 			complete(x);
 		}
 	feedback_flush(0);
@@ -1119,7 +1141,7 @@ static int
 finished(void)
 {
 	if (!S.in_eof || S.nready > 0 || S.nwait > 0 || S.active > 0 ||
-	    S.outlen > 0)
+	    S.filing > 0 || S.outlen > 0)
 		return 0;
 	if (S.fifo == NULL)
 		return 1;
@@ -1136,7 +1158,7 @@ poll_timeout(void)
 	if (S.nwait > 0 && S.wait[0]->not_before - now < t)
 		t = S.wait[0]->not_before - now;
 	/* Work that waits for a transfer to end waits for its socket. */
-	if (S.nready > 0 && S.active < fo.conf.concurrency) {
+	if (S.nready > 0 && room() > 0) {
 		double soon = now + t;
 
 		for (e = S.eps; e != NULL; e = e->next)

@@ -368,6 +368,33 @@ total_requests() {
 	[ "$(jq -s 'map(.inflight_total) | max' "$MOCK_LOG")" -eq 1 ]
 }
 
+@test "fetch: a body stuck in filing holds no slot, and at most 2 x -j transfers wait for the filing" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 5 >"$BATS_TEST_TMPDIR/m"
+	# The partial file of doc-1 is a FIFO: filing it blocks in open(2)
+	# until something reads it.
+	mkdir -p "$RD/docs/.part"
+	mkfifo "$RD/docs/.part/doc-1"
+	rfp-fetch -j 1 --run-dir "$RD" <"$BATS_TEST_TMPDIR/m" \
+	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	for _ in $(seq 1 100); do
+		[ "$(total_requests)" -ge 2 ] && break
+		sleep 0.05
+	done
+	sleep 0.3	# time enough for more to go, were they let
+	n=$(total_requests)
+	cat "$RD/docs/.part/doc-1" >"$BATS_TEST_TMPDIR/body-1"
+	wait "$pid"
+	echo "requests while doc-1 was stuck in filing: $n"
+	# doc-2 went while doc-1 waited (its slot was free); doc-3 did not:
+	# with doc-2 done as well, 2 x -j bodies waited for the filing.
+	[ "$n" -eq 2 ]
+	[ "$(jq -s '[.[] | select(.status == 200)] | length' \
+	    "$BATS_TEST_TMPDIR/out")" -eq 5 ]
+	[ -s "$BATS_TEST_TMPDIR/body-1" ]
+}
+
 @test "fetch: finished records go out while a slow transfer is still on the wire" {
 	export RFPIPE_TIME_SCALE=1	# a hang of 5 real seconds
 	mock_start "$FIX/mock/flaky.yaml"
