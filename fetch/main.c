@@ -19,6 +19,7 @@
  * Exit: 0 when every admitted record has left (and, in loop mode, been
  * acknowledged), 1 on a fatal error or a signal, 2 on a usage error.
  */
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -54,6 +55,7 @@
 #define FREE_S	0.05	/* ... and a free pace or closed breaker is trusted */
 #define FREE_RATE 2000.0	/* a pace this fast holds nothing back */
 #define FILING_MAX 2		/* x concurrency: on the wire and filing */
+#define FILES_FIXED 64		/* open files besides the transfers' */
 #define OUT_PIECE (64 * 1024)	/* stdout is written in pieces this big */
 #define OUT_DELAY 0.01	/* ... or once the oldest record waited this long */
 
@@ -1249,6 +1251,41 @@ run(void)
 	}
 }
 
+/*
+ * Open files at -j N: a socket and a slot file for each transfer on the
+ * wire, a partial file for each of up to FILING_MAX * N bodies, and the
+ * FILES_FIXED others (state files, pipes, libraries).  The soft limit is
+ * often 1024: it is raised to cover them, as far as the hard limit lets,
+ * and -j is lowered to fit where it cannot be, rather than fail halfway
+ * through the batch with EMFILE.
+ */
+static void
+files_limit(void)
+{
+	const rlim_t per = FILING_MAX + 2;
+	rlim_t need = per * (rlim_t)fo.conf.concurrency + FILES_FIXED;
+	struct rlimit rl;
+	long n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 ||
+	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+		return;
+	rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ?
+	    rl.rlim_max : need;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == -1 &&
+	    getrlimit(RLIMIT_NOFILE, &rl) == -1)
+		return;
+	if (rl.rlim_cur >= need)
+		return;
+	n = rl.rlim_cur > per + FILES_FIXED ?
+	    (long)((rl.rlim_cur - FILES_FIXED) / per) : 1;
+	msg_warn("-j %ld needs up to %lu open files, and the limit is %lu: "
+	    "running with -j %ld (raise it with ulimit -n)",
+	    fo.conf.concurrency, (unsigned long)need,
+	    (unsigned long)rl.rlim_cur, n);
+	fo.conf.concurrency = n;
+}
+
 static void
 nonblock(int fd)
 {
@@ -1430,6 +1467,7 @@ main(int argc, char *argv[])
 	signal(SIGPIPE, SIG_IGN);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		msg_die(1, "curl_global_init failed");
+	files_limit();
 	S.multi = curl_multi_init();
 	curl_multi_setopt(S.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
 	    fo.conf.concurrency);

@@ -368,6 +368,31 @@ total_requests() {
 	[ "$(jq -s 'map(.inflight_total) | max' "$MOCK_LOG")" -eq 1 ]
 }
 
+@test "fetch: -j past the soft limit on open files raises the limit, and every document succeeds" {
+	hard=$(ulimit -Hn)
+	[ "$hard" = unlimited ] || [ "$hard" -ge 464 ] ||
+	    skip "hard limit on open files $hard < 464"
+	mock_start "$FIX/mock/flaky.yaml"
+	manifest /flaky/slow 200 >"$BATS_TEST_TMPDIR/m"
+	# 100 transfers held 15 ms each need far more than 64 files open.
+	run --separate-stderr bash -c 'ulimit -Sn 64 && exec rfp-fetch -j 100 \
+	    --run-dir "$1" <"$2"' - "$RD" "$BATS_TEST_TMPDIR/m"
+	assert_success
+	[ -z "$stderr" ]
+	[ "$(jq -s '[.[] | select(.status == 200)] | length' <<<"$output")" -eq 200 ]
+}
+
+@test "fetch: -j past the hard limit on open files is lowered to fit, saying so" {
+	mock_start "$FIX/mock/flaky.yaml"
+	manifest /flaky/slow 200 >"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr bash -c 'ulimit -n 100 && exec rfp-fetch -j 100 \
+	    --run-dir "$1" <"$2"' - "$RD" "$BATS_TEST_TMPDIR/m"
+	assert_success
+	[ "$stderr" = "rfp-fetch: -j 100 needs up to 464 open files, and the limit is 100: running with -j 9 (raise it with ulimit -n)" ]
+	[ "$(jq -s '[.[] | select(.status == 200)] | length' <<<"$output")" -eq 200 ]
+	[ "$(jq -s 'map(.inflight_total) | max' "$MOCK_LOG")" -le 9 ]
+}
+
 @test "fetch: a body stuck in filing holds no slot, and at most 2 x -j transfers wait for the filing" {
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 5 >"$BATS_TEST_TMPDIR/m"
