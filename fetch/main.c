@@ -120,7 +120,7 @@ static struct {
 	int		 sink_gone;	/* ... and later closed the FIFO */
 	char		*out;		/* pending output */
 	size_t		 outlen, outcap, outoff;
-	double		 out_at;	/* clk_mono() when the oldest was queued */
+	double		 out_at;	/* clk_mono() the oldest was queued */
 	long		 outstanding;	/* emitted, not yet acknowledged */
 	struct ledger	*ledger;	/* submissions, with a run directory */
 	json_t		*seen;		/* ids admitted from the manifest */

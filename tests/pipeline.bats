@@ -248,9 +248,8 @@ dead_count() {
 	[ "$(dead_count "$RUN" deadline_cut)" -eq 6 ]
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 4 ]
 	jq -e '.reconciled == true and .run.dead_by_reason.deadline_cut == 6' "$RUN/summary.json"
-	# Three were on the wire and were cut; three never started.  (What the
-	# portal saw, printed for a failure: this failed once in about ten
-	# runs of make check -j2, with five glacial requests.)
+	# Three were on the wire and were cut; three never started.  What the
+	# portal saw of them is printed, for a failure to show.
 	jq -c 'select(.endpoint == "glacial") | {path, t, t_answer, status, action, inflight}' "$MOCK_LOG"
 	[ "$(jq -s '[.[] | select(.endpoint == "glacial")] | length' "$MOCK_LOG")" -eq 3 ]
 }

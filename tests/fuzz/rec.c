@@ -3,8 +3,9 @@
  *
  * Pass one reads it from a memfd under the stage cap and does with each
  * line what rec_loop does: rec_parse, or rec_bad_input for an unusable
- * line, then rec_out_json and a flush to /dev/null.  Every record must dump as exactly
- * one line and parse back equal (one line in, one record out).
+ * line, then rec_out_json and a flush to /dev/null.  Every record must
+ * dump as exactly one line and parse back equal (one line in, one record
+ * out).
  *
  * Pass two reads it again through an fd served from memory by a wrapped
  * read(2) (the link uses -Wl,--wrap=read) that returns short reads and
