@@ -106,6 +106,10 @@ demo: all
 bench: all
 	bench/run.sh
 
+# The README's two commands in a minimal Debian 12 root (needs root).
+fresh-check:
+	scripts/fresh-check.sh
+
 # The chaos suite at full size (make check runs it with 500 documents).
 chaos: all
 	PATH="$(abspath $(B))/bin:$$PATH" RFPIPE_ROOT="$(CURDIR)" \
@@ -114,6 +118,6 @@ chaos: all
 clean:
 	rm -rf bin obj build
 
-.PHONY: all test check install uninstall lint demo bench chaos clean
+.PHONY: all test check install uninstall lint demo bench chaos clean fresh-check
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
 include tests/fuzz/fuzz.mk

@@ -5,7 +5,7 @@
 set -eu
 
 cd "$(dirname "$0")"
-./scripts/deps.sh
+./scripts/deps.sh demo
 make -s all
 run=${1:-demo-run}
 rm -rf "$run"

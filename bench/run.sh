@@ -123,11 +123,12 @@ selected() {
 }
 
 # ---------------------------------------------------------------- tools
+# The peers and tools come from the one list, scripts/deps.sh.
+"$root/scripts/deps.sh" bench || die "scripts/deps.sh bench failed"
 for t in curl jq parallel timeout awk; do
-	command -v "$t" >/dev/null 2>&1 ||
-		die "$t not found (apt-get install curl jq parallel coreutils gawk)"
+	command -v "$t" >/dev/null 2>&1 || die "$t not found after scripts/deps.sh bench"
 done
-[ -x /usr/bin/time ] || die "/usr/bin/time not found (apt-get install time)"
+[ -x /usr/bin/time ] || die "/usr/bin/time not found after scripts/deps.sh bench"
 py=
 for p in /usr/bin/python3 python3; do
 	if "$p" -c 'import aiohttp' >/dev/null 2>&1; then
@@ -135,7 +136,7 @@ for p in /usr/bin/python3 python3; do
 		break
 	fi
 done
-[ -n "$py" ] || die "python3 with aiohttp not found (apt-get install python3-aiohttp)"
+[ -n "$py" ] || die "python3 with aiohttp not found after scripts/deps.sh bench"
 
 # Which rfpipe this measures: others may commit while the bench runs.
 rev0="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$( [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] && echo ' plus uncommitted changes')"

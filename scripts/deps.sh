@@ -1,12 +1,56 @@
 #!/bin/sh
-# Install the Debian packages rfpipe needs to build, test and run its demo,
-# if any is missing (with sudo when not root).  Prints what it runs.
+# The one list of Debian packages rfpipe needs, by purpose, and the one
+# place that installs them.  demo.sh, tests/run and bench/run.sh call it;
+# .ci/run reaches it through tests/run.
+#
+# Usage: scripts/deps.sh [-n] [demo|test|bench|deb]...   (default: test)
+#   -n  print the packages the purposes need, one per line; install nothing
+#
+# Packages are installed with --no-install-recommends: a minimal or
+# container image skips recommendations, so nothing here may rest on one
+# (bats only recommends GNU parallel, which `bats --jobs` needs).
 set -eu
 
-pkgs="make gcc pkg-config libcurl4-openssl-dev libjansson-dev libyaml-dev
-libssl-dev libmicrohttpd-dev libpq-dev postgresql clang libclang-rt-14-dev bats bats-support bats-assert
-jq shellcheck strace
-mandoc curl"
+# Build: compiler, make, and the libraries' headers (Makefile's DEPS).
+build="make gcc libc6-dev pkg-config libcurl4-openssl-dev libjansson-dev
+libyaml-dev libssl-dev libmicrohttpd-dev libpq-dev"
+# The demo: the build only (the mock portal is built from the tree).
+demo="$build"
+# The tests: bats and what its parallel jobs need, the sanitizer build, the
+# PostgreSQL state backend's server, and the tools the suites call.
+test="$build bats bats-support bats-assert parallel clang libclang-rt-14-dev
+postgresql jq shellcheck strace mandoc curl procps"
+# The bench: the peers it measures rfpipe against, and a real nginx limiter.
+bench="$test python3 python3-aiohttp time gawk coreutils nginx-light"
+# The Debian package: its build tools, its checker, and man to read it.
+deb="$build debhelper dpkg-dev fakeroot lintian man-db"
+
+list=false
+if [ "${1:-}" = -n ]; then
+	list=true
+	shift
+fi
+[ $# -gt 0 ] || set -- test
+pkgs=
+for purpose; do
+	case $purpose in
+	demo) pkgs="$pkgs $demo" ;;
+	test) pkgs="$pkgs $test" ;;
+	bench) pkgs="$pkgs $bench" ;;
+	deb) pkgs="$pkgs $deb" ;;
+	*)
+		echo "scripts/deps.sh: unknown purpose \"$purpose\" (demo, test, bench, deb)" >&2
+		exit 2
+		;;
+	esac
+done
+# shellcheck disable=SC2086  # one word per package
+pkgs=$(printf '%s\n' $pkgs | sort -u)
+
+if $list; then
+	printf '%s\n' "$pkgs"
+	exit 0
+fi
 
 missing=
 for p in $pkgs; do
@@ -21,11 +65,11 @@ elif command -v sudo >/dev/null 2>&1; then
 	sudo=sudo
 else
 	echo "rfpipe: missing Debian packages:$missing" >&2
-	echo "rfpipe: as root, run: apt-get update && apt-get install -y$missing" >&2
+	echo "rfpipe: as root, run: apt-get update && apt-get install -y --no-install-recommends$missing" >&2
 	exit 1
 fi
 echo "rfpipe: installing:$missing" >&2
-# shellcheck disable=SC2086
 $sudo apt-get update -qq
 # shellcheck disable=SC2086
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing >/dev/null
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+    --no-install-recommends $missing >/dev/null

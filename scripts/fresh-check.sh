@@ -1,0 +1,98 @@
+#!/bin/sh
+# Run the README's two commands in a minimal Debian 12 root, built here from
+# the Debian registry with mmdebstrap, on a clean clone of HEAD, with apt set
+# never to install recommendations: "works on a fresh machine", tested.
+#
+# Usage: scripts/fresh-check.sh [-k] [-d] [WORKDIR]
+#   -k  keep the root afterwards (default: remove it)
+#   -d  also build the Debian package here and install it into the root,
+#       then run a small batch from the installed paths and `man rfpipe`
+# Needs root, mmdebstrap and a Debian mirror (scripts/deps.sh does not
+# install mmdebstrap: this check runs on a developer's machine, not in CI).
+# Slow: a few minutes for the root, then the whole test suite.
+set -eu
+
+keep=false deb=false
+while getopts kd o; do
+	case $o in
+	k) keep=true ;;
+	d) deb=true ;;
+	*) echo "usage: scripts/fresh-check.sh [-k] [-d] [WORKDIR]" >&2; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+
+die() { echo "fresh-check: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "must run as root (it builds and enters a chroot)"
+command -v mmdebstrap >/dev/null 2>&1 ||
+	die "mmdebstrap not found (apt-get install mmdebstrap)"
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+work=${1:-$(mktemp -d "${TMPDIR:-/tmp}/rfpipe-fresh.XXXXXX")}
+mkdir -p "$work"
+root=$work/root
+mirror=${FRESH_MIRROR:-http://deb.debian.org/debian}
+
+umount_all() {
+	for m in dev/pts dev proc sys; do
+		umount -l "$root/$m" 2>/dev/null || :
+	done
+}
+cleanup() {
+	umount_all
+	$keep || rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+t0=$(date +%s)
+step() { echo "fresh-check: [$(($(date +%s) - t0)) s] $*" >&2; }
+
+if [ ! -x "$root/bin/sh" ]; then
+	step "building a minimal Debian 12 root in $root"
+	# minbase: essential packages and apt, nothing recommended; sudo is
+	# absent, as on a minimal image, and the commands run as root.
+	mmdebstrap --variant=minbase --include=ca-certificates,git \
+	    --aptopt='APT::Install-Recommends "false"' \
+	    --aptopt='APT::Install-Suggests "false"' \
+	    bookworm "$root" "$mirror" >"$work/mmdebstrap.log" 2>&1 ||
+		die "mmdebstrap failed: see $work/mmdebstrap.log"
+fi
+
+step "cloning HEAD into the root"
+rm -rf "$root/src/rfpipe"
+mkdir -p "$root/src"
+git clone -q "$top" "$root/src/rfpipe"
+
+mount -t proc proc "$root/proc"
+mount -t sysfs sys "$root/sys"
+mount --bind /dev "$root/dev"
+mount --bind /dev/pts "$root/dev/pts"
+cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || :
+
+in_root() {
+	chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+	    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+	    /bin/sh -c "$1"
+}
+
+step "README command 1: ./demo.sh"
+in_root 'cd /src/rfpipe && ./demo.sh' >"$work/demo.log" 2>&1 ||
+	{ tail -20 "$work/demo.log" >&2; die "./demo.sh failed: see $work/demo.log"; }
+tail -3 "$work/demo.log" >&2
+step "README command 2: ./tests/run"
+in_root 'cd /src/rfpipe && ./tests/run' >"$work/tests.log" 2>&1 ||
+	{ tail -30 "$work/tests.log" >&2; die "./tests/run failed: see $work/tests.log"; }
+grep -E '^[0-9]+\.\.[0-9]+$|^ok .*|^not ok' "$work/tests.log" | grep -c '^ok' |
+	sed 's/^/fresh-check: bats tests passed: /' >&2
+
+if $deb; then
+	step "building the Debian package"
+	in_root 'cd /src/rfpipe && scripts/deps.sh deb && make deb' \
+	    >"$work/deb.log" 2>&1 ||
+		{ tail -30 "$work/deb.log" >&2; die "make deb failed: see $work/deb.log"; }
+	step "installing it into the root and running a batch from /usr/bin"
+	in_root 'cd /src/rfpipe && tests/deb-smoke.sh' >"$work/deb-smoke.log" 2>&1 ||
+		{ tail -30 "$work/deb-smoke.log" >&2; die "the installed package failed: see $work/deb-smoke.log"; }
+	tail -5 "$work/deb-smoke.log" >&2
+fi
+step "passed"
