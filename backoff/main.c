@@ -5,7 +5,8 @@
  * "dead" with "dead_reason" permanent for class permanent; for class
  * transient, "retry" with "not_before" (epoch seconds) and "delay_s" when
  * attempts remain and the run-wide retry budget grants one, else "dead"
- * with exhausted, budget_spent or deadline_cut.  A submission that may have
+ * with exhausted, budget_spent, quota (a Retry-After past
+ * max_retry_after) or deadline_cut.  A submission that may have
  * reached the server is dead ambiguous_submit unless its endpoint is
  * declared (idempotency_keys: true) to honour Idempotency-Key.  A server's Retry-After is
  * a floor: jitter is added above it so records told the same thing do not
@@ -155,9 +156,9 @@ transient(json_t *rec, long lineno)
 			dead(rec, "deadline_cut", "Retry-After %.0f s lands "
 			    "past the deadline", ra);
 		else
-			dead(rec, "exhausted", "Retry-After %.0f s exceeds "
-			    "max_retry_after %.0f s, not waited out", ra,
-			    c->max_retry_after);
+			dead(rec, "quota", "the portal said to come back in "
+			    "%.0f s, past max_retry_after %.0f s; its other "
+			    "documents are held unsent", ra, c->max_retry_after);
 		return 0;
 	}
 	d = delay_for(rec, attempt, ra);

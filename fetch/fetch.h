@@ -19,6 +19,7 @@ struct job {
 	double		 not_before;	/* epoch; 0: now */
 	long		 lineno;
 	int		 held;		/* held back by an open breaker */
+	long		 seq;		/* the pace's grant number; -1: none */
 	struct job	*next;		/* in the ready queue */
 };
 
@@ -40,6 +41,8 @@ struct xfer {
 	int		 too_large;
 	int		 slot;		/* slot index held, -1: none */
 	int		 probe;		/* the breaker's half-open probe */
+	long		 inflight;	/* on its endpoint at its send, itself
+					   included */
 	double		 t0;
 	double		 t1;		/* when the transfer ended */
 	char		*retry_after;

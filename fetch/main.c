@@ -54,6 +54,7 @@
 #define FB_DEFER 0.05	/* real seconds news may wait before it is told */
 #define FREE_S	0.05	/* ... and a free pace or closed breaker is trusted */
 #define FREE_RATE 2000.0	/* a pace this fast holds nothing back */
+#define UP_S	10.0	/* logical s a success says an endpoint is up */
 #define FILING_MAX 2		/* x concurrency: on the wire and filing */
 #define FILES_FIXED 64		/* open files besides the transfers' */
 #define OUT_PIECE (64 * 1024)	/* stdout is written in pieces this big */
@@ -75,7 +76,9 @@ struct ep {
 	char		*safe;
 	const struct conf_ep *cf;
 	long		 ceiling;
+	long		 window;	/* the pace's in-flight limit; 0: none */
 	long		 inflight;
+	double		 ok_at;		/* clk_now of its last success */
 	struct pace_cfg	 pace;		/* in real seconds */
 	double		 blocked_until;	/* no slot, pace or breaker until then */
 	int		 paced;		/* ... and it was the pace */
@@ -85,6 +88,7 @@ struct ep {
 	long		 nready;	/* its jobs in the ready queue */
 	/* Good for one pass of start_ready only. */
 	long		 credit;	/* pace sends reserved, not yet used */
+	long		 seq;		/* ... the next one's grant number */
 	double		 pace_wait;	/* the pace granted fewer than asked */
 	int		 brk_closed;	/* the breaker let a request by */
 	/* Outcomes not yet told to the shared pace and breaker. */
@@ -226,6 +230,9 @@ endpoint(const char *name)
 	    fo.conf.concurrency;
 	e->pace.rate = e->cf->rate / clk_scale();
 	e->pace.burst = e->cf->burst;
+	e->pace.quota_after = clk_real(fo.conf.max_retry_after);
+	e->pace.deadline = fo.deadline;
+	e->pace.conc_told = e->cf->concurrency > 0;
 	e->slot_held = xcalloc((size_t)e->ceiling, 1);
 	e->idle = xcalloc((size_t)e->ceiling, sizeof(*e->idle));
 	e->next = S.eps;
@@ -233,8 +240,18 @@ endpoint(const char *name)
 	return e;
 }
 
+/* Requests e may have in flight: its ceiling, or the pace's window. */
+static long
+ep_limit(const struct ep *e)
+{
+	return e->window > 0 && e->window < e->ceiling ? e->window :
+	    e->ceiling;
+}
+
 /*
- * Take a free slot of e shared through lib/store; its index or -1.  A slot
+ * Take a free slot of e shared through lib/store; its index or -1.  Slots
+ * past the pace's window are not taken, so the window holds across every
+ * process on the run directory.  A slot
  * whose transfer ended in this turn of the loop is still held: it passes
  * to the next transfer without a lock round trip.
  */
@@ -245,11 +262,11 @@ slot_take(struct ep *e)
 	long i;
 	int rc;
 
-	if (e->inflight >= e->ceiling)
+	if (e->inflight >= ep_limit(e))
 		return -1;
 	if (e->nidle > 0)
 		return (int)e->idle[--e->nidle];
-	for (i = 0; i < e->ceiling; i++) {
+	for (i = 0; i < ep_limit(e); i++) {
 		if (e->slot_held[i])
 			continue;
 		if (fo.run_dir == NULL && !store_shared())
@@ -517,6 +534,21 @@ state_fail(const char *err)
 }
 
 /*
+ * The pace holds e past its quota: j leaves dead, unsent, saying when the
+ * portal said to come back.
+ */
+static void
+quota_kill(struct job *j, double until)
+{
+	char when[64], why[200];
+
+	clk_iso(until, when, sizeof(when));
+	snprintf(why, sizeof(why), "the portal's quota for \"%s\" is spent; "
+	    "it said to come back at %s", j->ep->name, when);
+	kill_now(j->rec, 0, "quota", why);
+}
+
+/*
  * Slot, pace, breaker, in that order.  Returns 1 (go; *slot, *probe set),
  * 0 (not yet: the endpoint is blocked until ep->blocked_until) or -1 (the
  * job was dead-lettered circuit_open).
@@ -526,7 +558,8 @@ gate(struct job *j, int *slot, int *probe)
 {
 	struct ep *e = j->ep;
 	const struct conf_breaker *bc = &e->cf->breaker;
-	double now = clk_now(), wait, until, opened, rate;
+	double now = clk_now(), until, opened;
+	struct pace_grant g;
 	enum brk_verdict v;
 	char err[512];
 	long want;
@@ -546,8 +579,8 @@ gate(struct job *j, int *slot, int *probe)
 	if (e->credit == 0) {
 		/* As many sends as could start now, in one reservation. */
 		want = e->nready;
-		if (want > e->ceiling - e->inflight)
-			want = e->ceiling - e->inflight;
+		if (want > ep_limit(e) - e->inflight)
+			want = ep_limit(e) - e->inflight;
 		if (want > room())
 			want = room();
 		if (want < 1)
@@ -557,23 +590,36 @@ gate(struct job *j, int *slot, int *probe)
 		 * nothing back: not asked again for FREE_S (unless an answer
 		 * since had news for it), a locked update saved per turn.
 		 */
-		if (clk_mono() < e->pace_free)
+		if (clk_mono() < e->pace_free) {
 			e->credit = want;
-		else if (pace_take_n(fo.run_dir, e->name, &e->pace, now,
-		    want, &e->credit, &wait, &rate, err, sizeof(err)) == -1)
-			state_fail(err);
-		else if (e->credit == want && rate >= FREE_RATE)
-			e->pace_free = clk_mono() + FREE_S;
-		if (e->credit < want)
-			e->pace_wait = wait;
+			e->seq = -1;	/* not numbered by the pace */
+		} else {
+			if (pace_take_n(fo.run_dir, e->name, &e->pace, now,
+			    want, &g, err, sizeof(err)) == -1)
+				state_fail(err);
+			if (g.quota_until > 0) {
+				slot_give(e, *slot);
+				quota_kill(j, g.quota_until);
+				return -1;
+			}
+			e->credit = g.granted;
+			e->seq = g.seq;
+			e->window = g.window;
+			if (g.granted == want && (g.rate == 0 ||
+			    g.rate >= FREE_RATE))
+				e->pace_free = clk_mono() + FREE_S;
+			if (g.granted < want)
+				e->pace_wait = g.wait;
+		}
 		if (e->credit == 0) {
 			slot_give(e, *slot);
-			e->blocked_until = now + wait;
+			e->blocked_until = now + e->pace_wait;
 			e->paced = 1;
 			return 0;
 		}
 	}
 	e->credit--;
+	j->seq = e->seq < 0 ? -1 : e->seq++;
 	/*
 	 * Closed a moment ago (in this pass, or within FREE_S with no failure
 	 * or probe since): closed still, for this process.
@@ -854,6 +900,7 @@ start_ready(void)
 			free(key);
 		}
 		j->ep->inflight++;
+		x->inflight = j->ep->inflight;
 		S.active++;
 		x->next = S.wire;
 		if (S.wire != NULL)
@@ -931,7 +978,8 @@ feedback(const struct xfer *x)
 	struct pace_ev *pe;
 	struct brk_ev *be;
 	char reason[64];
-	int slow;
+	double ra;
+	int slow, up;
 
 	k = class_of(rec, reason, sizeof(reason));
 	if (strcmp(reason, "deadline") == 0)
@@ -941,18 +989,34 @@ feedback(const struct xfer *x)
 		e->pev = xrealloc(e->pev, e->capev * sizeof(*e->pev));
 		e->bev = xrealloc(e->bev, e->capev * sizeof(*e->bev));
 	}
-	slow = st == 429 || (st == 503 && x->retry_after != NULL);
+	/*
+	 * Throttling slows the pace: a 429, or a 503 with a Retry-After or
+	 * from an endpoint that had a success a moment ago (nginx's limit_req
+	 * answers 503 by default).  A 429, and a 503 from an endpoint that is
+	 * answering, say it is up: only a 503 from one that serves nothing
+	 * is an outage, the breaker's business.
+	 */
+	up = e->ok_at > 0 && now - e->ok_at < clk_real(UP_S);
+	slow = st == 429 || (st == 503 && (x->retry_after != NULL || up));
+	if (k == CLASS_OK)
+		e->ok_at = now;
 	if (slow || k == CLASS_OK) {
 		pe = &e->pev[e->npev++];
 		pe->ev = slow ? PACE_SLOW : PACE_OK;
 		pe->sent_at = x->t0;
 		pe->now = now;
+		pe->inflight = x->inflight;
+		pe->seq = x->job->seq;
+		pe->retry_after = -1;
+		if (x->retry_after != NULL && hdr_retry_after(x->retry_after,
+		    now, &ra) == 0)
+			pe->retry_after = clk_real(ra);
 		pe->rl = x->rl;
 		pe->rl_seen = x->rl_seen;
 	}
-	/* A 429 says the endpoint is up and wants less: the pace's business. */
 	be = &e->bev[e->nbev++];
-	be->out = k == CLASS_TRANSIENT && st != 429 ? BRK_FAILURE : BRK_SUCCESS;
+	be->out = k == CLASS_TRANSIENT && st != 429 && !(st == 503 && up) ?
+	    BRK_FAILURE : BRK_SUCCESS;
 	be->probe = x->probe;
 	be->fresh = rec_int(rec, "attempt", 1) == 1;
 	be->now = now;
@@ -1164,7 +1228,7 @@ poll_timeout(void)
 		double soon = now + t;
 
 		for (e = S.eps; e != NULL; e = e->next)
-			if (e->nready > 0 && e->inflight < e->ceiling &&
+			if (e->nready > 0 && e->inflight < ep_limit(e) &&
 			    e->blocked_until < soon)
 				soon = e->blocked_until;
 		t = soon - now < 0.001 ? 0.001 : soon - now;

@@ -175,3 +175,16 @@ clk_deadline(const char *s, double now, double *out)
 	}
 	return -1;
 }
+
+void
+clk_iso(double epoch, char *buf, unsigned long len)
+{
+	time_t t = (time_t)epoch;
+	struct tm tm;
+
+	if (len == 0)
+		return;
+	if (gmtime_r(&t, &tm) == NULL ||
+	    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, len, "@%.0f", epoch);
+}

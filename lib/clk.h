@@ -29,4 +29,6 @@ double	clk_draw(uint64_t seed, const char *key, long n);
  * (local time without a zone), or "@1796018400" (epoch).  0 or -1.
  */
 int	clk_deadline(const char *s, double now, double *out);
+/* Epoch seconds as UTC ISO 8601, "2026-12-01T06:00:00Z", into buf. */
+void	clk_iso(double epoch, char *buf, unsigned long len);
 #endif

@@ -18,8 +18,8 @@
 #include "lib/x.h"
 
 static const char *reasons[] = { "permanent", "exhausted", "budget_spent",
-	"circuit_open", "deadline_cut", "ambiguous_submit", "bad_input",
-	NULL };
+	"circuit_open", "quota", "deadline_cut", "ambiguous_submit",
+	"bad_input", NULL };
 
 struct summ {
 	json_t	*t;	/* {"succeeded":n,"dead":n,"dead_by_reason":{},...} */

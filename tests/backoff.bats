@@ -218,13 +218,14 @@ backoff_json() {
 	[ "$(jq -s 'map(.delay_s) | unique | length' <<<"$output")" -ge 5 ]
 }
 
-@test "backoff: a Retry-After over --max-retry-after is dead at once without spending budget" {
+@test "backoff: a Retry-After over --max-retry-after is dead quota at once without spending budget" {
 	local rd=$BATS_TEST_TMPDIR/run
 	backoff_json --seed 1 --budget 5 --run-dir "$rd" --max-retry-after 60 -- \
 	    '{"id":"far","class":"transient","attempt":1,"retry_after_s":120}' \
 	    '{"id":"near","class":"transient","attempt":1,"retry_after_s":60}'
 	assert_success
-	check far '.fate == "dead" and .dead_reason == "exhausted" and (has("not_before") | not)'
+	check far '.fate == "dead" and .dead_reason == "quota" and (has("not_before") | not)'
+	check far '.dead_detail | test("come back in 120 s")'
 	check near '.fate == "retry" and .delay_s >= 60'
 	jq -e '.left == 4' "$rd/state/budget.json"
 }
@@ -232,7 +233,7 @@ backoff_json() {
 @test "backoff: the default max_retry_after is an hour" {
 	backoff_json --seed 1 --budget 5 -- \
 	    '{"id":"far","class":"transient","attempt":1,"retry_after_s":7200}'
-	check far '.fate == "dead" and .dead_reason == "exhausted"'
+	check far '.fate == "dead" and .dead_reason == "quota"'
 }
 
 @test "backoff: a deadline already past cuts transient records deadline_cut" {

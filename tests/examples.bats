@@ -96,12 +96,12 @@ teardown() {
 	    all(.headers["X-Api-Key"] == "${SAM_API_KEY}")' "$EX/sam-gov/manifest.ndjson" >/dev/null
 }
 
-@test "examples: under the SAM.gov configuration a 429 with Retry-After at midnight UTC is dead exhausted at once" {
+@test "examples: under the SAM.gov configuration a 429 with Retry-After at midnight UTC is dead quota at once" {
 	# 22 hours from the response's Date to the quota's reset.
 	run --separate-stderr sh -c 'rfp-classify | rfp-backoff --config "$1" --admitted 3' sh "$EX/sam-gov/rfpipe.yaml" \
 	    <<<'{"id":"sam-1","url":"https://api.sam.gov/opportunities/v2/search","endpoint":"api.sam.gov","attempt":1,"status":429,"date":"Sun, 29 Nov 2026 02:00:00 GMT","retry_after":"Mon, 30 Nov 2026 00:00:00 GMT"}'
 	assert_success
-	jq -e '.retry_after_s == 79200 and .fate == "dead" and .dead_reason == "exhausted" and
+	jq -e '.retry_after_s == 79200 and .fate == "dead" and .dead_reason == "quota" and
 	    (.dead_detail | test("max_retry_after"))' <<<"$output"
 }
 

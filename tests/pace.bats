@@ -99,7 +99,9 @@ teardown() {
 @test "breaker: poison documents left alone at the end of a batch do not keep the breaker opening" {
 	# One at a time, the good ones first: the five bad first attempts fail
 	# in a row and open the breaker, and then only their retries are left.
-	printf 'routes:\n  - {match: "/p/bad/*", endpoint: p, script: [503], retry_after: 1}\n  - {match: "/p/*", endpoint: p}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	# (500, not 503: a 503 right after successes is throttling, which
+	# never opens the breaker; tests/limiters.bats.)
+	printf 'routes:\n  - {match: "/p/bad/*", endpoint: p, script: [500]}\n  - {match: "/p/*", endpoint: p}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
 	{ manifest /p/ok 20 p | sed 's/"id":"p-/"id":"q-/'; manifest /p/bad 5 p; } >"$BATS_TEST_TMPDIR/m"
 	run -3 pipeline.sh -q -j 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
@@ -116,11 +118,6 @@ teardown() {
 	manifest /f 200 f >"$BATS_TEST_TMPDIR/m"
 	run -0 pipeline.sh -q -j 8 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 200 ]
-	# w_ok counts the successes told in the pace's current one-second
-	# window: all 200 when the run's answers fit in one.
-	span=$(jq -s 'map(.response_at) | max - min' "$RUN/results.ndjson")
-	if ! awk -v s="$span" 'BEGIN { exit !(s < 0.9) }'; then
-		skip "the answers spanned $span s, more than one window"
-	fi
-	jq -e '.w_ok == 200' "$RUN/state/rate/f.json"
+	# n_ok counts every success the pace was told of.
+	jq -e '.n_ok == 200' "$RUN/state/rate/f.json"
 }

@@ -274,19 +274,21 @@ dead_count() {
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
 	{ manifest /portal 40 portal; manifest /free 40 free; } >"$BATS_TEST_TMPDIR/m"
 	run -0 pipeline.sh -q -j 16 --run-dir "$RUN" --seed 1 --max-attempts 10 "$BATS_TEST_TMPDIR/m"
-	# The shared pace of "portal" was cut by its 429s (a cut was made: r_before
-	# is the rate it cut from), and the other's never was.
-	jq -e '.slows >= 1 and .r_before > 0' "$RUN/state/rate/portal.json"
-	jq -e '.slows == 0 and .ss == true' "$RUN/state/rate/free.json"
+	# The shared pace of "portal" started at its 429s, and the other's
+	# never did: it is not paced at all.
+	jq -e '.paced == 1 and .rate > 0' "$RUN/state/rate/portal.json"
+	jq -e '.paced == 0 and .cuts == 0' "$RUN/state/rate/free.json"
 	[ "$(jq -s '[.[] | select(.endpoint == "free" and .status != 200)] | length' "$MOCK_LOG")" -eq 0 ]
 }
 
-@test "pipeline: a Retry-After beyond max_retry_after is dead-lettered at once, not waited out" {
+@test "pipeline: a Retry-After beyond max_retry_after is a quota: dead at once, the endpoint's others unsent" {
 	printf 'routes:\n  - {match: "/quota/*", endpoint: sam, script: [429], retry_after: 43200}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
-	manifest /quota 3 sam >"$BATS_TEST_TMPDIR/m"
+	manifest /quota 6 sam >"$BATS_TEST_TMPDIR/m"
 	printf 'max_retry_after: 1h\n' >"$BATS_TEST_TMPDIR/c.yaml"
-	run -3 pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
-	[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" -eq 3 ]
-	jq -s -e 'all(.dead_reason == "exhausted" and (.dead_detail | test("exceeds max_retry_after")))' "$RUN/dead.ndjson"
+	run -3 pipeline.sh -q -j 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	# The first answer, and at most one sent while it was being filed.
+	[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" -le 2 ]
+	jq -s -e 'length == 6 and all(.dead_reason == "quota" and (.dead_detail | test("come back")))' "$RUN/dead.ndjson"
+	jq -s -e '[.[] | select(.status == null)] | length >= 4' "$RUN/dead.ndjson"
 }
