@@ -25,25 +25,11 @@
 #include "lib/x.h"
 #include "portal.h"
 #include "scen.h"
+#include "tab.h"
 
 #define CONN_MAX	4096		/* concurrent connections */
 #define STACK_SIZE	(256 * 1024)	/* per connection thread */
 #define NAP_SLICE	0.05		/* real s between stop checks */
-
-/*
- * A string-keyed table.  For paths a counts requests and b is the script
- * position; for idempotency keys a is the tracking number, b the commits.
- */
-struct slot {
-	char		*key;
-	long		 a, b;
-	struct slot	*next;
-};
-
-struct tab {
-	struct slot	**v;
-	size_t		 nb, n;
-};
 
 struct portal {
 	const struct scen *scen;
@@ -93,63 +79,6 @@ struct ans {
 	const char	*ctype;		/* control answers */
 	char		*cbody;
 };
-
-static struct slot *
-tab_get(struct tab *t, const char *key, int create)
-{
-	struct slot *s, *next, **nv;
-	size_t h, i, nnb;
-
-	if (t->nb == 0) {
-		if (!create)
-			return NULL;
-		t->nb = 256;
-		t->v = xcalloc(t->nb, sizeof(*t->v));
-	}
-	h = clk_hash(0, key, strlen(key)) & (t->nb - 1);
-	for (s = t->v[h]; s != NULL; s = s->next)
-		if (strcmp(s->key, key) == 0)
-			return s;
-	if (!create)
-		return NULL;
-	if (t->n >= t->nb) {
-		nnb = t->nb * 2;
-		nv = xcalloc(nnb, sizeof(*nv));
-		for (i = 0; i < t->nb; i++)
-			for (s = t->v[i]; s != NULL; s = next) {
-				next = s->next;
-				h = clk_hash(0, s->key, strlen(s->key)) &
-				    (nnb - 1);
-				s->next = nv[h];
-				nv[h] = s;
-			}
-		free(t->v);
-		t->v = nv;
-		t->nb = nnb;
-		h = clk_hash(0, key, strlen(key)) & (t->nb - 1);
-	}
-	s = xcalloc(1, sizeof(*s));
-	s->key = xstrdup(key);
-	s->next = t->v[h];
-	t->v[h] = s;
-	t->n++;
-	return s;
-}
-
-static void
-tab_free(struct tab *t)
-{
-	struct slot *s, *next;
-	size_t i;
-
-	for (i = 0; i < t->nb; i++)
-		for (s = t->v[i]; s != NULL; s = next) {
-			next = s->next;
-			free(s->key);
-			free(s);
-		}
-	free(t->v);
-}
 
 /* Sleep s real seconds, in slices, so a stopping portal is never held up. */
 static void
@@ -878,8 +807,8 @@ portal_free(struct portal *p)
 {
 	if (p == NULL)
 		return;
-	tab_free(&p->paths);
-	tab_free(&p->keys);
+	tab_free(&p->paths, NULL);
+	tab_free(&p->keys, NULL);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
 }
