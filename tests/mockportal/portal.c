@@ -23,6 +23,7 @@
 #include "lib/clk.h"
 #include "lib/msg.h"
 #include "lib/x.h"
+#include "limit.h"
 #include "portal.h"
 #include "scen.h"
 #include "tab.h"
@@ -58,12 +59,15 @@ struct req {
 	struct endpoint	*ep;
 	long		 inflight, inflight_total;
 	unsigned long long body_bytes;
+	struct lim_pass	 lp;		/* what the limits said; its slots */
 };
 
 /* What was decided for one request. */
 struct ans {
 	enum act	 act;
 	const char	*action;	/* the log's "action" */
+	const char	*limiter;	/* the log's "limiter": who refused */
+	double		 queued_ms;	/* logical ms held by a limiter */
 	int		 status;	/* 0: no reply */
 	long		 seq, script_index;	/* 0: not applicable */
 	int		 submission, committed, duplicate;
@@ -72,7 +76,9 @@ struct ans {
 	char		 ra[256];	/* Retry-After sent */
 	int		 has_ra;
 	int		 rl;		/* send rate-limit headers */
+	int		 refused_now;	/* by a limiter: no delay_ms */
 	long		 rl_limit, rl_remaining, rl_reset;
+	char		*lh[LHI_N];	/* the limits' headers */
 	double		 sleep_s;	/* real s before replying */
 	int		 kind_body;	/* 2xx body of the route's kind */
 	const char	*allow;		/* for 405 */
@@ -90,17 +96,23 @@ nap(struct portal *p, double s)
 		clk_sleep(left < NAP_SLICE ? left : NAP_SLICE, NULL);
 }
 
-/* GCRA: take a slot at now (clk_mono) if one is free. */
+/* The rate's GCRA: whether a slot is free at now (clk_mono). */
 static int
-gcra_take(struct endpoint *ep, double now)
+gcra_ok(const struct endpoint *ep, double now)
 {
 	double t = clk_real(1.0 / ep->per_s), tau = (double)ep->burst * t;
 	double tat = ep->tat > now ? ep->tat : now;
 
-	if (tat - now > tau + 1e-9)
-		return 0;
-	ep->tat = tat + t;
-	return 1;
+	return tat - now <= tau + 1e-9;
+}
+
+/* Take the slot gcra_ok found free. */
+static void
+gcra_take(struct endpoint *ep, double now)
+{
+	double tat = ep->tat > now ? ep->tat : now;
+
+	ep->tat = tat + clk_real(1.0 / ep->per_s);
 }
 
 /* Limit, remaining and logical seconds until a slot frees, as of now. */
@@ -209,6 +221,39 @@ submit(struct portal *p, const struct route *r, const char *hkey,
 	s->b++;
 }
 
+/*
+ * The endpoint's rate and limits: 1 with the refusal in a, or 0 with every
+ * active limiter counting the request (and a told how long to hold it).
+ */
+static int
+limited(struct req *rq, struct endpoint *ep, const char *path, double now,
+    double lt, struct ans *a)
+{
+	int rate_ok = !ep->has_rate || gcra_ok(ep, now);
+
+	lim_decide(ep, path, lt, !rate_ok, &rq->lp);
+	if (rate_ok && rq->lp.by == NULL) {
+		if (ep->has_rate)
+			gcra_take(ep, now);
+		a->queued_ms = rq->lp.hold * 1000;
+		a->sleep_s = clk_real(rq->lp.hold);
+		return 0;
+	}
+	a->action = "rate_limited";
+	if (!rate_ok) {
+		a->limiter = "rate";
+		a->status = 429;
+		format_ra(&ep->rate_ra, a);
+	} else {
+		/* Refused in front of the backend: at once, no delay_ms. */
+		a->limiter = lim_kind_name(rq->lp.by->kind);
+		a->status = rq->lp.by->status;
+		format_ra(&rq->lp.by->ra, a);
+		a->refused_now = 1;
+	}
+	return 1;
+}
+
 /* Decide a scenario request's answer; mu held. */
 static void
 decide(struct portal *p, struct req *rq, const char *path,
@@ -219,7 +264,7 @@ decide(struct portal *p, struct req *rq, const char *path,
 	const struct script *sc;
 	const struct entry *e;
 	struct slot *ps;
-	double now = clk_mono(), el = now - p->t0;
+	double now = clk_mono(), el = now - p->t0, lt = el / clk_real(1);
 	size_t i;
 
 	ps = tab_get(&p->paths, path, 1);
@@ -232,11 +277,7 @@ decide(struct portal *p, struct req *rq, const char *path,
 		    ep->outage.status : 0;
 		if (a->status != 0)
 			format_ra(&ep->outage_ra, a);
-	} else if (ep->has_rate && !gcra_take(ep, now)) {
-		a->action = "rate_limited";
-		a->status = 429;
-		format_ra(&ep->rate_ra, a);
-	} else {
+	} else if (!limited(rq, ep, path, now, lt, a)) {
 		sc = pick_script(p, r, path);
 		i = (size_t)ps->b++;
 		a->script_index = (long)i + 1;
@@ -254,15 +295,18 @@ decide(struct portal *p, struct req *rq, const char *path,
 		if (e->act == ACT_STATUS && (a->status == 429 ||
 		    a->status == 503))
 			format_ra(&r->ra, a);
-		a->sleep_s = e->act == ACT_HANG ? clk_real(r->hang_ms / 1000) :
+		a->sleep_s += e->act == ACT_HANG ? clk_real(r->hang_ms / 1000) :
 		    e->act == ACT_SLOW ? clk_real(r->slow_ms / 1000) : 0;
 		a->action = e->act == ACT_RESET ? "reset" :
 		    e->act == ACT_HANG ? "hang" : e->act == ACT_DROP ? "drop" :
 		    e->act == ACT_SLOW ? "slow" : "status";
 	}
-	a->sleep_s += clk_real(r->delay_ms / 1000);
+	if (!a->refused_now)
+		a->sleep_s += clk_real(r->delay_ms / 1000);
 	if (r->rl_headers)
 		gcra_state(ep, now, a);
+	if (ep->lim_headers)
+		lim_headers(ep, path, lt, clk_now(), a->lh);
 }
 
 /* Answer /_health and /_status/<key>; mu not held. */
@@ -365,6 +409,9 @@ log_write(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 	set_str(o, "key", hkey);
 	set_long(o, "status", a->status);
 	set_str(o, "action", a->action);
+	set_str(o, "limiter", a->limiter);
+	json_object_set_new(o, "queued_ms", a->queued_ms > 0 ?
+	    json_real(round(a->queued_ms * 1000) / 1000) : json_null());
 	set_long(o, "inflight", rq->ep != NULL ? rq->inflight : 0);
 	json_object_set_new(o, "inflight_total",
 	    json_integer(rq->inflight_total));
@@ -507,6 +554,7 @@ reply(struct MHD_Connection *conn, const struct route *r, const struct ans *a,
 	struct MHD_Response *resp;
 	enum MHD_Result rc;
 	char buf[64];
+	size_t i;
 
 	if ((resp = make_response(r, a, path)) == NULL)
 		return MHD_NO;
@@ -531,6 +579,10 @@ reply(struct MHD_Connection *conn, const struct route *r, const struct ans *a,
 		    "reset=%ld", a->rl_limit, a->rl_remaining, a->rl_reset);
 		MHD_add_response_header(resp, "RateLimit", buf);
 	}
+	for (i = 0; i < LHI_N; i++)
+		if (a->lh[i] != NULL)
+			MHD_add_response_header(resp, lim_hdr_names[i],
+			    a->lh[i]);
 	rc = MHD_queue_response(conn, (unsigned)a->status, resp);
 	MHD_destroy_response(resp);
 	return rc;
@@ -600,7 +652,8 @@ answer(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 	struct ans a;
 	const char *hkey;
 	char *allow = NULL;
-	double t_answer;
+	double t_answer, now;
+	size_t i;
 	enum MHD_Result rc = MHD_NO;
 
 	memset(&a, 0, sizeof(a));
@@ -615,9 +668,14 @@ answer(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 		a.action = "status";
 		a.status = 405;
 		a.allow = allow = allow_list(r);
-		if (r->rl_headers) {
+		if (r->rl_headers || r->ep->lim_headers) {
 			pthread_mutex_lock(&p->mu);
-			gcra_state(r->ep, clk_mono(), &a);
+			now = clk_mono();
+			if (r->rl_headers)
+				gcra_state(r->ep, now, &a);
+			if (r->ep->lim_headers)
+				lim_headers(r->ep, path, (now - p->t0) /
+				    clk_real(1), clk_now(), a.lh);
 			pthread_mutex_unlock(&p->mu);
 		}
 	} else {
@@ -634,6 +692,8 @@ answer(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 		rc = reply(conn, r, &a, path);
 	free(a.key);
 	free(a.cbody);
+	for (i = 0; i < LHI_N; i++)
+		free(a.lh[i]);
 	free(allow);
 	return rc;
 }
@@ -694,6 +754,7 @@ completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		if (rq->ep != NULL)
 			rq->ep->inflight--;
 		p->inflight--;
+		lim_release(&rq->lp);
 		pthread_mutex_unlock(&p->mu);
 	}
 	free(rq->query);
