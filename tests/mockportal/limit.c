@@ -1,4 +1,4 @@
-/* limit: the limiter zoo. */
+/* limit: the limiter zoo, one set of rules for the portal and --ideal. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -205,6 +205,27 @@ refuse(const struct limiter *l, struct lstate *st, double t)
 	}
 }
 
+/*
+ * The earliest time from t at which l, refusing at t, could admit; INFINITY
+ * for never (or, for concurrency, for the caller to say).
+ */
+static double
+next_admit(const struct limiter *l, const struct lstate *st, double t)
+{
+	switch (l->kind) {
+	case LIM_GCRA:
+		return fmax(t, st->tat - (double)l->burst / l->per_s);
+	case LIM_FIXED:
+		return (floor(t / l->window_s) + 1) * l->window_s;
+	case LIM_SLIDING:
+		return ring_at(st, st->n - (size_t)l->limit) + l->window_s;
+	case LIM_CONC:
+	case LIM_QUOTA:
+		break;
+	}
+	return INFINITY;
+}
+
 static void
 view(const struct limiter *l, struct lstate *st, double t, struct lview *v)
 {
@@ -348,4 +369,226 @@ lim_headers(struct endpoint *ep, const char *path, double t, double now,
 			break;
 		}
 	}
+}
+
+/*
+ * The limiters that bind one request per document: the endpoint's own (a
+ * path's see one request each, which only a quota of 0 refuses) and the
+ * legacy rate as a gcra.
+ */
+static size_t
+ideal_limiters(const struct endpoint *ep, struct limiter *out)
+{
+	const struct limiter *l;
+	size_t i, n = 0;
+
+	for (i = 0; i < ep->nlims; i++) {
+		l = &ep->lims[i];
+		if (l->per == PER_ENDPOINT ||
+		    (l->kind == LIM_QUOTA && l->limit == 0)) {
+			out[n] = *l;
+			out[n].st = NULL;
+			out[n].paths = NULL;
+			out[n].per = PER_ENDPOINT;
+			n++;
+		}
+	}
+	if (ep->has_rate) {
+		memset(&out[n], 0, sizeof(out[n]));
+		out[n].kind = LIM_GCRA;
+		out[n].per_s = ep->per_s;
+		out[n].burst = ep->burst;
+		out[n].nodelay = 1;
+		out[n].until_s = INFINITY;
+		n++;
+	}
+	return n;
+}
+
+/* The max of the limiters' bounds on when the last of n can be served. */
+static double
+ideal_bound(const struct limiter *l, size_t nl, double d, long n)
+{
+	double v, b = 0;
+	size_t i;
+
+	for (i = 0; i < nl; i++, l++) {
+		switch (l->kind) {
+		case LIM_GCRA:
+			v = l->nodelay ? (double)(n - (l->burst + 1)) / l->per_s :
+			    (double)(n - 1) / l->per_s;
+			break;
+		case LIM_FIXED:
+		case LIM_SLIDING:
+			v = (double)((n - 1) / l->limit) * l->window_s;
+			break;
+		case LIM_CONC:
+			v = (double)((n - 1) / l->max) * d;
+			break;
+		default:
+			v = 0;
+			break;
+		}
+		if (v > b)
+			b = v;
+	}
+	return b;
+}
+
+/* A min-heap of the end times of requests in flight on a concurrency cap. */
+struct heap {
+	double		*v;
+	size_t		 n;
+};
+
+static void
+heap_push(struct heap *h, double x)
+{
+	size_t i = h->n++, p;
+
+	while (i > 0 && h->v[p = (i - 1) / 2] > x) {
+		h->v[i] = h->v[p];
+		i = p;
+	}
+	h->v[i] = x;
+}
+
+static void
+heap_pop(struct heap *h)
+{
+	double x = h->v[--h->n];
+	size_t i = 0, c;
+
+	while ((c = 2 * i + 1) < h->n) {
+		if (c + 1 < h->n && h->v[c + 1] < h->v[c])
+			c++;
+		if (h->v[c] >= x)
+			break;
+		h->v[i] = h->v[c];
+		i = c;
+	}
+	if (h->n > 0)
+		h->v[i] = x;
+}
+
+/* The first time after t at which some limiter or the outage switches. */
+static double
+next_switch(const struct limiter *l, size_t nl, const struct endpoint *ep,
+    double t)
+{
+	double b = INFINITY;
+	size_t i;
+
+	for (i = 0; i < nl; i++) {
+		if (l[i].from_s > t && l[i].from_s < b)
+			b = l[i].from_s;
+		if (l[i].until_s > t && l[i].until_s < b)
+			b = l[i].until_s;
+	}
+	if (ep->has_outage && ep->start_s > t && ep->start_s < b)
+		b = ep->start_s;
+	return b;
+}
+
+/*
+ * Send each document at the earliest time every active limiter admits it
+ * (and the outage, if any, is over), in turn; *span is when the last answer
+ * is in, *allowed how many ever got through.
+ */
+static void
+ideal_sim(const struct limiter *l, size_t nl, const struct endpoint *ep,
+    double d, long n, double *span, long *allowed)
+{
+	struct lstate st[LIM_MAX + 1];
+	struct heap hp[LIM_MAX + 1];
+	double t = 0, need, nt, sw, done, hold, h;
+	size_t i;
+	long k;
+	int ok;
+
+	memset(st, 0, sizeof(st));
+	memset(hp, 0, sizeof(hp));
+	for (i = 0; i < nl; i++)
+		if (l[i].kind == LIM_CONC)
+			hp[i].v = xcalloc((size_t)l[i].max, sizeof(double));
+	*span = 0;
+	for (k = 0; k < n; k++) {
+		for (;;) {
+			if (ep->has_outage && t >= ep->start_s &&
+			    t < ep->end_s) {
+				t = ep->end_s;
+				if (isinf(t))
+					goto out;
+				continue;
+			}
+			ok = 1;
+			need = t;
+			for (i = 0; i < nl; i++) {
+				if (!active(&l[i], t))
+					continue;
+				if (l[i].kind == LIM_CONC) {
+					while (hp[i].n > 0 && hp[i].v[0] <= t)
+						heap_pop(&hp[i]);
+					st[i].inflight = (long)hp[i].n;
+				}
+				if (admits(&l[i], &st[i], t))
+					continue;
+				ok = 0;
+				nt = l[i].kind == LIM_CONC ? hp[i].v[0] :
+				    next_admit(&l[i], &st[i], t);
+				if (nt > need)
+					need = nt;
+			}
+			if (ok)
+				break;
+			/* A switch a rounding error away is the switch. */
+			sw = next_switch(l, nl, ep, t);
+			nt = !isinf(sw) && sw - need <= EPS * fmax(1, sw) ? sw :
+			    need;
+			if (isinf(nt))
+				goto out;
+			/* Rounding must not hold the clock still. */
+			t = nt > t ? nt : t + EPS * fmax(1, t);
+		}
+		hold = 0;
+		for (i = 0; i < nl; i++)
+			if (active(&l[i], t) && (h = take(&l[i], &st[i],
+			    t)) > hold)
+				hold = h;
+		done = t + hold;
+		for (i = 0; i < nl; i++)
+			if (l[i].kind == LIM_CONC && active(&l[i], t))
+				heap_push(&hp[i], done + d);
+		if (done + d > *span)
+			*span = done + d;
+	}
+out:
+	*allowed = k;
+	for (i = 0; i < nl; i++) {
+		free(st[i].ring);
+		free(hp[i].v);
+	}
+}
+
+void
+lim_ideal(const struct endpoint *ep, double delay_s, long n, double *span,
+    long *allowed)
+{
+	struct limiter l[LIM_MAX + 1];
+	size_t i, nl;
+	int sim = ep->has_outage;
+
+	nl = ideal_limiters(ep, l);
+	for (i = 0; i < nl; i++)
+		if (l[i].from_s > 0 || !isinf(l[i].until_s))
+			sim = 1;
+	if (sim) {
+		ideal_sim(l, nl, ep, delay_s, n, span, allowed);
+		return;
+	}
+	for (i = 0; i < nl; i++)
+		if (l[i].kind == LIM_QUOTA && l[i].limit < n)
+			n = l[i].limit;
+	*allowed = n;
+	*span = n > 0 ? ideal_bound(l, nl, delay_s, n) + delay_s : 0;
 }

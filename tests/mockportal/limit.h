@@ -1,6 +1,6 @@
 /*
  * limit: the rules of an endpoint's limits (rfp-mockportal(1)), in logical
- * seconds since the start.
+ * seconds since the start, for the portal and for --ideal alike.
  */
 #ifndef MOCK_LIMIT_H
 #define MOCK_LIMIT_H
@@ -54,5 +54,13 @@ void	lim_headers(struct endpoint *ep, const char *path, double t,
 	    double now, char *h[LHI_N]);
 /* Free l's run-time state. */
 void	lim_free(struct limiter *l);
+
+/*
+ * The ideal makespan, logical s, of n one-request documents on ep for a
+ * client that knows its limits, with latency delay_s; *allowed how many of
+ * them the limits let through at all.
+ */
+void	lim_ideal(const struct endpoint *ep, double delay_s, long n,
+	    double *span, long *allowed);
 
 #endif
