@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# rfp-mockportal itself: scenario errors name file, line and key; redirects.
+# rfp-mockportal itself: scenario errors name file, line and key; redirects;
+# the limiter zoo (limits:) and --ideal.
 
 load test_helper
 
