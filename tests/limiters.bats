@@ -1,0 +1,96 @@
+#!/usr/bin/env bats
+# The pace against the limiters portals deploy (the mock's limits:), rate
+# not told, -j 32: counts from the mock's log and the run directory, never
+# times.  Time runs ten times faster than the portal's clock.
+
+load test_helper
+
+setup() {
+	RUN=$BATS_TEST_TMPDIR/run
+	export RFPIPE_TIME_SCALE=0.1
+}
+
+teardown() {
+	mock_stop
+}
+
+# scenario ENDPOINT LIMITS [ROUTE-KEYS]: one route /ENDPOINT/* with limits.
+scenario() {
+	printf 'routes:\n  - {match: "/%s/*", endpoint: %s, %slimits: [%s]}\n' \
+	    "$1" "$1" "${3:+$3, }" "$2" >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+}
+
+# refusals, requests: what the limiter refused, and every request it saw.
+refusals() {
+	jq -s '[.[] | select(.action == "rate_limited")] | length' "$MOCK_LOG"
+}
+requests() {
+	jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG"
+}
+
+# never_opened: no endpoint's breaker ever left "closed".
+never_opened() {
+	local f
+	for f in "$RUN"/state/breaker/*.json; do
+		[ -e "$f" ] || continue
+		jq -e '[.transitions[]? | select(.to != "closed")] | length == 0' "$f" ||
+		    { echo "breaker opened: $(cat "$f")" >&2; return 1; }
+	done
+}
+
+@test "limiters: nginx burst 10 nodelay answering 503: all saved, few refused, the breaker never opened" {
+	scenario g '{kind: gcra, per_s: 10, burst: 10, status: 503}'
+	manifest /g 100 g >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q -j 32 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 100 ]
+	[ ! -s "$RUN/dead.ndjson" ]
+	never_opened
+	echo "refused $(refusals) of $(requests)"
+	# The burst spent, the rest paced: not one refusal per document.
+	[ "$(refusals)" -le 15 ]
+}
+
+@test "limiters: a strict 3/s with no burst: all saved, refusals a small share" {
+	scenario s '{kind: gcra, per_s: 3, burst: 0}'
+	manifest /s 30 s >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q -j 32 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 30 ]
+	echo "refused $(refusals) of $(requests)"
+	[ "$(refusals)" -le 6 ]
+}
+
+@test "limiters: a concurrency cap of 4 answering 503 is found and held, and never opens the breaker" {
+	scenario c '{kind: concurrency, max: 4, status: 503}' 'delay_ms: 250'
+	manifest /c 40 c >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q -j 32 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 40 ]
+	never_opened
+	echo "refused $(refusals) of $(requests)"
+	# Found after a refusal or two, then held: at most a probe more.
+	[ "$(refusals)" -le 4 ]
+	jq -e '.win >= 4 and .win < 5' "$RUN/state/rate/c.json"
+}
+
+@test "limiters: a daily quota dead-letters the rest as quota, unsent" {
+	scenario q '{kind: quota, limit: 20, retry_after: 86400}'
+	manifest /q 60 q >"$BATS_TEST_TMPDIR/m"
+	run -3 pipeline.sh -q -j 32 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 20 ]
+	[ "$(jq -s 'map(select(.dead_reason == "quota")) | length' "$RUN/dead.ndjson")" -eq 40 ]
+	jq -e -s 'all(.[]; .dead_detail | test("come back"))' "$RUN/dead.ndjson"
+	echo "refused $(refusals) of $(requests)"
+	# What was in flight when the first refusal came, and nothing after.
+	[ "$(refusals)" -le 8 ]
+	jq -e '.run.dead_by_reason.quota == 40' "$RUN/summary.json"
+}
+
+@test "limiters: a 503 from an endpoint that never answered is an outage: the breaker opens" {
+	printf 'routes:\n  - {match: "/o/*", endpoint: o, outage: {start_s: 0, status: 503}}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /o 10 o >"$BATS_TEST_TMPDIR/m"
+	printf 'max_attempts: 3\nbreaker: {failures: 3, cooldown: 1s}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run pipeline.sh -q -j 4 --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ ! -s "$RUN/results.ndjson" ]
+	run ! never_opened
+}
