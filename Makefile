@@ -1,5 +1,10 @@
 # rfpipe: plain GNU make; no configure, no recursion.
-VERSION = 0.1.0
+# The version is the one in debian/changelog's top entry, the record of
+# every release: each program prints it, and tests/version.bats checks.
+VERSION := $(shell head -n 1 debian/changelog | tr -d '()' | cut -d ' ' -f 2)
+ifeq ($(VERSION),)
+$(error debian/changelog: no version in its first line)
+endif
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
@@ -35,6 +40,7 @@ MOCKLIBS = $(shell pkg-config --libs libmicrohttpd) -lpthread
 B ?= .
 STAGES = fetch classify backoff sink queue
 BINS = $(STAGES:%=$(B)/bin/rfp-%)
+DRIVER = $(B)/bin/rfpipe
 MOCK = $(B)/bin/rfp-mockportal
 LIBSRC = $(wildcard lib/*.c)
 LIBOBJ = $(LIBSRC:%.c=$(B)/obj/%.o)
@@ -46,11 +52,22 @@ MANS = $(wildcard man/*.1 man/*.7)
 # The mock portal is a test tool: documented, built, never installed.
 INSTMANS = $(filter-out man/rfp-mockportal.1,$(MANS))
 
-all: $(BINS) $(MOCK)
+all: $(BINS) $(DRIVER) $(MOCK)
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# What prints the version (--version, the user agent) is rebuilt with it.
+$(B)/obj/lib/opt.o $(B)/obj/fetch/xfer.o: debian/changelog
+
+# rfpipe is pipeline.sh with the version filled in; the copy in the source
+# tree reads it from debian/changelog when asked.
+$(DRIVER): pipeline.sh debian/changelog
+	@mkdir -p $(@D)
+	sed 's/@VERSION@/$(VERSION)/' pipeline.sh >$@.tmp
+	chmod 755 $@.tmp
+	mv $@.tmp $@
 
 $(LIBA): $(LIBOBJ)
 	@mkdir -p $(@D)
@@ -83,11 +100,11 @@ check: test fuzz-check
 	$(MAKE) B=build/asan CFLAGS="$(ASAN)" LDFLAGS="-fsanitize=address,undefined" \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 test
 
-install: $(BINS)
+install: $(BINS) $(DRIVER)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(MANDIR)/man7
 	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)/
-	install -m 755 pipeline.sh $(DESTDIR)$(BINDIR)/rfpipe
+	install -m 755 $(DRIVER) $(DESTDIR)$(BINDIR)/rfpipe
 	install -m 644 $(filter %.1,$(INSTMANS)) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(filter %.7,$(INSTMANS)) $(DESTDIR)$(MANDIR)/man7/
 

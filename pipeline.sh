@@ -10,7 +10,9 @@
 set -u
 
 prog=rfpipe
-version=0.1.0
+# make fills in the version (bin/rfpipe, the copy installed); this copy, run
+# from the source tree, reads it from debian/changelog when asked.
+version=@VERSION@
 usage="usage: rfpipe [-hqv] [-j N] [--budget N|Nx] [--config FILE]
               [--deadline WHEN] [--max-attempts N] [--progress MODE]
               [--retry-dead] [--run-dir DIR] [--seed N] [--state URL]
@@ -38,6 +40,14 @@ if ! command -v rfp-fetch >/dev/null 2>&1 && [ -x "$here/bin/rfp-fetch" ]; then
 	export PATH
 fi
 
+print_version() {
+	case $version in
+	@*) version=$(head -n 1 "$here/debian/changelog" 2>/dev/null |
+	    tr -d '()' | cut -d ' ' -f 2) ;;
+	esac
+	printf '%s %s\n' "$prog" "${version:-unknown}"
+}
+
 jobs=
 batch=
 budget=
@@ -61,7 +71,7 @@ need_arg() {
 while [ $# -gt 0 ]; do
 	case $1 in
 	-h|--help) printf '%s' "$usage"; exit 0 ;;
-	--version) printf '%s %s\n' "$prog" "$version"; exit 0 ;;
+	--version) print_version; exit 0 ;;
 	-q|--quiet) quiet=-q ;;
 	-v|--verbose) verbose=-v ;;
 	-j|--jobs) need_arg "$1" $#; jobs=$2; shift ;;

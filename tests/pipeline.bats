@@ -201,8 +201,6 @@ dead_count() {
 	[[ $stderr == *'bad.yaml:1: unknown key "max_atempts"'* ]]
 	[ ! -e "$RUN" ]
 	run -2 pipeline.sh --deadline tomorrowish "$BATS_TEST_TMPDIR/m"
-	run -0 pipeline.sh --version
-	[ "$output" = "rfpipe 0.1.0" ]
 }
 
 @test "pipeline: --batch and --lease need --queue and are checked before anything starts" {
