@@ -33,9 +33,15 @@ bad_usage() {
 	exit 2
 }
 
-# Run from a build tree with no stages in PATH, use the tree's.
+# Installed, or as the build's bin/rfpipe, the stages beside the script
+# are its own and come first: /usr/bin/rfpipe runs /usr/bin/rfp-*, whatever
+# PATH a cron job gives it.  pipeline.sh in a source tree takes the stages
+# in PATH, else the tree's bin/.
 here=$(cd "$(dirname "$0")" && pwd)
-if ! command -v rfp-fetch >/dev/null 2>&1 && [ -x "$here/bin/rfp-fetch" ]; then
+if [ -x "$here/rfp-fetch" ]; then
+	PATH="$here:$PATH"
+	export PATH
+elif ! command -v rfp-fetch >/dev/null 2>&1 && [ -x "$here/bin/rfp-fetch" ]; then
 	PATH="$here/bin:$PATH"
 	export PATH
 fi

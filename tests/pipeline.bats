@@ -203,6 +203,23 @@ dead_count() {
 	run -2 pipeline.sh --deadline tomorrowish "$BATS_TEST_TMPDIR/m"
 }
 
+@test "pipeline: an installed rfpipe runs the stages beside it under cron's PATH" {
+	local bin prefix=$BATS_TEST_TMPDIR/prefix/bin s
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 20 nih >"$BATS_TEST_TMPDIR/m"
+	# make install's layout: bin/rfpipe (made by make) beside the stages,
+	# and a PATH that holds none of them.
+	bin=$(dirname "$(command -v rfp-fetch)")
+	mkdir -p "$prefix"
+	for s in rfp-fetch rfp-classify rfp-backoff rfp-sink rfp-queue rfpipe; do
+		cp "$bin/$s" "$prefix/"
+	done
+	run -0 env -i PATH=/usr/bin:/bin RFPIPE_TIME_SCALE="$RFPIPE_TIME_SCALE" \
+	    "$prefix/rfpipe" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 20 ]
+	jq -e '.admitted == 20 and .reconciled == true' "$RUN/summary.json"
+}
+
 @test "pipeline: --batch and --lease need --queue and are checked before anything starts" {
 	echo '{}' >"$BATS_TEST_TMPDIR/m"
 	run -2 --separate-stderr pipeline.sh --run-dir "$RUN" --batch 4 "$BATS_TEST_TMPDIR/m"
