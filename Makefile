@@ -52,7 +52,10 @@ MANS = $(wildcard man/*.1 man/*.7)
 # The mock portal is a test tool: documented, built, never installed.
 INSTMANS = $(filter-out man/rfp-mockportal.1,$(MANS))
 
-all: $(BINS) $(DRIVER) $(MOCK)
+all: programs $(MOCK)
+
+# What is installed: the stages and rfpipe.
+programs: $(BINS) $(DRIVER)
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -100,7 +103,7 @@ check: test fuzz-check
 	$(MAKE) B=build/asan CFLAGS="$(ASAN)" LDFLAGS="-fsanitize=address,undefined" \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 test
 
-install: $(BINS) $(DRIVER)
+install: programs
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(MANDIR)/man7
 	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)/
@@ -127,6 +130,18 @@ bench: all
 fresh-check:
 	scripts/fresh-check.sh
 
+# The Debian package, built from debian/ with objects of its own
+# (debian/build), into dist/ with its .buildinfo and .changes; nothing is
+# written outside the tree.  Needs scripts/deps.sh deb.
+DEB_ARCH = $(shell dpkg --print-architecture)
+deb:
+	@mkdir -p dist
+	dpkg-buildpackage -us -uc -b \
+	    --buildinfo-option=-udist --changes-option=-udist \
+	    --buildinfo-file=dist/rfpipe_$(VERSION)_$(DEB_ARCH).buildinfo \
+	    --changes-file=dist/rfpipe_$(VERSION)_$(DEB_ARCH).changes
+	@echo "make deb: dist/rfpipe_$(VERSION)_$(DEB_ARCH).deb"
+
 # The chaos suite at full size (make check runs it with 500 documents).
 chaos: all
 	PATH="$(abspath $(B))/bin:$$PATH" RFPIPE_ROOT="$(CURDIR)" \
@@ -135,6 +150,7 @@ chaos: all
 clean:
 	rm -rf bin obj build
 
-.PHONY: all test check install uninstall lint demo bench chaos clean fresh-check
+.PHONY: all programs test check install uninstall lint demo bench chaos clean \
+	fresh-check deb
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
 include tests/fuzz/fuzz.mk

@@ -3,7 +3,7 @@
 # place that installs them.  demo.sh, tests/run and bench/run.sh call it;
 # .ci/run reaches it through tests/run.
 #
-# Usage: scripts/deps.sh [-n] [demo|test|bench|deb]...   (default: test)
+# Usage: scripts/deps.sh [-n] [build|demo|test|bench|deb]...   (default: test)
 #   -n  print the packages the purposes need, one per line; install nothing
 #
 # Packages are installed with --no-install-recommends: a minimal or
@@ -11,7 +11,8 @@
 # (bats only recommends GNU parallel, which `bats --jobs` needs).
 set -eu
 
-# Build: compiler, make, and the libraries' headers (Makefile's DEPS).
+# Build: compiler, make, and the libraries' headers (Makefile's DEPS);
+# debian/control's Build-Depends are these, less build-essential's.
 build="make gcc libc6-dev pkg-config libcurl4-openssl-dev libjansson-dev
 libyaml-dev libssl-dev libmicrohttpd-dev libpq-dev"
 # The demo: the build only (the mock portal is built from the tree).
@@ -34,12 +35,13 @@ fi
 pkgs=
 for purpose; do
 	case $purpose in
+	build) pkgs="$pkgs $build" ;;
 	demo) pkgs="$pkgs $demo" ;;
 	test) pkgs="$pkgs $test" ;;
 	bench) pkgs="$pkgs $bench" ;;
 	deb) pkgs="$pkgs $deb" ;;
 	*)
-		echo "scripts/deps.sh: unknown purpose \"$purpose\" (demo, test, bench, deb)" >&2
+		echo "scripts/deps.sh: unknown purpose \"$purpose\" (build, demo, test, bench, deb)" >&2
 		exit 2
 		;;
 	esac
