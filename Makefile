@@ -118,7 +118,8 @@ uninstall:
 
 lint:
 	mandoc -Tlint -W warning $(MANS)
-	shellcheck pipeline.sh demo.sh scripts/*.sh tests/run tests/*.bash bench/*.sh .ci/run
+	shellcheck pipeline.sh demo.sh scripts/*.sh tests/run tests/*.sh \
+		tests/*.bash bench/*.sh .ci/run
 
 demo: all
 	./demo.sh
@@ -132,14 +133,17 @@ fresh-check:
 
 # The Debian package, built from debian/ with objects of its own
 # (debian/build), into dist/ with its .buildinfo and .changes; nothing is
-# written outside the tree.  Needs scripts/deps.sh deb.
+# written outside the tree.  Then lintian, which fails it on an error.
+# Needs scripts/deps.sh deb.
 DEB_ARCH = $(shell dpkg --print-architecture)
+DEB_CHANGES = dist/rfpipe_$(VERSION)_$(DEB_ARCH).changes
 deb:
 	@mkdir -p dist
 	dpkg-buildpackage -us -uc -b \
 	    --buildinfo-option=-udist --changes-option=-udist \
 	    --buildinfo-file=dist/rfpipe_$(VERSION)_$(DEB_ARCH).buildinfo \
-	    --changes-file=dist/rfpipe_$(VERSION)_$(DEB_ARCH).changes
+	    --changes-file=$(DEB_CHANGES)
+	lintian -I --fail-on error $(DEB_CHANGES)
 	@echo "make deb: dist/rfpipe_$(VERSION)_$(DEB_ARCH).deb"
 
 # The chaos suite at full size (make check runs it with 500 documents).
