@@ -220,6 +220,20 @@ dead_count() {
 	jq -e '.admitted == 20 and .reconciled == true' "$RUN/summary.json"
 }
 
+@test "pipeline: without --budget the config's budget holds, and --budget wins over it" {
+	mock_start "$FIX/pipeline/statuses.yaml"
+	# Each needs two retries: six in all.
+	manifest /twice503 3 flaky >"$BATS_TEST_TMPDIR/m"
+	printf 'budget: 2\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -3 pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	jq -e '.total == 2 and .left == 0' "$RUN/state/budget.json"
+	[ "$(dead_count "$RUN" budget_spent)" -ge 1 ]
+	# Paths of their own, whose scripts start afresh.
+	sed 's|/doc-|/again-|' "$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/m2"
+	run -0 pipeline.sh -q --run-dir "$RUN.2" --config "$BATS_TEST_TMPDIR/c.yaml" --budget 10 "$BATS_TEST_TMPDIR/m2"
+	jq -e '.total == 10 and .left == 4' "$RUN.2/state/budget.json"
+}
+
 @test "pipeline: --batch and --lease need --queue and are checked before anything starts" {
 	echo '{}' >"$BATS_TEST_TMPDIR/m"
 	run -2 --separate-stderr pipeline.sh --run-dir "$RUN" --batch 4 "$BATS_TEST_TMPDIR/m"
