@@ -23,8 +23,9 @@ test="$build bats bats-support bats-assert parallel clang libclang-rt-14-dev
 postgresql jq shellcheck strace mandoc curl procps"
 # The bench: the peers it measures rfpipe against, and a real nginx limiter.
 bench="$test python3 python3-aiohttp time gawk coreutils nginx-light"
-# The Debian package: its build tools, its checker, and man to read it.
-deb="$build debhelper dpkg-dev fakeroot lintian man-db"
+# The Debian package: its build tools (dpkg-buildpackage checks for
+# build-essential itself), its checker, and man to read it.
+deb="$build build-essential debhelper dpkg-dev fakeroot lintian man-db"
 
 list=false
 if [ "${1:-}" = -n ]; then

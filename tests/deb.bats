@@ -25,7 +25,7 @@ control_field() {
 
 @test "deb: the package builds with what scripts/deps.sh deb installs" {
 	run -0 "$ROOT/scripts/deps.sh" -n deb
-	for p in debhelper dpkg-dev fakeroot lintian man-db; do
+	for p in build-essential debhelper dpkg-dev fakeroot lintian man-db; do
 		assert_line "$p"
 	done
 	control_field Build-Depends | grep -qx debhelper-compat
