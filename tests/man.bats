@@ -2,7 +2,8 @@
 # The man pages against the programs: every long option that --help shows
 # heads an item of the page's OPTIONS section (".It Fl -name" in the
 # source), every long option heading an item there is one --help shows, the
-# SYNOPSIS is the usage string, and mandoc finds nothing to warn about.
+# SYNOPSIS is the usage string, and neither mandoc nor man(1), which
+# renders the installed pages with groff, finds anything to warn about.
 
 load test_helper
 
@@ -105,4 +106,13 @@ check_synopsis() {
 	run mandoc -Tlint -W warning "$MAN"/*.1 "$MAN"/*.7
 	assert_success
 	assert_output ''
+}
+
+@test "man: every page renders with man(1) at 80 columns without a warning" {
+	command -v man >/dev/null 2>&1 || skip "man-db is not installed"
+	local page err
+	for page in "$MAN"/*.1 "$MAN"/*.7; do
+		err=$(MANWIDTH=80 man -l "$page" 2>&1 >/dev/null)
+		[ -z "$err" ] || fail "${page##*/}: $err"
+	done
 }
