@@ -1,5 +1,10 @@
 # rfpipe: plain GNU make; no configure, no recursion.
-VERSION = 0.1.0
+# The version is the one in debian/changelog's top entry, the record of
+# every release: each program prints it, and tests/version.bats checks.
+VERSION := $(shell head -n 1 debian/changelog | tr -d '()' | cut -d ' ' -f 2)
+ifeq ($(VERSION),)
+$(error debian/changelog: no version in its first line)
+endif
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
@@ -35,6 +40,7 @@ MOCKLIBS = $(shell pkg-config --libs libmicrohttpd) -lpthread
 B ?= .
 STAGES = fetch classify backoff sink queue
 BINS = $(STAGES:%=$(B)/bin/rfp-%)
+DRIVER = $(B)/bin/rfpipe
 MOCK = $(B)/bin/rfp-mockportal
 LIBSRC = $(wildcard lib/*.c)
 LIBOBJ = $(LIBSRC:%.c=$(B)/obj/%.o)
@@ -46,11 +52,25 @@ MANS = $(wildcard man/*.1 man/*.7)
 # The mock portal is a test tool: documented, built, never installed.
 INSTMANS = $(filter-out man/rfp-mockportal.1,$(MANS))
 
-all: $(BINS) $(MOCK)
+all: programs $(MOCK)
+
+# What is installed: the stages and rfpipe.
+programs: $(BINS) $(DRIVER)
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# What prints the version (--version, the user agent) is rebuilt with it.
+$(B)/obj/lib/opt.o $(B)/obj/fetch/xfer.o: debian/changelog
+
+# rfpipe is pipeline.sh with the version filled in; the copy in the source
+# tree reads it from debian/changelog when asked.
+$(DRIVER): pipeline.sh debian/changelog
+	@mkdir -p $(@D)
+	sed 's/@VERSION@/$(VERSION)/' pipeline.sh >$@.tmp
+	chmod 755 $@.tmp
+	mv $@.tmp $@
 
 $(LIBA): $(LIBOBJ)
 	@mkdir -p $(@D)
@@ -83,11 +103,11 @@ check: test fuzz-check
 	$(MAKE) B=build/asan CFLAGS="$(ASAN)" LDFLAGS="-fsanitize=address,undefined" \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 test
 
-install: $(BINS)
+install: programs
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(MANDIR)/man7
 	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)/
-	install -m 755 pipeline.sh $(DESTDIR)$(BINDIR)/rfpipe
+	install -m 755 $(DRIVER) $(DESTDIR)$(BINDIR)/rfpipe
 	install -m 644 $(filter %.1,$(INSTMANS)) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(filter %.7,$(INSTMANS)) $(DESTDIR)$(MANDIR)/man7/
 
@@ -98,7 +118,8 @@ uninstall:
 
 lint:
 	mandoc -Tlint -W warning $(MANS)
-	shellcheck pipeline.sh demo.sh scripts/*.sh tests/run tests/*.bash bench/*.sh .ci/run
+	shellcheck pipeline.sh demo.sh scripts/*.sh tests/run tests/*.sh \
+		tests/*.bash bench/*.sh .ci/run
 
 demo: all
 	./demo.sh
@@ -110,6 +131,21 @@ bench: all
 fresh-check:
 	scripts/fresh-check.sh
 
+# The Debian package, built from debian/ with objects of its own
+# (debian/build), into dist/ with its .buildinfo and .changes; nothing is
+# written outside the tree.  Then lintian, which fails it on an error.
+# Needs scripts/deps.sh deb.
+DEB_ARCH = $(shell dpkg --print-architecture)
+DEB_CHANGES = dist/rfpipe_$(VERSION)_$(DEB_ARCH).changes
+deb:
+	@mkdir -p dist
+	dpkg-buildpackage -us -uc -b \
+	    --buildinfo-option=-udist --changes-option=-udist \
+	    --buildinfo-file=dist/rfpipe_$(VERSION)_$(DEB_ARCH).buildinfo \
+	    --changes-file=$(DEB_CHANGES)
+	lintian -I --fail-on error $(DEB_CHANGES)
+	@echo "make deb: dist/rfpipe_$(VERSION)_$(DEB_ARCH).deb"
+
 # The chaos suite at full size (make check runs it with 500 documents).
 chaos: all
 	PATH="$(abspath $(B))/bin:$$PATH" RFPIPE_ROOT="$(CURDIR)" \
@@ -118,6 +154,7 @@ chaos: all
 clean:
 	rm -rf bin obj build
 
-.PHONY: all test check install uninstall lint demo bench chaos clean fresh-check
+.PHONY: all programs test check install uninstall lint demo bench chaos clean \
+	fresh-check deb
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
 include tests/fuzz/fuzz.mk

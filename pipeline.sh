@@ -10,7 +10,9 @@
 set -u
 
 prog=rfpipe
-version=0.1.0
+# make fills in the version (bin/rfpipe, the copy installed); this copy, run
+# from the source tree, reads it from debian/changelog when asked.
+version=@VERSION@
 usage="usage: rfpipe [-hqv] [-j N] [--budget N|Nx] [--config FILE]
               [--deadline WHEN] [--max-attempts N] [--progress MODE]
               [--retry-dead] [--run-dir DIR] [--seed N] [--state URL]
@@ -31,12 +33,26 @@ bad_usage() {
 	exit 2
 }
 
-# Run from a build tree with no stages in PATH, use the tree's.
+# Installed, or as the build's bin/rfpipe, the stages beside the script
+# are its own and come first: /usr/bin/rfpipe runs /usr/bin/rfp-*, whatever
+# PATH a cron job gives it.  pipeline.sh in a source tree takes the stages
+# in PATH, else the tree's bin/.
 here=$(cd "$(dirname "$0")" && pwd)
-if ! command -v rfp-fetch >/dev/null 2>&1 && [ -x "$here/bin/rfp-fetch" ]; then
+if [ -x "$here/rfp-fetch" ]; then
+	PATH="$here:$PATH"
+	export PATH
+elif ! command -v rfp-fetch >/dev/null 2>&1 && [ -x "$here/bin/rfp-fetch" ]; then
 	PATH="$here/bin:$PATH"
 	export PATH
 fi
+
+print_version() {
+	case $version in
+	@*) version=$(head -n 1 "$here/debian/changelog" 2>/dev/null |
+	    tr -d '()' | cut -d ' ' -f 2) ;;
+	esac
+	printf '%s %s\n' "$prog" "${version:-unknown}"
+}
 
 jobs=
 batch=
@@ -61,7 +77,7 @@ need_arg() {
 while [ $# -gt 0 ]; do
 	case $1 in
 	-h|--help) printf '%s' "$usage"; exit 0 ;;
-	--version) printf '%s %s\n' "$prog" "$version"; exit 0 ;;
+	--version) print_version; exit 0 ;;
 	-q|--quiet) quiet=-q ;;
 	-v|--verbose) verbose=-v ;;
 	-j|--jobs) need_arg "$1" $#; jobs=$2; shift ;;

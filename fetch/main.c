@@ -11,8 +11,12 @@
  * fate is cleared, so dead.ndjson can be fed back as a manifest.  Bad lines
  * and unusable records leave at once as dead bad_input records.
  *
- * It never decides a fate and never retries on its own.  Concurrency per
- * endpoint is shared with every process on the run directory through
+ * It decides no fate from an answer, and never retries on its own; it
+ * dead-letters only what it does not send: bad input, a record an open
+ * breaker may not hold (circuit_open), what the deadline leaves
+ * (deadline_cut) and a submission the ledger cannot clear
+ * (ambiguous_submit).  Concurrency per endpoint is shared with every
+ * process on the run directory through
  * flock'd slot files in RUNDIR/state/slots/, or with every host through
  * PostgreSQL advisory locks with --state; bodies go to RUNDIR/docs/ID.
  *

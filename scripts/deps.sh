@@ -3,7 +3,7 @@
 # place that installs them.  demo.sh, tests/run and bench/run.sh call it;
 # .ci/run reaches it through tests/run.
 #
-# Usage: scripts/deps.sh [-n] [demo|test|bench|deb]...   (default: test)
+# Usage: scripts/deps.sh [-n] [build|demo|test|bench|deb]...   (default: test)
 #   -n  print the packages the purposes need, one per line; install nothing
 #
 # Packages are installed with --no-install-recommends: a minimal or
@@ -11,19 +11,22 @@
 # (bats only recommends GNU parallel, which `bats --jobs` needs).
 set -eu
 
-# Build: compiler, make, and the libraries' headers (Makefile's DEPS).
+# Build: compiler, make, and the libraries' headers (Makefile's DEPS);
+# debian/control's Build-Depends are these, less build-essential's.
 build="make gcc libc6-dev pkg-config libcurl4-openssl-dev libjansson-dev
 libyaml-dev libssl-dev libmicrohttpd-dev libpq-dev"
 # The demo: the build only (the mock portal is built from the tree).
 demo="$build"
 # The tests: bats and what its parallel jobs need, the sanitizer build, the
-# PostgreSQL state backend's server, and the tools the suites call.
+# PostgreSQL state backend's server, and the tools the suites call (man-db
+# renders the pages as an installed system does; mandoc lints them).
 test="$build bats bats-support bats-assert parallel clang libclang-rt-14-dev
-postgresql jq shellcheck strace mandoc curl procps"
+postgresql jq shellcheck strace mandoc man-db curl procps"
 # The bench: the peers it measures rfpipe against, and a real nginx limiter.
 bench="$test python3 python3-aiohttp time gawk coreutils nginx-light"
-# The Debian package: its build tools, its checker, and man to read it.
-deb="$build debhelper dpkg-dev fakeroot lintian man-db"
+# The Debian package: its build tools (dpkg-buildpackage checks for
+# build-essential itself), its checker, and man to read it.
+deb="$build build-essential debhelper dpkg-dev fakeroot lintian man-db"
 
 list=false
 if [ "${1:-}" = -n ]; then
@@ -34,12 +37,13 @@ fi
 pkgs=
 for purpose; do
 	case $purpose in
+	build) pkgs="$pkgs $build" ;;
 	demo) pkgs="$pkgs $demo" ;;
 	test) pkgs="$pkgs $test" ;;
 	bench) pkgs="$pkgs $bench" ;;
 	deb) pkgs="$pkgs $deb" ;;
 	*)
-		echo "scripts/deps.sh: unknown purpose \"$purpose\" (demo, test, bench, deb)" >&2
+		echo "scripts/deps.sh: unknown purpose \"$purpose\" (build, demo, test, bench, deb)" >&2
 		exit 2
 		;;
 	esac

@@ -5,8 +5,10 @@
 #
 # Usage: scripts/fresh-check.sh [-k] [-d] [WORKDIR]
 #   -k  keep the root afterwards (default: remove it)
-#   -d  also build the Debian package here and install it into the root,
-#       then run a small batch from the installed paths and `man rfpipe`
+#   -d  also build the Debian package in the root (scripts/deps.sh deb,
+#       make deb, which runs lintian), install it there, and run a batch
+#       with /usr/bin/rfpipe under cron's PATH, man rfpipe and --version
+#       (tests/deb-smoke.sh)
 # Needs root, mmdebstrap and a Debian mirror (scripts/deps.sh does not
 # install mmdebstrap: this check runs on a developer's machine, not in CI).
 # Slow: a few minutes for the root, then the whole test suite.
@@ -90,6 +92,10 @@ if $deb; then
 	in_root 'cd /src/rfpipe && scripts/deps.sh deb && make deb' \
 	    >"$work/deb.log" 2>&1 ||
 		{ tail -30 "$work/deb.log" >&2; die "make deb failed: see $work/deb.log"; }
+	grep '^make deb: ' "$work/deb.log" >&2 || :
+	tags=$(grep -cE '^[EWIP]: ' "$work/deb.log") || :
+	echo "fresh-check: lintian: $tags tags (errors fail make deb)" >&2
+	grep -E '^[EWIP]: ' "$work/deb.log" >&2 || :
 	step "installing it into the root and running a batch from /usr/bin"
 	in_root 'cd /src/rfpipe && tests/deb-smoke.sh' >"$work/deb-smoke.log" 2>&1 ||
 		{ tail -30 "$work/deb-smoke.log" >&2; die "the installed package failed: see $work/deb-smoke.log"; }

@@ -14,7 +14,8 @@
  * reads: one line redrawn with \r on a terminal, or a plain line now and
  * then for a log file.  The line counts what this sink has filed; it cannot
  * tell a record waiting to be retried from one in flight, so with --total
- * both are "pending".  It is drawn only when a record arrives.
+ * both are "pending".  It is redrawn on a timer, as records are filed and
+ * while none arrive, so it moves while every record is held.
  *
  * Exit: 0 at EOF with the counts reconciled, 1 on a write error or a
  * failed reconciliation, 2 on a usage error.  With --fate-status, 3 when

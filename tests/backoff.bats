@@ -391,12 +391,6 @@ EOF
 	[ "$stderr" = "" ]
 }
 
-@test "backoff: --version prints rfp-backoff 0.1.0" {
-	run --separate-stderr rfp-backoff --version
-	assert_success
-	[ "$output" = "rfp-backoff 0.1.0" ]
-}
-
 @test "backoff: an unknown option exits 2 with the usage on stderr" {
 	run --separate-stderr -2 rfp-backoff --bogus </dev/null
 	[ "$output" = "" ]

@@ -229,12 +229,6 @@ classify_json() {
 	[[ "$output" == 'usage: rfp-classify '* ]]
 }
 
-@test "classify: --version prints rfp-classify 0.1.0" {
-	run --separate-stderr rfp-classify --version
-	assert_success
-	[ "$output" = "rfp-classify 0.1.0" ]
-}
-
 @test "classify: an unknown option exits 2 with the usage on stderr" {
 	run --separate-stderr -2 rfp-classify --bogus </dev/null
 	[ "$output" = "" ]

@@ -708,12 +708,6 @@ EOF
 	[[ "$output" == *'[--resume]'* ]]
 }
 
-@test "fetch: --version prints rfp-fetch 0.1.0" {
-	run --separate-stderr rfp-fetch --version
-	assert_success
-	[ "$output" = "rfp-fetch 0.1.0" ]
-}
-
 @test "fetch: an unknown option exits 2 with the usage on stderr" {
 	run --separate-stderr -2 rfp-fetch --bogus </dev/null
 	[ "$output" = "" ]

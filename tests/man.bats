@@ -1,27 +1,25 @@
 #!/usr/bin/env bats
-# The man pages against the programs: every long option that --help shows
-# heads an item of the page's OPTIONS section (".It Fl -name" in the
-# source), every long option heading an item there is one --help shows, the
-# SYNOPSIS is the usage string, and mandoc finds nothing to warn about.
+# The man pages against the programs: every option that --help shows, long
+# or a short letter, heads an item of the page's OPTIONS section (".It Fl
+# -name" or ".It Fl x" in the source), every option heading an item there
+# is one --help shows, the SYNOPSIS is the usage string, and neither mandoc
+# nor man(1), which renders the installed pages with groff, finds anything
+# to warn about.  tests/options.bats holds the README's table to --help.
 
 load test_helper
 
 MAN=$ROOT/man
-
-# long_opts: the distinct --long-options in the text on stdin.
-long_opts() {
-	grep -oE -- '--[a-z][a-z0-9-]*' | sort -u
-}
 
 # options_section PAGE: the mdoc source of PAGE's OPTIONS section.
 options_section() {
 	sed -n '/^\.Sh OPTIONS/,/^\.Sh /p' "$1"
 }
 
-# documented_opts PAGE: the long options that head an item in OPTIONS.
+# documented_opts PAGE: the options that head an item in OPTIONS.
 documented_opts() {
 	options_section "$1" | grep '^\.It ' |
-	    grep -oE -- 'Fl -[a-z][a-z0-9-]*' | sed 's/^Fl -/--/' | sort -u
+	    grep -oE -- 'Fl (-[a-z][a-z0-9-]*|[a-zA-Z]\>)' | sed 's/^Fl /-/' |
+	    sort -u
 }
 
 # check_options PAGE COMMAND...: PAGE's OPTIONS and COMMAND --help agree.
@@ -29,9 +27,8 @@ check_options() {
 	local page=$MAN/$1 help missing extra
 	shift
 	[ -f "$page" ] || fail "no man page $page"
-	help=$("$@" --help) || fail "$* --help failed"
-	help=$(printf '%s\n' "$help" | long_opts)
-	[ -n "$help" ] || fail "$* --help shows no long option"
+	help=$(help_opts "$@") || fail "$* --help failed"
+	[ -n "$help" ] || fail "$* --help shows no option"
 	missing=$(comm -23 <(printf '%s\n' "$help") <(documented_opts "$page"))
 	extra=$(comm -13 <(printf '%s\n' "$help") <(documented_opts "$page"))
 	[ -z "$missing" ] ||
@@ -105,4 +102,13 @@ check_synopsis() {
 	run mandoc -Tlint -W warning "$MAN"/*.1 "$MAN"/*.7
 	assert_success
 	assert_output ''
+}
+
+@test "man: every page renders with man(1) at 80 columns without a warning" {
+	command -v man >/dev/null 2>&1 || skip "man-db is not installed"
+	local page err
+	for page in "$MAN"/*.1 "$MAN"/*.7; do
+		err=$(MANWIDTH=80 man -l "$page" 2>&1 >/dev/null)
+		[ -z "$err" ] || fail "${page##*/}: $err"
+	done
 }

@@ -38,3 +38,26 @@ load test_helper
 	run -0 --separate-stderr sh -c 'echo "{\"id\":\"a\",\"class\":\"transient\",\"attempt\":1}" | rfp-backoff --seed 1 --budget 5'
 	[ -z "$stderr" ]
 }
+
+# readme_opts PROGRAM: the options the README's table lists for PROGRAM.
+readme_opts() {
+	sed -n '/^## Options/,/^## /p' "$ROOT/README.md" |
+	    grep -F "| \`$1\` |" | grep -oE -- '`-[-a-zA-Z0-9]+`' | tr -d '`' |
+	    sort -u
+}
+
+@test "options: the README's table lists each program's --help options, no more" {
+	local p got want
+	for p in rfpipe rfp-fetch rfp-classify rfp-backoff rfp-sink rfp-queue \
+	    rfp-mockportal; do
+		if [ "$p" = rfpipe ]; then
+			want=$(help_opts "$ROOT/pipeline.sh")
+		else
+			want=$(help_opts "$p")
+		fi
+		got=$(readme_opts "$p")
+		[ -n "$got" ] || fail "README.md: no row for $p under ## Options"
+		[ "$got" = "$want" ] ||
+		    fail "README.md lists for $p: $(echo $got); --help shows: $(echo $want)"
+	done
+}

@@ -201,8 +201,37 @@ dead_count() {
 	[[ $stderr == *'bad.yaml:1: unknown key "max_atempts"'* ]]
 	[ ! -e "$RUN" ]
 	run -2 pipeline.sh --deadline tomorrowish "$BATS_TEST_TMPDIR/m"
-	run -0 pipeline.sh --version
-	[ "$output" = "rfpipe 0.1.0" ]
+}
+
+@test "pipeline: an installed rfpipe runs the stages beside it under cron's PATH" {
+	local bin prefix=$BATS_TEST_TMPDIR/prefix/bin s
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 20 nih >"$BATS_TEST_TMPDIR/m"
+	# make install's layout: bin/rfpipe (made by make) beside the stages,
+	# and a PATH that holds none of them.
+	bin=$(dirname "$(command -v rfp-fetch)")
+	mkdir -p "$prefix"
+	for s in rfp-fetch rfp-classify rfp-backoff rfp-sink rfp-queue rfpipe; do
+		cp "$bin/$s" "$prefix/"
+	done
+	run -0 env -i PATH=/usr/bin:/bin RFPIPE_TIME_SCALE="$RFPIPE_TIME_SCALE" \
+	    "$prefix/rfpipe" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 20 ]
+	jq -e '.admitted == 20 and .reconciled == true' "$RUN/summary.json"
+}
+
+@test "pipeline: without --budget the config's budget holds, and --budget wins over it" {
+	mock_start "$FIX/pipeline/statuses.yaml"
+	# Each needs two retries: six in all.
+	manifest /twice503 3 flaky >"$BATS_TEST_TMPDIR/m"
+	printf 'budget: 2\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -3 pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	jq -e '.total == 2 and .left == 0' "$RUN/state/budget.json"
+	[ "$(dead_count "$RUN" budget_spent)" -ge 1 ]
+	# Paths of their own, whose scripts start afresh.
+	sed 's|/doc-|/again-|' "$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/m2"
+	run -0 pipeline.sh -q --run-dir "$RUN.2" --config "$BATS_TEST_TMPDIR/c.yaml" --budget 10 "$BATS_TEST_TMPDIR/m2"
+	jq -e '.total == 10 and .left == 4' "$RUN.2/state/budget.json"
 }
 
 @test "pipeline: --batch and --lease need --queue and are checked before anything starts" {

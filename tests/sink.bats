@@ -268,12 +268,6 @@ ids() {
 	[[ "$output" == *'--run-dir DIR'* ]]
 }
 
-@test "sink: --version prints rfp-sink 0.1.0" {
-	run --separate-stderr rfp-sink --version
-	assert_success
-	[ "$output" = "rfp-sink 0.1.0" ]
-}
-
 @test "sink: an unknown option exits 2 with the usage on stderr" {
 	run --separate-stderr -2 rfp-sink --bogus --run-dir "$RD" </dev/null
 	[[ "$stderr" == *'usage: rfp-sink '* ]]

@@ -54,6 +54,18 @@ manifest() {
 	done
 }
 
+# help_opts COMMAND...: the options COMMAND --help shows, one a line and
+# sorted: its short letters as -x, and its --long-options.
+help_opts() {
+	local help
+	help=$("$@" --help) || return 1
+	{
+		grep -oE -- '(^|[^-[:alnum:]])-[a-zA-Z]+' <<<"$help" |
+		    sed 's/.*-//' | fold -w1 | sed 's/^/-/'
+		grep -oE -- '--[a-z][a-z0-9-]*' <<<"$help"
+	} | sort -u
+}
+
 # requests_for PATH: how many requests the mock saw for PATH.
 requests_for() {
 	jq -s --arg p "$1" '[.[] | select(.kind == "request" and .path == $p)] | length' "$MOCK_LOG"
