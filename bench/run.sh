@@ -422,6 +422,44 @@ run_fetch_median() {
 	done
 }
 
+# tool_ids TOOL DIR: what the tool says, from its own output in DIR:
+# DIR/ok.ids (the documents it saved) and DIR/failed.ids (those it reported
+# failed, and did not also save), one id a line, sorted.
+tool_ids() {
+	local tool=$1 d=$2
+	case $tool in
+	rfpipe*)
+		cat "$d"/run*/results.ndjson 2>/dev/null | jq -r '.id' |
+		    sort -u >"$d/ok.ids"
+		cat "$d"/run*/dead.ndjson 2>/dev/null | jq -r '.id' |
+		    sort -u >"$d/failed.raw"
+		;;
+	*)
+		(cd "$d/out" && find . -type f -size +0c | sed 's|^\./||') |
+		    sort -u >"$d/ok.ids"
+		case $tool in
+		naive)
+			awk '$1 == "fail" { print $2 }' "$d/stdout" ;;
+		curl|curl-all|curl-serial)
+			awk '$1 != "0" { n = split($3, p, "/"); print p[n] }' \
+			    "$d/stdout" ;;
+		parallel)
+			awk -F'\t' 'NR > 1 && $7 != "0" {
+				n = split($9, w, " ")
+				for (i = 1; i < n; i++)
+					if (w[i] == "-o") {
+						k = split(w[i + 1], p, "/")
+						print p[k]
+					}
+			}' "$d/joblog" 2>/dev/null ;;
+		asyncio)
+			jq -r 'select(.ok | not) | .id' "$d/stdout" 2>/dev/null ;;
+		esac | sort -u >"$d/failed.raw"
+		;;
+	esac
+	comm -23 "$d/failed.raw" "$d/ok.ids" >"$d/failed.ids"
+}
+
 run_fetch_once() {
 	local scen=$1 tool=$2 n=$3 prefix=$4 ep=$5 idfmt=$6 tmo=$7 maxtime=$8
 	local ideal=$9 shuffle=${10:-0} d cfg mt=() requests r429 okn failn lost
@@ -503,36 +541,7 @@ run_fetch_once() {
 	# What the server saw.
 	requests=$(grep -c '"kind":"request"' "$d/mock.ndjson" 2>/dev/null)
 	r429=$(grep -c '"status":429' "$d/mock.ndjson" 2>/dev/null)
-	# What the tool says: successes, and failures it reported.
-	case $tool in
-	rfpipe|rfpipe-rate)
-		jq -r '.id' "$d/run/results.ndjson" 2>/dev/null | sort -u >"$d/ok.ids"
-		jq -r '.id' "$d/run/dead.ndjson" 2>/dev/null | sort -u >"$d/failed.raw"
-		;;
-	*)
-		(cd "$d/out" && find . -type f -size +0c | sed 's|^\./||') |
-		    sort -u >"$d/ok.ids"
-		case $tool in
-		naive)
-			awk '$1 == "fail" { print $2 }' "$d/stdout" ;;
-		curl|curl-all|curl-serial)
-			awk '$1 != "0" { n = split($3, p, "/"); print p[n] }' \
-			    "$d/stdout" ;;
-		parallel)
-			awk -F'\t' 'NR > 1 && $7 != "0" {
-				n = split($9, w, " ")
-				for (i = 1; i < n; i++)
-					if (w[i] == "-o") {
-						k = split(w[i + 1], p, "/")
-						print p[k]
-					}
-			}' "$d/joblog" 2>/dev/null ;;
-		asyncio)
-			jq -r 'select(.ok | not) | .id' "$d/stdout" 2>/dev/null ;;
-		esac | sort -u >"$d/failed.raw"
-		;;
-	esac
-	comm -23 "$d/failed.raw" "$d/ok.ids" >"$d/failed.ids"
+	tool_ids "$tool" "$d"
 	sort -u "$d/ok.ids" "$d/failed.ids" | comm -23 "$d/all.ids" - >"$d/lost.ids"
 	okn=$(count_lines "$d/ok.ids")
 	failn=$(count_lines "$d/failed.ids")
