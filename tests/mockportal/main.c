@@ -12,6 +12,9 @@
  * never reads a clock but lib/clk's, so RFPIPE_TIME_SCALE shrinks every
  * delay it enforces (but not the Retry-After values it sends).
  *
+ * With --ideal N it starts no server: it prints the ideal makespan of N
+ * documents on one endpoint under the scenario's limits, in logical seconds.
+ *
  * Exit: 0 after SIGTERM/SIGINT, 1 on a runtime error (cannot listen, log or
  * port file unusable, stdout failed), 2 on a usage or scenario error.
  */
@@ -32,15 +35,19 @@
 #include "lib/msg.h"
 #include "lib/opt.h"
 #include "lib/x.h"
+#include "limit.h"
 #include "portal.h"
 #include "scen.h"
 
 #define PROG	"rfp-mockportal"
+#define IDEAL_MAX	10000000L
 
 static const char usage[] =
     "usage: rfp-mockportal --scenario file [--log file] [--port n] "
     "[--port-file file]\n"
     "                      [--seed n]\n"
+    "       rfp-mockportal --ideal n --scenario file [--endpoint name] "
+    "[--allowed]\n"
     "       rfp-mockportal -h | --help | --version\n";
 
 static struct opts {
@@ -50,7 +57,10 @@ static struct opts {
 	long		 port;
 	long		 seed;
 	int		 has_seed;
-} opts;
+	long		 ideal;		/* -1: serve */
+	const char	*endpoint;
+	int		 allowed;
+} opts = { .ideal = -1 };
 
 /* Write "port\n" to path.tmp, then rename it, so a poller never sees half. */
 static int
@@ -85,6 +95,38 @@ out:
 	return rc;
 }
 
+/*
+ * --ideal: the makespan of opts.ideal documents on the endpoint (of the first
+ * route, or --endpoint), with the delay_ms of its first route as latency.
+ */
+static int
+ideal(const struct scen *s)
+{
+	const struct route *r = NULL;
+	double span;
+	long allowed;
+	size_t i;
+
+	for (i = 0; i < s->nroutes && r == NULL; i++)
+		if (opts.endpoint == NULL ||
+		    strcmp(s->routes[i].ep->name, opts.endpoint) == 0)
+			r = &s->routes[i];
+	if (r == NULL) {
+		if (opts.endpoint != NULL)
+			msg_warn("%s: no route has endpoint \"%s\"",
+			    opts.scenario, opts.endpoint);
+		else
+			msg_warn("%s: no routes", opts.scenario);
+		return 2;
+	}
+	lim_ideal(r->ep, r->delay_ms / 1000, opts.ideal, &span, &allowed);
+	printf("%.3f\n", span);
+	if (opts.allowed)
+		printf("allowed %ld\n", allowed);
+	opt_fshut();
+	return 0;
+}
+
 /* Every connection has a thread and a socket: allow as many files as we may. */
 static void
 raise_nofile(void)
@@ -101,7 +143,10 @@ int
 main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
+		{ "allowed", no_argument, NULL, 'a' },
+		{ "endpoint", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "ideal", required_argument, NULL, 'i' },
 		{ "log", required_argument, NULL, 'l' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "port-file", required_argument, NULL, 'P' },
@@ -120,8 +165,17 @@ main(int argc, char *argv[])
 	opterr = 0;	/* getopt's own messages carry argv[0] */
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'a':
+			opts.allowed = 1;
+			break;
+		case 'e':
+			opts.endpoint = optarg;
+			break;
 		case 'h':
 			opt_help(usage);
+		case 'i':
+			opts.ideal = opt_long("ideal", optarg, 0, IDEAL_MAX);
+			break;
 		case 'l':
 			opts.log = optarg;
 			break;
@@ -161,9 +215,25 @@ main(int argc, char *argv[])
 		msg_warn("option --scenario is required");
 		opt_usage(usage);
 	}
+	if (opts.ideal == -1 && (opts.endpoint != NULL || opts.allowed)) {
+		msg_warn("option --%s needs --ideal", opts.endpoint != NULL ?
+		    "endpoint" : "allowed");
+		opt_usage(usage);
+	}
+	if (opts.ideal != -1 && (opts.log != NULL || opts.port_file != NULL ||
+	    opts.port != 0 || opts.has_seed)) {
+		msg_warn("option --ideal starts no server: no --log, --port, "
+		    "--port-file or --seed");
+		opt_usage(usage);
+	}
 	opt_check_env();
 	if ((s = scen_load(opts.scenario, err, sizeof(err))) == NULL)
 		msg_die(2, "%s", err);
+	if (opts.ideal != -1) {
+		rc = ideal(s);
+		scen_free(s);
+		return rc;
+	}
 	if (opts.log != NULL && (logfd = open(opts.log, O_WRONLY | O_CREAT |
 	    O_APPEND | O_CLOEXEC, 0644)) == -1)
 		msg_diesys(1, "open %s", opts.log);

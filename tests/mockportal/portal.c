@@ -23,27 +23,14 @@
 #include "lib/clk.h"
 #include "lib/msg.h"
 #include "lib/x.h"
+#include "limit.h"
 #include "portal.h"
 #include "scen.h"
+#include "tab.h"
 
 #define CONN_MAX	4096		/* concurrent connections */
 #define STACK_SIZE	(256 * 1024)	/* per connection thread */
 #define NAP_SLICE	0.05		/* real s between stop checks */
-
-/*
- * A string-keyed table.  For paths a counts requests and b is the script
- * position; for idempotency keys a is the tracking number, b the commits.
- */
-struct slot {
-	char		*key;
-	long		 a, b;
-	struct slot	*next;
-};
-
-struct tab {
-	struct slot	**v;
-	size_t		 nb, n;
-};
 
 struct portal {
 	const struct scen *scen;
@@ -72,12 +59,15 @@ struct req {
 	struct endpoint	*ep;
 	long		 inflight, inflight_total;
 	unsigned long long body_bytes;
+	struct lim_pass	 lp;		/* what the limits said; its slots */
 };
 
 /* What was decided for one request. */
 struct ans {
 	enum act	 act;
 	const char	*action;	/* the log's "action" */
+	const char	*limiter;	/* the log's "limiter": who refused */
+	double		 queued_ms;	/* logical ms held by a limiter */
 	int		 status;	/* 0: no reply */
 	long		 seq, script_index;	/* 0: not applicable */
 	int		 submission, committed, duplicate;
@@ -86,70 +76,15 @@ struct ans {
 	char		 ra[256];	/* Retry-After sent */
 	int		 has_ra;
 	int		 rl;		/* send rate-limit headers */
+	int		 refused_now;	/* by a limiter: no delay_ms */
 	long		 rl_limit, rl_remaining, rl_reset;
+	char		*lh[LHI_N];	/* the limits' headers */
 	double		 sleep_s;	/* real s before replying */
 	int		 kind_body;	/* 2xx body of the route's kind */
 	const char	*allow;		/* for 405 */
 	const char	*ctype;		/* control answers */
 	char		*cbody;
 };
-
-static struct slot *
-tab_get(struct tab *t, const char *key, int create)
-{
-	struct slot *s, *next, **nv;
-	size_t h, i, nnb;
-
-	if (t->nb == 0) {
-		if (!create)
-			return NULL;
-		t->nb = 256;
-		t->v = xcalloc(t->nb, sizeof(*t->v));
-	}
-	h = clk_hash(0, key, strlen(key)) & (t->nb - 1);
-	for (s = t->v[h]; s != NULL; s = s->next)
-		if (strcmp(s->key, key) == 0)
-			return s;
-	if (!create)
-		return NULL;
-	if (t->n >= t->nb) {
-		nnb = t->nb * 2;
-		nv = xcalloc(nnb, sizeof(*nv));
-		for (i = 0; i < t->nb; i++)
-			for (s = t->v[i]; s != NULL; s = next) {
-				next = s->next;
-				h = clk_hash(0, s->key, strlen(s->key)) &
-				    (nnb - 1);
-				s->next = nv[h];
-				nv[h] = s;
-			}
-		free(t->v);
-		t->v = nv;
-		t->nb = nnb;
-		h = clk_hash(0, key, strlen(key)) & (t->nb - 1);
-	}
-	s = xcalloc(1, sizeof(*s));
-	s->key = xstrdup(key);
-	s->next = t->v[h];
-	t->v[h] = s;
-	t->n++;
-	return s;
-}
-
-static void
-tab_free(struct tab *t)
-{
-	struct slot *s, *next;
-	size_t i;
-
-	for (i = 0; i < t->nb; i++)
-		for (s = t->v[i]; s != NULL; s = next) {
-			next = s->next;
-			free(s->key);
-			free(s);
-		}
-	free(t->v);
-}
 
 /* Sleep s real seconds, in slices, so a stopping portal is never held up. */
 static void
@@ -161,17 +96,23 @@ nap(struct portal *p, double s)
 		clk_sleep(left < NAP_SLICE ? left : NAP_SLICE, NULL);
 }
 
-/* GCRA: take a slot at now (clk_mono) if one is free. */
+/* The rate's GCRA: whether a slot is free at now (clk_mono). */
 static int
-gcra_take(struct endpoint *ep, double now)
+gcra_ok(const struct endpoint *ep, double now)
 {
 	double t = clk_real(1.0 / ep->per_s), tau = (double)ep->burst * t;
 	double tat = ep->tat > now ? ep->tat : now;
 
-	if (tat - now > tau + 1e-9)
-		return 0;
-	ep->tat = tat + t;
-	return 1;
+	return tat - now <= tau + 1e-9;
+}
+
+/* Take the slot gcra_ok found free. */
+static void
+gcra_take(struct endpoint *ep, double now)
+{
+	double tat = ep->tat > now ? ep->tat : now;
+
+	ep->tat = tat + clk_real(1.0 / ep->per_s);
 }
 
 /* Limit, remaining and logical seconds until a slot frees, as of now. */
@@ -280,6 +221,39 @@ submit(struct portal *p, const struct route *r, const char *hkey,
 	s->b++;
 }
 
+/*
+ * The endpoint's rate and limits: 1 with the refusal in a, or 0 with every
+ * active limiter counting the request (and a told how long to hold it).
+ */
+static int
+limited(struct req *rq, struct endpoint *ep, const char *path, double now,
+    double lt, struct ans *a)
+{
+	int rate_ok = !ep->has_rate || gcra_ok(ep, now);
+
+	lim_decide(ep, path, lt, !rate_ok, &rq->lp);
+	if (rate_ok && rq->lp.by == NULL) {
+		if (ep->has_rate)
+			gcra_take(ep, now);
+		a->queued_ms = rq->lp.hold * 1000;
+		a->sleep_s = clk_real(rq->lp.hold);
+		return 0;
+	}
+	a->action = "rate_limited";
+	if (!rate_ok) {
+		a->limiter = "rate";
+		a->status = 429;
+		format_ra(&ep->rate_ra, a);
+	} else {
+		/* Refused in front of the backend: at once, no delay_ms. */
+		a->limiter = lim_kind_name(rq->lp.by->kind);
+		a->status = rq->lp.by->status;
+		format_ra(&rq->lp.by->ra, a);
+		a->refused_now = 1;
+	}
+	return 1;
+}
+
 /* Decide a scenario request's answer; mu held. */
 static void
 decide(struct portal *p, struct req *rq, const char *path,
@@ -290,7 +264,7 @@ decide(struct portal *p, struct req *rq, const char *path,
 	const struct script *sc;
 	const struct entry *e;
 	struct slot *ps;
-	double now = clk_mono(), el = now - p->t0;
+	double now = clk_mono(), el = now - p->t0, lt = el / clk_real(1);
 	size_t i;
 
 	ps = tab_get(&p->paths, path, 1);
@@ -303,11 +277,7 @@ decide(struct portal *p, struct req *rq, const char *path,
 		    ep->outage.status : 0;
 		if (a->status != 0)
 			format_ra(&ep->outage_ra, a);
-	} else if (ep->has_rate && !gcra_take(ep, now)) {
-		a->action = "rate_limited";
-		a->status = 429;
-		format_ra(&ep->rate_ra, a);
-	} else {
+	} else if (!limited(rq, ep, path, now, lt, a)) {
 		sc = pick_script(p, r, path);
 		i = (size_t)ps->b++;
 		a->script_index = (long)i + 1;
@@ -325,15 +295,18 @@ decide(struct portal *p, struct req *rq, const char *path,
 		if (e->act == ACT_STATUS && (a->status == 429 ||
 		    a->status == 503))
 			format_ra(&r->ra, a);
-		a->sleep_s = e->act == ACT_HANG ? clk_real(r->hang_ms / 1000) :
+		a->sleep_s += e->act == ACT_HANG ? clk_real(r->hang_ms / 1000) :
 		    e->act == ACT_SLOW ? clk_real(r->slow_ms / 1000) : 0;
 		a->action = e->act == ACT_RESET ? "reset" :
 		    e->act == ACT_HANG ? "hang" : e->act == ACT_DROP ? "drop" :
 		    e->act == ACT_SLOW ? "slow" : "status";
 	}
-	a->sleep_s += clk_real(r->delay_ms / 1000);
+	if (!a->refused_now)
+		a->sleep_s += clk_real(r->delay_ms / 1000);
 	if (r->rl_headers)
 		gcra_state(ep, now, a);
+	if (ep->lim_headers)
+		lim_headers(ep, path, lt, clk_now(), a->lh);
 }
 
 /* Answer /_health and /_status/<key>; mu not held. */
@@ -436,6 +409,9 @@ log_write(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 	set_str(o, "key", hkey);
 	set_long(o, "status", a->status);
 	set_str(o, "action", a->action);
+	set_str(o, "limiter", a->limiter);
+	json_object_set_new(o, "queued_ms", a->queued_ms > 0 ?
+	    json_real(round(a->queued_ms * 1000) / 1000) : json_null());
 	set_long(o, "inflight", rq->ep != NULL ? rq->inflight : 0);
 	json_object_set_new(o, "inflight_total",
 	    json_integer(rq->inflight_total));
@@ -578,6 +554,7 @@ reply(struct MHD_Connection *conn, const struct route *r, const struct ans *a,
 	struct MHD_Response *resp;
 	enum MHD_Result rc;
 	char buf[64];
+	size_t i;
 
 	if ((resp = make_response(r, a, path)) == NULL)
 		return MHD_NO;
@@ -602,6 +579,10 @@ reply(struct MHD_Connection *conn, const struct route *r, const struct ans *a,
 		    "reset=%ld", a->rl_limit, a->rl_remaining, a->rl_reset);
 		MHD_add_response_header(resp, "RateLimit", buf);
 	}
+	for (i = 0; i < LHI_N; i++)
+		if (a->lh[i] != NULL)
+			MHD_add_response_header(resp, lim_hdr_names[i],
+			    a->lh[i]);
 	rc = MHD_queue_response(conn, (unsigned)a->status, resp);
 	MHD_destroy_response(resp);
 	return rc;
@@ -671,7 +652,8 @@ answer(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 	struct ans a;
 	const char *hkey;
 	char *allow = NULL;
-	double t_answer;
+	double t_answer, now;
+	size_t i;
 	enum MHD_Result rc = MHD_NO;
 
 	memset(&a, 0, sizeof(a));
@@ -686,9 +668,14 @@ answer(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 		a.action = "status";
 		a.status = 405;
 		a.allow = allow = allow_list(r);
-		if (r->rl_headers) {
+		if (r->rl_headers || r->ep->lim_headers) {
 			pthread_mutex_lock(&p->mu);
-			gcra_state(r->ep, clk_mono(), &a);
+			now = clk_mono();
+			if (r->rl_headers)
+				gcra_state(r->ep, now, &a);
+			if (r->ep->lim_headers)
+				lim_headers(r->ep, path, (now - p->t0) /
+				    clk_real(1), clk_now(), a.lh);
 			pthread_mutex_unlock(&p->mu);
 		}
 	} else {
@@ -705,6 +692,8 @@ answer(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 		rc = reply(conn, r, &a, path);
 	free(a.key);
 	free(a.cbody);
+	for (i = 0; i < LHI_N; i++)
+		free(a.lh[i]);
 	free(allow);
 	return rc;
 }
@@ -765,6 +754,7 @@ completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		if (rq->ep != NULL)
 			rq->ep->inflight--;
 		p->inflight--;
+		lim_release(&rq->lp);
 		pthread_mutex_unlock(&p->mu);
 	}
 	free(rq->query);
@@ -878,8 +868,8 @@ portal_free(struct portal *p)
 {
 	if (p == NULL)
 		return;
-	tab_free(&p->paths);
-	tab_free(&p->keys);
+	tab_free(&p->paths, NULL);
+	tab_free(&p->keys, NULL);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
 }

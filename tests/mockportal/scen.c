@@ -13,6 +13,7 @@
 #include "lib/msg.h"
 #include "lib/num.h"
 #include "lib/x.h"
+#include "limit.h"
 #include "scen.h"
 
 #define MS_MAX		86400000.0	/* a day */
@@ -29,7 +30,7 @@ struct ld {
 static const char *top_keys[] = { "routes", "seed", NULL };
 static const char *route_keys[] = {
 	"body", "body_bytes", "dedupe", "delay_ms", "endpoint", "hang_ms",
-	"location", "match", "methods", "mix", "outage", "rate",
+	"limits", "location", "match", "methods", "mix", "outage", "rate",
 	"ratelimit_headers",
 	"retry_after", "script", "slow_ms", "submit", NULL
 };
@@ -37,6 +38,27 @@ static const char *mix_keys[] = { "script", "weight", NULL };
 static const char *rate_keys[] = { "burst", "per_s", "retry_after", NULL };
 static const char *outage_keys[] = {
 	"end_s", "retry_after", "start_s", "status", NULL
+};
+static const char *lim_keys[] = {
+	"burst", "count_refused", "from_s", "headers", "kind", "limit", "max",
+	"name", "nodelay", "per", "per_s", "retry_after", "status", "until_s",
+	"window_s", NULL
+};
+/* The keys only some kinds take, and the kinds that take them. */
+static const struct {
+	const char	*key;
+	unsigned	 kinds;		/* 1 << enum lim_kind */
+} lim_kind_keys[] = {
+	{ "burst", 1 << LIM_GCRA }, { "nodelay", 1 << LIM_GCRA },
+	{ "per_s", 1 << LIM_GCRA },
+	{ "count_refused", 1 << LIM_FIXED },
+	{ "limit", 1 << LIM_FIXED | 1 << LIM_SLIDING | 1 << LIM_QUOTA },
+	{ "window_s", 1 << LIM_FIXED | 1 << LIM_SLIDING },
+	{ "max", 1 << LIM_CONC }
+};
+static const char *lim_hdr_forms[] = {
+	[LH_NONE] = "none", [LH_X] = "x", [LH_X_EPOCH] = "x-epoch",
+	[LH_IETF] = "ietf", [LH_DRAFT7] = "draft7"
 };
 static const char *body_names[] = {
 	[BODY_JSON] = "json", [BODY_PDF] = "pdf", [BODY_HTML] = "html",
@@ -403,7 +425,214 @@ parse_outage(struct ld *ld, const json_t *v, const char *kp,
 	return rc;
 }
 
-/* rate and outage belong to the endpoint: every route naming it must agree. */
+/* The string value of key in obj: one of names[0..n), its index or -1. */
+static int
+get_enum(struct ld *ld, const json_t *obj, const char *prefix,
+    const char *key, const char **names, size_t n, int *out)
+{
+	char *kp = NULL, what[256];
+	json_t *v;
+	size_t i, len = 0;
+	int rc = 0;
+
+	if ((v = member(obj, prefix, key, &kp)) == NULL)
+		goto done;
+	for (i = 0; i < n; i++)
+		if (json_is_string(v) &&
+		    strcmp(json_string_value(v), names[i]) == 0) {
+			*out = (int)i;
+			goto done;
+		}
+	what[0] = '\0';
+	for (i = 0; i < n; i++)
+		len += (size_t)snprintf(what + len, sizeof(what) - len,
+		    "%s\"%s\"", i == 0 ? "" : i + 1 == n ? " or " : ", ",
+		    names[i]);
+	rc = kerr(ld, kp, "expected %s", what);
+done:
+	free(kp);
+	return rc;
+}
+
+/* A name fit for a quoted structured-field string: [A-Za-z0-9_.:-]{1,64}. */
+static int
+good_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 0 && n <= 64 && strspn(s, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-") == n;
+}
+
+static int
+parse_limiter(struct ld *ld, const json_t *v, const char *kp,
+    struct limiter *l)
+{
+	static const char *pers[] = { "endpoint", "path" };
+	const char *key, *kinds[5];
+	char *skp = NULL;
+	json_t *m;
+	size_t i;
+	long status = 429;
+	int k = -1, per = PER_ENDPOINT, hd = LH_NONE, rc = -1;
+
+	for (i = 0; i < 5; i++)
+		kinds[i] = lim_kind_name((enum lim_kind)i);
+	if (!json_is_object(v))
+		return kerr(ld, kp, "expected a mapping with a kind");
+	if (check_keys(ld, v, kp, lim_keys) == -1)
+		return -1;
+	if (json_object_get(v, "kind") == NULL)
+		return kerr(ld, kp, "missing key \"kind\"");
+	if (get_enum(ld, v, kp, "kind", kinds, 5, &k) == -1)
+		return -1;
+	l->kind = (enum lim_kind)k;
+	json_object_foreach((json_t *)v, key, m)
+		for (i = 0; i < sizeof(lim_kind_keys) /
+		    sizeof(lim_kind_keys[0]); i++)
+			if (strcmp(key, lim_kind_keys[i].key) == 0 &&
+			    !(lim_kind_keys[i].kinds & 1U << k)) {
+				skp = kpath(kp, key);
+				kerr(ld, skp, "not a key of kind \"%s\"",
+				    kinds[k]);
+				goto out;
+			}
+	key = k == LIM_GCRA ? "per_s" : k == LIM_CONC ? "max" : "limit";
+	if (json_object_get(v, key) == NULL ||
+	    ((k == LIM_FIXED || k == LIM_SLIDING) &&
+	    json_object_get(v, key = "window_s") == NULL)) {
+		kerr(ld, kp, "missing key \"%s\"", key);
+		goto out;
+	}
+	l->nodelay = 1;
+	l->count_refused = 1;
+	l->until_s = HUGE_VAL;
+	if (get_num(ld, v, kp, "per_s", 0, 1e6, &l->per_s) == -1 ||
+	    get_int(ld, v, kp, "burst", 0, 1000000, &l->burst) == -1 ||
+	    get_bool(ld, v, kp, "nodelay", &l->nodelay) == -1 ||
+	    get_int(ld, v, kp, "limit", k == LIM_QUOTA ? 0 : 1, 1000000000,
+	    &l->limit) == -1 ||
+	    get_num(ld, v, kp, "window_s", 0, 1e9, &l->window_s) == -1 ||
+	    get_bool(ld, v, kp, "count_refused", &l->count_refused) == -1 ||
+	    get_int(ld, v, kp, "max", 1, 1000000, &l->max) == -1 ||
+	    get_int(ld, v, kp, "status", 400, 599, &status) == -1 ||
+	    get_retry(ld, v, kp, &l->ra) == -1 ||
+	    get_enum(ld, v, kp, "per", pers, 2, &per) == -1 ||
+	    get_num(ld, v, kp, "from_s", 0, 1e9, &l->from_s) == -1 ||
+	    get_num(ld, v, kp, "until_s", 0, 1e9, &l->until_s) == -1 ||
+	    get_enum(ld, v, kp, "headers", lim_hdr_forms, 5, &hd) == -1)
+		goto out;
+	l->status = (int)status;
+	l->per = (enum lim_per)per;
+	l->headers = (enum lim_hdrs)hd;
+	key = NULL;
+	if (l->kind == LIM_GCRA && l->per_s <= 0)
+		key = "per_s";
+	else if ((l->kind == LIM_FIXED || l->kind == LIM_SLIDING) &&
+	    l->window_s <= 0)
+		key = "window_s";
+	if (key != NULL) {
+		skp = kpath(kp, key);
+		kerr(ld, skp, "expected a positive number");
+		goto out;
+	}
+	if (l->until_s <= l->from_s) {
+		skp = kpath(kp, "until_s");
+		kerr(ld, skp, "must be after from_s");
+		goto out;
+	}
+	if (l->kind == LIM_CONC && l->headers != LH_NONE) {
+		skp = kpath(kp, "headers");
+		kerr(ld, skp, "a concurrency limiter sends no headers: "
+		    "expected \"none\"");
+		goto out;
+	}
+	if ((m = member(v, kp, "name", &skp)) != NULL) {
+		if (!json_is_string(m) || !good_name(json_string_value(m))) {
+			kerr(ld, skp, "expected 1 to 64 of A-Z a-z 0-9 _ . : -");
+			goto out;
+		}
+		l->name = xstrdup(json_string_value(m));
+	} else
+		l->name = xstrdup(lim_kind_name(l->kind));
+	rc = 0;
+out:
+	free(skp);
+	return rc;
+}
+
+/*
+ * One endpoint, one set of each header: one limiter with X-RateLimit-*, one
+ * with a RateLimit of draft 7 or any with distinct names in draft 8's.
+ */
+static int
+check_lim_headers(struct ld *ld, const char *kp, struct endpoint *ep)
+{
+	const struct limiter *l, *o;
+	char *skp;
+	size_t i, j;
+	int rc = 0;
+
+	for (i = 0; i < ep->nlims && rc == 0; i++) {
+		l = &ep->lims[i];
+		if (l->headers == LH_NONE)
+			continue;
+		ep->lim_headers = 1;
+		for (j = 0; j < i && rc == 0; j++) {
+			o = &ep->lims[j];
+			skp = xasprintf("%s.%zu.%s", kp, i,
+			    l->headers == LH_IETF && o->headers == LH_IETF ?
+			    "name" : "headers");
+			if ((l->headers == LH_X || l->headers == LH_X_EPOCH) &&
+			    (o->headers == LH_X || o->headers == LH_X_EPOCH))
+				rc = kerr(ld, skp, "%s.%zu sends X-RateLimit-* "
+				    "already", kp, j);
+			else if ((l->headers == LH_DRAFT7 &&
+			    (o->headers == LH_DRAFT7 ||
+			    o->headers == LH_IETF)) ||
+			    (l->headers == LH_IETF &&
+			    o->headers == LH_DRAFT7))
+				rc = kerr(ld, skp, "%s.%zu sends RateLimit "
+				    "already", kp, j);
+			else if (l->headers == LH_IETF &&
+			    o->headers == LH_IETF &&
+			    strcmp(l->name, o->name) == 0)
+				rc = kerr(ld, skp, "\"%s\" is %s.%zu's name "
+				    "too: give each a distinct name", l->name,
+				    kp, j);
+			free(skp);
+		}
+	}
+	return rc;
+}
+
+static int
+parse_limits(struct ld *ld, const json_t *v, const char *kp,
+    struct endpoint *ep)
+{
+	char *ikp;
+	size_t i;
+	int rc;
+
+	if (!json_is_array(v) || json_array_size(v) > LIM_MAX)
+		return kerr(ld, kp, "expected a list of at most %d limiters",
+		    LIM_MAX);
+	for (i = 0; i < json_array_size(v); i++) {
+		ikp = xasprintf("%s.%zu", kp, i);
+		rc = parse_limiter(ld, json_array_get(v, i), ikp,
+		    &ep->lims[i]);
+		free(ikp);
+		ep->nlims = i + 1;
+		if (rc == -1)
+			return -1;
+	}
+	return check_lim_headers(ld, kp, ep);
+}
+
+/*
+ * rate, outage and limits belong to the endpoint: every route naming it
+ * must agree.
+ */
 static int
 endpoint_setting(struct ld *ld, const json_t *route, const char *prefix,
     size_t ri, struct endpoint *ep, const char *key)
@@ -416,8 +645,16 @@ endpoint_setting(struct ld *ld, const json_t *route, const char *prefix,
 
 	if ((v = member(route, prefix, key, &kp)) == NULL)
 		goto out;
-	src = strcmp(key, "rate") == 0 ? &ep->rate_src : &ep->outage_src;
-	from = strcmp(key, "rate") == 0 ? &ep->rate_route : &ep->outage_route;
+	if (strcmp(key, "rate") == 0) {
+		src = &ep->rate_src;
+		from = &ep->rate_route;
+	} else if (strcmp(key, "outage") == 0) {
+		src = &ep->outage_src;
+		from = &ep->outage_route;
+	} else {
+		src = &ep->limits_src;
+		from = &ep->limits_route;
+	}
 	if (*src != NULL) {
 		if (!json_equal(v, (json_t *)*src))
 			rc = kerr(ld, kp, "differs from routes.%zu.%s for "
@@ -428,8 +665,10 @@ endpoint_setting(struct ld *ld, const json_t *route, const char *prefix,
 	*from = ri;
 	if (strcmp(key, "rate") == 0)
 		rc = parse_rate(ld, v, kp, ep);
-	else
+	else if (strcmp(key, "outage") == 0)
 		rc = parse_outage(ld, v, kp, ep);
+	else
+		rc = parse_limits(ld, v, kp, ep);
 out:
 	free(kp);
 	return rc;
@@ -634,7 +873,8 @@ parse_route(struct ld *ld, struct scen *s, const json_t *v, size_t ri)
 	    get_bool(ld, v, prefix, "dedupe", &r->dedupe) == -1 ||
 	    parse_body(ld, v, prefix, r) == -1 ||
 	    endpoint_setting(ld, v, prefix, ri, r->ep, "rate") == -1 ||
-	    endpoint_setting(ld, v, prefix, ri, r->ep, "outage") == -1)
+	    endpoint_setting(ld, v, prefix, ri, r->ep, "outage") == -1 ||
+	    endpoint_setting(ld, v, prefix, ri, r->ep, "limits") == -1)
 		goto out;
 	if ((m = member(v, prefix, "location", &kp)) != NULL) {
 		if (!json_is_string(m) || *json_string_value(m) == '\0' ||
@@ -686,13 +926,20 @@ parse_top(struct ld *ld, struct scen *s)
 		if (parse_route(ld, s, json_array_get(routes, i), i) == -1)
 			return -1;
 	for (i = 0; i < s->nroutes; i++) {
-		if (!s->routes[i].rl_headers || s->routes[i].ep->has_rate)
+		if (!s->routes[i].rl_headers)
 			continue;
 		kp = xasprintf("routes.%zu.ratelimit_headers", i);
-		kerr(ld, kp, "needs a rate for endpoint \"%s\"",
-		    s->routes[i].ep->name);
+		if (!s->routes[i].ep->has_rate)
+			kerr(ld, kp, "needs a rate for endpoint \"%s\"",
+			    s->routes[i].ep->name);
+		else if (s->routes[i].ep->lim_headers)
+			kerr(ld, kp, "endpoint \"%s\" has limits that send "
+			    "headers (routes.%zu.limits)",
+			    s->routes[i].ep->name,
+			    s->routes[i].ep->limits_route);
 		free(kp);
-		return -1;
+		if (!s->routes[i].ep->has_rate || s->routes[i].ep->lim_headers)
+			return -1;
 	}
 	return 0;
 }
@@ -714,7 +961,7 @@ scen_load(const char *path, char *err, size_t errlen)
 	s = xcalloc(1, sizeof(*s));
 	rc = parse_top(&ld, s);
 	for (ep = s->eps; ep != NULL; ep = ep->next)
-		ep->rate_src = ep->outage_src = NULL;
+		ep->rate_src = ep->outage_src = ep->limits_src = NULL;
 	cfg_free(c);
 	if (rc == -1) {
 		scen_free(s);
@@ -758,6 +1005,11 @@ scen_free(struct scen *s)
 		free(ep->name);
 		free(ep->rate_ra.text);
 		free(ep->outage_ra.text);
+		for (i = 0; i < ep->nlims; i++) {
+			free(ep->lims[i].name);
+			free(ep->lims[i].ra.text);
+			lim_free(&ep->lims[i]);
+		}
 		free(ep);
 	}
 	free(s);

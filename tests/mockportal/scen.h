@@ -54,6 +54,53 @@ enum body {
 	BODY_TEXT
 };
 
+#define LIM_MAX		16	/* limiters per endpoint */
+
+enum lim_kind {
+	LIM_GCRA,		/* nginx limit_req: rate, burst, nodelay */
+	LIM_FIXED,		/* fixed windows aligned to the start */
+	LIM_SLIDING,		/* sliding log */
+	LIM_CONC,		/* requests in flight */
+	LIM_QUOTA		/* a number for the whole run */
+};
+
+enum lim_per {
+	PER_ENDPOINT,		/* one state for the endpoint */
+	PER_PATH		/* one state per request path */
+};
+
+enum lim_hdrs {
+	LH_NONE,
+	LH_X,			/* X-RateLimit-*, Reset in delta seconds */
+	LH_X_EPOCH,		/* X-RateLimit-*, Reset in epoch seconds */
+	LH_IETF,		/* draft-08+: RateLimit-Policy, RateLimit */
+	LH_DRAFT7		/* draft-07: RateLimit: limit=, remaining=, reset= */
+};
+
+struct lstate;
+struct tab;
+
+/* One item of an endpoint's limits; run-time state is limit.c's. */
+struct limiter {
+	enum lim_kind	 kind;
+	char		*name;		/* policy name in ietf headers */
+	double		 per_s;		/* gcra */
+	long		 burst;
+	int		 nodelay;
+	long		 limit;		/* windows, quota */
+	double		 window_s;	/* windows, logical s */
+	int		 count_refused;	/* fixed_window */
+	long		 max;		/* concurrency */
+	int		 status;	/* of its refusals, 400-599 */
+	struct retry	 ra;
+	enum lim_per	 per;
+	double		 from_s, until_s;	/* active; logical s, until inf */
+	enum lim_hdrs	 headers;
+	/* Run-time state, guarded by the portal's mutex. */
+	struct lstate	*st;		/* PER_ENDPOINT */
+	struct tab	*paths;		/* PER_PATH: path -> struct lstate */
+};
+
 /* Settings and state shared by every route with the same endpoint key. */
 struct endpoint {
 	char		*name;
@@ -65,9 +112,12 @@ struct endpoint {
 	double		 start_s, end_s;	/* logical s; end_s inf */
 	struct entry	 outage;	/* ACT_STATUS or ACT_RESET */
 	struct retry	 outage_ra;
-	/* Where rate and outage were first given (loading only). */
-	const void	*rate_src, *outage_src;
-	size_t		 rate_route, outage_route;
+	struct limiter	 lims[LIM_MAX];
+	size_t		 nlims;
+	int		 lim_headers;	/* some limiter sends headers */
+	/* Where rate, outage and limits were first given (loading only). */
+	const void	*rate_src, *outage_src, *limits_src;
+	size_t		 rate_route, outage_route, limits_route;
 	/* Run-time state, guarded by the portal's mutex. */
 	double		 tat;		/* GCRA, clk_mono() */
 	long		 inflight;
