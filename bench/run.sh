@@ -846,7 +846,8 @@ run_stage() {
 #   status  the refusal's status, 429 or 503
 #   ra      Retry-After on a refusal, seconds; - for none
 #   extra   comma-separated: n= documents (default max(60, 15 x rate +
-#           burst), at most 1500); limit= window= (windows); max= delay_ms= (cap);
+#           burst), at most 1500; a window's: k x limit + 1, the least k
+#           that gives as many); limit= window= (windows); max= delay_ms= (cap);
 #           quota=; to= at= (drop: the rate from at= s on); nodelay= (nginx)
 #   quick   q: also in --quick
 #
@@ -971,7 +972,8 @@ lim_ideal() {
 		;;
 	esac
 	if [ -n "$lim_zoo" ]; then
-		out=$("$mock" --ideal "$n" --scenario "$yaml" --endpoint lim 2>&1) || {
+		out=$("$mock" --ideal "$n" --scenario "$yaml" --endpoint lim \
+		    --allowed 2>&1) || {
 			echo "$id: rfp-mockportal --ideal failed: $out" >>"$lim_notes"
 			ideal=
 			return
@@ -1236,6 +1238,13 @@ lim_cell() {
 	mkdir -p "$cdir"
 	yaml=$cdir/scenario.yaml
 	n=$(kv n "")
+	# A window's N is k windows' worth plus one: a client told the rate
+	# (limit / window_s, burst 0) and pacing evenly can then meet the
+	# ideal, floor((N - 1) / limit) windows.
+	case $shape in
+	fixed-*|sliding)
+		[ -n "$n" ] || n=$(awk -v r="$r" -v l="$(kv limit 1)" 'BEGIN { k = int((15 * r + l - 1) / l); m = int((59 + l - 1) / l); if (m > k) k = m; n = k * l + 1; if (n > 1500) n = 1500; printf "%d", n }') ;;
+	esac
 	[ -n "$n" ] || n=$(awk -v r="$r" -v b="$b" 'BEGIN { n = 15 * r + (b == "-" ? 0 : b); if (n < 60) n = 60; if (n > 1500) n = 1500; printf "%d", n }')
 	[ "$clock" = nginx ] || lim_yaml >"$yaml"
 	lim_ideal
@@ -1245,16 +1254,17 @@ lim_cell() {
 	fi
 	# Scaled: the ideal in about lim_real real seconds, but never more
 	# than lim_rmax requests a real second: compressing time multiplies
-	# whatever fixed real cost a request has.  A run is stopped at 4 x
-	# the ideal plus 8 s (real cells: 3 x plus 15 s).
+	# whatever fixed real cost a request has.  A run is stopped at 3 x
+	# the ideal plus 6 s (real cells: 2 x plus 8 s, room for curl's 31 s
+	# of retry waits against a 14.5 s ideal).
 	case $clock in
 	scaled)
 		sc=$(awk -v i="$ideal" -v t="$lim_real" -v r="$r" -v m="$lim_rmax" 'BEGIN { s = i > 0 ? t / i : 1; if (s < r / m) s = r / m; if (s > 1) s = 1; if (s < 0.005) s = 0.005; printf "%.3g", s }')
-		tmo=$(awk -v i="$ideal" -v s="$sc" 'BEGIN { printf "%d", 4 * i * s + 8.5 }')
+		tmo=$(awk -v i="$ideal" -v s="$sc" 'BEGIN { printf "%d", 3 * i * s + 6.5 }')
 		;;
 	*)
 		sc=1
-		tmo=$(awk -v i="$ideal" 'BEGIN { printf "%d", 3 * i + 15.5 }')
+		tmo=$(awk -v i="$ideal" 'BEGIN { printf "%d", 2 * i + 8.5 }')
 		;;
 	esac
 	printf '%s\t%s\n' "$id" "$(lim_desc)" >>"$lim_desc_tsv"
@@ -1296,10 +1306,11 @@ run_limiters() {
 	t0=$(now)
 	mkdir -p "$work/lim"
 	# The mock has the limits: list (and --ideal) once branch zoo is in.
-	printf 'routes: []\n' >"$work/lim/probe.yaml"
+	printf 'routes:\n  - match: "/*"\n    limits:\n      - {kind: gcra, per_s: 1}\n' \
+	    >"$work/lim/probe.yaml"
 	lim_zoo=
-	"$mock" --ideal 1 --scenario "$work/lim/probe.yaml" >/dev/null 2>&1 &&
-	    lim_zoo=1
+	"$mock" --ideal 1 --scenario "$work/lim/probe.yaml" --allowed \
+	    >/dev/null 2>&1 && lim_zoo=1
 	[ -n "$lim_zoo" ] || echo "This mock portal has no limits: list (tests/mockportal on branch zoo adds it): the cells it cannot play are skipped, and the ideal is computed here for a gcra." >>"$lim_notes"
 	while read -r id clock shape r b st ra extra q; do
 		case $id in ''|'#'*) continue ;; esac
@@ -1757,7 +1768,9 @@ if [ -n "$results" ] && selected limiters && [ "$lim_rows" -gt 0 ]; then
 		echo "  \`lim_cells_full\` in bench/run.sh."
 		echo "- N = max(60, 15 x rate + burst), at most 1500, so that the ideal"
 		echo "  makespan is 10 logical seconds or more (the quota and drop cells set"
-		echo "  their own N)."
+		echo "  their own N).  A window's N is k x limit + 1 for the least k that gives"
+		echo "  as many: then a client told limit / window_s that paces evenly"
+		echo "  finishes on the ideal, floor((N - 1) / limit) windows."
 		echo "  The ideal is the mock's own \`--ideal\` for N documents at -j 32 (a"
 		echo "  gcra's (N - 1 - burst) / rate when the mock has none), and for nginx"
 		echo "  (N - 1 - burst) / rate with nodelay, (N - 1) / rate without."
@@ -1781,9 +1794,9 @@ if [ -n "$results" ] && selected limiters && [ "$lim_rows" -gt 0 ]; then
 		echo "  of its own, sharing their state (pace, budget, breaker) through"
 		echo "  \`--state postgresql://...\` on a throwaway cluster; one row for the"
 		echo "  three, makespan until the last exits, CPU summed."
-		echo "- Every run is bounded: 4 x its ideal + 8 s of real time in scaled cells,"
-		echo "  3 x + 15 s in real ones; one stopped says 'timeout' in exit and"
-		echo "  STOPPED in its check."
+		echo "- Every run is bounded: 3 x its ideal + 6 s of real time in scaled cells,"
+		echo "  2 x + 8 s in real ones; one stopped says 'timeout' in exit and"
+		echo "  STOPPED in its check, with what it had saved by then."
 		echo
 		echo "## Measured facts from this run"
 		echo
