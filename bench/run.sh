@@ -57,6 +57,7 @@ results=
 results_set=
 build=1
 tmo_all=
+cells=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-h|--help) printf '%s' "$usage"; exit 0 ;;
@@ -72,6 +73,10 @@ while [ $# -gt 0 ]; do
 		results=$2; results_set=1; shift ;;
 	--results=*) results=${1#*=}; results_set=1 ;;
 	--no-build) build= ;;
+	--limiters) only=${only:+$only,}limiters ;;
+	--cells) [ $# -ge 2 ] || { printf '%s' "$usage" >&2; exit 2; }
+		cells=$2; shift ;;
+	--cells=*) cells=${1#*=} ;;
 	--timeout) [ $# -ge 2 ] || { printf '%s' "$usage" >&2; exit 2; }
 		tmo_all=$2; shift ;;
 	--timeout=*) tmo_all=${1#*=} ;;
@@ -80,7 +85,10 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-if [ -z "$results_set" ] && [ -z "$quick" ] && [ -z "$only" ]; then
+# A full run writes bench/RESULTS.md: the default scenarios its main part,
+# the limiter matrix (--limiters alone, all cells) its own section.
+if [ -z "$results_set" ] && [ -z "$quick" ] && [ -z "$cells" ] &&
+    { [ -z "$only" ] || [ "$only" = limiters ]; }; then
 	results=$here/RESULTS.md
 fi
 
@@ -94,16 +102,18 @@ unset RFPIPE_TIME_SCALE
 if [ -n "$quick" ]; then
 	# Fewer scenarios and no --retry-all-errors curl (the same as plain
 	# curl in a stampede, and 31 s of backoff on each 404 in flaky).
-	scenarios="stampede flaky throughput stage"
+	scenarios="stampede flaky throughput stage limiters"
 	fetch_tools="rfpipe naive curl parallel asyncio"
 	stamp_n=100 flaky_n=200 thru_n=500 thru_k=1 stage_ns="10000 100000"
 	t_stamp=60 t_flaky=45 t_thru=60 t_stage=300
+	lim_real=3 lim_rmax=100
 else
-	scenarios="stampede stampede-ra flaky throughput stage"
+	scenarios="stampede stampede-ra flaky throughput stage limiters"
 	fetch_tools="rfpipe naive curl curl-all parallel asyncio"
 	stamp_n=300 flaky_n=1000 thru_n=10000 thru_k=5
 	stage_ns="100000 1000000"
 	t_stamp=60 t_flaky=90 t_thru=200 t_stage=600
+	lim_real=4 lim_rmax=50
 fi
 if [ -n "$tmo_all" ]; then
 	t_stamp=$tmo_all t_flaky=$tmo_all t_thru=$tmo_all t_stage=$tmo_all
@@ -111,9 +121,13 @@ fi
 jobs=32
 rate=20
 
+# The limiter matrix runs only when asked for by name.
 selected() {
 	local pat
-	[ -z "$only" ] && return 0
+	if [ -z "$only" ]; then
+		[ "$1" != limiters ]
+		return
+	fi
 	local IFS=,
 	for pat in $only; do
 		# shellcheck disable=SC2254  # the pattern is meant to glob
@@ -137,6 +151,17 @@ for p in /usr/bin/python3 python3; do
 	fi
 done
 [ -n "$py" ] || die "python3 with aiohttp not found after scripts/deps.sh bench"
+nginx=
+if selected limiters; then
+	for p in nginx /usr/sbin/nginx; do
+		if command -v "$p" >/dev/null 2>&1; then
+			nginx=$(command -v "$p")
+			break
+		fi
+	done
+	[ -n "$nginx" ] || die "nginx not found after scripts/deps.sh bench"
+	command -v psql >/dev/null 2>&1 || die "psql not found after scripts/deps.sh bench"
+fi
 
 # Which rfpipe this measures: others may commit while the bench runs.
 rev0="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$( [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] && echo ' plus uncommitted changes')"
@@ -168,8 +193,18 @@ notes=$work/notes.txt
 printf 'scen\ttool\tn\tideal\tmakespan\trequests\tr429\tok\tfailed\tlost\tcpu\trss_kb\texit\tref\n' >"$tsv"
 : >"$checks"
 : >"$notes"
+lim_tsv=$work/limiters.tsv
+lim_desc_tsv=$work/limiters-cells.tsv
+lim_notes=$work/limiters-notes.txt
+printf 'cell\ttool\tn\tallowed\tideal\tmakespan\tscale\trequests\trefusals\tsaved\tdead\tdead_quota\tcpu\texit\ttimeout\tclock\trate\n' >"$lim_tsv"
+: >"$lim_desc_tsv"
+: >"$lim_notes"
+lim_skipped=
+lim_secs=0
 
 mock_pid=
+ng_pid=
+pg_dir=
 old_n=0
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
@@ -177,6 +212,8 @@ cleanup() {
 		kill -TERM "$mock_pid" 2>/dev/null
 		wait "$mock_pid" 2>/dev/null
 	fi
+	nginx_stop
+	pg_stop
 	if [ -n "$keep" ]; then
 		say "work directory kept: $work"
 	else
@@ -422,6 +459,44 @@ run_fetch_median() {
 	done
 }
 
+# tool_ids TOOL DIR: what the tool says, from its own output in DIR:
+# DIR/ok.ids (the documents it saved) and DIR/failed.ids (those it reported
+# failed, and did not also save), one id a line, sorted.
+tool_ids() {
+	local tool=$1 d=$2
+	case $tool in
+	rfpipe*)
+		cat "$d"/run*/results.ndjson 2>/dev/null | jq -r '.id' |
+		    sort -u >"$d/ok.ids"
+		cat "$d"/run*/dead.ndjson 2>/dev/null | jq -r '.id' |
+		    sort -u >"$d/failed.raw"
+		;;
+	*)
+		(cd "$d/out" && find . -type f -size +0c | sed 's|^\./||') |
+		    sort -u >"$d/ok.ids"
+		case $tool in
+		naive)
+			awk '$1 == "fail" { print $2 }' "$d/stdout" ;;
+		curl|curl-all|curl-serial)
+			awk '$1 != "0" { n = split($3, p, "/"); print p[n] }' \
+			    "$d/stdout" ;;
+		parallel)
+			awk -F'\t' 'NR > 1 && $7 != "0" {
+				n = split($9, w, " ")
+				for (i = 1; i < n; i++)
+					if (w[i] == "-o") {
+						k = split(w[i + 1], p, "/")
+						print p[k]
+					}
+			}' "$d/joblog" 2>/dev/null ;;
+		asyncio)
+			jq -r 'select(.ok | not) | .id' "$d/stdout" 2>/dev/null ;;
+		esac | sort -u >"$d/failed.raw"
+		;;
+	esac
+	comm -23 "$d/failed.raw" "$d/ok.ids" >"$d/failed.ids"
+}
+
 run_fetch_once() {
 	local scen=$1 tool=$2 n=$3 prefix=$4 ep=$5 idfmt=$6 tmo=$7 maxtime=$8
 	local ideal=$9 shuffle=${10:-0} d cfg mt=() requests r429 okn failn lost
@@ -503,36 +578,7 @@ run_fetch_once() {
 	# What the server saw.
 	requests=$(grep -c '"kind":"request"' "$d/mock.ndjson" 2>/dev/null)
 	r429=$(grep -c '"status":429' "$d/mock.ndjson" 2>/dev/null)
-	# What the tool says: successes, and failures it reported.
-	case $tool in
-	rfpipe|rfpipe-rate)
-		jq -r '.id' "$d/run/results.ndjson" 2>/dev/null | sort -u >"$d/ok.ids"
-		jq -r '.id' "$d/run/dead.ndjson" 2>/dev/null | sort -u >"$d/failed.raw"
-		;;
-	*)
-		(cd "$d/out" && find . -type f -size +0c | sed 's|^\./||') |
-		    sort -u >"$d/ok.ids"
-		case $tool in
-		naive)
-			awk '$1 == "fail" { print $2 }' "$d/stdout" ;;
-		curl|curl-all|curl-serial)
-			awk '$1 != "0" { n = split($3, p, "/"); print p[n] }' \
-			    "$d/stdout" ;;
-		parallel)
-			awk -F'\t' 'NR > 1 && $7 != "0" {
-				n = split($9, w, " ")
-				for (i = 1; i < n; i++)
-					if (w[i] == "-o") {
-						k = split(w[i + 1], p, "/")
-						print p[k]
-					}
-			}' "$d/joblog" 2>/dev/null ;;
-		asyncio)
-			jq -r 'select(.ok | not) | .id' "$d/stdout" 2>/dev/null ;;
-		esac | sort -u >"$d/failed.raw"
-		;;
-	esac
-	comm -23 "$d/failed.raw" "$d/ok.ids" >"$d/failed.ids"
+	tool_ids "$tool" "$d"
 	sort -u "$d/ok.ids" "$d/failed.ids" | comm -23 "$d/all.ids" - >"$d/lost.ids"
 	okn=$(count_lines "$d/ok.ids")
 	failn=$(count_lines "$d/failed.ids")
@@ -776,6 +822,589 @@ run_stage() {
 	rm -rf "$d/jqfile"/*.ndjson "$b/run" "$b/retry.ndjson" "$cls"
 }
 
+# ---------------------------------------------------------------- limiters
+# The limiter matrix (--limiters, or --only limiters; not in the default
+# run): rfpipe, not told the rate and told it (rfpipe.yaml `endpoints:
+# {lim: {rate: R, burst: B}}`), against one limiter shape per cell, -j 32.
+#
+# Cells: one line each, whitespace-separated:
+#   id      what --cells matches
+#   clock   scaled: the mock under RFPIPE_TIME_SCALE, the scale chosen so
+#           the ideal makespan takes about lim_real real seconds, at most
+#           lim_rmax requests a real second; real: the
+#           mock in real time; nginx: a real nginx limit_req, real time;
+#           pg: three pipelines on three run directories sharing their
+#           state in PostgreSQL (--state), against the mock in real time
+#   shape   gcra (nodelay), gcra-delay, fixed-x (fixed window, X-RateLimit
+#           headers), fixed-ietf (fixed window, IETF RateLimit headers),
+#           sliding (sliding window), conc (concurrency cap), quota (a
+#           daily quota over a gcra), drop (a gcra whose rate drops
+#           mid-run), nginx
+#   rate    requests/s the limiter allows in the long run (a window's
+#           limit / window_s; a concurrency cap's max / answer time)
+#   burst   gcra and nginx burst; - for the others
+#   status  the refusal's status, 429 or 503
+#   ra      Retry-After on a refusal, seconds; - for none
+#   extra   comma-separated: n= documents (default max(60, 15 x rate +
+#           burst), at most 1500; a window's: k x limit + 1, the least k
+#           that gives as many); limit= window= (windows); max= delay_ms= (cap);
+#           quota=; to= at= (drop: the rate from at= s on); nodelay= (nginx)
+#   quick   q: also in --quick
+#
+# The choice: every shape, each of the rates 1, 3, 10, 20, 50 and 100 r/s
+# at least twice, gcra bursts 0, 10 and 60 at low and high rates, 429 and
+# 503 and with and without Retry-After spread over the shapes so that each
+# shape gets both statuses; not the full cross product (that is thousands
+# of cells), 28 cells.
+lim_cells_full='
+gcra-1            scaled gcra       1   0  429 -     -                    -
+gcra-3-503-ra     scaled gcra       3   0  503 1     -                    -
+gcra-10-ra        scaled gcra       10  0  429 1     -                    q
+gcra-20           scaled gcra       20  0  429 -     -                    -
+gcra-50-503       scaled gcra       50  0  503 -     -                    -
+gcra-100-ra       scaled gcra       100 0  429 1     -                    -
+gcra-3-b10        scaled gcra       3   10 429 -     -                    -
+gcra-20-b10-503-ra scaled gcra      20  10 503 1     -                    q
+gcra-100-b10      scaled gcra       100 10 429 -     -                    -
+gcra-10-b60-ra    scaled gcra       10  60 429 1     -                    -
+gcra-50-b60-503   scaled gcra       50  60 503 -     -                    -
+delay-20-b10      scaled gcra-delay 20  10 429 -     -                    q
+delay-3-b10-503-ra scaled gcra-delay 3  10 503 1     -                    -
+fixed-x-10-ra     scaled fixed-x    10  -  429 1     limit=10,window=1    q
+fixed-x-1-503     scaled fixed-x    1   -  503 -     limit=10,window=10   -
+fixed-ietf-50     scaled fixed-ietf 50  -  429 -     limit=100,window=2   -
+fixed-ietf-3-503-ra scaled fixed-ietf 3 -  503 1     limit=30,window=10   -
+sliding-20        scaled sliding    20  -  429 -     limit=20,window=1    -
+sliding-3-503-ra  scaled sliding    3   -  503 1     limit=9,window=3     q
+conc-5            scaled conc       20  -  429 -     max=5,delay_ms=250   q
+conc-25-503-ra    scaled conc       100 -  503 1     max=25,delay_ms=250  -
+quota-10          scaled quota      10  0  429 86400 quota=150,n=300      q
+quota-20-503      scaled quota      20  0  503 86400 quota=300,n=600      -
+drop-50-10-ra     scaled drop       50  0  429 1     to=10,at=5,n=350     -
+drop-20-3-503     scaled drop       20  0  503 -     to=3,at=5,n=130      q
+nginx-nodelay     nginx  nginx      20  10 429 -     nodelay=1,n=300      q
+nginx-delay       nginx  nginx      20  10 503 -     nodelay=0,n=300      -
+pg-3              pg     gcra       20  0  429 -     n=300                q
+'
+
+# kv KEY DEFAULT: KEY's value in the cell's extra field.
+kv() {
+	local p IFS=,
+	for p in $extra; do
+		case $p in "$1"=*) echo "${p#*=}"; return ;; esac
+	done
+	echo "$2"
+}
+
+# The cell's limiter as the mock's scenario.  With a mock that has the
+# endpoint-level `limits:` list; else the older `rate:` key (a gcra that
+# answers 429), the only shape it has.
+lim_yaml() {
+	local common="status: $st" rr
+	[ "$ra" != - ] && common="$common, retry_after: $ra"
+	echo "# bench/run.sh limiter matrix, cell $id"
+	echo "routes:"
+	echo '  - match: "/lim/*"'
+	echo "    endpoint: lim"
+	if [ -z "$lim_zoo" ]; then
+		echo "    rate: {per_s: $r, burst: $b$( [ "$ra" != - ] && echo ", retry_after: $ra")}"
+		return
+	fi
+	[ "$shape" = conc ] && echo "    delay_ms: $(kv delay_ms 250)"
+	echo "    limits:"
+	case $shape in
+	gcra)
+		echo "      - {kind: gcra, per_s: $r, burst: $b, $common}" ;;
+	gcra-delay)
+		echo "      - {kind: gcra, per_s: $r, burst: $b, nodelay: false, $common}" ;;
+	fixed-x|fixed-ietf)
+		echo "      - {kind: fixed_window, limit: $(kv limit 1), window_s: $(kv window 1), headers: $( [ "$shape" = fixed-x ] && echo x || echo ietf), $common}" ;;
+	sliding)
+		echo "      - {kind: sliding_window, limit: $(kv limit 1), window_s: $(kv window 1), $common}" ;;
+	conc)
+		echo "      - {kind: concurrency, max: $(kv max 1), $common}" ;;
+	quota)
+		echo "      - {kind: gcra, per_s: $r, burst: $b, status: $st}"
+		echo "      - {kind: quota, limit: $(kv quota 1), $common}" ;;
+	drop)
+		rr=$(kv to 1)
+		echo "      - {kind: gcra, per_s: $r, burst: $b, until_s: $(kv at 5), $common}"
+		echo "      - {kind: gcra, per_s: $rr, burst: $b, from_s: $(kv at 5), $common}" ;;
+	esac
+}
+
+# The cell in words: shape · rate · burst · status · Retry-After.
+lim_desc() {
+	local s
+	case $shape in
+	gcra) s="gcra nodelay · $r r/s · burst $b" ;;
+	gcra-delay) s="gcra delaying · $r r/s · burst $b" ;;
+	fixed-x) s="fixed window $(kv limit 1)/$(kv window 1) s, X-RateLimit headers · $r r/s · —" ;;
+	fixed-ietf) s="fixed window $(kv limit 1)/$(kv window 1) s, IETF RateLimit headers · $r r/s · —" ;;
+	sliding) s="sliding window $(kv limit 1)/$(kv window 1) s · $r r/s · —" ;;
+	conc) s="concurrency cap $(kv max 1), answers in $(kv delay_ms 250) ms · $r r/s · —" ;;
+	quota) s="daily quota $(kv quota 1) over gcra · $r r/s · burst $b" ;;
+	drop) s="gcra dropping to $(kv to 1) r/s at $(kv at 5) s · $r r/s · burst $b" ;;
+	nginx) s="nginx limit_req$( [ "$(kv nodelay 1)" = 1 ] && echo ' nodelay' || echo ', delaying') · $r r/s · burst $b" ;;
+	esac
+	[ "$clock" = pg ] && s="$s; 3 pipelines sharing PostgreSQL state"
+	printf '%s · %s · Retry-After %s' "$s" "$st" \
+	    "$( [ "$ra" = - ] && echo no || echo "yes ($ra s)")"
+}
+
+# Sets ideal (logical seconds) and allowed for the cell's N documents:
+# the mock's own --ideal where it has one, else a gcra's: burst + 1 at
+# once, then one every 1/rate.
+lim_ideal() {
+	local out
+	allowed=$n
+	case $clock in
+	nginx)
+		# limit_req keeps excess in milli-requests: burst + 1 pass at
+		# once with nodelay, then one each 1/rate; without nodelay the
+		# excess waits, so the last answer comes (N - 1)/rate in.
+		if [ "$(kv nodelay 1)" = 1 ]; then
+			ideal=$(awk -v n="$n" -v r="$r" -v b="$b" 'BEGIN { x = (n - 1 - b) / r; printf "%.3f", x < 0 ? 0 : x }')
+		else
+			ideal=$(awk -v n="$n" -v r="$r" 'BEGIN { printf "%.3f", (n - 1) / r }')
+		fi
+		return
+		;;
+	esac
+	if [ -n "$lim_zoo" ]; then
+		out=$("$mock" --ideal "$n" --scenario "$yaml" --endpoint lim \
+		    --allowed 2>&1) || {
+			echo "$id: rfp-mockportal --ideal failed: $out" >>"$lim_notes"
+			ideal=
+			return
+		}
+		ideal=$(printf '%s\n' "$out" | awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9.]+$/) { printf "%.3f", $i; exit } }')
+		allowed=$(printf '%s\n' "$out" | awk '$1 == "allowed" { print $2 }')
+		[ -n "$allowed" ] || allowed=$n
+		return
+	fi
+	ideal=$(awk -v n="$n" -v r="$r" -v b="$b" 'BEGIN { x = (n - 1 - b) / r; printf "%.3f", x < 0 ? 0 : x }')
+}
+
+# One row of the matrix.
+lim_row() {
+	local IFS=$'\t'
+	printf '%s\n' "$*" >>"$lim_tsv"
+}
+
+# nginx_start DIR: a fresh nginx with the cell's limit_req on a free port
+# (fresh limiter state, fresh access log); sets port and ng_pid.
+nginx_start() {
+	local ng=$1/nginx i p user=
+	mkdir -p "$ng/logs" "$ng/tmp" "$ng/www"
+	printf '{"ok":true}\n' >"$ng/www/doc.json"
+	# As root, the workers would run as nobody, who cannot read the work
+	# directory: run them as the current user too.
+	[ "$(id -u)" -eq 0 ] && user="user $(id -un) $(id -gn);"
+	for i in $(seq 1 20); do
+		p=$((20000 + RANDOM % 40000))
+		# `return` would answer before limit_req runs (the rewrite
+		# phase comes before preaccess): serve a static file instead.
+		cat >"$ng/nginx.conf" <<EOF
+# bench/run.sh limiter matrix, cell $id
+$user
+worker_processes 1;
+events { worker_connections 1024; }
+http {
+	access_log off;
+	types { }
+	default_type application/json;
+	log_format lim '\$msec \$status \$request_uri';
+	limit_req_zone \$server_port zone=z:1m rate=${r}r/s;
+	limit_req_log_level info;
+	client_body_temp_path tmp/body;
+	proxy_temp_path tmp/proxy;
+	fastcgi_temp_path tmp/fastcgi;
+	uwsgi_temp_path tmp/uwsgi;
+	scgi_temp_path tmp/scgi;
+	server {
+		listen 127.0.0.1:$p;
+		root $ng/www;
+		location = /_health { return 200 "ok\n"; }
+		location / {
+			access_log logs/access.log lim;
+			limit_req zone=z burst=$b$( [ "$(kv nodelay 1)" = 1 ] && echo ' nodelay');
+			$( [ "$st" != 503 ] && echo "limit_req_status $st;")
+			try_files /doc.json =404;
+		}
+	}
+}
+EOF
+		rm -f "$ng/logs/access.log" "$ng/nginx.pid"
+		"$nginx" -e "$ng/error.log" -p "$ng" -c nginx.conf \
+		    -g "daemon off; pid $ng/nginx.pid; error_log $ng/error.log;" \
+		    >"$ng/out" 2>&1 &
+		ng_pid=$!
+		while kill -0 "$ng_pid" 2>/dev/null; do
+			if curl -fsS -o /dev/null "http://127.0.0.1:$p/_health" 2>/dev/null; then
+				port=$p
+				return 0
+			fi
+			sleep 0.05
+		done
+		wait "$ng_pid" 2>/dev/null
+		ng_pid=
+		grep -q 'Address already in use' "$ng/error.log" 2>/dev/null ||
+			break
+	done
+	cat "$ng/error.log" >&2
+	die "nginx did not start for $id"
+}
+
+nginx_stop() {
+	[ -n "$ng_pid" ] || return 0
+	kill -TERM "$ng_pid" 2>/dev/null
+	wait "$ng_pid" 2>/dev/null
+	ng_pid=
+}
+
+# A throwaway PostgreSQL cluster on a Unix socket (as bench/pg/run.sh and
+# tests/pg.bats start one): initdb in a temporary directory, as nobody
+# when run as root.  Sets pg_dir; pg_url DB gives a database's URL.
+pg_start() {
+	local bin
+	bin=$(find /usr/lib/postgresql -path '*/bin/initdb' 2>/dev/null | sort -V | tail -n 1)
+	[ -n "$bin" ] || { echo "pg-3: skipped: initdb not found (the Debian package postgresql)" >>"$lim_notes"; return 1; }
+	pg_bin=${bin%/initdb}
+	pg_u=()
+	pg_dir=$(mktemp -d "${TMPDIR:-/tmp}/rfpipe-bench-pg.XXXXXX") || return 1
+	if [ "$(id -u)" -eq 0 ]; then
+		chown nobody "$pg_dir"
+		pg_u=(runuser -u nobody --)
+	fi
+	if ! "${pg_u[@]}" "$pg_bin/initdb" -D "$pg_dir/data" -A trust -U rfp \
+	    -E UTF8 --no-sync >"$pg_dir/initdb.log" 2>&1 ||
+	    ! "${pg_u[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/log" \
+	    -w -o "-k $pg_dir -c listen_addresses= -c max_connections=200" \
+	    start >/dev/null 2>&1; then
+		echo "pg-3: skipped: the PostgreSQL cluster did not start: $(tail -n 3 "$pg_dir/initdb.log" "$pg_dir/log" 2>/dev/null | tr '\n' ' ')" >>"$lim_notes"
+		pg_stop
+		return 1
+	fi
+}
+pg_url() { echo "postgresql:///$1?host=$pg_dir&user=rfp"; }
+pg_stop() {
+	[ -n "${pg_dir:-}" ] || return 0
+	"${pg_u[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -m immediate stop \
+	    >/dev/null 2>&1
+	rm -rf "$pg_dir"
+	pg_dir=
+}
+
+# lim_run TOOL: one tool in the current cell (the variables of lim_cell).
+lim_run() {
+	local t=$1 d=$cdir/$1 cfg requests refusals saved dq dead cpu ew h
+	local ms hosts=1 pids rcs p t0
+	mkdir -p "$d/out"
+	case $clock in
+	nginx) nginx_start "$d" ;;
+	*) RFPIPE_TIME_SCALE=$sc start_mock "$yaml" "$d" ;;
+	esac
+	gen_inputs "$d" "$n" /lim/ lim doc-%d
+	cfg=$d/rfpipe.yaml
+	{
+		echo "# bench/run.sh limiter matrix, cell $id, $t"
+		if [ "$t" = rfpipe-told ]; then
+			echo "endpoints:"
+			echo "  lim:"
+			case $shape in
+			conc)
+				echo "    concurrency: $(kv max 1)" ;;
+			fixed-*|sliding)
+				echo "    rate: $r"
+				echo "    burst: 0" ;;
+			*)
+				echo "    rate: $r"
+				echo "    burst: $b" ;;
+			esac
+		fi
+	} >"$cfg"
+	case $t in
+	rfpipe|rfpipe-told)
+		if [ "$clock" = pg ]; then
+			# Three hosts, each a third of the documents, one database.
+			hosts=3
+			psql -q "$(pg_url postgres)" -c "CREATE DATABASE \"${t//-/_}\"" \
+			    >/dev/null 2>&1
+			pids=
+			t0=$(now)
+			for h in 1 2 3; do
+				awk -v h="$h" 'NR % 3 == h % 3' "$d/manifest.ndjson" >"$d/m$h.ndjson"
+				(cd "$d" && /usr/bin/time -v -o "$d/time$h.txt" \
+				    timeout -k 5 "$tmo" env RFPIPE_TIME_SCALE="$sc" \
+				    "$rfpipe" -j "$jobs" --seed "$h" --progress=none \
+				    --config "$cfg" --run-dir "$d/run$h" \
+				    --state "$(pg_url "${t//-/_}")" "$d/m$h.ndjson" \
+				    >"$d/stdout$h" 2>"$d/stderr$h") &
+				pids="$pids $!"
+			done
+			rcs=
+			for p in $pids; do
+				wait "$p"
+				rcs="$rcs $?"
+			done
+			elapsed=$(sub "$(now)" "$t0")
+			ew=
+			h=0
+			for p in $rcs; do
+				h=$((h + 1))
+				ew="$ew${ew:+ }$(exit_word "$p" "$d/time$h.txt")"
+			done
+			cpu=$(for h in 1 2 3; do time_cpu "$d/time$h.txt"; echo; done |
+			    awk '{ s += $1 } END { printf "%.2f", s }')
+		else
+			run_timed "$d" "$tmo" /dev/null env RFPIPE_TIME_SCALE="$sc" \
+			    "$rfpipe" -j "$jobs" --seed 1 --progress=none \
+			    --config "$cfg" --run-dir "$d/run" "$d/manifest.ndjson"
+		fi
+		;;
+	naive)
+		run_timed "$d" "$tmo" "$d/list.txt" env NAIVE_OUT="$d/out" \
+		    NAIVE_MAX_TIME= xargs -P "$jobs" -n 2 sh "$here/naive_fetch.sh"
+		;;
+	curl)
+		run_timed "$d" "$tmo" /dev/null curl --parallel \
+		    --parallel-max "$jobs" --retry 5 -fsS --no-progress-meter \
+		    -K "$d/curl.cfg" -w '%{exitcode} %{http_code} %{url}\n'
+		;;
+	esac
+	if [ "$hosts" -eq 1 ]; then
+		ew=$(exit_word "$rc" "$d/time.txt")
+		cpu=$(time_cpu "$d/time.txt")
+	fi
+	# What the server saw.
+	case $clock in
+	nginx)
+		nginx_stop
+		requests=$(count_lines "$d/nginx/logs/access.log")
+		refusals=$(awk -v s="$st" '$2 == s' "$d/nginx/logs/access.log" 2>/dev/null | grep -c '')
+		;;
+	*)
+		kill -0 "$mock_pid" 2>/dev/null || ew="$ew; mock died"
+		stop_mock
+		requests=$(grep -c '"kind":"request"' "$d/mock.ndjson" 2>/dev/null)
+		refusals=$(grep -c '"action":"rate_limited"' "$d/mock.ndjson" 2>/dev/null)
+		;;
+	esac
+	tool_ids "$t" "$d"
+	saved=$(count_lines "$d/ok.ids")
+	dead=- dq=-
+	case $t in
+	rfpipe*)
+		cat "$d"/run*/dead.ndjson 2>/dev/null >"$d/dead.all"
+		dead=$(count_lines "$d/dead.all")
+		dq=$(grep -c '"dead_reason":"quota"' "$d/dead.all")
+		if [ "$dead" -gt 0 ]; then
+			echo "$id, $(lim_tool_name "$t"): dead $dead ($(jq -r .dead_reason "$d/dead.all" | sort | uniq -c | awk '{ printf "%s%s %d", (NR > 1 ? ", " : ""), $2, $1 }'))" >>"$lim_notes"
+		fi
+		for p in "$d"/run*/state/rate/*.json; do
+			[ -f "$p" ] || continue
+			echo "$id, $(lim_tool_name "$t"): the pace ended at $(jq -r --argjson s "$sc" '.rate * $s * 100 | round / 100' "$p") req/s (logical) after $(jq -r .slows "$p") slow-down signals" >>"$lim_notes"
+		done
+		;;
+	esac
+	ms=$(awk -v e="$elapsed" -v s="$sc" 'BEGIN { printf "%.3f", e / s }')
+	lim_row "$id" "$t" "$n" "$allowed" "$ideal" "$ms" "$sc" "$requests" \
+	    "$refusals" "$saved" "$dead" "$dq" "$cpu" "$ew" "$tmo" "$clock" "$r"
+	say "limiters $id $(lim_tool_name "$t"): saved $saved/$n (allowed $allowed), refusals $refusals/$requests, makespan ${ms}s (ideal ${ideal}s, clock x$sc), exit $ew"
+}
+
+lim_tool_name() {
+	case $1 in
+	rfpipe) echo "rfpipe (rate not told)" ;;
+	rfpipe-told) echo "rfpipe, rate told" ;;
+	naive) echo "naive xargs -P 32 + curl" ;;
+	curl) echo "curl --parallel --retry 5" ;;
+	*) echo "$1" ;;
+	esac
+}
+
+# lim_cell FIELDS...: one cell, every tool that makes sense in it.
+lim_cell() {
+	local id=$1 clock=$2 shape=$3 r=$4 b=$5 st=$6 ra=$7 extra=$8
+	local n allowed ideal sc tmo cdir yaml tools t
+	if [ "$clock" != nginx ] && [ -z "$lim_zoo" ] &&
+	    { [ "$shape" != gcra ] || [ "$st" != 429 ]; }; then
+		echo "$id: skipped: this mock portal has only the gcra that answers 429 (rate:); the cell needs its limits: list" >>"$lim_notes"
+		lim_skipped="$lim_skipped $id"
+		return
+	fi
+	cdir=$work/lim/$id
+	mkdir -p "$cdir"
+	yaml=$cdir/scenario.yaml
+	n=$(kv n "")
+	# A window's N is k windows' worth plus one: a client told the rate
+	# (limit / window_s, burst 0) and pacing evenly can then meet the
+	# ideal, floor((N - 1) / limit) windows.
+	case $shape in
+	fixed-*|sliding)
+		[ -n "$n" ] || n=$(awk -v r="$r" -v l="$(kv limit 1)" 'BEGIN { k = int((15 * r + l - 1) / l); m = int((59 + l - 1) / l); if (m > k) k = m; n = k * l + 1; if (n > 1500) n = 1500; printf "%d", n }') ;;
+	esac
+	[ -n "$n" ] || n=$(awk -v r="$r" -v b="$b" 'BEGIN { n = 15 * r + (b == "-" ? 0 : b); if (n < 60) n = 60; if (n > 1500) n = 1500; printf "%d", n }')
+	[ "$clock" = nginx ] || lim_yaml >"$yaml"
+	lim_ideal
+	if [ -z "$ideal" ]; then
+		lim_skipped="$lim_skipped $id"
+		return
+	fi
+	# Scaled: the ideal in about lim_real real seconds, but never more
+	# than lim_rmax requests a real second: compressing time multiplies
+	# whatever fixed real cost a request has.  A run is stopped at 3 x
+	# the ideal plus 6 s (real cells: 2 x plus 8 s, room for curl's 31 s
+	# of retry waits against a 14.5 s ideal).
+	case $clock in
+	scaled)
+		sc=$(awk -v i="$ideal" -v t="$lim_real" -v r="$r" -v m="$lim_rmax" 'BEGIN { s = i > 0 ? t / i : 1; if (s < r / m) s = r / m; if (s > 1) s = 1; if (s < 0.005) s = 0.005; printf "%.3g", s }')
+		tmo=$(awk -v i="$ideal" -v s="$sc" 'BEGIN { printf "%d", 3 * i * s + 6.5 }')
+		;;
+	*)
+		sc=1
+		tmo=$(awk -v i="$ideal" 'BEGIN { printf "%d", 2 * i + 8.5 }')
+		;;
+	esac
+	printf '%s\t%s\n' "$id" "$(lim_desc)" >>"$lim_desc_tsv"
+	tools="rfpipe rfpipe-told"
+	case $shape in
+	quota|drop) tools=rfpipe ;;
+	esac
+	case $clock in
+	nginx|real) tools="$tools naive curl" ;;
+	pg)
+		[ -n "$quick" ] && tools=rfpipe
+		if [ -z "${pg_dir:-}" ] && ! pg_start; then
+			lim_skipped="$lim_skipped $id"
+			return
+		fi
+		;;
+	esac
+	for t in $tools; do
+		lim_run "$t"
+	done
+	[ "$clock" = pg ] && pg_stop
+}
+
+# lim_selected ID: true when --cells is not given or one of its patterns
+# matches ID.
+lim_selected() {
+	local pat
+	[ -z "$cells" ] && return 0
+	local IFS=,
+	for pat in $cells; do
+		# shellcheck disable=SC2254  # the pattern is meant to glob
+		case $1 in $pat) return 0 ;; esac
+	done
+	return 1
+}
+
+run_limiters() {
+	local id clock shape r b st ra extra q t0
+	t0=$(now)
+	mkdir -p "$work/lim"
+	# The mock has the limits: list (and --ideal) once branch zoo is in.
+	printf 'routes:\n  - match: "/*"\n    limits:\n      - {kind: gcra, per_s: 1}\n' \
+	    >"$work/lim/probe.yaml"
+	lim_zoo=
+	"$mock" --ideal 1 --scenario "$work/lim/probe.yaml" --allowed \
+	    >/dev/null 2>&1 && lim_zoo=1
+	[ -n "$lim_zoo" ] || echo "This mock portal has no limits: list (tests/mockportal on branch zoo adds it): the cells it cannot play are skipped, and the ideal is computed here for a gcra." >>"$lim_notes"
+	while read -r id clock shape r b st ra extra q; do
+		case $id in ''|'#'*) continue ;; esac
+		[ -n "$quick" ] && [ "$q" != q ] && continue
+		lim_selected "$id" || continue
+		lim_cell "$id" "$clock" "$shape" "$r" "$b" "$st" "$ra" "$extra"
+	done <<<"$lim_cells_full"
+	lim_secs=$(sub "$(now)" "$t0")
+}
+
+# The matrix as one Markdown table.
+lim_table() {
+	awk -F'\t' '
+	function name(t) {
+		if (t == "rfpipe") return "rfpipe (rate not told)"
+		if (t == "rfpipe-told") return "rfpipe, rate told"
+		if (t == "naive") return "naive xargs -P 32 + curl"
+		if (t == "curl") return "curl --parallel --retry 5"
+		return t
+	}
+	NR == FNR { desc[$1] = $2; next }
+	FNR == 1 { next }
+	{
+		id = $1; t = $2; n = $3; al = $4; ideal = $5; ms = $6; sc = $7
+		rq = $8; rf = $9; sv = $10; dq = $12; cpu = $13; ex = $14
+		clk = $16; rate = $17
+		if (clk == "pg") t3 = "3 × " name(t) ", one state"
+		else t3 = name(t)
+		cell = (id != last) ? desc[id] " `" id "`" : ""
+		last = id
+		clock = (sc + 0 >= 1) ? (clk == "nginx" ? "real, nginx" : "real") : sprintf("×%s (%.3g r/s real)", sc, rate / sc)
+		saved = sv "/" n
+		if (al + 0 < n + 0)
+			saved = saved " (" al " allowed" (dq == "-" ? "" : "; " dq " dead quota") ")"
+		ref = rf "/" rq (rq + 0 > 0 ? sprintf(" (%.1f %%)", 100 * rf / rq) : "")
+		mk = (ideal + 0 > 0) ? sprintf("%.2f (%.1f / %.1f s)", ms / ideal, ms, ideal) : sprintf("— (%.1f / 0 s)", ms)
+		printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", cell, clock, t3, saved, ref, mk, cpu, ex
+	}
+	BEGIN {
+		print "| cell (shape · rate · burst · status · Retry-After) | clock | tool | saved/N | refusals ÷ requests | makespan ÷ ideal (logical s) | CPU s | exit |"
+		print "|---|---|---|--:|--:|--:|--:|---|"
+	}' "$lim_desc_tsv" "$lim_tsv"
+}
+
+# The targets, for every rfpipe row: not told, every document the limiter
+# allows saved (a quota's rest dead with reason quota), refusals <= 5 % of
+# requests, makespan <= 1.2 x ideal; told, no refusal and <= 1.05 x ideal.
+# A makespan counts only with every allowed document saved.
+lim_checks() {
+	awk -F'\t' '
+	function pf(c) { return c ? "PASS" : "FAIL" }
+	FNR == 1 { next }
+	$2 == "rfpipe" || $2 == "rfpipe-told" {
+		id = $1; t = $2; n = $3; al = $4; ideal = $5; ms = $6
+		rq = $8; rf = $9; sv = $10; dq = $12; ex = $14; tmo = $15
+		told = (t == "rfpipe-told")
+		ratio = (ideal + 0 > 0) ? ms / ideal : (ms + 0 > 0 ? 1e9 : 1)
+		pct = (rq + 0 > 0) ? 100 * rf / rq : 0
+		all = (sv + 0 >= al + 0)
+		if (al + 0 < n + 0)
+			all = all && (dq + 0 == n - al)
+		if (!told) {
+			c1 = all; c2 = (rf <= 0.05 * rq); c3 = all && ratio <= 1.2
+			lim = 1.2
+		} else {
+			c1 = all; c2 = (rf + 0 == 0); c3 = all && ratio <= 1.05
+			lim = 1.05
+		}
+		ok = c1 && c2 && c3
+		s = sprintf("%s %s, %s: saved %d of %d allowed %s", pf(ok), id,
+		    told ? "rfpipe, rate told" : "rfpipe (rate not told)", sv, al, pf(all))
+		if (al + 0 < n + 0)
+			s = s sprintf(" (the other %d dead with reason quota: %s)", n - al, dq)
+		if (told)
+			s = s sprintf(" · refusals %d, none allowed %s", rf, pf(c2))
+		else
+			s = s sprintf(" · refusals %d/%d = %.1f %% <= 5 %% %s", rf, rq, pct, pf(c2))
+		s = s sprintf(" · makespan %.2f x ideal <= %s %s", ratio, lim, pf(c3))
+		if (ex ~ /timeout/)
+			s = s sprintf(" · STOPPED by the bench'"'"'s timeout after %d s (real)", tmo)
+		else if (ex ~ /killed|died/)
+			s = s " · exit " ex
+		print s
+		cells[t]++
+		if (ok) pass[t]++
+	}
+	END {
+		if (cells["rfpipe"])
+			printf "rfpipe (rate not told): %d of %d cells meet every target\n", pass["rfpipe"], cells["rfpipe"]
+		if (cells["rfpipe-told"])
+			printf "rfpipe, rate told: %d of %d cells meet every target\n", pass["rfpipe-told"], cells["rfpipe-told"]
+	}' "$lim_tsv"
+}
+
 # ---------------------------------------------------------------- run
 write_scenarios
 for scen in $scenarios; do
@@ -810,6 +1439,8 @@ for scen in $scenarios; do
 		done
 		rm -f "$work"/stage/in-*.ndjson
 		;;
+	limiters)
+		run_limiters ;;
 	esac
 done
 bench_secs=$(sub "$(now)" "$bench_t0")
@@ -989,12 +1620,23 @@ for s in stampede stampede-ra flaky throughput; do
 	done
 done >>"$notes"
 
-tbl=$(table)
-printf '%s\n\n' "$tbl"
-cat "$checks"
+main_rows=$(($(count_lines "$tsv") - 1))
+lim_rows=$(($(count_lines "$lim_tsv") - 1))
+if [ "$main_rows" -gt 0 ]; then
+	tbl=$(table)
+	printf '%s\n\n' "$tbl"
+	cat "$checks"
+fi
+if selected limiters; then
+	ltbl=$(lim_table)
+	lchk=$(lim_checks)
+	[ "$main_rows" -gt 0 ] && echo
+	printf '%s\n\n%s\n' "$ltbl" "$lchk"
+	[ -n "$lim_skipped" ] && echo "skipped cells:$lim_skipped (see the notes)"
+fi
 say "done in ${bench_secs}s"
 
-if [ -n "$results" ]; then
+if [ -n "$results" ] && [ "$main_rows" -gt 0 ]; then
 	{
 		echo "# rfpipe benchmark results"
 		echo
@@ -1073,8 +1715,94 @@ if [ -n "$results" ]; then
 		echo "Measured facts from this run:"
 		echo
 		sed 's/^/- /' "$notes"
+		# The limiter matrix of an earlier run stays, under its heading.
+		if [ -f "$results" ] && grep -q '^# Limiter matrix' "$results"; then
+			echo
+			sed -n '/^# Limiter matrix/,$p' "$results"
+		fi
 	} >"$results.tmp" && mv "$results.tmp" "$results"
 	say "wrote $results"
+fi
+if [ -n "$results" ] && selected limiters && [ "$lim_rows" -gt 0 ]; then
+	{
+		# Whatever the file held before its limiter matrix, then this one.
+		if [ -f "$results" ]; then
+			sed '/^# Limiter matrix/,$d' "$results" |
+			    awk 'NF { while (b > 0) { print ""; b-- } print; next } { b++ }'
+			echo
+		fi
+		echo "# Limiter matrix"
+		echo
+		echo "Generated by \`bench/run.sh --limiters\` (not part of \`make bench\`, which"
+		echo "keeps this section as it is); \`bench/run.sh --limiters --quick\` runs a"
+		echo "subset.  Do not edit by hand: the next full --limiters run replaces it."
+		echo
+		echo "## Command"
+		echo
+		echo "    $cmdline"
+		echo
+		echo "Wall time of the matrix: $(fmt "$lim_secs" '%.0f') s.  Machine: $(nproc) cores,"
+		echo "$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), $(uname -srm); $(date -u '+%Y-%m-%d %H:%M UTC');"
+		echo "load average at the start $load0, at the end $(cut -d' ' -f1-3 /proc/loadavg)."
+		rev1="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+		echo "rfpipe: built by make from the work tree at the start: $rev0$( [ "${rev0%% *}" != "$rev1" ] && echo "; HEAD was $rev1 by the end")."
+		echo "Limiters: rfp-mockportal from the same tree$( [ -n "$lim_zoo" ] && echo " (its \`limits:\` list)" || echo " (its \`rate:\` gcra only: no \`limits:\` list)"), $("$nginx" -v 2>&1 | sed 's/^nginx version: //'), PostgreSQL $(psql --version | awk '{ print $NF }'); peers: $(curl --version | head -n 1 | cut -d' ' -f1,2)."
+		echo
+		echo "## Results"
+		echo
+		echo "$ltbl"
+		echo
+		echo "## Target checks"
+		echo
+		printf '%s\n' "$lchk" | sed 's/^/    /'
+		[ -n "$lim_skipped" ] && printf '\n    skipped cells:%s\n' "$lim_skipped"
+		echo
+		echo "## How to read it"
+		echo
+		echo "- A cell is one limiter: its shape, the rate it allows in the long run,"
+		echo "  its burst, the status of a refusal and whether the refusal carries"
+		echo "  Retry-After.  28 cells, not the full cross product: every shape, each of"
+		echo "  1, 3, 10, 20, 50 and 100 r/s at least twice, gcra bursts 0, 10 and 60 at"
+		echo "  low and high rates, and 429/503 with and without Retry-After spread so"
+		echo "  that every shape gets both statuses.  The list, with its parameters, is"
+		echo "  \`lim_cells_full\` in bench/run.sh."
+		echo "- N = max(60, 15 x rate + burst), at most 1500, so that the ideal"
+		echo "  makespan is 10 logical seconds or more (the quota and drop cells set"
+		echo "  their own N).  A window's N is k x limit + 1 for the least k that gives"
+		echo "  as many: then a client told limit / window_s that paces evenly"
+		echo "  finishes on the ideal, floor((N - 1) / limit) windows."
+		echo "  The ideal is the mock's own \`--ideal\` for N documents at -j 32 (a"
+		echo "  gcra's (N - 1 - burst) / rate when the mock has none), and for nginx"
+		echo "  (N - 1 - burst) / rate with nodelay, (N - 1) / rate without."
+		echo "- clock x S: the mock and rfpipe ran under RFPIPE_TIME_SCALE=S, chosen so"
+		echo "  that the ideal takes about $lim_real real seconds but the real request rate"
+		echo "  stays at most $lim_rmax/s (compressing time multiplies any fixed real cost"
+		echo "  of a request: the column gives the real rate); makespans are in logical"
+		echo "  seconds (real / S), CPU in real seconds.  The peers do not honour the"
+		echo "  scale (curl's retry waits and Retry-After are real seconds), so they run"
+		echo "  only in the real-time cells: nginx, in real time as the task is."
+		echo "- saved/N: documents in rfpipe's results.ndjson (the peers: non-empty"
+		echo "  bodies).  A quota cell allows fewer than N: 'allowed' is what the quota"
+		echo "  lets through, and the rest should be dead with reason \`quota\`, unsent."
+		echo "- refusals ÷ requests: as the server saw them (the mock's log, action"
+		echo "  \`rate_limited\`; nginx's access log, status 429 or 503)."
+		echo "- rate told: rfpipe.yaml \`endpoints: {lim: {rate: R, burst: B}}\` with the"
+		echo "  limiter's own numbers (windows: the window's rate with burst 0; the"
+		echo "  concurrency cap: \`concurrency: max\` instead of a rate).  The quota and"
+		echo "  drop cells have no told row: no single rate and burst says them."
+		echo "- pg: three pipelines, each a third of the documents in a run directory"
+		echo "  of its own, sharing their state (pace, budget, breaker) through"
+		echo "  \`--state postgresql://...\` on a throwaway cluster; one row for the"
+		echo "  three, makespan until the last exits, CPU summed."
+		echo "- Every run is bounded: 3 x its ideal + 6 s of real time in scaled cells,"
+		echo "  2 x + 8 s in real ones; one stopped says 'timeout' in exit and"
+		echo "  STOPPED in its check, with what it had saved by then."
+		echo
+		echo "## Measured facts from this run"
+		echo
+		sed 's/^/- /' "$lim_notes"
+	} >"$results.tmp" && mv "$results.tmp" "$results"
+	say "wrote the limiter matrix into $results"
 fi
 exit 0
 }
