@@ -66,6 +66,21 @@ help_opts() {
 	} | sort -u
 }
 
+# mock_overlap ENDPOINT DELAY: the most requests to ENDPOINT the mock was
+# serving at once, each counted from its arrival (t) to its answer
+# (t_answer) plus DELAY, the seconds its route's delay_ms holds it (as
+# scaled).  Not the log's own inflight: the mock counts a request until its
+# completion callback, which under load runs after the client has had the
+# answer and sent its next request, so inflight can pass a ceiling the
+# client kept.
+mock_overlap() {
+	jq -s --arg ep "$1" --argjson d "$2" '
+	    [.[] | select(.kind == "request" and .endpoint == $ep) |
+	        {t, end: (.t_answer + $d)}] as $r |
+	    [$r[] | .t as $t | [$r[] | select(.t <= $t and $t < .end)] |
+	        length] | max // 0' "$MOCK_LOG"
+}
+
 # requests_for PATH: how many requests the mock saw for PATH.
 requests_for() {
 	jq -s --arg p "$1" '[.[] | select(.kind == "request" and .path == $p)] | length' "$MOCK_LOG"
