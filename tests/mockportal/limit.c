@@ -174,7 +174,7 @@ take(const struct limiter *l, struct lstate *st, double t)
 
 	switch (l->kind) {
 	case LIM_GCRA:
-		/* nginx: excess = tat - t - T; a delaying zone holds excess/r. */
+		/* nginx's excess is (tat - t) / T; it holds excess / rate. */
 		tat = fmax(st->tat, t);
 		st->tat = tat + 1 / l->per_s;
 		return l->nodelay ? 0 : tat - t;
@@ -415,8 +415,8 @@ ideal_bound(const struct limiter *l, size_t nl, double d, long n)
 	for (i = 0; i < nl; i++, l++) {
 		switch (l->kind) {
 		case LIM_GCRA:
-			v = l->nodelay ? (double)(n - (l->burst + 1)) / l->per_s :
-			    (double)(n - 1) / l->per_s;
+			v = (double)(n - (l->nodelay ? l->burst + 1 : 1)) /
+			    l->per_s;
 			break;
 		case LIM_FIXED:
 		case LIM_SLIDING:

@@ -13,10 +13,10 @@
 struct lstate {
 	double		 tat;		/* gcra: theoretical arrival time */
 	long		 win;		/* fixed_window: the window counted */
-	long		 count;		/* fixed_window: its hits; quota: accepts */
-	double		*ring;		/* sliding_window: accept times, oldest first */
+	long		 count;		/* fixed_window: hits; quota: accepts */
+	double		*ring;		/* sliding_window: accept times */
 	size_t		 head, n, cap;
-	long		 inflight;	/* concurrency: accepted, not yet done */
+	long		 inflight;	/* concurrency: accepted, not done */
 };
 
 /* What the limits said about one request. */

@@ -549,7 +549,8 @@ parse_limiter(struct ld *ld, const json_t *v, const char *kp,
 	}
 	if ((m = member(v, kp, "name", &skp)) != NULL) {
 		if (!json_is_string(m) || !good_name(json_string_value(m))) {
-			kerr(ld, skp, "expected 1 to 64 of A-Z a-z 0-9 _ . : -");
+			kerr(ld, skp,
+			    "expected 1 to 64 of A-Z a-z 0-9 _ . : -");
 			goto out;
 		}
 		l->name = xstrdup(json_string_value(m));

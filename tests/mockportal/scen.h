@@ -74,7 +74,7 @@ enum lim_hdrs {
 	LH_X,			/* X-RateLimit-*, Reset in delta seconds */
 	LH_X_EPOCH,		/* X-RateLimit-*, Reset in epoch seconds */
 	LH_IETF,		/* draft-08+: RateLimit-Policy, RateLimit */
-	LH_DRAFT7		/* draft-07: RateLimit: limit=, remaining=, reset= */
+	LH_DRAFT7		/* draft-07: RateLimit: limit=, ... */
 };
 
 struct lstate;
@@ -94,7 +94,7 @@ struct limiter {
 	int		 status;	/* of its refusals, 400-599 */
 	struct retry	 ra;
 	enum lim_per	 per;
-	double		 from_s, until_s;	/* active; logical s, until inf */
+	double		 from_s, until_s;	/* when active, logical s */
 	enum lim_hdrs	 headers;
 	/* Run-time state, guarded by the portal's mutex. */
 	struct lstate	*st;		/* PER_ENDPOINT */

@@ -1,4 +1,4 @@
-/* tab: a string-keyed table for the mock portal's per-path and per-key state. */
+/* tab: a string-keyed table for the mock portal's per-key state. */
 #ifndef MOCK_TAB_H
 #define MOCK_TAB_H
 
