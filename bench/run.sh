@@ -234,8 +234,11 @@ cleanup() {
 		kill -TERM "$mock_pid" 2>/dev/null
 		wait "$mock_pid" 2>/dev/null
 	fi
-	nginx_stop
-	pg_stop
+	# Defined further down: an early die comes before them.
+	if declare -F nginx_stop >/dev/null; then
+		nginx_stop
+		pg_stop
+	fi
 	if [ -n "$keep" ]; then
 		say "work directory kept: $work"
 	else
