@@ -1811,7 +1811,7 @@ if [ -n "$results" ] && selected limiters && [ "$lim_rows" -gt 0 ]; then
 		echo "  of a request: the column gives the real rate); makespans are in logical"
 		echo "  seconds (real / S), CPU in real seconds.  The peers do not honour the"
 		echo "  scale (curl's retry waits and Retry-After are real seconds), so they run"
-		echo "  only in the real-time cells: nginx, in real time as the task is."
+		echo "  only in the nginx cells, which are in real time."
 		echo "- saved/N: documents in rfpipe's results.ndjson (the peers: non-empty"
 		echo "  bodies).  A quota cell allows fewer than N: 'allowed' is what the quota"
 		echo "  lets through, and the rest should be dead with reason \`quota\`, unsent."
