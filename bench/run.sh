@@ -13,6 +13,19 @@
 #   stage        synthetic fetched records through rfp-classify (the median
 #                of 5 runs) and rfp-backoff | rfp-sink, against jq
 #                (records/s, peak RSS)
+#   limiters     only when asked for (--limiters or --only limiters), as it
+#                takes about 13 minutes (--quick: about 3): the limiter
+#                matrix.  rfpipe, not told the rate and told it in
+#                rfpipe.yaml, -j 32, against 28 cells: the mock's limiters
+#                (gcra nodelay and delaying, fixed and sliding windows, a
+#                concurrency cap, a daily quota, a limit that drops
+#                mid-run; 429 or 503, with or without Retry-After; 1 to 100
+#                r/s, bursts 0 to 60) on a scaled clock (RFPIPE_TIME_SCALE);
+#                a real nginx limit_req started here, in real time, with
+#                the naive and curl peers beside rfpipe; and three
+#                pipelines sharing their state in a throwaway PostgreSQL.
+#                Its own table and checks, and its own section at the end
+#                of bench/RESULTS.md, which the default run keeps.
 # Peers: naive xargs -P 32 + curl retrying at once, curl --parallel --retry 5
 # (and --retry-all-errors), GNU parallel --retries 5 + curl -f, and the
 # mission's asyncio sketch (bench/peer_asyncio.py).  Concurrency 32 for all.
@@ -30,16 +43,25 @@ set -u
 
 usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
                     [--work DIR] [--results FILE] [--no-build] [--timeout S]
+       bench/run.sh --limiters [--quick] [--cells PATTERN[,PATTERN...]] [...]
 
-  --quick        smaller N and fewer scenarios: about 2 minutes
+  --quick        smaller N and fewer scenarios: about 2 minutes (with
+                 --limiters: 9 of the 28 cells, about 3 minutes)
   --only P       run the scenarios matching the shell pattern(s) P:
-                 stampede, stampede-ra, flaky, throughput, stage ('stampede*')
+                 stampede, stampede-ra, flaky, throughput, stage ('stampede*'),
+                 limiters (run only when named)
+  --limiters     the limiter matrix alone (as --only limiters): about 13
+                 minutes; a full one writes its section of bench/RESULTS.md
+  --cells P      with --limiters: only the cells whose id matches P
+                 (gcra-*, nginx-*, pg-3, ...; see lim_cells_full)
   --keep         keep the work directory (logs, outputs) and say where
   --work DIR     work in DIR (default: a new directory under \${TMPDIR:-/tmp})
   --results FILE write the report there (default: bench/RESULTS.md after a
-                 full run, none after --quick or --only)
+                 full run, none after --quick, --only or --cells; a full
+                 --limiters run writes only its own section of the file)
   --no-build     do not run make first
-  --timeout S    bound every tool run to S seconds (default: per scenario)
+  --timeout S    bound every tool run to S seconds (default: per scenario,
+                 per limiter cell)
 Environment: BENCH_KEEP=1 is --keep, BENCH_WORK=DIR is --work DIR (for make bench).
 "
 
@@ -212,8 +234,11 @@ cleanup() {
 		kill -TERM "$mock_pid" 2>/dev/null
 		wait "$mock_pid" 2>/dev/null
 	fi
-	nginx_stop
-	pg_stop
+	# Defined further down: an early die comes before them.
+	if declare -F nginx_stop >/dev/null; then
+		nginx_stop
+		pg_stop
+	fi
 	if [ -n "$keep" ]; then
 		say "work directory kept: $work"
 	else
@@ -875,7 +900,7 @@ fixed-x-1-503     scaled fixed-x    1   -  503 -     limit=10,window=10   -
 fixed-ietf-50     scaled fixed-ietf 50  -  429 -     limit=100,window=2   -
 fixed-ietf-3-503-ra scaled fixed-ietf 3 -  503 1     limit=30,window=10   -
 sliding-20        scaled sliding    20  -  429 -     limit=20,window=1    -
-sliding-3-503-ra  scaled sliding    3   -  503 1     limit=9,window=3     q
+sliding-3-503-ra  scaled sliding    3   -  503 1     limit=9,window=3     -
 conc-5            scaled conc       20  -  429 -     max=5,delay_ms=250   q
 conc-25-503-ra    scaled conc       100 -  503 1     max=25,delay_ms=250  -
 quota-10          scaled quota      10  0  429 86400 quota=150,n=300      q
@@ -1202,9 +1227,14 @@ lim_run() {
 		if [ "$dead" -gt 0 ]; then
 			echo "$id, $(lim_tool_name "$t"): dead $dead ($(jq -r .dead_reason "$d/dead.all" | sort | uniq -c | awk '{ printf "%s%s %d", (NR > 1 ? ", " : ""), $2, $1 }'))" >>"$lim_notes"
 		fi
-		for p in "$d"/run*/state/rate/*.json; do
+		[ "$t" = rfpipe ] && for p in "$d"/run*/state/rate/*.json; do
 			[ -f "$p" ] || continue
-			echo "$id, $(lim_tool_name "$t"): the pace ended at $(jq -r --argjson s "$sc" '.rate * $s * 100 | round / 100' "$p") req/s (logical) after $(jq -r .slows "$p") slow-down signals" >>"$lim_notes"
+			echo "$id, $(lim_tool_name "$t"): the adaptive pace ended at $(jq -r --argjson s "$sc" '.rate * $s * 100 | round / 100' "$p") req/s (logical) after $(jq -r .slows "$p") slow-down signals" >>"$lim_notes"
+		done
+		for p in "$d"/run*/state/breaker/*.json; do
+			[ -f "$p" ] || continue
+			[ "$(jq -r '.openings // 0' "$p")" -gt 0 ] || continue
+			echo "$id, $(lim_tool_name "$t"): the circuit breaker opened $(jq -r .openings "$p") times (cooldown $(jq -r .cooldown "$p") s logical)" >>"$lim_notes"
 		done
 		;;
 	esac
@@ -1267,6 +1297,7 @@ lim_cell() {
 		tmo=$(awk -v i="$ideal" 'BEGIN { printf "%d", 2 * i + 8.5 }')
 		;;
 	esac
+	[ -n "$tmo_all" ] && tmo=$tmo_all
 	printf '%s\t%s\n' "$id" "$(lim_desc)" >>"$lim_desc_tsv"
 	tools="rfpipe rfpipe-told"
 	case $shape in
@@ -1369,9 +1400,9 @@ lim_checks() {
 		told = (t == "rfpipe-told")
 		ratio = (ideal + 0 > 0) ? ms / ideal : (ms + 0 > 0 ? 1e9 : 1)
 		pct = (rq + 0 > 0) ? 100 * rf / rq : 0
-		all = (sv + 0 >= al + 0)
-		if (al + 0 < n + 0)
-			all = all && (dq + 0 == n - al)
+		sa = (sv + 0 >= al + 0)
+		qd = (al + 0 >= n + 0) || (dq + 0 == n - al)
+		all = sa && qd
 		if (!told) {
 			c1 = all; c2 = (rf <= 0.05 * rq); c3 = all && ratio <= 1.2
 			lim = 1.2
@@ -1381,14 +1412,18 @@ lim_checks() {
 		}
 		ok = c1 && c2 && c3
 		s = sprintf("%s %s, %s: saved %d of %d allowed %s", pf(ok), id,
-		    told ? "rfpipe, rate told" : "rfpipe (rate not told)", sv, al, pf(all))
+		    told ? "rfpipe, rate told" : "rfpipe (rate not told)", sv, al, pf(sa))
 		if (al + 0 < n + 0)
-			s = s sprintf(" (the other %d dead with reason quota: %s)", n - al, dq)
+			s = s sprintf(" · the other %d dead with reason quota: %s %s", n - al, dq, pf(qd))
 		if (told)
 			s = s sprintf(" · refusals %d, none allowed %s", rf, pf(c2))
 		else
 			s = s sprintf(" · refusals %d/%d = %.1f %% <= 5 %% %s", rf, rq, pct, pf(c2))
-		s = s sprintf(" · makespan %.2f x ideal <= %s %s", ratio, lim, pf(c3))
+		# Enough digits that a FAIL never shows the limit itself.
+		rs = sprintf("%.3f", ratio)
+		if (ratio > lim && rs + 0 <= lim)
+			rs = sprintf("%.5f", ratio)
+		s = s sprintf(" · makespan %s x ideal <= %s %s", rs, lim, pf(c3))
 		if (ex ~ /timeout/)
 			s = s sprintf(" · STOPPED by the bench'"'"'s timeout after %d s (real)", tmo)
 		else if (ex ~ /killed|died/)
@@ -1746,7 +1781,7 @@ if [ -n "$results" ] && selected limiters && [ "$lim_rows" -gt 0 ]; then
 		echo "load average at the start $load0, at the end $(cut -d' ' -f1-3 /proc/loadavg)."
 		rev1="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 		echo "rfpipe: built by make from the work tree at the start: $rev0$( [ "${rev0%% *}" != "$rev1" ] && echo "; HEAD was $rev1 by the end")."
-		echo "Limiters: rfp-mockportal from the same tree$( [ -n "$lim_zoo" ] && echo " (its \`limits:\` list)" || echo " (its \`rate:\` gcra only: no \`limits:\` list)"), $("$nginx" -v 2>&1 | sed 's/^nginx version: //'), PostgreSQL $(psql --version | awk '{ print $NF }'); peers: $(curl --version | head -n 1 | cut -d' ' -f1,2)."
+		echo "Limiters: rfp-mockportal from the same tree$( [ -n "$lim_zoo" ] && echo " (its \`limits:\` list)" || echo " (its \`rate:\` gcra only: no \`limits:\` list)"), $("$nginx" -v 2>&1 | sed 's/^nginx version: //'), PostgreSQL $(psql --version | awk '{ print $3 }'); peers: $(curl --version | head -n 1 | cut -d' ' -f1,2)."
 		echo
 		echo "## Results"
 		echo
@@ -1780,7 +1815,7 @@ if [ -n "$results" ] && selected limiters && [ "$lim_rows" -gt 0 ]; then
 		echo "  of a request: the column gives the real rate); makespans are in logical"
 		echo "  seconds (real / S), CPU in real seconds.  The peers do not honour the"
 		echo "  scale (curl's retry waits and Retry-After are real seconds), so they run"
-		echo "  only in the real-time cells: nginx, in real time as the task is."
+		echo "  only in the nginx cells, which are in real time."
 		echo "- saved/N: documents in rfpipe's results.ndjson (the peers: non-empty"
 		echo "  bodies).  A quota cell allows fewer than N: 'allowed' is what the quota"
 		echo "  lets through, and the rest should be dead with reason \`quota\`, unsent."
