@@ -56,6 +56,7 @@ struct pst {
 	double	r_fail;		/* the pace at the last cut, before it */
 	double	n_cut;		/* successes since the last cut */
 	double	dec_at;		/* when the rate was last cut */
+	double	cut_seq;	/* ... and the grants made by then */
 	double	t_first;	/* the first answer */
 	double	n_ok;		/* successes in all */
 	double	ref_at;		/* the last refusal; 0: none */
@@ -82,7 +83,7 @@ static const struct {
 	size_t		 off;
 } fields[] = {
 	F(tat), F(paced), F(rate), F(win), F(ok_k), F(w_held), F(cuts),
-	F(n_cut), F(r_fail), F(dec_at), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
+	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
 	F(iv_i), F(hold_until), F(quota_until), F(takes), F(rl_seq),
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win)
 };
@@ -336,8 +337,13 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->rate = fmax(p->n_ok / fmax(e->now - p->t_first,
 		    clk_real(SPAN)), START_RATE / sc);
 		p->cuts = 0;
-	} else if (e->sent_at >= p->dec_at) {
-		/* One cut per round: what was on the wire doesn't count. */
+	} else if (e->seq >= 0 ? e->seq >= p->cut_seq :
+	    e->sent_at >= p->dec_at) {
+		/*
+		 * One cut per round: what was granted before the last cut (by
+		 * any process: grants are numbered in the shared state), or
+		 * sent before it, doesn't count.
+		 */
 		est = measured(p, e->now);
 		p->r_fail = p->rate;
 		if (est > 0)
@@ -354,6 +360,7 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->rate = fmin(p->rate, told(c));
 	p->n_cut = 0;
 	p->dec_at = e->now;
+	p->cut_seq = p->takes;
 	p->tat = e->now + 1.0 / p->rate;
 }
 
