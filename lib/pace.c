@@ -250,9 +250,8 @@ take(struct pst *p, struct op *o)
 	double iv, tat, allow;
 
 	g->seq = (long)p->takes;
+	/* 0: no window; the stored one is at least 1 (load checks). */
 	g->window = o->c->rate > 0 || o->c->conc_told ? 0 : (long)p->win;
-	if (g->window > 0 && g->window < 1)
-		g->window = 1;
 	if (o->now < p->quota_until) {
 		g->quota_until = p->quota_until;
 		return;
