@@ -9,6 +9,9 @@ PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 
+empty :=
+space := $(empty) $(empty)
+
 CC ?= cc
 CFLAGS ?= -O2 -g
 override CFLAGS += -std=c11 -Wall -Wextra -Werror -Wshadow -Wpointer-arith \
@@ -104,6 +107,8 @@ check: test fuzz-check
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 test
 
 install: programs
+	$(if $(findstring $(space),$(DESTDIR)$(PREFIX)),$(error \
+		DESTDIR and PREFIX may not hold a space))
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(MANDIR)/man7
 	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)/
@@ -112,6 +117,8 @@ install: programs
 	install -m 644 $(filter %.7,$(INSTMANS)) $(DESTDIR)$(MANDIR)/man7/
 
 uninstall:
+	$(if $(findstring $(space),$(DESTDIR)$(PREFIX)),$(error \
+		DESTDIR and PREFIX may not hold a space))
 	rm -f $(STAGES:%=$(DESTDIR)$(BINDIR)/rfp-%) $(DESTDIR)$(BINDIR)/rfpipe
 	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man1/%,$(filter %.1,$(INSTMANS)))
 	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man7/%,$(filter %.7,$(INSTMANS)))

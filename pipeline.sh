@@ -37,7 +37,9 @@ bad_usage() {
 # are its own and come first: /usr/bin/rfpipe runs /usr/bin/rfp-*, whatever
 # PATH a cron job gives it.  pipeline.sh in a source tree takes the stages
 # in PATH, else the tree's bin/.
-here=$(cd "$(dirname "$0")" && pwd)
+# Through a symlink (/usr/local/bin/rfpipe -> /opt/rfp/bin/rfpipe) too.
+self=$(readlink -f -- "$0" 2>/dev/null || printf '%s\n' "$0")
+here=$(CDPATH='' cd -- "$(dirname -- "$self")" && pwd)
 if [ -x "$here/rfp-fetch" ]; then
 	PATH="$here:$PATH"
 	export PATH
@@ -138,18 +140,16 @@ for s in rfp-fetch rfp-classify rfp-backoff rfp-sink ${queue:+rfp-queue}; do
 done
 
 # Options shared by the stages, as arrays of words (set -- is the only array).
-cfg_opt=${config:+--config=$config}
 seed_opt=${seed:+--seed=$seed}
 jobs_opt=${jobs:+--jobs=$jobs}
 ma_opt=${max_attempts:+--max-attempts=$max_attempts}
 budget_opt=${budget:+--budget=$budget}
-state_opt=${state:+--state=$state}
 batch_opt=${batch:+--batch=$batch}
 lease_opt=${lease:+--lease=$lease}
 
 # Catch a bad config, budget, seed or attempt count before anything starts.
 # shellcheck disable=SC2086
-rfp-backoff $cfg_opt $seed_opt $ma_opt $budget_opt </dev/null >/dev/null ||
+rfp-backoff ${config:+"--config=$config"} $seed_opt $ma_opt $budget_opt </dev/null >/dev/null ||
 	exit 2
 # shellcheck disable=SC2086
 if [ -n "$queue" ]; then
@@ -226,14 +226,14 @@ backoff() {
 # shellcheck disable=SC2086
 {
 	fetch --run-dir="$run_dir" --retry-fifo="$fifo" --report="$report" \
-	    --resume $retry_dead $cfg_opt $state_opt $jobs_opt $dl_opt $verbose
+	    --resume $retry_dead ${config:+"--config=$config"} ${state:+"--state=$state"} $jobs_opt $dl_opt $verbose
 	echo "rfp-fetch $?" >>"$status"
 } | {
 	rfp-classify $verbose
 	echo "rfp-classify $?" >>"$status"
 } | {
 	backoff --run-dir="$run_dir" --admitted="$admitted" $budget_opt \
-	    $cfg_opt $state_opt $seed_opt $ma_opt $dl_opt $verbose
+	    ${config:+"--config=$config"} ${state:+"--state=$state"} $seed_opt $ma_opt $dl_opt $verbose
 } | rfp-sink --run-dir="$run_dir" --retry-fifo="$fifo" \
     --admitted-from="$report" --fate-status --progress="$progress" \
     --total="$admitted" $quiet $verbose

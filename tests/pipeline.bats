@@ -222,6 +222,23 @@ dead_count() {
 	jq -e '.admitted == 20 and .reconciled == true' "$RUN/summary.json"
 }
 
+@test "pipeline: an installed rfpipe reached through a symlink, with CDPATH set and a config path with a space" {
+	local bin prefix=$BATS_TEST_TMPDIR/prefix/bin s
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 5 nih >"$BATS_TEST_TMPDIR/m"
+	bin=$(dirname "$(command -v rfp-fetch)")
+	mkdir -p "$prefix" "$BATS_TEST_TMPDIR/link"
+	for s in rfp-fetch rfp-classify rfp-backoff rfp-sink rfp-queue rfpipe; do
+		cp "$bin/$s" "$prefix/"
+	done
+	ln -s "$prefix/rfpipe" "$BATS_TEST_TMPDIR/link/rfpipe"
+	echo 'max_attempts: 2' >"$BATS_TEST_TMPDIR/my cfg.yaml"
+	cd "$BATS_TEST_TMPDIR"
+	run -0 env -i PATH=/usr/bin:/bin CDPATH=. RFPIPE_TIME_SCALE="$RFPIPE_TIME_SCALE" \
+	    link/rfpipe -q --config "my cfg.yaml" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 5 ]
+}
+
 @test "pipeline: without --budget the config's budget holds, and --budget wins over it" {
 	mock_start "$FIX/pipeline/statuses.yaml"
 	# Each needs two retries: six in all.
