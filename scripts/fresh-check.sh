@@ -4,7 +4,8 @@
 # never to install recommendations: "works on a fresh machine", tested.
 #
 # Usage: scripts/fresh-check.sh [-k] [-d] [WORKDIR]
-#   -k  keep the root afterwards (default: remove it)
+#   -k  keep the root afterwards (default: remove it, and WORKDIR when
+#       this script made it; after a failure nothing is removed)
 #   -d  also build the Debian package in the root (scripts/deps.sh deb,
 #       make deb, which runs lintian), install it there, and run a batch
 #       with /usr/bin/rfpipe under cron's PATH, man rfpipe and --version
@@ -29,8 +30,16 @@ die() { echo "fresh-check: $*" >&2; exit 1; }
 command -v mmdebstrap >/dev/null 2>&1 ||
 	die "mmdebstrap not found (apt-get install mmdebstrap)"
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-work=${1:-$(mktemp -d "${TMPDIR:-/tmp}/rfpipe-fresh.XXXXXX")}
+top=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
+# Only what this script made is ever removed: the root, and the work
+# directory when it made that too.  A failure keeps everything, logs first.
+made=false
+if [ $# -gt 0 ]; then
+	work=$1
+else
+	work=$(mktemp -d "${TMPDIR:-/tmp}/rfpipe-fresh.XXXXXX")
+	made=true
+fi
 mkdir -p "$work"
 root=$work/root
 mirror=${FRESH_MIRROR:-http://deb.debian.org/debian}
@@ -41,10 +50,17 @@ umount_all() {
 	done
 }
 cleanup() {
+	rc=$?
 	umount_all
-	$keep || rm -rf "$work"
+	if [ "$rc" -ne 0 ]; then
+		echo "fresh-check: kept $work for its logs" >&2
+	elif ! $keep; then
+		rm -rf "$root"
+		! $made || rm -rf "$work"
+	fi
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 t0=$(date +%s)
 step() { echo "fresh-check: [$(($(date +%s) - t0)) s] $*" >&2; }
