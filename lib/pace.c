@@ -67,7 +67,6 @@ struct pst {
 	double	ref_rate;	/* the pace just after the last refusal */
 	double	iv_i;		/* the next interval's place */
 	double	ok_t[NOK];	/* the last successes' times */
-	double	hold_until;	/* nothing is sent before this */
 	double	quota_until;	/* out of quota until then: nothing is */
 	double	takes;		/* sends granted in all */
 	double	rl_seq;		/* the grant the freshest header answered */
@@ -84,7 +83,7 @@ static const struct {
 } fields[] = {
 	F(tat), F(paced), F(rate), F(win), F(ok_k), F(w_held), F(cuts),
 	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
-	F(iv_i), F(hold_until), F(quota_until), F(takes), F(rl_seq),
+	F(iv_i), F(quota_until), F(takes), F(rl_seq),
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win)
 };
 #undef F
@@ -254,10 +253,6 @@ take(struct pst *p, struct op *o)
 	g->window = o->c->rate > 0 || o->c->conc_told ? 0 : (long)p->win;
 	if (o->now < p->quota_until) {
 		g->quota_until = p->quota_until;
-		return;
-	}
-	if (o->now < p->hold_until) {
-		g->wait = p->hold_until - o->now;
 		return;
 	}
 	/* The portal's own count, where it gives one. */
