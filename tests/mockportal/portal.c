@@ -53,7 +53,8 @@ struct req {
 	double		 t;		/* arrival, epoch seconds */
 	char		*query;		/* raw, or NULL */
 	int		 started;	/* headers seen */
-	int		 counted;	/* in the in-flight counts */
+	int		 counted;	/* holds a limits: slot until completed */
+	int		 open;		/* in the in-flight counts */
 	int		 control;	/* /_health or /_status/ */
 	const struct route *route;
 	struct endpoint	*ep;
@@ -610,7 +611,7 @@ arrive(struct portal *p, struct req *rq, const char *path)
 	if (rq->ep != NULL)
 		rq->inflight = ++rq->ep->inflight;
 	rq->inflight_total = ++p->inflight;
-	rq->counted = 1;
+	rq->counted = rq->open = 1;
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -642,6 +643,25 @@ allow_list(const struct route *r)
 		strcat(s, r->methods[i]);
 	}
 	return s;
+}
+
+/*
+ * A request leaves the in-flight counts once its answer is decided and
+ * its delay slept, before a byte of it is sent: a client that has had its
+ * answer can never find the request still counted.  (A limits: slot is
+ * held until the completed callback, as a server's connection limit is.)
+ */
+static void
+close_inflight(struct portal *p, struct req *rq)
+{
+	pthread_mutex_lock(&p->mu);
+	if (rq->open) {
+		if (rq->ep != NULL)
+			rq->ep->inflight--;
+		p->inflight--;
+		rq->open = 0;
+	}
+	pthread_mutex_unlock(&p->mu);
 }
 
 static enum MHD_Result
@@ -687,6 +707,7 @@ answer(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 	log_write(p, rq, conn, path, method, hkey, &a, t_answer);
 	if (a.sleep_s > 0)
 		nap(p, a.sleep_s);
+	close_inflight(p, rq);
 	if (!atomic_load(&p->stopping) && a.status != 0 &&
 	    (a.act == ACT_STATUS || a.act == ACT_SLOW))
 		rc = reply(conn, r, &a, path);
@@ -749,11 +770,9 @@ completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)toe;
 	if (rq == NULL)
 		return;
+	close_inflight(p, rq);
 	if (rq->counted) {
 		pthread_mutex_lock(&p->mu);
-		if (rq->ep != NULL)
-			rq->ep->inflight--;
-		p->inflight--;
 		lim_release(&rq->lp);
 		pthread_mutex_unlock(&p->mu);
 	}
