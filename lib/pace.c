@@ -32,7 +32,7 @@
 #define PROBE_N2	50000.0	/* above it, n successes after a cut grow the
 				   rate by n/PROBE_N2 each: +10 % in 100 */
 #define EST_MIN_T	0.5	/* refusal intervals needed for a measure */
-#define EST_MIN_S	3	/* ... holding at least this many successes */
+#define EST_MIN_S	4	/* ... holding at least this many successes */
 #define IV_MAX		30.0	/* an interval longer, or older, is stale */
 #define NIV		8	/* refusal intervals kept */
 #define NOK		8	/* success times kept */
@@ -40,6 +40,8 @@
 				   refuses a request that arrives a few
 				   milliseconds early */
 #define SLACK		0.002	/* real seconds a very fast send may come early */
+#define STALE		60.0	/* a state nobody used for this long is a
+				   hint: the portal may have changed since */
 
 /*
  * The state.  Every field is a number in the state file, under its own
@@ -74,6 +76,8 @@ struct pst {
 	double	rl_reset;	/* when its window resets; 0: unknown */
 	double	rl_limit;	/* what it allows a window; -1: unknown */
 	double	rl_win;		/* its window, seconds; 0: unknown */
+	double	seen;		/* its last use (a grant or an answer) */
+	double	hint;		/* the pace a stale state had; 0: none */
 };
 
 #define F(f)	{ #f, offsetof(struct pst, f) }
@@ -84,7 +88,7 @@ static const struct {
 	F(tat), F(paced), F(rate), F(win), F(ok_k), F(w_held), F(cuts),
 	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
 	F(iv_i), F(quota_until), F(takes), F(rl_seq),
-	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win)
+	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint)
 };
 #undef F
 #define NFIELDS	(sizeof(fields) / sizeof(fields[0]))
@@ -185,6 +189,31 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 		p->rate = told(c);
 	}
 	return 0;
+}
+
+/*
+ * What an earlier run (or a long silence) left is a hint, not a fact: the
+ * portal's limit may have fallen or risen since.  The pace starts afresh,
+ * unpaced with a small window, and keeps the pace it had only to start
+ * from at the first refusal.  Kept as facts: a quota's end, the grants'
+ * numbering (answers to old grants may still come) and what the portal's
+ * RateLimit fields said (they carry their own reset).
+ */
+static void
+age(struct pst *p, const struct pace_cfg *c)
+{
+	struct pst o = *p;
+
+	init(p, c);
+	p->hint = o.paced && !(c->rate > 0) ? o.rate : o.hint;
+	p->quota_until = o.quota_until;
+	p->takes = o.takes;
+	p->cut_seq = o.cut_seq;
+	p->rl_seq = o.rl_seq;
+	p->rl_left = o.rl_left;
+	p->rl_reset = o.rl_reset;
+	p->rl_limit = o.rl_limit;
+	p->rl_win = o.rl_win;
 }
 
 static json_t *
@@ -331,6 +360,13 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->rate = fmax(p->n_ok / fmax(e->now - p->t_first,
 		    clk_real(SPAN)), START_RATE / sc);
 		p->cuts = 0;
+		/*
+		 * Where an earlier pace held: start no faster than it, nor
+		 * slower than its first cut (grow() doubles no further).
+		 */
+		if (p->hint > 0)
+			p->rate = fmin(p->hint, fmax(p->rate,
+			    FIRST_CUT * p->hint));
 	} else if (e->seq >= 0 ? e->seq >= p->cut_seq :
 	    e->sent_at >= p->dec_at) {
 		/*
@@ -389,7 +425,8 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	est = measured(p, e->now);
 	target = est > 0 ? UNDER * est : NUDGE * p->r_fail;
 	if (p->cuts == 0)		/* still finding it: double */
-		p->rate *= 2;
+		p->rate = p->hint > 0 ? fmax(r0, fmin(2 * r0, p->hint)) :
+		    2 * r0;
 	else if (p->rate < target)
 		p->rate = fmin(p->rate * RETURN, target);
 	else				/* then probe, ever faster */
@@ -466,6 +503,7 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 {
 	struct op *o = arg;
 	struct pst p;
+	double now;
 	size_t i;
 
 	if (load(&p, *doc, o->c) == -1) {
@@ -473,10 +511,16 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 		    "file; move it aside to start afresh", o->ep);
 		return -1;
 	}
+	now = o->take ? o->now : o->nev > 0 ? o->evs[0].now : 0;
+	if (p.seen > 0 && now - p.seen > clk_real(STALE))
+		age(&p, o->c);
 	if (o->take)
 		take(&p, o);
-	for (i = 0; i < o->nev; i++)
+	for (i = 0; i < o->nev; i++) {
 		feedback(&p, o->c, &o->evs[i]);
+		now = fmax(now, o->evs[i].now);
+	}
+	p.seen = fmax(p.seen, now);
 	json_decref(*doc);
 	*doc = save(&p, o->ep);
 	return 0;

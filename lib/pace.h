@@ -17,6 +17,11 @@
  * window is cut to what succeeded and held.  RateLimit headers and a
  * Retry-After past the quota horizon hold the endpoint.
  *
+ * A state nobody has used for a minute (an earlier night, a resume) is a
+ * hint, not a fact: the pace starts afresh, remembering only the rate it
+ * had, which bounds where the first refusal starts it and how far it
+ * doubles.
+ *
  * With a configured rate the pace is that rate, exactly, from the start;
  * with a configured concurrency there is no window below it.
  * All times are real seconds; the state lives in RUNDIR/state/rate/.

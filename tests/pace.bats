@@ -121,3 +121,20 @@ teardown() {
 	# n_ok counts every success the pace was told of.
 	jq -e '.n_ok == 200' "$RUN/state/rate/f.json"
 }
+
+@test "pace: what a run learned and nobody used for a minute is a hint: the next run against a portal that lifted its limit is not paced" {
+	printf 'routes:\n  - {match: "/g/*", endpoint: g, limits: [{kind: gcra, per_s: 20, burst: 0}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /g 40 g >"$BATS_TEST_TMPDIR/m1"
+	run -0 pipeline.sh -q -j 8 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m1"
+	jq -e '.paced == 1' "$RUN/state/rate/g.json"
+	mock_stop
+	# A minute of the portal's time later, its limit gone.
+	sleep 0.7
+	printf 'routes:\n  - {match: "/g/*", endpoint: g}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /g 40 g | sed 's/"id":"g-/"id":"h-/' >"$BATS_TEST_TMPDIR/m2"
+	run -0 pipeline.sh -q -j 8 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m2"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 80 ]
+	jq -e '.paced == 0 and .hint > 0' "$RUN/state/rate/g.json"
+}
