@@ -68,7 +68,7 @@ struct pst {
 	double	iv_e[NIV];	/* ... and when it ended */
 	double	ref_rate;	/* the pace just after the last refusal */
 	double	iv_i;		/* the next interval's place */
-	double	ok_t[NOK];	/* the last successes' times */
+	double	ok_t[NOK];	/* the last p_ok successes' times */
 	double	quota_until;	/* out of quota until then: nothing is */
 	double	takes;		/* sends granted in all */
 	double	rl_seq;		/* the grant the freshest header answered */
@@ -77,6 +77,9 @@ struct pst {
 	double	rl_limit;	/* what it allows a window; -1: unknown */
 	double	rl_win;		/* its window, seconds; 0: unknown */
 	double	seen;		/* its last use (a grant or an answer) */
+	double	p_at;		/* when the pace started ... */
+	double	p_seq;		/* ... the grants made by then ... */
+	double	p_ok;		/* successes sent since */
 	double	hint;		/* the pace a stale state had; 0: none */
 };
 
@@ -88,7 +91,8 @@ static const struct {
 	F(tat), F(paced), F(rate), F(win), F(ok_k), F(w_held), F(cuts),
 	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
 	F(iv_i), F(quota_until), F(takes), F(rl_seq),
-	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint)
+	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
+	F(p_at), F(p_seq), F(p_ok)
 };
 #undef F
 #define NFIELDS	(sizeof(fields) / sizeof(fields[0]))
@@ -194,8 +198,8 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 /*
  * What an earlier run (or a long silence) left is a hint, not a fact: the
  * portal's limit may have fallen or risen since.  The pace starts afresh,
- * unpaced with a small window, and keeps the pace it had only to start
- * from at the first refusal.  Kept as facts: a quota's end, the grants'
+ * unpaced with a small window, and keeps the pace it had only as a bound
+ * on its slow start after the first refusal.  Kept as facts: a quota's end, the grants'
  * numbering (answers to old grants may still come) and what the portal's
  * RateLimit fields said (they carry their own reset).
  */
@@ -260,7 +264,7 @@ measured(const struct pst *p, double now)
 static double
 delivered(const struct pst *p)
 {
-	long n = p->n_ok < NOK ? (long)p->n_ok : NOK, i = (long)p->n_ok;
+	long n = p->p_ok < NOK ? (long)p->p_ok : NOK, i = (long)p->p_ok;
 	double newest, oldest;
 
 	if (n < 4)
@@ -360,13 +364,9 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->rate = fmax(p->n_ok / fmax(e->now - p->t_first,
 		    clk_real(SPAN)), START_RATE / sc);
 		p->cuts = 0;
-		/*
-		 * Where an earlier pace held: start no faster than it, nor
-		 * slower than its first cut (grow() doubles no further).
-		 */
-		if (p->hint > 0)
-			p->rate = fmin(p->hint, fmax(p->rate,
-			    FIRST_CUT * p->hint));
+		p->p_at = e->now;
+		p->p_seq = p->takes;
+		p->p_ok = 0;
 	} else if (e->seq >= 0 ? e->seq >= p->cut_seq :
 	    e->sent_at >= p->dec_at) {
 		/*
@@ -378,7 +378,7 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->r_fail = p->rate;
 		if (est > 0)
 			r = fmin(UNDER * est, p->rate * NUDGE);
-		else if (p->cuts == 0)
+		else if (p->cuts == 0 || p->n_cut == 0)
 			r = p->rate * FIRST_CUT;
 		else	/* probed up to it slowly: the limit is just under */
 			r = p->rate * NUDGE;
@@ -417,6 +417,11 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	}
 	if (!p->paced)
 		return;
+	/* Sent before the pace started: no news of the pace. */
+	if (e->seq >= 0 ? e->seq < p->p_seq : e->sent_at < p->p_at)
+		return;
+	p->ok_t[(long)p->p_ok % NOK] = e->now;
+	p->p_ok++;
 	p->n_cut++;
 	/*
 	 * Back up quickly to just under the rate measured, or where the last
@@ -452,7 +457,6 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	if (e->rl_seen)
 		ratelimit(p, c, e);
 	if (e->ev == PACE_OK) {
-		p->ok_t[(long)p->n_ok % NOK] = e->now;
 		p->n_ok++;
 		p->s_ref++;
 		if (e->inflight > p->ok_k)

@@ -19,8 +19,7 @@
  *
  * A state nobody has used for a minute (an earlier night, a resume) is a
  * hint, not a fact: the pace starts afresh, remembering only the rate it
- * had, which bounds where the first refusal starts it and how far it
- * doubles.
+ * had, past which it does not double.
  *
  * With a configured rate the pace is that rate, exactly, from the start;
  * with a configured concurrency there is no window below it.

@@ -210,6 +210,43 @@ limiters(void)
 }
 
 /*
+ * A burst allowance spent at a low rate: the successes it let through at
+ * once, and those still on the wire when it ran out, say nothing of the
+ * rate; the pace comes down to what gets through in a few steps.
+ */
+static void
+bursts(void)
+{
+	static const struct {
+		double	rate;
+		long	burst, n;
+		double	most;		/* refusals, a share of requests */
+	} c[] = {
+		{ 1, 60, 75, 0.12 }, { 3, 60, 105, 0.10 }, { 1, 10, 60, 0.12 },
+		{ 5, 60, 135, 0.06 },
+	};
+	struct pace_cfg none = { 0, 0, 0, 0, 0 };
+	struct lim l;
+	struct out o;
+	char ep[64];
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		memset(&l, 0, sizeof(l));
+		l.kind = GCRA, l.rate = c[i].rate, l.burst = c[i].burst;
+		l.lat = 0.02;
+		snprintf(ep, sizeof(ep), "burst%zu", i);
+		o = sim(ep, &l, &none, c[i].n);
+		snprintf(ep, sizeof(ep), "%g/s burst %ld", c[i].rate,
+		    c[i].burst);
+		report(ep, &o, (double)(c[i].n - c[i].burst - 1) / c[i].rate);
+		ok(o.refused <= c[i].most * (double)o.sent, "%s, %ld documents: "
+		    "%ld refusals of %ld requests, at most %.0f %%", ep, c[i].n,
+		    o.refused, o.sent, 100 * c[i].most);
+	}
+}
+
+/*
  * What an earlier night learned is a hint: against a portal whose limit
  * rose, the next night does not crawl; against one whose limit fell, it
  * does not stampede; against the same, it refuses less than afresh.
@@ -396,10 +433,41 @@ batch(void)
 	free(pb);
 }
 
+static void
+explore(void)
+{
+	static const double rates[] = { 1, 3, 5, 7, 10, 20, 50, 100 };
+	static const long bursts[] = { 0, 10, 60 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0 };
+	struct lim l;
+	struct out o;
+	char ep[64];
+	size_t i, j;
+	long n;
+
+	for (i = 0; i < sizeof(rates) / sizeof(rates[0]); i++)
+		for (j = 0; j < 3; j++) {
+			memset(&l, 0, sizeof(l));
+			l.kind = GCRA, l.rate = rates[i], l.burst = bursts[j];
+			l.lat = getenv("PACE_LAT") ? atof(getenv("PACE_LAT")) : 0.02;
+			n = (long)fmax(60, 15 * rates[i] + (double)bursts[j]);
+			snprintf(ep, sizeof(ep), "x%zu-%zu", i, j);
+			o = sim(ep, &l, &none, n);
+			snprintf(ep, sizeof(ep), "%g/s b%ld n%ld", rates[i],
+			    bursts[j], n);
+			report(ep, &o, (double)(n - bursts[j] - 1) / rates[i]);
+		}
+}
+
 int
 main(void)
 {
 	char *sub;
+
+	if (getenv("PACE_EXPLORE") != NULL) {
+		explore();
+		return 0;
+	}
 
 	if (mkdtemp(dir) == NULL) {
 		perror("mkdtemp");
@@ -410,6 +478,7 @@ main(void)
 		return 1;
 	free(sub);
 	limiters();
+	bursts();
 	stale();
 	quota();
 	ratelimit();
