@@ -4,6 +4,8 @@
  * limiters (a GCRA with and without a burst, a concurrency cap, none),
  * counting refusals and the makespan against the limiter's ideal.  Then
  * the quota, RateLimit and state-file rules, on a temporary run directory.
+ * PACE_EXPLORE=1 prints a grid of GCRA cells instead (PACE_LAT: the
+ * answers' latency, default 0.02 s), to explore a change with.
  */
 #include <math.h>
 #include <stdio.h>
