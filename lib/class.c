@@ -71,20 +71,37 @@ class_decide(const struct class_in *in, char *reason, size_t len)
 	}
 }
 
-enum class_kind
-class_of(const json_t *rec, char *reason, size_t len)
+static void
+class_read(const json_t *rec, struct class_in *in)
 {
 	json_t *st = json_object_get(rec, "status");
 	json_t *chk = json_object_get(rec, "check");
+
+	in->error = json_string_value(json_object_get(rec, "error"));
+	in->has_status = json_is_integer(st);
+	in->status = in->has_status ? (long)json_integer_value(st) : 0;
+	in->bad_status = st != NULL && !json_is_null(st) && !in->has_status;
+	in->check_failed = chk != NULL && !json_is_null(chk) &&
+	    !json_is_false(chk);
+	in->parse_error = json_string_value(json_object_get(rec,
+	    "parse_error"));
+}
+
+enum class_kind
+class_of(const json_t *rec, char *reason, size_t len)
+{
 	struct class_in in;
 
-	in.error = json_string_value(json_object_get(rec, "error"));
-	in.has_status = json_is_integer(st);
-	in.status = in.has_status ? (long)json_integer_value(st) : 0;
-	in.bad_status = st != NULL && !json_is_null(st) && !in.has_status;
-	in.check_failed = chk != NULL && !json_is_null(chk) &&
-	    !json_is_false(chk);
-	in.parse_error = json_string_value(json_object_get(rec,
-	    "parse_error"));
+	class_read(rec, &in);
+	return class_decide(&in, reason, len);
+}
+
+enum class_kind
+class_of_fetch(const json_t *rec, char *reason, size_t len)
+{
+	struct class_in in;
+
+	class_read(rec, &in);
+	in.parse_error = NULL;
 	return class_decide(&in, reason, len);
 }

@@ -30,6 +30,8 @@ enum class_kind class_decide(const struct class_in *in, char *reason,
  * for a 2xx its parse_error.
  */
 enum class_kind class_of(const json_t *rec, char *reason, size_t len);
+/* The same, as the fetch alone made it: any parse_error aside. */
+enum class_kind class_of_fetch(const json_t *rec, char *reason, size_t len);
 /* "ok", "transient" or "permanent". */
 const char *class_name(enum class_kind k);
 
