@@ -391,3 +391,17 @@ parse: {command: [$P/bin/later]}"
 	[[ $stderr == *'parse command "no-such-parser-here" for every endpoint: not found'* ]]
 	[ "$(requests_for /doc/n1)" -eq 0 ]
 }
+
+@test "demo: its portal and configuration read the NSF award PDFs, and the one that is none is dead parse_failed" {
+	command -v pdftotext >/dev/null || skip "pdftotext (poppler-utils) is not installed"
+	mock_start "$ROOT/examples/demo/portal.yaml"
+	local i
+	for i in 40 41 42 43 44; do
+		printf '{"id":"NSF-%03d","url":"%s/nsf/award/%d.pdf","endpoint":"nsf","expect":{"magic":"%%PDF-","min_bytes":1000}}\n' "$i" "$MOCK_URL" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" \
+	    --config "$ROOT/examples/demo/rfpipe.yaml" --seed 1 "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s 'map(select(.parsed)) | length' "$RUN/results.ndjson")" -eq 4 ]
+	grep -q 'Award Number: 2026-0042' "$RUN/docs/NSF-040.parsed"
+	jq -se 'length == 1 and .[0].id == "NSF-042" and .[0].dead_reason == "parse_failed" and (.[0].dead_detail | startswith("Syntax Error"))' "$RUN/dead.ndjson"
+}
