@@ -286,10 +286,19 @@ job_reap(struct job *j)
 void
 job_expire(struct job *j, double now)
 {
-	if (j->exited || j->pid <= 0 || j->why != WHY_NONE || now < j->t_end)
+	if (now < j->t_end)
 		return;
-	j->why = WHY_TIMEOUT;
-	kill(-j->pid, SIGKILL);
+	if (!j->exited && j->pid > 0 && j->why == WHY_NONE) {
+		j->why = WHY_TIMEOUT;
+		kill(-j->pid, SIGKILL);
+	} else if (j->exited) {
+		/* Its pipes held open past its time by what left its group. */
+		if (j->out != -1)
+			close(j->out);
+		if (j->err != -1)
+			close(j->err);
+		j->out = j->err = -1;
+	}
 }
 
 int

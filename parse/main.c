@@ -432,7 +432,7 @@ wait_any(void)
 			pfd[n].fd = j->err;
 			pfd[n++].events = POLLIN;
 		}
-		if (!j->exited && j->why == WHY_NONE &&
+		if ((j->why == WHY_NONE || j->exited) &&
 		    (next < 0 || j->t_end < next))
 			next = j->t_end;
 	}

@@ -61,7 +61,10 @@ int	job_start(struct job *j, const struct dirs *d, char *err,
 int	job_read(struct job *j, const struct dirs *d, char *err, size_t errlen);
 /* Reap the parser if it has exited, and end what it left in its group. */
 void	job_reap(struct job *j);
-/* Kill the parser's group if its time is up at now (monotonic). */
+/*
+ * At its time (now, monotonic): kill the parser's group, or, when it has
+ * exited but something that left its group holds its pipes, stop reading.
+ */
 void	job_expire(struct job *j, double now);
 /* 1 when the parser is reaped and both its pipes are at EOF. */
 int	job_done(const struct job *j);

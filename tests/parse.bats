@@ -157,6 +157,40 @@ through() {
 	check f1 '.reason == "parse_too_large" and .dead_reason == "parse_failed"'
 }
 
+@test "parse: output of exactly output_max bytes is kept, one byte more is too_large" {
+	conf "parse: {command: [$P/bin/ok], output_max: 100}"
+	head -c 100 /dev/zero | tr '\0' a >"$BATS_TEST_TMPDIR/b100"
+	head -c 101 /dev/zero | tr '\0' a >"$BATS_TEST_TMPDIR/b101"
+	{
+		fetched e100 "$BATS_TEST_TMPDIR/b100"
+		fetched e101 "$BATS_TEST_TMPDIR/b101"
+	} >"$BATS_TEST_TMPDIR/in"
+	parse_run
+	assert_success
+	check e100 '.parsed_bytes == 100'
+	check e101 '.parse_error == "too_large" and .parse_detail == "output over 100 bytes"'
+}
+
+@test "parse: what a parser leaves running when it exits is ended, and its parse kept" {
+	conf "parse: {command: [$P/bin/leave], timeout: 1000s}"
+	fetched l1 "$P/nih-good.json" >"$BATS_TEST_TMPDIR/in"
+	parse_run
+	assert_success
+	check l1 '.parsed == "docs/l1.parsed"'
+	cmp "$RUN/docs/l1.parsed" "$P/nih-good.json"
+	gone "$(cat "$PARSE_PIDS")"
+}
+
+@test "parse: a child that left the parser's group and holds its output is not waited for past the timeout" {
+	command -v setsid >/dev/null || skip "setsid is not installed"
+	conf "parse: {command: [$P/bin/escape], timeout: 10s}"
+	fetched x1 "$P/nih-good.json" >"$BATS_TEST_TMPDIR/in"
+	parse_run
+	assert_success
+	check x1 '.parsed == "docs/x1.parsed"'
+	cmp "$RUN/docs/x1.parsed" "$P/nih-good.json"
+}
+
 @test "parse: a parser killed by a signal is permanent, the signal named" {
 	conf "parse: {command: [$P/bin/segv]}"
 	fetched k1 "$P/nih-good.json" >"$BATS_TEST_TMPDIR/in"
@@ -334,8 +368,9 @@ endpoints:
     parse: {command: [pdftotext, -layout, "-", "-"], timeout: 1000s}
   nih:
     parse: {command: [jq, -e, .project_end_date], timeout: 1000s}'
-	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" \
-	    --config "$BATS_TEST_TMPDIR/c.yaml" --seed 1 "$BATS_TEST_TMPDIR/m"
+	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" --progress none \
+	    --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" --seed 1 "$BATS_TEST_TMPDIR/m"
+	[[ $stderr == *$'\n    parse_failed        2\n'* ]]
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 9 ]
 	jq -se 'all(.[]; .parsed == "docs/\(.id).parsed" and .fate == "done")' "$RUN/results.ndjson"
 	jq -se 'any(.[]; .attempt == 2)' "$RUN/results.ndjson"
@@ -354,6 +389,16 @@ endpoints:
 	jq -se 'length == 1 and .[0].attempt == 2 and .[0].parsed == "docs/t1.parsed" and (.[0] | has("parse_error") | not)' "$RUN/results.ndjson"
 	[ "$(requests_for /doc/t1)" -eq 2 ]
 	[ ! -s "$RUN/dead.ndjson" ]
+}
+
+@test "rfpipe: a retry's next attempt carries nothing of the last one's parse" {
+	mock_start "$P/portal.yaml"
+	printf '{"id":"g1","url":"%s/gone/g1","endpoint":"doc"}\n' "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
+	conf "parse: {command: [$P/bin/later]}"
+	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" \
+	    --config "$BATS_TEST_TMPDIR/c.yaml" --seed 1 "$BATS_TEST_TMPDIR/m"
+	jq -se 'length == 1 and .[0].attempt == 2 and .[0].status == 404 and .[0].dead_reason == "permanent" and
+	    ([.[0] | has("parse_error", "parse_detail", "parsed")] | any | not)' "$RUN/dead.ndjson"
 }
 
 @test "rfpipe: a parser exiting 75 every time is dead exhausted after max_attempts" {
