@@ -321,6 +321,22 @@ through() {
 	[ "$(jq -s '[.[] | select(.parse_error == "timeout")] | length' "$BATS_TEST_TMPDIR/out")" -eq 5 ]
 }
 
+@test "parse: rfp-parse ended by SIGTERM leaves no parser running" {
+	conf "parse: {command: [$P/bin/slow], timeout: 10000s}"
+	fetched t1 "$P/nih-good.json" >"$BATS_TEST_TMPDIR/in"
+	rfp-parse --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    <"$BATS_TEST_TMPDIR/in" >/dev/null 2>&1 &
+	local pid=$! i
+	for i in $(seq 1 500); do
+		[ -s "$PARSE_PIDS" ] && break
+		sleep 0.01
+	done
+	[ -s "$PARSE_PIDS" ]
+	kill -TERM "$pid"
+	run -143 wait "$pid"
+	gone "$(cat "$PARSE_PIDS")"
+}
+
 @test "parse: --list prints each configured parser; a parser not found is a configuration error, exit 2" {
 	conf 'parse: {command: [jq, -e, .]}
 endpoints:
