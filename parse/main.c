@@ -96,80 +96,6 @@ on_term(int sig)
 	raise(sig);
 }
 
-/* 1 when prog names an executable: itself with a '/', else in PATH. */
-static int
-found(const char *prog)
-{
-	const char *path = getenv("PATH"), *p, *e;
-	char *f;
-	int ok;
-
-	if (strchr(prog, '/') != NULL)
-		return access(prog, X_OK) == 0;
-	for (p = path ? path : "/usr/bin:/bin"; ; p = e + 1) {
-		e = strchr(p, ':');
-		if (e == NULL)
-			e = p + strlen(p);
-		f = xasprintf("%.*s%s%s", (int)(e - p), p, e == p ? "" : "/",
-		    prog);
-		ok = access(f, X_OK) == 0;
-		free(f);
-		if (ok)
-			return 1;
-		if (*e == '\0')
-			return 0;
-	}
-}
-
-static json_t *
-describe(const char *ep, const struct conf_parse *p)
-{
-	json_t *o = json_object(), *cmd = json_array();
-	size_t i;
-
-	for (i = 0; p->command[i] != NULL; i++)
-		json_array_append_new(cmd, json_string(p->command[i]));
-	json_object_set_new(o, "endpoint", ep ? json_string(ep) :
-	    json_null());
-	json_object_set_new(o, "command", cmd);
-	json_object_set_new(o, "timeout", json_real(p->timeout));
-	json_object_set_new(o, "concurrency", json_integer(p->concurrency));
-	json_object_set_new(o, "output_max", json_integer(p->output_max));
-	return o;
-}
-
-/*
- * Every parse command must be there before the first record is read; with
- * --list, print each (the defaults' as endpoint null) as one JSON line.
- */
-static void
-check_commands(void)
-{
-	const struct conf *c = &opts.conf;
-	const struct conf_parse *p;
-	json_t *o;
-	char *s;
-	size_t i;
-
-	for (i = 0; i <= c->neps; i++) {
-		p = i < c->neps ? &c->eps[i].parse : &c->defaults.parse;
-		if (p->command == NULL)
-			continue;
-		if (!found(p->command[0]))
-			msg_die(2, "%s: parse command \"%s\" for %s: not "
-			    "found", opts.config, p->command[0], i < c->neps ?
-			    c->eps[i].name : "every endpoint");
-		if (!opts.list)
-			continue;
-		o = describe(i < c->neps ? c->eps[i].name : NULL, p);
-		s = json_dumps(o, JSON_COMPACT);
-		json_decref(o);
-		if (s == NULL || puts(s) == EOF)
-			msg_diesys(1, "write stdout");
-		free(s);
-	}
-}
-
 static void
 open_dirs(void)
 {
@@ -550,7 +476,7 @@ main(int argc, char *argv[])
 	opt_no_operands(argc, argv, usage);
 	opt_check_env();
 	opt_conf(&opts.conf, opts.config);
-	check_commands();
+	cmds_check(&opts.conf, opts.config, opts.list);
 	if (opts.list) {
 		conf_free(&opts.conf);
 		opt_fshut();

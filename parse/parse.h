@@ -46,6 +46,12 @@ struct dirs {
 	const char	*run_dir;	/* for messages */
 };
 
+/*
+ * Every parse command of c must be found (else exit 2 naming config);
+ * with list, print each as a JSON line, the top level's as endpoint null.
+ */
+void	cmds_check(const struct conf *c, const char *config, int list);
+
 /* Room for max parsers at once; job_fini frees it. */
 void	job_init(long max);
 void	job_fini(void);
