@@ -41,7 +41,7 @@ LDLIBS = $(shell pkg-config --libs $(filter-out libpq,$(PKGS))) -lm -pthread
 MOCKLIBS = $(shell pkg-config --libs libmicrohttpd) -lpthread
 
 B ?= .
-STAGES = fetch classify backoff sink queue
+STAGES = fetch parse classify backoff sink queue
 BINS = $(STAGES:%=$(B)/bin/rfp-%)
 DRIVER = $(B)/bin/rfpipe
 MOCK = $(B)/bin/rfp-mockportal

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The demo batch: 300 documents across NIH RePORTER-, Grants.gov- and
-# NSF-shaped routes on the bundled mock portal, ending with the summary.
+# NSF-shaped routes on the bundled mock portal, the NSF PDFs read with
+# pdftotext, ending with the summary.
 # Usage: ./demo.sh [RUN-DIR]   (default demo-run; removed first)
 set -eu
 
@@ -41,6 +42,7 @@ status=0
     --seed 1 "$run/manifest.ndjson" || status=$?
 echo
 echo "demo: results in $run/run/results.ndjson, dead letters in $run/run/dead.ndjson"
+echo "demo: the NSF awards as text in $run/run/docs/NSF-*.parsed"
 echo "demo: triage with: jq -r .dead_reason $run/run/dead.ndjson | sort | uniq -c"
 # 3 means "finished with dead letters", which the demo's portals guarantee.
 [ "$status" -eq 0 ] || [ "$status" -eq 3 ]

@@ -1,6 +1,7 @@
 #!/bin/sh
 # rfpipe: run a batch through rfp-fetch | rfp-classify | rfp-backoff | rfp-sink,
-# with retries fed back to rfp-fetch through a FIFO in the run directory.
+# with retries fed back to rfp-fetch through a FIFO in the run directory;
+# rfp-parse after rfp-fetch when the configuration names a parser.
 # With --queue, the records come from a queue in PostgreSQL that several
 # hosts share (rfp-queue pull) and each result is filed there as well.
 #
@@ -155,6 +156,14 @@ rfp-backoff ${config:+"--config=$config"} $seed_opt $ma_opt $budget_opt </dev/nu
 if [ -n "$queue" ]; then
 	rfp-queue $batch_opt $lease_opt --help >/dev/null || exit 2
 fi
+# A parse stage only when the configuration names a parser (rfp-parse
+# also stops the run here, with 2, when one is not found).
+parse=
+if [ -n "$config" ]; then
+	command -v rfp-parse >/dev/null 2>&1 ||
+		die 1 "rfp-parse not found in PATH (run make, or make install)"
+	parse=$(rfp-parse --config="$config" --list) || exit 2
+fi
 dl_opt=
 if [ -n "$deadline" ]; then
 	at=$(rfp-backoff --resolve-deadline "$deadline") || exit 2
@@ -222,6 +231,19 @@ backoff() {
 	fi
 }
 
+# Run each fetched body through its parser first, when one is configured.
+# shellcheck disable=SC2086
+classify() {
+	if [ -n "$parse" ]; then
+		{
+			rfp-parse --run-dir="$run_dir" --config="$config" "$@"
+			echo "rfp-parse $?" >>"$status"
+		} | rfp-classify "$@"
+	else
+		rfp-classify "$@"
+	fi
+}
+
 # Each stage's exit status is appended to $status; the sink's is $?.
 # shellcheck disable=SC2086
 {
@@ -229,7 +251,7 @@ backoff() {
 	    --resume $retry_dead ${config:+"--config=$config"} ${state:+"--state=$state"} $jobs_opt $dl_opt $verbose
 	echo "rfp-fetch $?" >>"$status"
 } | {
-	rfp-classify $verbose
+	classify $verbose
 	echo "rfp-classify $?" >>"$status"
 } | {
 	backoff --run-dir="$run_dir" --admitted="$admitted" $budget_opt \

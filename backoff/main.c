@@ -2,8 +2,9 @@
  * rfp-backoff: decide every classified record's fate.
  *
  * Reads records from rfp-classify and adds "fate": "done" for class ok;
- * "dead" with "dead_reason" permanent for class permanent; for class
- * transient, "retry" with "not_before" (epoch seconds) and "delay_s" when
+ * "dead" with "dead_reason" permanent for class permanent (parse_failed,
+ * with the parser's "parse_detail", when rfp-parse refused the body); for
+ * class transient, "retry" with "not_before" (epoch seconds) and "delay_s" when
  * attempts remain and the run-wide retry budget grants one, else "dead"
  * with exhausted, budget_spent, quota (a Retry-After past
  * max_retry_after) or deadline_cut.  A submission that may have
@@ -207,6 +208,14 @@ decide(json_t *rec, long lineno, void *arg)
 	}
 	if (strcmp(cls, "transient") == 0)
 		return transient(rec, lineno);
+	/* The body came, and the site's parser refused it: say what it said. */
+	if (json_is_string(json_object_get(rec, "parse_error")) &&
+	    strncmp(rec_str(rec, "reason") ? rec_str(rec, "reason") : "",
+	    "parse_", 6) == 0) {
+		rec_kill(rec, "parse_failed", rec_str(rec, "parse_detail") ?
+		    rec_str(rec, "parse_detail") : rec_str(rec, "reason"));
+		return 0;
+	}
 	rec_kill(rec, "permanent", rec_str(rec, "reason"));
 	return 0;
 }

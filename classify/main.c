@@ -1,11 +1,13 @@
 /*
  * rfp-classify: decide what a fetched record's outcome means.
  *
- * Reads records from rfp-fetch on stdin and writes each to stdout with
- * "class" (ok, transient or permanent) and "reason" (http_503, timeout,
- * invalid_body, unknown_http_418, ...) added, and "retry_after_s" derived
- * from the raw "retry_after" header (delta-seconds or an HTTP-date, taken
- * relative to the response's "date" or "response_at").  A pure function of
+ * Reads records from rfp-fetch (or rfp-parse) on stdin and writes each to
+ * stdout with "class" (ok, transient or permanent) and "reason" (http_503,
+ * timeout, invalid_body, parse_failed, unknown_http_418, ...) added, and
+ * "retry_after_s" derived from the raw "retry_after" header (delta-seconds
+ * or an HTTP-date, taken relative to the response's "date" or
+ * "response_at").  A 2xx that rfp-parse marked with "parse_error" is
+ * classified by that.  A pure function of
  * the record: it reads no clock, no file and no network.  Records that
  * already carry a "fate" pass through untouched; unknown fields always do.
  *
@@ -111,7 +113,7 @@ classify_line(const char *line, size_t len, long lineno,
     struct rec_out *out, void *arg)
 {
 	static struct scan_rec s;
-	char ebuf[FIELD_MAX], rbuf[FIELD_MAX], dbuf[FIELD_MAX];
+	char ebuf[FIELD_MAX], rbuf[FIELD_MAX], dbuf[FIELD_MAX], pbuf[FIELD_MAX];
 	static char *buf;
 	static size_t size;
 	size_t olen;
@@ -134,7 +136,9 @@ classify_line(const char *line, size_t len, long lineno,
 	}
 	if (scan_field(&s, "error", ebuf, sizeof(ebuf), &in.error) == -1 ||
 	    scan_field(&s, "retry_after", rbuf, sizeof(rbuf), &raw) == -1 ||
-	    scan_field(&s, "date", dbuf, sizeof(dbuf), &date) == -1)
+	    scan_field(&s, "date", dbuf, sizeof(dbuf), &date) == -1 ||
+	    scan_field(&s, "parse_error", pbuf, sizeof(pbuf),
+	    &in.parse_error) == -1)
 		return 0;
 	m = scan_get(&s, "status");
 	in.has_status = m != NULL && m->type == SCAN_INTEGER;

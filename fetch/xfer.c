@@ -26,7 +26,8 @@ static const char *attempt_fields[] = { "status", "error", "error_detail",
 	"ratelimit", "sent", "elapsed_ms", "response_at", "body_path",
 	"bytes", "sha256", "content_type", "check", "class", "reason", "fate",
 	"not_before", "delay_s", "dead_reason", "dead_detail", "replayed",
-	"reply", NULL };
+	"reply", "parsed", "parsed_bytes", "parsed_sha256", "parse_error",
+	"parse_detail", NULL };
 
 /*
  * Handles and digest contexts of finished transfers, kept for the next

@@ -8,6 +8,8 @@
 
 static const char *transient_errors[] = { "timeout", "connect", "reset",
 	"deadline", NULL };
+/* A parser that said "later" (exit 75) or ran out of time may do better. */
+static const char *transient_parses[] = { "tempfail", "timeout", NULL };
 
 const char *
 class_name(enum class_kind k)
@@ -45,6 +47,14 @@ class_decide(const struct class_in *in, char *reason, size_t len)
 			snprintf(reason, len, "invalid_body");
 			return CLASS_PERMANENT;
 		}
+		if (in->parse_error != NULL) {
+			snprintf(reason, len, "parse_%s", in->parse_error);
+			for (i = 0; transient_parses[i] != NULL; i++)
+				if (strcmp(in->parse_error,
+				    transient_parses[i]) == 0)
+					return CLASS_TRANSIENT;
+			return CLASS_PERMANENT;
+		}
 		snprintf(reason, len, "http_%ld", s);
 		return CLASS_OK;
 	}
@@ -61,18 +71,37 @@ class_decide(const struct class_in *in, char *reason, size_t len)
 	}
 }
 
-enum class_kind
-class_of(const json_t *rec, char *reason, size_t len)
+static void
+class_read(const json_t *rec, struct class_in *in)
 {
 	json_t *st = json_object_get(rec, "status");
 	json_t *chk = json_object_get(rec, "check");
+
+	in->error = json_string_value(json_object_get(rec, "error"));
+	in->has_status = json_is_integer(st);
+	in->status = in->has_status ? (long)json_integer_value(st) : 0;
+	in->bad_status = st != NULL && !json_is_null(st) && !in->has_status;
+	in->check_failed = chk != NULL && !json_is_null(chk) &&
+	    !json_is_false(chk);
+	in->parse_error = json_string_value(json_object_get(rec,
+	    "parse_error"));
+}
+
+enum class_kind
+class_of(const json_t *rec, char *reason, size_t len)
+{
 	struct class_in in;
 
-	in.error = json_string_value(json_object_get(rec, "error"));
-	in.has_status = json_is_integer(st);
-	in.status = in.has_status ? (long)json_integer_value(st) : 0;
-	in.bad_status = st != NULL && !json_is_null(st) && !in.has_status;
-	in.check_failed = chk != NULL && !json_is_null(chk) &&
-	    !json_is_false(chk);
+	class_read(rec, &in);
+	return class_decide(&in, reason, len);
+}
+
+enum class_kind
+class_of_fetch(const json_t *rec, char *reason, size_t len)
+{
+	struct class_in in;
+
+	class_read(rec, &in);
+	in.parse_error = NULL;
 	return class_decide(&in, reason, len);
 }

@@ -19,13 +19,19 @@ struct class_in {
 	long		 status;
 	int		 bad_status;	/* status is there, not null, not an integer */
 	int		 check_failed;	/* check is there, not null, not false */
+	const char	*parse_error;	/* rfp-parse's outcome; NULL: none */
 };
 
 /* Classify from what was read; the reason is cut to fit len. */
 enum class_kind class_decide(const struct class_in *in, char *reason,
 	    size_t len);
-/* Classify a fetched record from its status, error and check fields. */
+/*
+ * Classify a fetched record from its status, error and check fields, and
+ * for a 2xx its parse_error.
+ */
 enum class_kind class_of(const json_t *rec, char *reason, size_t len);
+/* The same, as the fetch alone made it: any parse_error aside. */
+enum class_kind class_of_fetch(const json_t *rec, char *reason, size_t len);
 /* "ok", "transient" or "permanent". */
 const char *class_name(enum class_kind k);
 

@@ -12,7 +12,9 @@
 #include "lib/x.h"
 
 enum kind { K_LONG, K_DOUBLE, K_DUR, K_BOOL, K_STR, K_BUDGET, K_ONOPEN,
-	K_BREAKER, K_ENDPOINTS, K_SEED };
+	K_BREAKER, K_ENDPOINTS, K_SEED, K_PARSE, K_ARGV };
+
+#define ARGV_MAX	256	/* words of a parse command */
 
 struct key {
 	const char	*name;
@@ -24,6 +26,7 @@ struct key {
 #define C(f)	offsetof(struct conf, f)
 #define E(f)	offsetof(struct conf_ep, f)
 #define B(f)	offsetof(struct conf_breaker, f)
+#define P(f)	offsetof(struct conf_parse, f)
 
 static const struct key top[] = {
 	{ "base", K_DUR, C(base), 0.001, 3600 },
@@ -41,6 +44,7 @@ static const struct key top[] = {
 	{ "max_redirects", K_LONG, C(max_redirects), 0, 50 },
 	{ "max_retry_after", K_DUR, C(max_retry_after), 0, 31536000 },
 	{ "on_open", K_ONOPEN, C(on_open_dead), 0, 0 },
+	{ "parse", K_PARSE, C(defaults.parse), 0, 0 },
 	{ "rate", K_DOUBLE, C(defaults.rate), 0, 1e6 },
 	{ "seed", K_SEED, C(seed), 0, 0 },
 	{ "state", K_STR, C(state), 0, 0 },
@@ -53,7 +57,16 @@ static const struct key ep_keys[] = {
 	{ "burst", K_LONG, E(burst), 0, 100000 },
 	{ "concurrency", K_LONG, E(concurrency), 1, 4096 },
 	{ "idempotency_keys", K_BOOL, E(idempotency_keys), 0, 0 },
+	{ "parse", K_PARSE, E(parse), 0, 0 },
 	{ "rate", K_DOUBLE, E(rate), 0, 1e6 },
+	{ NULL, 0, 0, 0, 0 }
+};
+
+static const struct key parse_keys[] = {
+	{ "command", K_ARGV, P(command), 0, 0 },
+	{ "concurrency", K_LONG, P(concurrency), 1, 4096 },
+	{ "output_max", K_LONG, P(output_max), 1, 1L << 40 },
+	{ "timeout", K_DUR, P(timeout), 0.001, 86400 },
 	{ NULL, 0, 0, 0, 0 }
 };
 
@@ -90,6 +103,35 @@ conf_init(struct conf *c)
 	c->defaults.breaker.cooldown = 30;
 	c->defaults.breaker.cooldown_max = 0;	/* no growth */
 	c->defaults.breaker.max_open = 0;
+	c->defaults.parse.timeout = 30;
+	c->defaults.parse.concurrency = 2;
+	c->defaults.parse.output_max = 16L * 1024 * 1024;
+}
+
+static void
+argv_free(char **v)
+{
+	size_t i;
+
+	for (i = 0; v != NULL && v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+static char **
+argv_dup(char *const *v)
+{
+	char **d;
+	size_t i, n;
+
+	if (v == NULL)
+		return NULL;
+	for (n = 0; v[n] != NULL; n++)
+		;
+	d = xcalloc(n + 1, sizeof(*d));
+	for (i = 0; i < n; i++)
+		d[i] = xstrdup(v[i]);
+	return d;
 }
 
 int
@@ -166,11 +208,54 @@ endpoints(struct ctx *x, const char *path, json_t *v)
 		ep = &x->c->eps[x->c->neps++];
 		*ep = x->c->defaults;
 		ep->name = xstrdup(name);
+		ep->parse.command = argv_dup(x->c->defaults.parse.command);
 		rc = e ? apply(x, ep_keys, sub, e, ep) : 0;
 		free(sub);
 		if (rc == -1)
 			return -1;
 	}
+	return 0;
+}
+
+/* A command as a list of words, run as it is: no shell sees it. */
+static int
+argv(struct ctx *x, const char *path, json_t *v, char ***out)
+{
+	size_t i, n = json_array_size(v);
+	char **w;
+
+	if (!json_is_array(v) || n == 0 || n > ARGV_MAX)
+		return bad(x, path, "expected a list of 1 to 256 strings, "
+		    "the program first");
+	for (i = 0; i < n; i++)
+		if (!json_is_string(json_array_get(v, i)) ||
+		    (i == 0 && *json_string_value(json_array_get(v, 0)) ==
+		    '\0'))
+			return bad(x, path, i == 0 ? "expected the program's "
+			    "name first" : "expected a list of strings");
+	w = xcalloc(n + 1, sizeof(*w));
+	for (i = 0; i < n; i++)
+		w[i] = xstrdup(json_string_value(json_array_get(v, i)));
+	argv_free(*out);
+	*out = w;
+	return 0;
+}
+
+/* parse: a mapping over the inherited settings; null turns it off. */
+static int
+parse(struct ctx *x, const char *path, json_t *v, struct conf_parse *p)
+{
+	if (json_is_null(v)) {
+		argv_free(p->command);
+		p->command = NULL;
+		return 0;
+	}
+	if (!json_is_object(v))
+		return bad(x, path, "expected a mapping or null");
+	if (apply(x, parse_keys, path, v, p) == -1)
+		return -1;
+	if (p->command == NULL)
+		return bad(x, path, "missing key \"command\"");
 	return 0;
 }
 
@@ -250,6 +335,10 @@ one(struct ctx *x, const struct key *k, const char *path, json_t *v,
 		return apply(x, br_keys, path, v, p);
 	case K_ENDPOINTS:
 		return endpoints(x, path, v);
+	case K_PARSE:
+		return parse(x, path, v, (struct conf_parse *)p);
+	case K_ARGV:
+		return argv(x, path, v, (char ***)p);
 	}
 	return 0;
 }
@@ -321,13 +410,28 @@ conf_endpoint(const struct conf *c, const char *name)
 	return &c->defaults;
 }
 
+int
+conf_has_parse(const struct conf *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->neps; i++)
+		if (c->eps[i].parse.command != NULL)
+			return 1;
+	return c->defaults.parse.command != NULL;
+}
+
 void
 conf_free(struct conf *c)
 {
 	size_t i;
 
-	for (i = 0; i < c->neps; i++)
+	for (i = 0; i < c->neps; i++) {
 		free(c->eps[i].name);
+		argv_free(c->eps[i].parse.command);
+	}
+	argv_free(c->defaults.parse.command);
+	c->defaults.parse.command = NULL;
 	free(c->eps);
 	free(c->deadline);
 	free(c->ca_file);

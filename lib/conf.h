@@ -18,6 +18,14 @@ struct conf_breaker {
 	double	max_open;	/* held work is dead-lettered past this; 0: never */
 };
 
+/* The site's own parser of a fetched body (rfp-parse). */
+struct conf_parse {
+	char	**command;	/* argv, NULL-terminated; NULL: no parse */
+	double	timeout;	/* seconds before its process group is killed */
+	long	concurrency;	/* parsers at once for the endpoint */
+	long	output_max;	/* most bytes of standard output kept */
+};
+
 struct conf_ep {
 	char	*name;
 	long	concurrency;	/* in-flight ceiling; 0: the global one */
@@ -25,6 +33,7 @@ struct conf_ep {
 	long	burst;
 	int	idempotency_keys; /* the endpoint honours Idempotency-Key */
 	struct conf_breaker breaker;
+	struct conf_parse parse;
 };
 
 struct conf {
@@ -59,6 +68,8 @@ const struct conf_ep *conf_endpoint(const struct conf *c, const char *name);
 int	conf_budget(struct conf *c, const char *s);
 /* The budget for admitted documents. */
 long	conf_budget_total(const struct conf *c, long admitted);
+/* 1 when the defaults or any endpoint name a parse command. */
+int	conf_has_parse(const struct conf *c);
 /* Free what conf_load allocated. */
 void	conf_free(struct conf *c);
 

@@ -17,9 +17,9 @@
 #include "lib/summ.h"
 #include "lib/x.h"
 
-static const char *reasons[] = { "permanent", "exhausted", "budget_spent",
-	"circuit_open", "quota", "deadline_cut", "ambiguous_submit",
-	"bad_input", NULL };
+static const char *reasons[] = { "permanent", "parse_failed", "exhausted",
+	"budget_spent", "circuit_open", "quota", "deadline_cut",
+	"ambiguous_submit", "bad_input", NULL };
 
 struct summ {
 	json_t	*t;	/* {"succeeded":n,"dead":n,"dead_by_reason":{},...} */

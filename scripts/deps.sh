@@ -15,13 +15,15 @@ set -eu
 # debian/control's Build-Depends are these, less build-essential's.
 build="make gcc libc6-dev pkg-config libcurl4-openssl-dev libjansson-dev
 libyaml-dev libssl-dev libmicrohttpd-dev libpq-dev"
-# The demo: the build only (the mock portal is built from the tree).
-demo="$build"
+# The demo: the build (the mock portal is built from the tree), and the
+# parser its NSF PDFs are read with.
+demo="$build poppler-utils"
 # The tests: bats and what its parallel jobs need, the sanitizer build, the
 # PostgreSQL state backend's server, and the tools the suites call (man-db
-# renders the pages as an installed system does; mandoc lints them).
+# renders the pages as an installed system does; mandoc lints them; the
+# parse suite runs real parsers: pdftotext and jq).
 test="$build bats bats-support bats-assert parallel clang libclang-rt-14-dev
-postgresql jq shellcheck strace mandoc man-db curl procps"
+postgresql jq poppler-utils shellcheck strace mandoc man-db curl procps"
 # The bench: the peers it measures rfpipe against, and a real nginx limiter.
 bench="$test python3 python3-aiohttp time gawk coreutils nginx-light"
 # The Debian package: its build tools (dpkg-buildpackage checks for

@@ -35,6 +35,20 @@ backoff_json() {
 	check perm-1 '.fate == "dead" and .dead_reason == "permanent" and .dead_detail == "http_404"'
 }
 
+@test "backoff: a body the parser refused is dead parse_failed with the parser's words (#23)" {
+	run --separate-stderr rfp-backoff --seed 1 --budget 10 <<'EOF'
+{"id":"p1","status":200,"class":"permanent","reason":"parse_failed","parse_error":"failed","parse_detail":"Syntax Error: no trailer"}
+{"id":"p2","status":200,"class":"permanent","reason":"parse_signal","parse_error":"signal","parse_detail":"killed by SIGSEGV"}
+{"id":"p3","status":200,"class":"transient","reason":"parse_tempfail","parse_error":"tempfail","attempt":1}
+{"id":"p4","status":404,"class":"permanent","reason":"http_404"}
+EOF
+	assert_success
+	check p1 '.fate == "dead" and .dead_reason == "parse_failed" and .dead_detail == "Syntax Error: no trailer"'
+	check p2 '.fate == "dead" and .dead_reason == "parse_failed" and .dead_detail == "killed by SIGSEGV"'
+	check p3 '.fate == "retry"'
+	check p4 '.fate == "dead" and .dead_reason == "permanent"'
+}
+
 @test "backoff: an unrecognised class is dead permanent" {
 	run --separate-stderr rfp-backoff --seed 1 --budget 10 <"$F/mixed.ndjson"
 	check weird-1 '.fate == "dead" and .dead_reason == "permanent"'

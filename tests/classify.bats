@@ -36,6 +36,26 @@ classify_json() {
 	done
 }
 
+@test "classify: a 2xx rfp-parse marked is classified by its parse_error (#23)" {
+	classify_json '{"id":"f","status":200,"check":null,"parse_error":"failed","parse_detail":"bad"}' \
+	    '{"id":"s","status":200,"parse_error":"signal"}' \
+	    '{"id":"l","status":200,"parse_error":"too_large"}' \
+	    '{"id":"t","status":200,"parse_error":"tempfail"}' \
+	    '{"id":"o","status":200,"parse_error":"timeout"}' \
+	    '{"id":"e","status":200,"parse_error":"tempfail","x":"\u00e9"}' \
+	    '{"id":"n","status":503,"parse_error":"failed"}' \
+	    '{"id":"k","status":200,"parsed":"docs/k.parsed"}'
+	assert_success
+	check f '.class == "permanent" and .reason == "parse_failed" and .parse_detail == "bad"'
+	check s '.class == "permanent" and .reason == "parse_signal"'
+	check l '.class == "permanent" and .reason == "parse_too_large"'
+	check t '.class == "transient" and .reason == "parse_tempfail"'
+	check o '.class == "transient" and .reason == "parse_timeout"'
+	check e '.class == "transient" and .reason == "parse_tempfail"'
+	check n '.class == "transient" and .reason == "http_503"'
+	check k '.class == "ok" and .reason == "http_200"'
+}
+
 @test "classify: 418 is permanent with reason unknown_http_418" {
 	classify_json '{"id":"a","status":418}'
 	assert_success

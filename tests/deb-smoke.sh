@@ -23,8 +23,8 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
     --no-install-recommends "./$deb" >/dev/null
 [ "$(dpkg-query -W -f='${Version}' rfpipe)" = "$version" ] ||
 	die "dpkg says rfpipe $(dpkg-query -W -f='${Version}' rfpipe), not $version"
-for f in /usr/bin/rfpipe /usr/bin/rfp-fetch /usr/bin/rfp-classify \
-    /usr/bin/rfp-backoff /usr/bin/rfp-sink /usr/bin/rfp-queue \
+for f in /usr/bin/rfpipe /usr/bin/rfp-fetch /usr/bin/rfp-parse \
+    /usr/bin/rfp-classify /usr/bin/rfp-backoff /usr/bin/rfp-sink /usr/bin/rfp-queue \
     /usr/share/man/man1/rfpipe.1.gz /usr/share/man/man7/rfpipe.7.gz \
     /usr/share/doc/rfpipe/examples/README.md; do
 	[ -e "$f" ] || die "$f is not installed"
@@ -93,7 +93,8 @@ for page in 1 7; do
 done
 
 say "--version"
-for p in rfpipe rfp-fetch rfp-classify rfp-backoff rfp-sink rfp-queue; do
+for p in rfpipe rfp-fetch rfp-parse rfp-classify rfp-backoff rfp-sink \
+    rfp-queue; do
 	v=$(env -i PATH=/usr/bin:/bin "$p" --version)
 	[ "$v" = "$p $version" ] || die "$p --version: \"$v\", not \"$p $version\""
 done

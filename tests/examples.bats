@@ -6,7 +6,7 @@
 load test_helper
 
 EX=$ROOT/examples
-PORTALS="nih-reporter grants-gov nsf-awards sam-gov"
+PORTALS="nih-reporter grants-gov nsf-awards nsf-solicitations sam-gov"
 
 setup() {
 	# Should anything try to reach a portal after all, it fails here.
@@ -130,6 +130,38 @@ teardown() {
 	[ "$(jq -r .id run-again/results.ndjson | sort | tr '\n' ' ')" = "flaky-1 flaky-2 " ]
 	jq -se 'all(.attempt == 1 and .status == 200)' run-again/results.ndjson
 	[ ! -e run-again/dead.ndjson ] || [ ! -s run-again/dead.ndjson ]
+}
+
+@test "examples: rfp-parse finds every parser the examples name (#23)" {
+	command -v pdftotext >/dev/null || skip "pdftotext (poppler-utils) is not installed"
+	local c
+	for c in "$EX"/*/rfpipe.yaml; do
+		run --separate-stderr rfp-parse --config "$c" --list
+		[ "$status" -eq 0 ] || fail "rfp-parse --config $c --list: status $status: $stderr"
+	done
+	run -0 rfp-parse --config "$EX/nsf-solicitations/rfpipe.yaml" --list
+	jq -e '.endpoint == "www.nsf.gov" and .command[0] == "pdftotext"' <<<"$output"
+}
+
+@test "examples: the NSF parser reads a PDF; the NIH one passes pages with the office's fields and refuses one short of a project number (#23)" {
+	command -v pdftotext >/dev/null || skip "pdftotext (poppler-utils) is not installed"
+	local run=$BATS_TEST_TMPDIR/run
+	mkdir -p "$run/docs"
+	cp "$FIX/parse/award.pdf" "$run/docs/sol-1"
+	jq -c '{results: [.]}' "$FIX/parse/nih-good.json" >"$run/docs/page-1"
+	jq -c '{results: [.]}' "$FIX/parse/nih-short.json" >"$run/docs/page-2"
+	jq -c '{results: [.] | map(del(.project_num))}' "$FIX/parse/nih-short.json" >"$run/docs/page-3"
+	printf '{"id":"sol-1","url":"https://www.nsf.gov/x.pdf","status":200,"error":null,"body_path":"docs/sol-1"}\n' >"$BATS_TEST_TMPDIR/in"
+	run -0 --separate-stderr rfp-parse --run-dir "$run" --config "$EX/nsf-solicitations/rfpipe.yaml" <"$BATS_TEST_TMPDIR/in"
+	jq -e '.parsed == "docs/sol-1.parsed"' <<<"$output"
+	grep -q 'Proposal due' "$run/docs/sol-1.parsed"
+	for p in 1 2 3; do
+		printf '{"id":"page-%d","url":"https://api.reporter.nih.gov/v2/projects/search","status":200,"error":null,"body_path":"docs/page-%d"}\n' "$p" "$p"
+	done >"$BATS_TEST_TMPDIR/in"
+	run -0 --separate-stderr rfp-parse --run-dir "$run" --config "$EX/nih-reporter/rfpipe.yaml" <"$BATS_TEST_TMPDIR/in"
+	check page-1 '.parsed == "docs/page-1.parsed"'
+	check page-2 '.parse_error == null and .parsed == "docs/page-2.parsed"'
+	check page-3 '.parse_error == "failed" and .parse_detail == "exit 1"'
 }
 
 @test "examples: rerun.sh passes shellcheck" {

@@ -62,6 +62,10 @@ check_synopsis() {
 	check_options rfp-fetch.1 rfp-fetch
 }
 
+@test "man: rfp-parse.1 documents every option of --help" {
+	check_options rfp-parse.1 rfp-parse
+}
+
 @test "man: rfp-classify.1 documents every option of --help" {
 	check_options rfp-classify.1 rfp-classify
 }
@@ -89,6 +93,7 @@ check_synopsis() {
 @test "man: every SYNOPSIS is its program's usage string" {
 	command -v mandoc >/dev/null 2>&1 || skip "mandoc is not installed"
 	check_synopsis rfp-fetch.1 rfp-fetch
+	check_synopsis rfp-parse.1 rfp-parse
 	check_synopsis rfp-classify.1 rfp-classify
 	check_synopsis rfp-backoff.1 rfp-backoff
 	check_synopsis rfp-sink.1 rfp-sink

@@ -39,6 +39,33 @@ scenario() {
 	[[ "$output" != *Location* ]]
 }
 
+@test "mockportal: body_file serves the file as it is, named from the scenario's directory" {
+	mkdir "$BATS_TEST_TMPDIR/sc"
+	cp "$FIX/parse/award.pdf" "$BATS_TEST_TMPDIR/sc/a.pdf"
+	printf '%s\n' 'routes:' '  - match: "/p/*"' '    body: pdf' '    body_file: a.pdf' \
+	    '  - match: "/j/*"' '    body_file: a.pdf' >"$BATS_TEST_TMPDIR/sc/s.yaml"
+	cd /
+	mock_start "$BATS_TEST_TMPDIR/sc/s.yaml"
+	run -0 curl -sS -o "$BATS_TEST_TMPDIR/got" -w '%{content_type}' "$MOCK_URL/p/1"
+	[ "$output" = application/pdf ]
+	cmp "$BATS_TEST_TMPDIR/got" "$FIX/parse/award.pdf"
+	run -0 curl -sS -o "$BATS_TEST_TMPDIR/got" -w '%{content_type}' "$MOCK_URL/j/1"
+	[ "$output" = application/json ]
+	cmp "$BATS_TEST_TMPDIR/got" "$FIX/parse/award.pdf"
+}
+
+@test "mockportal: a body_file that cannot be read, with body_bytes, or on an html route is refused with file, line and key" {
+	scenario $'routes:\n  - match: /a\n    body_file: no-such.pdf'
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "rfp-mockportal: $BATS_TEST_TMPDIR/s.yaml:3: key \"routes.0.body_file\": cannot read \"$BATS_TEST_TMPDIR/no-such.pdf\": No such file or directory" ]
+	scenario $'routes:\n  - match: /a\n    body: pdf\n    body_bytes: 10\n    body_file: s.yaml'
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *'s.yaml:5: key "routes.0.body_file": excludes body_bytes' ]]
+	scenario $'routes:\n  - match: /a\n    body: html\n    body_file: s.yaml'
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *'s.yaml:4: key "routes.0.body_file": applies only to body "json", "pdf" or "text"' ]]
+}
+
 # The limiter zoo (limits:).  Real intervals are logical ones times 0.01.
 export RFPIPE_TIME_SCALE=0.01
 

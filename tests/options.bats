@@ -4,7 +4,7 @@
 load test_helper
 
 @test "options: an unknown option is named, with the usage, exit 2, on every stage" {
-	for s in rfp-fetch rfp-classify rfp-backoff rfp-sink rfp-queue; do
+	for s in rfp-fetch rfp-parse rfp-classify rfp-backoff rfp-sink rfp-queue; do
 		run -2 --separate-stderr "$s" --bogus
 		[ "${stderr_lines[0]}" = "$s: unknown option \"--bogus\"" ]
 		[[ ${stderr_lines[1]} == "usage: $s "* ]]
@@ -48,8 +48,8 @@ readme_opts() {
 
 @test "options: the README's table lists each program's --help options, no more" {
 	local p got want
-	for p in rfpipe rfp-fetch rfp-classify rfp-backoff rfp-sink rfp-queue \
-	    rfp-mockportal; do
+	for p in rfpipe rfp-fetch rfp-parse rfp-classify rfp-backoff rfp-sink \
+	    rfp-queue rfp-mockportal; do
 		if [ "$p" = rfpipe ]; then
 			want=$(help_opts "$ROOT/pipeline.sh")
 		else

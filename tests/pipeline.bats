@@ -213,7 +213,7 @@ dead_count() {
 	# and a PATH that holds none of them.
 	bin=$(dirname "$(command -v rfp-fetch)")
 	mkdir -p "$prefix"
-	for s in rfp-fetch rfp-classify rfp-backoff rfp-sink rfp-queue rfpipe; do
+	for s in rfp-fetch rfp-parse rfp-classify rfp-backoff rfp-sink rfp-queue rfpipe; do
 		cp "$bin/$s" "$prefix/"
 	done
 	run -0 env -i PATH=/usr/bin:/bin RFPIPE_TIME_SCALE="$RFPIPE_TIME_SCALE" \
@@ -228,7 +228,7 @@ dead_count() {
 	manifest /nih 5 nih >"$BATS_TEST_TMPDIR/m"
 	bin=$(dirname "$(command -v rfp-fetch)")
 	mkdir -p "$prefix" "$BATS_TEST_TMPDIR/link"
-	for s in rfp-fetch rfp-classify rfp-backoff rfp-sink rfp-queue rfpipe; do
+	for s in rfp-fetch rfp-parse rfp-classify rfp-backoff rfp-sink rfp-queue rfpipe; do
 		cp "$bin/$s" "$prefix/"
 	done
 	ln -s "$prefix/rfpipe" "$BATS_TEST_TMPDIR/link/rfpipe"

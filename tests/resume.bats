@@ -22,12 +22,12 @@ teardown() {
 	mock_stop
 }
 
-# crash_and_resume SEED STAGE
+# crash_and_resume SEED STAGE [CONFIG]
 crash_and_resume() {
-	local seed=$1 stage=$2 want pid victim p i
+	local seed=$1 stage=$2 conf=${3:-$FIX/pipeline/crash-rfpipe.yaml} want pid victim p i
 	# A seeded moment: once 5-60 % of the documents are filed.
 	want=$(awk -v s="$seed" 'BEGIN { srand(s); printf "%d", 300 * (0.05 + rand() * 0.55) }')
-	pipeline.sh -q -j 16 --seed "$seed" --config "$FIX/pipeline/crash-rfpipe.yaml" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" &
+	pipeline.sh -q -j 16 --seed "$seed" --config "$conf" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" &
 	pid=$!
 	for i in $(seq 1 2000); do
 		[ "$(cat "$RUN/results.ndjson" "$RUN/dead.ndjson" 2>/dev/null | wc -l)" -ge "$want" ] && break
@@ -45,7 +45,7 @@ crash_and_resume() {
 	[ "$first" -eq 1 ]
 	[ "$(cat "$RUN/results.ndjson" "$RUN/dead.ndjson" | wc -l)" -lt 300 ]
 	# The re-run finishes the batch.
-	run pipeline.sh -q -j 16 --seed "$seed" --config "$FIX/pipeline/crash-rfpipe.yaml" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	run pipeline.sh -q -j 16 --seed "$seed" --config "$conf" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
 	# Every id exactly once across both files.
 	cat "$RUN/results.ndjson" "$RUN/dead.ndjson" | jq -r .id | sort >"$BATS_TEST_TMPDIR/ids"
@@ -87,4 +87,12 @@ crash_and_resume() {
 }
 @test "resume: SIGKILL of rfp-sink (seed 10), then a re-run: every id once, no double commit" {
 	crash_and_resume 10 sink
+}
+@test "resume: SIGKILL of rfp-parse (seed 11), then a re-run: every id once, every result parsed (#23)" {
+	crash_and_resume 11 parse "$FIX/pipeline/crash-parse-rfpipe.yaml"
+	jq -s -e 'all(.parsed == "docs/\(.id).parsed")' "$RUN/results.ndjson"
+}
+@test "resume: SIGKILL of rfp-parse (seed 12), then a re-run: every id once, every result parsed (#23)" {
+	crash_and_resume 12 parse "$FIX/pipeline/crash-parse-rfpipe.yaml"
+	jq -s -e 'all(.parsed == "docs/\(.id).parsed")' "$RUN/results.ndjson"
 }

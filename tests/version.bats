@@ -27,8 +27,8 @@ version() {
 	[ -n "$want" ]
 	# The build's bin/: the stages, the mock portal and rfpipe side by side.
 	bin=$(dirname "$(command -v rfp-fetch)")
-	for p in rfp-fetch rfp-classify rfp-backoff rfp-sink rfp-queue \
-	    rfp-mockportal rfpipe; do
+	for p in rfp-fetch rfp-parse rfp-classify rfp-backoff rfp-sink \
+	    rfp-queue rfp-mockportal rfpipe; do
 		run -0 "$bin/$p" --version
 		[ "$output" = "$p $want" ] ||
 		    fail "$p --version printed \"$output\", not \"$p $want\""

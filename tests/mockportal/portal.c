@@ -512,7 +512,7 @@ make_response(const struct route *r, const struct ans *a, const char *path)
 		ctype = "text/html; charset=utf-8";
 		body = html_page(st, &len);
 	} else if (r != NULL && a->kind_body && st >= 200 && st <= 299) {
-		switch (r->body) {
+		switch (r->blob != NULL ? BODY_PDF : r->body) {
 		case BODY_PDF:
 		case BODY_TEXT:
 			resp = MHD_create_response_from_buffer(r->bloblen,
@@ -520,6 +520,7 @@ make_response(const struct route *r, const struct ans *a, const char *path)
 			if (resp != NULL)
 				MHD_add_response_header(resp, "Content-Type",
 				    r->body == BODY_PDF ? "application/pdf" :
+				    r->body == BODY_JSON ? "application/json" :
 				    "text/plain; charset=utf-8");
 			return resp;
 		case BODY_ENVELOPE:

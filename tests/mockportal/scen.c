@@ -1,4 +1,5 @@
 /* scen: load and check a mock portal scenario (YAML via lib/cfg). */
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -29,7 +30,7 @@ struct ld {
 
 static const char *top_keys[] = { "routes", "seed", NULL };
 static const char *route_keys[] = {
-	"body", "body_bytes", "dedupe", "delay_ms", "endpoint", "hang_ms",
+	"body", "body_bytes", "body_file", "dedupe", "delay_ms", "endpoint", "hang_ms",
 	"limits", "location", "match", "methods", "mix", "outage", "rate",
 	"ratelimit_headers",
 	"retry_after", "script", "slow_ms", "submit", NULL
@@ -764,6 +765,42 @@ build_blob(struct route *r, long n)
 	r->blob[len] = '\0';
 }
 
+/* body_file: the file's bytes, named relative to the scenario's directory. */
+static int
+read_blob(struct ld *ld, const char *kp, const char *name, struct route *r)
+{
+	const char *slash = strrchr(ld->c->path, '/');
+	char *path;
+	FILE *f;
+	long n;
+	int rc = 0;
+
+	if (name[0] == '/' || slash == NULL)
+		path = xstrdup(name);
+	else
+		path = xasprintf("%.*s/%s", (int)(slash - ld->c->path),
+		    ld->c->path, name);
+	errno = 0;
+	if ((f = fopen(path, "rb")) == NULL || fseek(f, 0, SEEK_END) == -1 ||
+	    (n = ftell(f)) < 0 || n > BODY_MAX || fseek(f, 0, SEEK_SET) == -1) {
+		rc = kerr(ld, kp, "cannot read \"%s\": %s", path,
+		    errno == 0 ? "too large" : strerror(errno));
+		goto out;
+	}
+	r->blob = xmalloc((size_t)n + 1);
+	r->bloblen = (size_t)n;
+	if (fread(r->blob, 1, (size_t)n, f) != (size_t)n) {
+		rc = kerr(ld, kp, "cannot read \"%s\"", path);
+		goto out;
+	}
+	r->blob[n] = '\0';
+out:
+	if (f != NULL)
+		fclose(f);
+	free(path);
+	return rc;
+}
+
 static int
 parse_body(struct ld *ld, const json_t *obj, const char *prefix,
     struct route *r)
@@ -795,6 +832,24 @@ parse_body(struct ld *ld, const json_t *obj, const char *prefix,
 		if ((rc = get_int(ld, obj, prefix, "body_bytes", 0, BODY_MAX,
 		    &bytes)) == -1)
 			goto out;
+	}
+	if ((v = member(obj, prefix, "body_file", &kp)) != NULL) {
+		if (r->body != BODY_PDF && r->body != BODY_TEXT &&
+		    r->body != BODY_JSON) {
+			rc = kerr(ld, kp, "applies only to body \"json\", "
+			    "\"pdf\" or \"text\"");
+			goto out;
+		}
+		if (json_object_get(obj, "body_bytes") != NULL) {
+			rc = kerr(ld, kp, "excludes body_bytes");
+			goto out;
+		}
+		if (!json_is_string(v)) {
+			rc = kerr(ld, kp, "expected a file name");
+			goto out;
+		}
+		rc = read_blob(ld, kp, json_string_value(v), r);
+		goto out;
 	}
 	if (r->body == BODY_PDF || r->body == BODY_TEXT)
 		build_blob(r, bytes);

@@ -86,6 +86,23 @@ main(void)
 	row("{\"status\":200,\"check\":true}", CLASS_PERMANENT, "invalid_body");
 	/* A check on a non-2xx answer does not hide its status. */
 	row("{\"status\":503,\"check\":\"x\"}", CLASS_TRANSIENT, "http_503");
+	/* rfp-parse's outcome of a 2xx body. */
+	row("{\"status\":200,\"parse_error\":\"failed\"}", CLASS_PERMANENT,
+	    "parse_failed");
+	row("{\"status\":200,\"parse_error\":\"signal\"}", CLASS_PERMANENT,
+	    "parse_signal");
+	row("{\"status\":200,\"parse_error\":\"too_large\"}",
+	    CLASS_PERMANENT, "parse_too_large");
+	row("{\"status\":200,\"parse_error\":\"tempfail\"}",
+	    CLASS_TRANSIENT, "parse_tempfail");
+	row("{\"status\":200,\"parse_error\":\"timeout\"}", CLASS_TRANSIENT,
+	    "parse_timeout");
+	row("{\"status\":200,\"parse_error\":null}", CLASS_OK, "http_200");
+	/* A failed check, a non-2xx or an error comes before any parse. */
+	row("{\"status\":200,\"check\":\"x\",\"parse_error\":\"timeout\"}",
+	    CLASS_PERMANENT, "invalid_body");
+	row("{\"status\":404,\"parse_error\":\"timeout\"}", CLASS_PERMANENT,
+	    "http_404");
 	row("{}", CLASS_PERMANENT, "no_outcome");
 	row("{\"status\":null,\"error\":null}", CLASS_PERMANENT, "no_outcome");
 	row("{\"status\":\"200\"}", CLASS_PERMANENT, "bad_status");

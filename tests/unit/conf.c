@@ -160,6 +160,23 @@ test_errors(void)
 		    ":3: key \"idempotency_keys\": expected true or false" },
 		{ "endpoints:\n  nih:\n    breaker:\n      window: 0\n",
 		    ":4: key \"window\": expected an integer from 1 to 100000" },
+		{ "parse: pdftotext\n",
+		    ":1: key \"parse\": expected a mapping or null" },
+		{ "parse:\n  timeout: 5\n",
+		    ":1: key \"parse\": missing key \"command\"" },
+		{ "parse:\n  command: \"jq -e .\"\n",
+		    ":2: key \"command\": expected a list of 1 to 256 strings" },
+		{ "parse:\n  command: []\n",
+		    ":2: key \"command\": expected a list of 1 to 256 strings" },
+		{ "parse:\n  command: [\"\", x]\n",
+		    ":2: key \"command\": expected the program's name first" },
+		{ "parse:\n  command: [jq, 5]\n",
+		    ":2: key \"command\": expected a list of strings" },
+		{ "endpoints:\n  nsf:\n    parse: {command: [x], timeot: 1}\n",
+		    ":3: unknown key \"timeot\"" },
+		{ "parse: {command: [x], concurrency: 0}\n",
+		    ":1: key \"concurrency\": expected an integer from 1 to "
+		    "4096" },
 		{ "base: 1\nbase: 2\n", ":2: duplicate key \"base\"" },
 		{ "base: [1\n", ":" },
 	};
@@ -181,6 +198,57 @@ test_errors(void)
 	rc = conf_load(&c, "/nonexistent/rfpipe.yaml", err, sizeof(err));
 	ok(rc == -1 && strcmp(err, "open /nonexistent/rfpipe.yaml: No such "
 	    "file or directory") == 0, "errors: a missing file: %s", err);
+	conf_free(&c);
+}
+
+static void
+test_parse(void)
+{
+	struct conf c;
+	const struct conf_ep *e;
+	char err[512];
+	int rc;
+
+	conf_init(&c);
+	ok(!conf_has_parse(&c) && c.defaults.parse.timeout == 30 &&
+	    c.defaults.parse.concurrency == 2,
+	    "parse: none by default; timeout 30, concurrency 2");
+	conf_free(&c);
+	rc = load(&c,
+	    "parse: {command: [jq, -e, .id], timeout: 5s}\n"
+	    "endpoints:\n"
+	    "  nsf:\n"
+	    "    parse:\n"
+	    "      command: [pdftotext, -layout, \"-\", \"-\"]\n"
+	    "      concurrency: 3\n"
+	    "      output_max: 1000\n"
+	    "  nih:\n"
+	    "    parse: {timeout: 1m}\n"
+	    "  grants:\n"
+	    "    parse: null\n", err, sizeof(err));
+	ok(rc == 0, "parse: loads (%s)", err);
+	ok(conf_has_parse(&c), "parse: conf_has_parse");
+	e = conf_endpoint(&c, "nsf");
+	ok(e->parse.command != NULL &&
+	    strcmp(e->parse.command[0], "pdftotext") == 0 &&
+	    strcmp(e->parse.command[3], "-") == 0 &&
+	    e->parse.command[4] == NULL && e->parse.concurrency == 3 &&
+	    e->parse.output_max == 1000 && e->parse.timeout == 5,
+	    "parse: an endpoint's own command, over the inherited timeout");
+	e = conf_endpoint(&c, "nih");
+	ok(e->parse.command != NULL && strcmp(e->parse.command[0], "jq") ==
+	    0 && e->parse.timeout == 60 && e->parse.concurrency == 2,
+	    "parse: an endpoint inherits the command and sets its timeout");
+	ok(conf_endpoint(&c, "grants")->parse.command == NULL,
+	    "parse: null turns it off for an endpoint");
+	ok(conf_endpoint(&c, "other")->parse.command != NULL,
+	    "parse: an unlisted endpoint gets the top-level parse");
+	conf_free(&c);
+	rc = load(&c, "endpoints:\n  nsf:\n    parse: {command: [x]}\n", err,
+	    sizeof(err));
+	ok(rc == 0 && conf_has_parse(&c) &&
+	    conf_endpoint(&c, "other")->parse.command == NULL,
+	    "parse: one endpoint's parse is only that endpoint's");
 	conf_free(&c);
 }
 
@@ -223,6 +291,7 @@ main(void)
 	test_good();
 	test_errors();
 	test_budget();
+	test_parse();
 	unlink(path);
 	rmdir(dir);
 	return tap_done();
