@@ -7,6 +7,7 @@
  * It runs in a process group of its own, so a timeout, an output over the
  * cap, the parser's own exit or rfp-parse's end kills whatever it started.
  */
+#define _GNU_SOURCE	/* posix_spawn_file_actions_addclosefrom_np */
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <errno.h>
@@ -128,6 +129,8 @@ spawn(struct job *j, int body, int pout[2], int perr[2])
 	if ((rc = posix_spawn_file_actions_adddup2(&fa, body, 0)) == 0 &&
 	    (rc = posix_spawn_file_actions_adddup2(&fa, pout[1], 1)) == 0 &&
 	    (rc = posix_spawn_file_actions_adddup2(&fa, perr[1], 2)) == 0 &&
+	    /* Nothing else the caller left open without close-on-exec. */
+	    (rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3)) == 0 &&
 	    (rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
 	    POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) == 0 &&
 	    (rc = posix_spawnattr_setpgroup(&at, 0)) == 0 &&

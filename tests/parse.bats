@@ -466,3 +466,18 @@ parse: {command: [$P/bin/later]}"
 	grep -q 'Award Number: 2026-0042' "$RUN/docs/NSF-040.parsed"
 	jq -se 'length == 1 and .[0].id == "NSF-042" and .[0].dead_reason == "parse_failed" and (.[0].dead_detail | startswith("Syntax Error"))' "$RUN/dead.ndjson"
 }
+
+@test "parse: a parser inherits no descriptor but its standard three" {
+	printf '#!/bin/sh\nls /proc/self/fd\n' >"$BATS_TEST_TMPDIR/fds"
+	chmod +x "$BATS_TEST_TMPDIR/fds"
+	conf "parse: {command: [$BATS_TEST_TMPDIR/fds]}"
+	printf 'x\n' >"$BATS_TEST_TMPDIR/body"
+	fetched fd-1 "$BATS_TEST_TMPDIR/body" >"$BATS_TEST_TMPDIR/in"
+	# Left open, without close-on-exec, by whoever started rfp-parse.
+	exec 7<"$BATS_TEST_TMPDIR/body"
+	parse_run
+	exec 7<&-
+	assert_success
+	# ls itself opens one to read the directory: 3.
+	[ "$(sort -n "$RUN/docs/fd-1.parsed" | tr '\n' ' ')" = "0 1 2 3 " ]
+}
