@@ -48,6 +48,20 @@ elif ! command -v rfp-fetch >/dev/null 2>&1 && [ -x "$here/bin/rfp-fetch" ]; the
 	export PATH
 fi
 
+# ARG, quoted for a shell when it needs to be.
+quote() {
+	case $1 in
+	''|*[!A-Za-z0-9_./:=@%+,-]*)
+		printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")" ;;
+	*)	printf '%s' "$1" ;;
+	esac
+}
+# The command line as typed: what an interrupted run says to resume with.
+cmdline=$(quote "$0")
+for a in "$@"; do
+	cmdline="$cmdline $(quote "$a")"
+done
+
 print_version() {
 	case $version in
 	@*) version=$(head -n 1 "$here/debian/changelog" 2>/dev/null |
@@ -167,14 +181,15 @@ mkdir -p "$run_dir/state" "$run_dir/docs" "$run_dir/logs" ||
 fifo=$run_dir/state/retry.$$.fifo
 report=$run_dir/state/fetch.$$.json
 status=$run_dir/state/status.$$
-rm -f "$fifo" "$report"
+fetch_pid=$run_dir/state/fetch.$$.pid
+rm -f "$fifo" "$report" "$fetch_pid"
 : >"$status" || die 1 "write $status: failed"
 mkfifo -m 600 "$fifo" || die 1 "mkfifo $fifo: failed"
 # rfp-fetch holds the FIFO's read end and rfp-sink its write end, and no one
 # else: when rfp-sink ends, however it ends, rfp-fetch sees EOF and stops.
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
-	rm -f "$fifo" "$status"
+	rm -f "$fifo" "$status" "$fetch_pid"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -193,7 +208,8 @@ else
 	admitted=$(grep -c '[^[:space:]]' "$manifest")
 fi
 
-# The manifest, from the file or claimed from the shared queue.
+# The manifest, from the file or claimed from the shared queue; rfp-fetch's
+# process id is kept for a signal to be passed on to it.
 # shellcheck disable=SC2086
 fetch() {
 	if [ -n "$queue" ]; then
@@ -201,10 +217,12 @@ fetch() {
 			rfp-queue --state="$queue" --owner="$owner" $batch_opt \
 			    $lease_opt $verbose pull
 			echo "rfp-queue $?" >>"$status"
-		} | rfp-fetch "$@"
+		} | rfp-fetch "$@" &
 	else
-		rfp-fetch "$@" <"$manifest"
+		rfp-fetch "$@" <"$manifest" &
 	fi
+	echo "$!" >"$fetch_pid"
+	wait "$!"
 }
 
 # Decide fates; with a queue, file each finished record there as well.
@@ -222,22 +240,68 @@ backoff() {
 	fi
 }
 
-# Each stage's exit status is appended to $status; the sink's is $?.
+# The stages run in the background, and the driver waits for them: a
+# signal is then taken at once, not when the batch is over.  Only
+# rfp-fetch acts on SIGINT and SIGTERM (it stops and writes its report);
+# the stages after it ignore them, file what is on its way and reach EOF,
+# so a signal to the process group ends the run as one to rfpipe does.
+# Each stage's exit status is appended to $status; the sink's is waited for.
 # shellcheck disable=SC2086
 {
+	trap '' INT TERM
 	fetch --run-dir="$run_dir" --retry-fifo="$fifo" --report="$report" \
 	    --resume $retry_dead ${config:+"--config=$config"} ${state:+"--state=$state"} $jobs_opt $dl_opt $verbose
 	echo "rfp-fetch $?" >>"$status"
 } | {
+	trap '' INT TERM
 	rfp-classify $verbose
 	echo "rfp-classify $?" >>"$status"
 } | {
+	trap '' INT TERM
 	backoff --run-dir="$run_dir" --admitted="$admitted" $budget_opt \
 	    ${config:+"--config=$config"} ${state:+"--state=$state"} $seed_opt $ma_opt $dl_opt $verbose
 } | rfp-sink --run-dir="$run_dir" --retry-fifo="$fifo" \
     --admitted-from="$report" --fate-status --progress="$progress" \
-    --total="$admitted" $quiet $verbose
-sink=$?
+    --total="$admitted" $quiet $verbose &
+pipe=$!
+
+# Pass a signal on to rfp-fetch, once it has started.
+# shellcheck disable=SC2317  # called by the traps
+forward() {
+	i=0
+	while [ ! -s "$fetch_pid" ] && [ "$i" -lt 40 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	[ -s "$fetch_pid" ] && kill -TERM "$(cat "$fetch_pid")" 2>/dev/null
+}
+# shellcheck disable=SC2317
+stop() {
+	caught=$1
+	signals=$((signals + 1))
+}
+caught=
+signals=0
+trap 'stop INT' INT
+trap 'stop TERM' TERM
+sink=
+while :; do
+	n=$signals
+	wait "$pipe"
+	code=$?
+	# wait gives 127 when a signal came just after the pipeline ended.
+	[ "$code" -eq 127 ] && [ -n "$sink" ] || sink=$code
+	[ "$n" -eq "$signals" ] && break
+	forward
+done
+
+if [ -n "$caught" ]; then
+	# The stages' statuses say "stopped"; what matters is how to go on.
+	printf '%s: interrupted by SIG%s; resume with: %s\n' "$prog" \
+	    "$caught" "$cmdline" >&2
+	[ "$caught" = INT ] && exit 130
+	exit 143
+fi
 
 worst=0
 while read -r stage code; do

@@ -23,6 +23,7 @@ static const char *reasons[] = { "permanent", "exhausted", "budget_spent",
 
 struct summ {
 	json_t	*t;	/* {"succeeded":n,"dead":n,"dead_by_reason":{},...} */
+	int	 stopped;	/* the signal that stopped the run, or 0 */
 };
 
 static json_t *
@@ -241,7 +242,14 @@ table(const json_t *s, const char *rundir)
 		P("  breaker %s: %s, opened %ld times, saved %ld requests\n", k,
 		    json_string_value(json_object_get(v, "state")) ?: "?",
 		    geti(v, "openings"), geti(v, "saved"));
-	if (json_is_integer(adm))
+	if (json_is_integer(adm) && json_is_true(json_object_get(s,
+	    "interrupted")))
+		P("  check: interrupted: admitted %ld = succeeded %ld + dead "
+		    "%ld + pending %ld: %s\n", (long)json_integer_value(adm),
+		    geti(run, "succeeded"), geti(run, "dead"), geti(s,
+		    "pending"), json_is_true(json_object_get(s,
+		    "reconciled")) ? "ok" : "MISMATCH");
+	else if (json_is_integer(adm))
 		P("  check: admitted %ld = succeeded %ld + dead %ld: %s\n",
 		    (long)json_integer_value(adm), geti(run, "succeeded"),
 		    geti(run, "dead"), json_is_true(json_object_get(s,
@@ -273,6 +281,8 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 			rc = -1;
 		} else
 			admitted = geti(rep, "admitted");
+		if (geti(rep, "stopped") > 0)
+			s->stopped = (int)geti(rep, "stopped");
 	}
 	filed = geti(s->t, "succeeded") + geti(s->t, "dead");
 	json_object_set_new(out, "admitted", admitted >= 0 ?
@@ -292,7 +302,20 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 	free(path);
 	json_object_set_new(out, "totals", tot);
 	state_report(out, rundir);
-	if (admitted >= 0) {
+	json_object_set_new(out, "interrupted", json_boolean(s->stopped));
+	if (admitted >= 0 && s->stopped) {
+		/* Stopped: the unfiled are left for a re-run, not lost. */
+		json_object_set_new(out, "reconciled", json_boolean(filed <=
+		    admitted));
+		json_object_set_new(out, "pending", json_integer(filed <=
+		    admitted ? admitted - filed : 0));
+		if (filed > admitted) {
+			msg_warn("RECONCILIATION FAILED: admitted %ld, filed "
+			    "%ld (succeeded %ld + dead %ld)", admitted, filed,
+			    geti(s->t, "succeeded"), geti(s->t, "dead"));
+			rc = -1;
+		}
+	} else if (admitted >= 0) {
 		json_object_set_new(out, "reconciled", json_boolean(admitted ==
 		    filed));
 		if (admitted != filed) {
@@ -316,6 +339,12 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 		table(out, rundir);
 	json_decref(out);
 	return rc;
+}
+
+void
+summ_stopped(struct summ *s, int sig)
+{
+	s->stopped = sig;
 }
 
 long

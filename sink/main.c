@@ -17,6 +17,11 @@
  * both are "pending".  It is redrawn on a timer, as records are filed and
  * while none arrive, so it moves while every record is held.
  *
+ * SIGINT and SIGTERM do not stop it: rfp-fetch stops on them, and the sink
+ * files what is still on its way, then reads EOF.  A run stopped so (here
+ * or in the --admitted-from report) reconciles with the unfiled counted as
+ * pending.
+ *
  * Exit: 0 at EOF with the counts reconciled, 1 on a write error or a
  * failed reconciliation, 2 on a usage error.  With --fate-status, 3 when
  * records were dead-lettered and 4 when the deadline cut some.
@@ -75,6 +80,14 @@ static struct opts {
 	double		 p_start, p_last;
 	size_t		 p_width;	/* columns the terminal line covers */
 } opts;
+
+static volatile sig_atomic_t stopped;	/* the signal received, or 0 */
+
+static void
+on_signal(int sig)
+{
+	stopped = sig;
+}
 
 /* Gather rec, or the record text t when rec is NULL, into o. */
 static int
@@ -495,6 +508,16 @@ main(int argc, char *argv[])
 		opts.progress = PROGRESS_NONE;
 	opts.p_every = opts.progress == PROGRESS_TTY ? 0.25 : plain_every();
 	signal(SIGPIPE, SIG_IGN);
+	/* Typed at a terminal, ^C still ends it; in a pipe it reads on. */
+	if (!isatty(STDIN_FILENO)) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sa.sa_flags = SA_RESTART;
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
 	umask(077);
 	if (state_mkdirs(opts.run_dir) == -1)
 		msg_diesys(1, "mkdir %s", opts.run_dir);
@@ -531,6 +554,8 @@ main(int argc, char *argv[])
 		close(opts.fd_fifo);
 	close(opts.fd_done);
 	close(opts.fd_dead);
+	if (stopped)
+		summ_stopped(opts.run, stopped);
 	rc = summ_finish(opts.run, opts.run_dir, opts.admitted_from, t0,
 	    opts.quiet);
 	opt_fshut();
