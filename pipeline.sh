@@ -254,7 +254,7 @@ backoff() {
 	echo "rfp-fetch $?" >>"$status"
 } | {
 	trap '' INT TERM
-	rfp-classify $verbose
+	rfp-classify ${config:+"--config=$config"} $verbose
 	echo "rfp-classify $?" >>"$status"
 } | {
 	trap '' INT TERM

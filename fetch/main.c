@@ -978,6 +978,8 @@ feedback(const struct xfer *x)
 	 * a cut (one cut per round).
 	 */
 	double now = clk_now();
+	const struct conf_ep *ce = conf_endpoint(&fo.conf, e->name);
+	struct class_in in;
 	enum class_kind k;
 	struct pace_ev *pe;
 	struct brk_ev *be;
@@ -985,7 +987,13 @@ feedback(const struct xfer *x)
 	double ra;
 	int slow, up;
 
-	k = class_of(rec, reason, sizeof(reason));
+	/* As rfp-classify will, the endpoint's own status lists first. */
+	class_read(rec, &in);
+	if (in.has_status && in.status >= 0 && in.status <= CONF_STATUS_MAX &&
+	    ce->status_class[in.status] != 0)
+		in.over = ce->status_class[in.status] == CONF_TRANSIENT ?
+		    CLASS_TRANSIENT : CLASS_PERMANENT;
+	k = class_decide(&in, reason, sizeof(reason));
 	if (strcmp(reason, "deadline") == 0)
 		return;
 	if (e->npev == e->capev || e->nbev == e->capev) {
@@ -1199,6 +1207,9 @@ write_report(void)
 		return;
 	r = json_pack("{s:I,s:I,s:I}", "admitted", (json_int_t)S.admitted,
 	    "skipped", (json_int_t)S.skipped, "pid", (json_int_t)getpid());
+	/* rfp-sink reads it: the records not filed are left, not lost. */
+	if (S.stop > 0)
+		json_object_set_new(r, "stopped", json_integer(S.stop));
 	tmp = xasprintf("%s.tmp", S.report);
 	if (json_dump_file(r, tmp, JSON_COMPACT) == -1 ||
 	    rename(tmp, S.report) == -1)

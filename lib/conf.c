@@ -12,7 +12,7 @@
 #include "lib/x.h"
 
 enum kind { K_LONG, K_DOUBLE, K_DUR, K_BOOL, K_STR, K_BUDGET, K_ONOPEN,
-	K_BREAKER, K_ENDPOINTS, K_SEED };
+	K_BREAKER, K_ENDPOINTS, K_SEED, K_TRANSIENT, K_PERMANENT };
 
 struct key {
 	const char	*name;
@@ -41,10 +41,12 @@ static const struct key top[] = {
 	{ "max_redirects", K_LONG, C(max_redirects), 0, 50 },
 	{ "max_retry_after", K_DUR, C(max_retry_after), 0, 31536000 },
 	{ "on_open", K_ONOPEN, C(on_open_dead), 0, 0 },
+	{ "permanent", K_PERMANENT, C(defaults.status_class), 0, 0 },
 	{ "rate", K_DOUBLE, C(defaults.rate), 0, 1e6 },
 	{ "seed", K_SEED, C(seed), 0, 0 },
 	{ "state", K_STR, C(state), 0, 0 },
 	{ "timeout", K_DUR, C(timeout), 0.001, 86400 },
+	{ "transient", K_TRANSIENT, C(defaults.status_class), 0, 0 },
 	{ NULL, 0, 0, 0, 0 }
 };
 
@@ -53,7 +55,9 @@ static const struct key ep_keys[] = {
 	{ "burst", K_LONG, E(burst), 0, 100000 },
 	{ "concurrency", K_LONG, E(concurrency), 1, 4096 },
 	{ "idempotency_keys", K_BOOL, E(idempotency_keys), 0, 0 },
+	{ "permanent", K_PERMANENT, E(status_class), 0, 0 },
 	{ "rate", K_DOUBLE, E(rate), 0, 1e6 },
+	{ "transient", K_TRANSIENT, E(status_class), 0, 0 },
 	{ NULL, 0, 0, 0, 0 }
 };
 
@@ -123,6 +127,95 @@ conf_budget_total(const struct conf *c, long admitted)
 	return (long)ceil(c->budget_x * (double)admitted);
 }
 
+/*
+ * Mark the statuses of "408", "520-524" or an integer in t (the marks in
+ * upper case, so that a status in both lists of one mapping is caught);
+ * -1 with what is wrong in why.
+ */
+static int
+mark(char *t, json_t *v, char cls, const char **why)
+{
+	const char *s;
+	char *end;
+	long lo, hi;
+
+	if (json_is_integer(v))
+		lo = hi = (long)json_integer_value(v);
+	else if (json_is_string(v)) {
+		s = json_string_value(v);
+		lo = strtol(s, &end, 10);
+		hi = lo;
+		if (end != s && *end == '-') {
+			s = end + 1;
+			hi = strtol(s, &end, 10);
+		}
+		if (end == s || *end != '\0' || hi < lo) {
+			*why = "expected a status such as 408 or a range such "
+			    "as \"520-524\"";
+			return -1;
+		}
+	} else {
+		*why = "expected a status such as 408 or a range such as "
+		    "\"520-524\"";
+		return -1;
+	}
+	if (lo < 100 || hi > CONF_STATUS_MAX || (lo <= 299 && hi >= 200)) {
+		*why = "a status from 100 to 599, not 2xx";
+		return -1;
+	}
+	for (; lo <= hi; lo++) {
+		if (t[lo] != 0 && t[lo] != cls - 32 && t[lo] >= 'A' &&
+		    t[lo] <= 'Z') {
+			*why = "a status is in both transient and permanent";
+			return -1;
+		}
+		t[lo] = (char)(cls - 32);
+	}
+	return 0;
+}
+
+/* The marks of one mapping made, lower them for the next to override. */
+static void
+settle(char *t)
+{
+	int i;
+
+	for (i = 0; i <= CONF_STATUS_MAX; i++)
+		if (t[i] >= 'A' && t[i] <= 'Z')
+			t[i] = (char)(t[i] + 32);
+}
+
+int
+conf_statuses(struct conf *c, const char *list, char cls)
+{
+	char *dup = xstrdup(list), *p, *tok, *save = NULL;
+	const char *why;
+	char t[CONF_STATUS_MAX + 1];
+	json_t *v;
+	size_t i;
+	int rc = 0;
+
+	memset(t, 0, sizeof(t));
+	for (p = dup; rc == 0 && (tok = strtok_r(p, ",", &save)) != NULL;
+	    p = NULL) {
+		v = json_string(tok);
+		rc = mark(t, v, cls, &why);
+		json_decref(v);
+	}
+	free(dup);
+	if (rc == -1 || p == dup)
+		return -1;	/* an empty list is a mistake too */
+	settle(t);
+	for (i = 0; i <= CONF_STATUS_MAX; i++) {
+		if (t[i] == 0)
+			continue;
+		c->defaults.status_class[i] = t[i];
+		for (size_t j = 0; j < c->neps; j++)
+			c->eps[j].status_class[i] = t[i];
+	}
+	return 0;
+}
+
 struct ctx {
 	const struct cfg *cfg;
 	struct conf	*c;
@@ -167,6 +260,7 @@ endpoints(struct ctx *x, const char *path, json_t *v)
 		*ep = x->c->defaults;
 		ep->name = xstrdup(name);
 		rc = e ? apply(x, ep_keys, sub, e, ep) : 0;
+		settle(ep->status_class);
 		free(sub);
 		if (rc == -1)
 			return -1;
@@ -250,6 +344,20 @@ one(struct ctx *x, const struct key *k, const char *path, json_t *v,
 		return apply(x, br_keys, path, v, p);
 	case K_ENDPOINTS:
 		return endpoints(x, path, v);
+	case K_TRANSIENT:
+	case K_PERMANENT: {
+		const char *why;
+		size_t i;
+
+		if (!json_is_array(v))
+			return bad(x, path, "expected a list of statuses");
+		for (i = 0; i < json_array_size(v); i++)
+			if (mark(p, json_array_get(v, i), k->kind ==
+			    K_TRANSIENT ? CONF_TRANSIENT : CONF_PERMANENT,
+			    &why) == -1)
+				return bad(x, path, why);
+		return 0;
+	}
 	}
 	return 0;
 }
@@ -303,6 +411,7 @@ conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 	json_incref(eps);
 	json_object_del(cfg->root, "endpoints");
 	rc = apply(&x, top, "", cfg->root, c);
+	settle(c->defaults.status_class);
 	if (rc == 0 && eps != NULL)
 		rc = endpoints(&x, "endpoints", eps);
 	json_decref(eps);

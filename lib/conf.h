@@ -18,6 +18,10 @@ struct conf_breaker {
 	double	max_open;	/* held work is dead-lettered past this; 0: never */
 };
 
+#define CONF_STATUS_MAX	599
+#define CONF_TRANSIENT	't'
+#define CONF_PERMANENT	'p'
+
 struct conf_ep {
 	char	*name;
 	long	concurrency;	/* in-flight ceiling; 0: the global one */
@@ -25,6 +29,8 @@ struct conf_ep {
 	long	burst;
 	int	idempotency_keys; /* the endpoint honours Idempotency-Key */
 	struct conf_breaker breaker;
+	/* Per status: 0 as the table says, CONF_TRANSIENT or CONF_PERMANENT. */
+	char	status_class[CONF_STATUS_MAX + 1];
 };
 
 struct conf {
@@ -59,6 +65,12 @@ const struct conf_ep *conf_endpoint(const struct conf *c, const char *name);
 int	conf_budget(struct conf *c, const char *s);
 /* The budget for admitted documents. */
 long	conf_budget_total(const struct conf *c, long admitted);
+/*
+ * Set the statuses of list ("408,520-524") to cls (CONF_TRANSIENT or
+ * CONF_PERMANENT) in every endpoint of c, over what the file said; -1 when
+ * list does not read.
+ */
+int	conf_statuses(struct conf *c, const char *list, char cls);
 /* Free what conf_load allocated. */
 void	conf_free(struct conf *c);
 
