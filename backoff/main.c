@@ -54,6 +54,8 @@ static struct opts {
 	long		 admitted;
 	double		 deadline;	/* epoch; 0: none */
 	long		 seen;		/* records read */
+	long		 docs;		/* of them, first attempts and dead
+					 * letters: the documents admitted */
 	int		 seeded;
 } opts;
 
@@ -79,12 +81,18 @@ spend(long *left)
 	char err[512];
 	int rc;
 
-	/* Alone (no run directory, no database, no --admitted), a multiple
-	 * counts the records seen so far: the budget is made at the first
-	 * retry. */
-	rc = state_budget_spend(opts.run_dir, conf_budget_total(&opts.conf,
-	    opts.run_dir == NULL && !store_shared() && opts.admitted <= 0 ?
-	    opts.seen : opts.admitted), left, err, sizeof(err));
+	/*
+	 * Without --admitted (stages composed by hand), a multiple counts
+	 * the documents as they arrive, and the budget grows with them: it
+	 * is never a silent 0.
+	 */
+	if (opts.admitted < 0)
+		rc = state_budget_spend_grown(opts.run_dir,
+		    conf_budget_total(&opts.conf, opts.docs), left, err,
+		    sizeof(err));
+	else
+		rc = state_budget_spend(opts.run_dir, conf_budget_total(
+		    &opts.conf, opts.admitted), left, err, sizeof(err));
 	if (rc == -1)
 		msg_warn("%s", err);
 	return rc;
@@ -192,6 +200,8 @@ decide(json_t *rec, long lineno, void *arg)
 
 	(void)arg;
 	opts.seen++;
+	if (rec_int(rec, "attempt", 1) <= 1)
+		opts.docs++;
 	if (json_object_get(rec, "fate") != NULL)
 		return 0;
 	cls = rec_str(rec, "class");
@@ -209,6 +219,16 @@ decide(json_t *rec, long lineno, void *arg)
 		return transient(rec, lineno);
 	rec_kill(rec, "permanent", rec_str(rec, "reason"));
 	return 0;
+}
+
+/* 1 when the scanned record is a document's first attempt (or has none). */
+static int
+first(const struct scan_rec *s)
+{
+	const struct scan_member *m = scan_get(s, "attempt");
+
+	return m == NULL || m->type != SCAN_INTEGER || strtol(m->val, NULL,
+	    10) <= 1;
 }
 
 /*
@@ -234,6 +254,7 @@ decide_line(const char *line, size_t len, long lineno, struct rec_out *out,
 		return 0;
 	if (scan_get(&s, "fate") != NULL) {
 		opts.seen++;
+		opts.docs += first(&s);
 		return rec_out_line(out, line, (size_t)(s.close + 1 - line)) ==
 		    -1 ? -1 : 1;
 	}
@@ -241,6 +262,7 @@ decide_line(const char *line, size_t len, long lineno, struct rec_out *out,
 	    strcmp(cls, "ok") != 0)
 		return 0;
 	opts.seen++;
+	opts.docs += first(&s);
 	n = scan_edit(line, &s, &done, 1, &buf, &size);
 	return rec_out_put(out, buf, n) == -1 ? -1 : 1;
 }
@@ -276,6 +298,7 @@ main(int argc, char *argv[])
 
 	msg_init(PROG);
 	opt_check_env();
+	opts.admitted = -1;	/* not given: count the documents */
 	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'A':
