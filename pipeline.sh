@@ -13,7 +13,7 @@ prog=rfpipe
 # make fills in the version (bin/rfpipe, the copy installed); this copy, run
 # from the source tree, reads it from debian/changelog when asked.
 version=@VERSION@
-usage="usage: rfpipe [-hqv] [-j N] [--budget N|Nx] [--config FILE]
+usage="usage: rfpipe [-hqv] [-j N] [--budget N|Nx] [--check] [--config FILE]
               [--deadline WHEN] [--max-attempts N] [--progress MODE]
               [--retry-dead] [--run-dir DIR] [--seed N] [--state URL]
               [--version] MANIFEST
@@ -71,6 +71,8 @@ print_version() {
 }
 
 jobs=
+jobs_name=-j
+check=
 batch=
 budget=
 config=
@@ -96,13 +98,14 @@ while [ $# -gt 0 ]; do
 	--version) print_version; exit 0 ;;
 	-q|--quiet) quiet=-q ;;
 	-v|--verbose) verbose=-v ;;
-	-j|--jobs) need_arg "$1" $#; jobs=$2; shift ;;
-	-j*) jobs=${1#-j} ;;
-	--jobs=*) jobs=${1#*=} ;;
+	-j|--jobs) need_arg "$1" $#; jobs_name=$1; jobs=$2; shift ;;
+	-j*) jobs_name=-j; jobs=${1#-j} ;;
+	--jobs=*) jobs_name=--jobs; jobs=${1#*=} ;;
 	--batch) need_arg "$1" $#; batch=$2; shift ;;
 	--batch=*) batch=${1#*=} ;;
 	--budget) need_arg "$1" $#; budget=$2; shift ;;
 	--budget=*) budget=${1#*=} ;;
+	--check) check=1 ;;
 	--config) need_arg "$1" $#; config=$2; shift ;;
 	--config=*) config=${1#*=} ;;
 	--deadline) need_arg "$1" $#; deadline=$2; shift ;;
@@ -145,6 +148,15 @@ case $progress in
 auto|plain|none) ;;
 *) bad_usage "option --progress: expected auto, plain or none" ;;
 esac
+# Named as typed: -j is not rfp-fetch's --jobs.
+if [ -n "$jobs" ]; then
+	case $jobs in
+	''|*[!0-9]*|0*) bad_usage "option $jobs_name: expected an integer from 1 to 4096, got \"$jobs\"" ;;
+	esac
+	[ "${#jobs}" -le 4 ] && [ "$jobs" -le 4096 ] ||
+		bad_usage "option $jobs_name: expected an integer from 1 to 4096, got \"$jobs\""
+fi
+[ -n "$check" ] && [ -z "$manifest" ] && bad_usage "option --check: needs a MANIFEST"
 # -q asks for silence: no summary table and no progress line.
 [ -n "$quiet" ] && progress=none
 
@@ -171,13 +183,43 @@ if [ -n "$queue" ]; then
 fi
 dl_opt=
 if [ -n "$deadline" ]; then
-	at=$(rfp-backoff --resolve-deadline "$deadline") || exit 2
+	at=$(rfp-backoff --resolve-deadline "$deadline" 2>/dev/null) ||
+		die 2 "option --deadline: cannot read \"$deadline\" as a time"
+	# A deadline already past would cut every document: a mistake.
+	secs=${at#@}
+	[ "${secs%.*}" -gt "$(date +%s)" ] ||
+		die 2 "option --deadline: \"$deadline\" is in the past"
 	dl_opt=--deadline=$at
 fi
 
+# The manifest and the config together: every line, every endpoint the
+# config names, the deadline.  --check prints it; a run stops on a config
+# that names an endpoint no record has (bad lines are the run's to file).
+if [ -n "$manifest" ]; then
+	# shellcheck disable=SC2086
+	if [ -n "$check" ]; then
+		rfp-fetch --check ${config:+"--config=$config"} $jobs_opt $dl_opt \
+		    <"$manifest"
+		case $? in
+		0) exit 0 ;;
+		*) exit 2 ;;
+		esac
+	fi
+	# shellcheck disable=SC2086
+	problems=$(rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
+	    $dl_opt <"$manifest" 2>&1 >/dev/null)
+	if [ $? -eq 2 ]; then
+		printf '%s\n' "$problems" | grep -v '^rfp-fetch: line [0-9]*: ' >&2
+		exit 2
+	fi
+fi
+
 umask 077
-mkdir -p "$run_dir/state" "$run_dir/docs" "$run_dir/logs" ||
-	die 1 "mkdir $run_dir: failed"
+if ! err=$(mkdir -p "$run_dir/state" "$run_dir/docs" "$run_dir/logs" 2>&1); then
+	# mkdir says it once per directory: the first is the cause.
+	err=$(printf '%s\n' "$err" | head -n 1)
+	die 2 "mkdir $run_dir: ${err##*: }"
+fi
 fifo=$run_dir/state/retry.$$.fifo
 report=$run_dir/state/fetch.$$.json
 status=$run_dir/state/status.$$

@@ -65,7 +65,7 @@
 #define OUT_DELAY 0.01	/* ... or once the oldest record waited this long */
 
 static const char usage[] =
-    "usage: rfp-fetch [-hv] [-j N] [--ca-file FILE] [--config FILE]\n"
+    "usage: rfp-fetch [-hv] [-j N] [--ca-file FILE] [--check] [--config FILE]\n"
     "                 [--connect-timeout S] [--deadline WHEN] [--insecure]\n"
     "                 [--max-body BYTES] [--max-redirects N]\n"
     "                 [--on-open wait|dead] [--report FILE]\n"
@@ -1379,6 +1379,7 @@ main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "ca-file", required_argument, NULL, 'a' },
+		{ "check", no_argument, NULL, 'K' },
 		{ "config", required_argument, NULL, 'C' },
 		{ "connect-timeout", required_argument, NULL, 'c' },
 		{ "deadline", required_argument, NULL, 'D' },
@@ -1403,6 +1404,7 @@ main(int argc, char *argv[])
 	const char *on_open = NULL, *state = NULL;
 	double ctmo = -1, tmo = -1;
 	long jobs = -1, maxbody = -1, maxredir = -1;
+	int check = 0;
 	struct sigaction sa;
 	char err[512], *path;
 	struct ep *e, *en;
@@ -1424,6 +1426,9 @@ main(int argc, char *argv[])
 			break;
 		case 'C':
 			config = optarg;
+			break;
+		case 'K':
+			check = 1;
 			break;
 		case 'd':
 			S.retry_dead = 1;
@@ -1499,6 +1504,13 @@ main(int argc, char *argv[])
 	    &fo.deadline) == -1)
 		msg_die(2, "option --deadline: cannot read \"%s\" as a time",
 		    deadline);
+	if (check) {
+		c = check_manifest(STDIN_FILENO, &fo.conf, config,
+		    fo.deadline, deadline);
+		conf_free(&fo.conf);
+		opt_fshut();
+		return c;
+	}
 	state = opt_state_pick(state, &fo.conf, config);
 	if (state != NULL && store_init(state, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
