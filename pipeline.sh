@@ -185,10 +185,14 @@ dl_opt=
 if [ -n "$deadline" ]; then
 	at=$(rfp-backoff --resolve-deadline "$deadline" 2>/dev/null) ||
 		die 2 "option --deadline: cannot read \"$deadline\" as a time"
-	# A deadline already past would cut every document: a mistake.
+	# A time already past would cut every document: a mistake.  (A
+	# relative one, "+0s", is not: it is meant.)
 	secs=${at#@}
-	[ "${secs%.*}" -gt "$(date +%s)" ] ||
-		die 2 "option --deadline: \"$deadline\" is in the past"
+	case $deadline in
+	+*) ;;
+	*) [ "${secs%.*}" -ge "$(date +%s)" ] ||
+		die 2 "option --deadline: \"$deadline\" is in the past" ;;
+	esac
 	dl_opt=--deadline=$at
 fi
 
@@ -198,8 +202,8 @@ fi
 if [ -n "$manifest" ]; then
 	# shellcheck disable=SC2086
 	if [ -n "$check" ]; then
-		rfp-fetch --check ${config:+"--config=$config"} $jobs_opt $dl_opt \
-		    <"$manifest"
+		rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
+		    ${deadline:+"--deadline=$deadline"} <"$manifest"
 		case $? in
 		0) exit 0 ;;
 		*) exit 2 ;;
@@ -207,7 +211,7 @@ if [ -n "$manifest" ]; then
 	fi
 	# shellcheck disable=SC2086
 	problems=$(rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
-	    $dl_opt <"$manifest" 2>&1 >/dev/null)
+	    ${deadline:+"--deadline=$deadline"} <"$manifest" 2>&1 >/dev/null)
 	if [ $? -eq 2 ]; then
 		printf '%s\n' "$problems" | grep -v '^rfp-fetch: line [0-9]*: ' >&2
 		exit 2

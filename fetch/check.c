@@ -149,7 +149,8 @@ check_manifest(int fd, const struct conf *c, const char *config,
 	}
 	if (deadline > 0) {
 		clk_iso(deadline, when, sizeof(when));
-		if (deadline <= clk_now()) {
+		/* "+0s" is meant; a time already past is a mistake. */
+		if (deadline < clk_now() && deadline_text[0] != '+') {
 			msg_warn("deadline \"%s\" is in the past (%s)",
 			    deadline_text, when);
 			problems++;
