@@ -42,10 +42,16 @@ interrupt() {
 	else
 		kill -"$sig" "$pid"
 	fi
-	# The route holds each answer 20 s: only a stop ends this in time.
-	status=0
-	timeout 10 tail --pid="$pid" -f /dev/null || status=124
-	wait "$pid" || status=$?
+	# The route holds each answer 20 s: only a stop ends this in time;
+	# else the group is killed, and the test fails in seconds.
+	if timeout 10 tail --pid="$pid" -f /dev/null; then
+		status=0
+		wait "$pid" || status=$?
+	else
+		kill -KILL -- -"$pid"
+		wait "$pid"
+		status=124
+	fi
 	stderr=$(cat "$BATS_TEST_TMPDIR/err")
 }
 
@@ -96,7 +102,7 @@ check_interrupted() {
 		sleep 0.01
 	done
 	kill -TERM "$pid"
-	timeout 10 tail --pid="$pid" -f /dev/null
+	timeout 10 tail --pid="$pid" -f /dev/null || kill -KILL -- -"$pid"
 	run -143 wait "$pid"
 	line=$(grep -o 'resume with: .*' "$BATS_TEST_TMPDIR/err")
 	eval "set -- ${line#resume with: }"
