@@ -131,6 +131,20 @@ ambiguous(const json_t *rec)
 	return ep == NULL || !conf_endpoint(&opts.conf, ep)->idempotency_keys;
 }
 
+/* What the last attempt met, for the operator: "unreachable (connect)". */
+static const char *
+cause(const json_t *rec)
+{
+	static char buf[96];
+	const char *r = rec_str(rec, "reason");
+
+	if (r == NULL)
+		r = "?";
+	snprintf(buf, sizeof(buf), "%s (%.60s)", strcmp(r, "connect") == 0 ||
+	    strcmp(r, "dns") == 0 ? "unreachable" : "last error", r);
+	return buf;
+}
+
 static int
 transient(json_t *rec, long lineno)
 {
@@ -153,8 +167,8 @@ transient(json_t *rec, long lineno)
 		return 0;
 	}
 	if (attempt >= c->max_attempts) {
-		dead(rec, "exhausted", "%ld of %ld attempts failed",
-		    attempt, c->max_attempts);
+		dead(rec, "exhausted", "%ld of %ld attempts failed; %s",
+		    attempt, c->max_attempts, cause(rec));
 		return 0;
 	}
 	if (json_is_number(json_object_get(rec, "retry_after_s")))
@@ -180,7 +194,7 @@ transient(json_t *rec, long lineno)
 		return -1;
 	if (rc == 0) {
 		dead(rec, "budget_spent", "the run's retry budget is "
-		    "spent");
+		    "spent; %s", cause(rec));
 		return 0;
 	}
 	msg_debug("line %ld: %s: retry in %.3f s (attempt %ld, %ld retries "

@@ -77,6 +77,7 @@ struct fopts fo;
 
 struct ep {
 	char		*name;
+	int		 down;		/* said to be not answering */
 	char		*safe;
 	const struct conf_ep *cf;
 	long		 ceiling;
@@ -1008,6 +1009,17 @@ feedback(const struct xfer *x)
 	 * answering, say it is up: only a 503 from one that serves nothing
 	 * is an outage, the breaker's business.
 	 */
+	/* Said once, the moment it happens: cron mails it. */
+	if (!e->down && (strcmp(reason, "connect") == 0 ||
+	    strcmp(reason, "dns") == 0)) {
+		e->down = 1;
+		msg_warn("endpoint \"%s\" is not answering: %s (%s)", e->name,
+		    reason, rec_str(rec, "error_detail") ? rec_str(rec,
+		    "error_detail") : "?");
+	} else if (e->down && k == CLASS_OK) {
+		e->down = 0;
+		msg_warn("endpoint \"%s\" answers again", e->name);
+	}
 	up = e->ok_at > 0 && now - e->ok_at < clk_real(UP_S);
 	slow = st == 429 || (st == 503 && (x->retry_after != NULL || up));
 	if (k == CLASS_OK)

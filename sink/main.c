@@ -11,9 +11,9 @@
  * admitted record came out exactly once.  It adds no fields.
  *
  * With --progress it also keeps the operator informed on stderr while it
- * reads: one line redrawn with \r on a terminal, or a plain line now and
- * then for a log file.  The line counts what this sink has filed; it cannot
- * tell a record waiting to be retried from one in flight, so with --total
+ * reads: one line redrawn with \r on a terminal, or a plain line every 30
+ * logical seconds off one, as under cron.  The line counts what this sink
+ * has filed; it cannot tell a record waiting to be retried from one in flight, so with --total
  * both are "pending".  It is redrawn on a timer, as records are filed and
  * while none arrive, so it moves while every record is held.
  *
@@ -403,7 +403,11 @@ sink_line(const char *line, size_t len, long lineno, struct rec_out *out,
 	return file(in.fate, NULL, line, (size_t)(s.close + 1 - line), out);
 }
 
-/* Seconds between plain lines: 10, or RFPIPE_PROGRESS_INTERVAL (tests). */
+/*
+ * Real seconds between plain lines: 30 logical ones (a cron mail stays
+ * short, and RFPIPE_TIME_SCALE lets a test see them), or
+ * RFPIPE_PROGRESS_INTERVAL.
+ */
 static double
 plain_every(void)
 {
@@ -411,7 +415,7 @@ plain_every(void)
 	double v;
 
 	if (s == NULL || *s == '\0')
-		return 10;
+		return clk_real(30);
 	if (num_double(s, 0.001, 86400, &v) == -1)
 		msg_die(2, "environment RFPIPE_PROGRESS_INTERVAL: expected a "
 		    "number of seconds from 0.001 to 86400, got \"%s\"", s);
@@ -500,10 +504,12 @@ main(int argc, char *argv[])
 		msg_warn("option --run-dir is required");
 		opt_usage(usage);
 	}
+	/* Off a terminal (cron), auto is plain: a down portal is not silent. */
 	if (strcmp(progress, "plain") == 0)
 		opts.progress = PROGRESS_PLAIN;
-	else if (strcmp(progress, "auto") == 0 && isatty(STDERR_FILENO))
-		opts.progress = PROGRESS_TTY;
+	else if (strcmp(progress, "auto") == 0)
+		opts.progress = isatty(STDERR_FILENO) ? PROGRESS_TTY :
+		    PROGRESS_PLAIN;
 	if (opts.quiet)
 		opts.progress = PROGRESS_NONE;
 	opts.p_every = opts.progress == PROGRESS_TTY ? 0.25 : plain_every();

@@ -360,3 +360,27 @@ cls() {
 	check a '.fate == "retry"'
 	jq -e '.total == 6 and .left == 4' "$RUN/state/budget.json"
 }
+
+# A portal that is down is not silent.
+@test "operator: a down endpoint is warned of at once, and its dead letters say unreachable" {
+	for i in 1 2 3; do
+		printf '{"id":"d%d","url":"http://127.0.0.1:9/x%d"}\n' "$i" "$i"
+	done >"$M"
+	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --seed 1 "$M"
+	[ "$(grep -c 'is not answering' <<<"$stderr")" -eq 1 ]
+	[[ $stderr == *'rfp-fetch: endpoint "127.0.0.1:9" is not answering: connect (Couldn'"'"'t connect to server)'* ]]
+	[ "$(jq -s 'map(select(.dead_detail | endswith("unreachable (connect)"))) | length' "$RUN/dead.ndjson")" -eq 3 ]
+}
+
+@test "operator: off a terminal, progress prints a plain line every 30 logical seconds" {
+	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF2'
+	routes:
+	  - {match: "/slow/*", endpoint: slow, delay_ms: 100000}
+	EOF2
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /slow 2 slow >"$M"
+	# 200 logical seconds of answers: a few lines, not one per record.
+	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -j 1 --run-dir "$RUN" "$M" 2>/dev/null
+	n=$(grep -c '^rfp-sink: progress: ' <<<"$stderr")
+	[ "$n" -ge 2 ] && [ "$n" -le 20 ]
+}
