@@ -120,11 +120,6 @@ check_interrupted() {
 	jq -e '.interrupted == true and .reconciled == true' "$RUN/summary.json"
 }
 
-@test "operator: make builds bin/rfpipe beside the stages" {
-	[ -x "$ROOT/bin/rfpipe" ]
-	run -0 "$ROOT/bin/rfpipe" --version
-}
-
 @test "operator: installed, rfpipe runs under cron's PATH with env -i, and bash completion is installed" {
 	command -v make >/dev/null || skip "make is not installed"
 	P=$BATS_TEST_TMPDIR/p
