@@ -84,9 +84,9 @@ spend(long *left)
 	/*
 	 * Without --admitted (stages composed by hand), a multiple counts
 	 * the documents as they arrive, and the budget grows with them: it
-	 * is never a silent 0.
+	 * is never a silent 0.  A count is a count: it never refills.
 	 */
-	if (opts.admitted < 0)
+	if (opts.admitted < 0 && opts.conf.budget < 0)
 		rc = state_budget_spend_grown(opts.run_dir,
 		    conf_budget_total(&opts.conf, opts.docs), left, err,
 		    sizeof(err));
