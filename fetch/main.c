@@ -78,6 +78,7 @@ struct fopts fo;
 struct ep {
 	char		*name;
 	int		 down;		/* said to be not answering */
+	double		 open_said;	/* the breaker opening last warned of */
 	char		*safe;
 	const struct conf_ep *cf;
 	long		 ceiling;
@@ -643,6 +644,12 @@ gate(struct job *j, int *slot, int *probe)
 	if (v == BRK_ALLOW || v == BRK_PROBE)
 		return 1;
 	slot_give(e, *slot);
+	if (v == BRK_DENY && opened > 0 && opened != e->open_said) {
+		e->open_said = opened;
+		msg_warn("endpoint \"%s\": the breaker is open; its documents "
+		    "wait %.0f s for a probe", e->name, until > now ?
+		    until - now : 0);
+	}
 	if (v == BRK_FRESH_FIRST) {
 		j->held = 1;
 		return 0;	/* and a fresh record behind it may go */

@@ -377,3 +377,13 @@ cls() {
 	n=$(grep -c '^rfp-sink: progress: ' <<<"$stderr")
 	[ "$n" -ge 2 ] && [ "$n" -le 20 ]
 }
+
+@test "operator: the breaker opening is warned of once, the moment it opens" {
+	mock_start "$FIX/pipeline/outage.yaml"
+	manifest /down 30 down >"$M"
+	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" \
+	    --seed 1 --config "$FIX/pipeline/breaker.yaml" --max-attempts 10 "$M"
+	openings=$(jq .openings "$RUN/state/breaker/down.json")
+	n=$(grep -c '^rfp-fetch: endpoint "down": the breaker is open; its documents wait [0-9]* s for a probe$' <<<"$stderr")
+	[ "$n" -ge 1 ] && [ "$n" -le "$openings" ]
+}
