@@ -71,7 +71,7 @@ print_version() {
 }
 
 jobs=
-jobs_name=-j
+jobs_name=
 check=
 batch=
 budget=
@@ -149,13 +149,13 @@ auto|plain|none) ;;
 *) bad_usage "option --progress: expected auto, plain or none" ;;
 esac
 # Named as typed: -j is not rfp-fetch's --jobs.
-if [ -n "$jobs" ]; then
-	case $jobs in
-	''|*[!0-9]*|0*) bad_usage "option $jobs_name: expected an integer from 1 to 4096, got \"$jobs\"" ;;
-	esac
-	[ "${#jobs}" -le 4 ] && [ "$jobs" -le 4096 ] ||
-		bad_usage "option $jobs_name: expected an integer from 1 to 4096, got \"$jobs\""
-fi
+case $jobs_name:$jobs in
+:) ;;
+*:|*:*[!0-9]*|*:0*|*:?????*)
+	bad_usage "option $jobs_name: expected an integer from 1 to 4096, got \"$jobs\"" ;;
+*)	[ "$jobs" -le 4096 ] ||
+	bad_usage "option $jobs_name: expected an integer from 1 to 4096, got \"$jobs\"" ;;
+esac
 [ -n "$check" ] && [ -z "$manifest" ] && bad_usage "option --check: needs a MANIFEST"
 # -q asks for silence: no summary table and no progress line.
 [ -n "$quiet" ] && progress=none
