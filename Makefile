@@ -117,7 +117,7 @@ install: programs
 	install -m 644 $(filter %.1,$(INSTMANS)) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(filter %.7,$(INSTMANS)) $(DESTDIR)$(MANDIR)/man7/
 	install -d $(DESTDIR)$(COMPDIR)
-	install -m 644 examples/rfpipe.bash-completion $(DESTDIR)$(COMPDIR)/rfpipe
+	install -m 644 completion/rfpipe.bash $(DESTDIR)$(COMPDIR)/rfpipe
 
 uninstall:
 	$(if $(findstring $(space),$(DESTDIR)$(PREFIX)),$(error \
@@ -129,7 +129,7 @@ uninstall:
 
 lint:
 	mandoc -Tlint -W warning $(MANS)
-	shellcheck pipeline.sh demo.sh scripts/*.sh tests/run tests/*.sh \
+	shellcheck pipeline.sh demo.sh completion/rfpipe.bash scripts/*.sh tests/run tests/*.sh \
 		tests/*.bash bench/*.sh .ci/run
 
 demo: all

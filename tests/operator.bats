@@ -138,7 +138,7 @@ check_interrupted() {
 }
 
 @test "operator: the bash completion knows every option of rfpipe --help" {
-	local comp=$ROOT/examples/rfpipe.bash-completion o
+	local comp=$ROOT/completion/rfpipe.bash o
 	[ -f "$comp" ]
 	for o in $(help_opts pipeline.sh | grep -- '^--'); do
 		grep -q -- "$o" "$comp" || { echo "missing $o"; return 1; }

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bash completion for rfpipe(1); installed as
 # share/bash-completion/completions/rfpipe by make install and the .deb.
 _rfpipe()
