@@ -286,6 +286,26 @@ backoff() {
 	fi
 }
 
+# Pass a signal on to rfp-fetch, once it has started.
+# shellcheck disable=SC2317  # called by the traps
+forward() {
+	i=0
+	while [ ! -s "$fetch_pid" ] && [ "$i" -lt 40 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	[ -s "$fetch_pid" ] && kill -TERM "$(cat "$fetch_pid")" 2>/dev/null
+}
+# shellcheck disable=SC2317
+stop() {
+	caught=$1
+	signals=$((signals + 1))
+}
+caught=
+signals=0
+trap 'stop INT' INT
+trap 'stop TERM' TERM
+
 # The stages run in the background, and the driver waits for them: a
 # signal is then taken at once, not when the batch is over.  Only
 # rfp-fetch acts on SIGINT and SIGTERM (it stops and writes its report);
@@ -311,25 +331,6 @@ backoff() {
     --total="$admitted" $quiet $verbose &
 pipe=$!
 
-# Pass a signal on to rfp-fetch, once it has started.
-# shellcheck disable=SC2317  # called by the traps
-forward() {
-	i=0
-	while [ ! -s "$fetch_pid" ] && [ "$i" -lt 40 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	[ -s "$fetch_pid" ] && kill -TERM "$(cat "$fetch_pid")" 2>/dev/null
-}
-# shellcheck disable=SC2317
-stop() {
-	caught=$1
-	signals=$((signals + 1))
-}
-caught=
-signals=0
-trap 'stop INT' INT
-trap 'stop TERM' TERM
 sink=
 while :; do
 	n=$signals
