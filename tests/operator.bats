@@ -149,8 +149,10 @@ check_interrupted() {
 	grep -E '^[0-9*]+ [0-9*]+ .*rfpipe .*--deadline' "$ROOT/examples/cron/crontab"
 	grep -q -- '--deadline' "$ROOT/examples/systemd/rfpipe.service"
 	grep -q '^OnCalendar=' "$ROOT/examples/systemd/rfpipe.timer"
+	grep -q '^SuccessExitStatus=3 4$' "$ROOT/examples/systemd/rfpipe.service"
+	# The timer's calendar reads (verify would want /usr/bin/rfpipe).
 	if command -v systemd-analyze >/dev/null; then
-		run -0 systemd-analyze verify --man=no "$ROOT/examples/systemd/rfpipe.timer" "$ROOT/examples/systemd/rfpipe.service" || true
+		run -0 systemd-analyze calendar "$(sed -n 's/^OnCalendar=//p' "$ROOT/examples/systemd/rfpipe.timer")"
 	fi
 }
 
