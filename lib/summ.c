@@ -96,6 +96,12 @@ summ_add_in(struct summ *s, const struct summ_in *in)
 		json_object_set_new(eps, ep, e);
 	}
 	count(e, in->fate, in->dead_reason);
+	/* What the operator reads first of an endpoint that never answered. */
+	if (in->fate != NULL && strcmp(in->fate, "dead") == 0 &&
+	    in->reason != NULL)
+		json_object_set_new(e, "last_error", json_string(
+		    strcmp(in->reason, "connect") == 0 || strcmp(in->reason,
+		    "dns") == 0 ? "unreachable" : in->reason));
 }
 
 void
@@ -109,6 +115,7 @@ summ_add(struct summ *s, const json_t *rec)
 	in.attempted = json_object_get(rec, "status") != NULL ||
 	    json_object_get(rec, "error") != NULL;
 	in.http_429 = rec_int(rec, "status", 0) == 429;
+	in.reason = rec_str(rec, "reason");
 	summ_add_in(s, &in);
 }
 
@@ -232,10 +239,12 @@ table(const json_t *s, const char *rundir)
 		    geti(b, "total"));
 	P("\n");
 	if (json_object_size(eps) > 0) {
-		P("  %-24s %8s %8s\n", "endpoint", "ok", "dead");
+		P("  %-24s %8s %8s  %s\n", "endpoint", "ok", "dead",
+		    "last error");
 		json_object_foreach((json_t *)eps, k, e)
-			P("  %-24.24s %8ld %8ld\n", k, geti(e, "succeeded"),
-			    geti(e, "dead"));
+			P("  %-24.24s %8ld %8ld  %.40s\n", k, geti(e,
+			    "succeeded"), geti(e, "dead"), json_string_value(
+			    json_object_get(e, "last_error")) ?: "-");
 	}
 	br = json_object_get(s, "breakers");
 	json_object_foreach((json_t *)br, k, v)

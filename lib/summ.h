@@ -15,6 +15,7 @@ struct summ_in {
 	const char	*dead_reason;	/* NULL: taken as bad_input */
 	int		 attempted;	/* it has a status or an error */
 	int		 http_429;	/* its status is the integer 429 */
+	const char	*reason;	/* rfp-classify's reason, or NULL */
 };
 
 /* Count one record by its fate, dead_reason, endpoint and reason. */

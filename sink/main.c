@@ -380,7 +380,7 @@ sink_line(const char *line, size_t len, long lineno, struct rec_out *out,
     void *arg)
 {
 	static struct scan_rec s;
-	char fb[16], eb[256], wb[64];
+	char fb[16], eb[256], wb[64], rb[64];
 	const struct scan_member *st;
 	struct summ_in in;
 
@@ -392,7 +392,8 @@ sink_line(const char *line, size_t len, long lineno, struct rec_out *out,
 	    strcmp(in.fate, "retry")) ||
 	    scan_field(&s, "endpoint", eb, sizeof(eb), &in.endpoint) == -1 ||
 	    scan_field(&s, "dead_reason", wb, sizeof(wb),
-	    &in.dead_reason) == -1)
+	    &in.dead_reason) == -1 ||
+	    scan_field(&s, "reason", rb, sizeof(rb), &in.reason) == -1)
 		return 0;
 	st = scan_get(&s, "status");
 	in.attempted = st != NULL || scan_get(&s, "error") != NULL;

@@ -365,6 +365,10 @@ cls() {
 	[ "$(grep -c 'is not answering' <<<"$stderr")" -eq 1 ]
 	[[ $stderr == *'rfp-fetch: endpoint "127.0.0.1:9" is not answering: connect (Couldn'"'"'t connect to server)'* ]]
 	[ "$(jq -s 'map(select(.dead_detail | endswith("unreachable (connect)"))) | length' "$RUN/dead.ndjson")" -eq 3 ]
+	jq -e '.run.endpoints["127.0.0.1:9"].last_error == "unreachable"' "$RUN/summary.json"
+	# And the table says so.
+	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" --progress none --run-dir "$RUN.2" --seed 1 "$M"
+	grep -Eq '^  127\.0\.0\.1:9 +0 +3  unreachable$' <<<"$stderr"
 }
 
 @test "operator: off a terminal, progress prints a plain line every 30 logical seconds" {
