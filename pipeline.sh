@@ -157,6 +157,15 @@ case $jobs_name:$jobs in
 	bad_usage "option $jobs_name: expected an integer from 1 to 4096, got \"$jobs\"" ;;
 esac
 [ -n "$check" ] && [ -z "$manifest" ] && bad_usage "option --check: needs a MANIFEST"
+# As the stages check them, but before the run directory is made.
+case $queue in
+''|postgresql://*|postgres://*) ;;
+*) bad_usage "option --queue: expected a postgresql:// URL" ;;
+esac
+case $state in
+''|postgresql://*|postgres://*) ;;
+*) bad_usage "option --state: expected a postgresql:// URL" ;;
+esac
 # -q asks for silence: no summary table and no progress line.
 [ -n "$quiet" ] && progress=none
 

@@ -393,3 +393,11 @@ cls() {
 	n=$(grep -c '^rfp-fetch: endpoint "down": the breaker is open; its documents wait [0-9]* s for a probe$' <<<"$stderr")
 	[ "$n" -ge 1 ] && [ "$n" -le "$openings" ]
 }
+
+@test "operator: a bad --state or --queue is named before the run directory is made" {
+	manifest /nih 1 nih >"$M"
+	mistake --state foo "$M"
+	[ "${stderr_lines[0]}" = 'rfpipe: option --state: expected a postgresql:// URL' ]
+	mistake --queue foo "$M"
+	[ "${stderr_lines[0]}" = 'rfpipe: option --queue: expected a postgresql:// URL' ]
+}
