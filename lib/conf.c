@@ -1,4 +1,5 @@
 /* conf: defaults, the YAML schema, per-endpoint settings. */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,48 +129,51 @@ conf_budget_total(const struct conf *c, long admitted)
 }
 
 /*
- * Mark the statuses of "408", "520-524" or an integer in t (the marks in
- * upper case, so that a status in both lists of one mapping is caught);
- * -1 with what is wrong in why.
+ * A status "408" or a range "520-524" (a copy of s is cut at the dash):
+ * 0 with [*lo, *hi], or -1.  2xx is success, never a failure's class.
  */
 static int
-mark(char *t, json_t *v, char cls, const char **why)
+status_range(const char *s, long *lo, long *hi)
 {
-	const char *s;
-	char *end;
+	char buf[16], *dash;
+
+	if (strlen(s) >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, strlen(s) + 1);
+	if ((dash = strchr(buf, '-')) != NULL)
+		*dash++ = '\0';
+	if (num_long(buf, 100, CONF_STATUS_MAX, lo) == -1 ||
+	    num_long(dash ? dash : buf, *lo, CONF_STATUS_MAX, hi) == -1)
+		return -1;
+	return *lo <= 299 && *hi >= 200 ? -1 : 0;
+}
+
+/*
+ * Mark the statuses of v (an integer, "408" or "520-524") as cls in t.
+ * A mark is upper case until settle(): a status marked both ways in one
+ * mapping is caught, one marked by the mapping inherited is overridden.
+ */
+static int
+mark(char *t, const json_t *v, char cls, const char **why)
+{
+	char num[24];
 	long lo, hi;
 
 	if (json_is_integer(v))
-		lo = hi = (long)json_integer_value(v);
-	else if (json_is_string(v)) {
-		s = json_string_value(v);
-		lo = strtol(s, &end, 10);
-		hi = lo;
-		if (end != s && *end == '-') {
-			s = end + 1;
-			hi = strtol(s, &end, 10);
-		}
-		if (end == s || *end != '\0' || hi < lo) {
-			*why = "expected a status such as 408 or a range such "
-			    "as \"520-524\"";
-			return -1;
-		}
-	} else {
-		*why = "expected a status such as 408 or a range such as "
-		    "\"520-524\"";
+		snprintf(num, sizeof(num), "%lld",
+		    (long long)json_integer_value(v));
+	*why = "expected a status from 100 to 599 (not 2xx) or a range such "
+	    "as \"520-524\"";
+	if ((!json_is_integer(v) && !json_is_string(v)) || status_range(
+	    json_is_integer(v) ? num : json_string_value(v), &lo, &hi) == -1)
 		return -1;
-	}
-	if (lo < 100 || hi > CONF_STATUS_MAX || (lo <= 299 && hi >= 200)) {
-		*why = "a status from 100 to 599, not 2xx";
-		return -1;
-	}
 	for (; lo <= hi; lo++) {
-		if (t[lo] != 0 && t[lo] != cls - 32 && t[lo] >= 'A' &&
-		    t[lo] <= 'Z') {
+		if (isupper((unsigned char)t[lo]) &&
+		    t[lo] != toupper((unsigned char)cls)) {
 			*why = "a status is in both transient and permanent";
 			return -1;
 		}
-		t[lo] = (char)(cls - 32);
+		t[lo] = (char)toupper((unsigned char)cls);
 	}
 	return 0;
 }
@@ -181,36 +185,35 @@ settle(char *t)
 	int i;
 
 	for (i = 0; i <= CONF_STATUS_MAX; i++)
-		if (t[i] >= 'A' && t[i] <= 'Z')
-			t[i] = (char)(t[i] + 32);
+		t[i] = (char)tolower((unsigned char)t[i]);
 }
 
 int
 conf_statuses(struct conf *c, const char *list, char cls)
 {
 	char *dup = xstrdup(list), *p, *tok, *save = NULL;
-	const char *why;
 	char t[CONF_STATUS_MAX + 1];
+	const char *why;
+	size_t i, j;
 	json_t *v;
-	size_t i;
-	int rc = 0;
+	int rc = 0, n = 0;
 
 	memset(t, 0, sizeof(t));
 	for (p = dup; rc == 0 && (tok = strtok_r(p, ",", &save)) != NULL;
-	    p = NULL) {
+	    p = NULL, n++) {
 		v = json_string(tok);
 		rc = mark(t, v, cls, &why);
 		json_decref(v);
 	}
 	free(dup);
-	if (rc == -1 || p == dup)
+	if (rc == -1 || n == 0)
 		return -1;	/* an empty list is a mistake too */
 	settle(t);
 	for (i = 0; i <= CONF_STATUS_MAX; i++) {
 		if (t[i] == 0)
 			continue;
 		c->defaults.status_class[i] = t[i];
-		for (size_t j = 0; j < c->neps; j++)
+		for (j = 0; j < c->neps; j++)
 			c->eps[j].status_class[i] = t[i];
 	}
 	return 0;
