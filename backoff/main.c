@@ -54,8 +54,7 @@ static struct opts {
 	long		 admitted;
 	double		 deadline;	/* epoch; 0: none */
 	long		 seen;		/* records read */
-	long		 docs;		/* of them, first attempts and dead
-					 * letters: the documents admitted */
+	long		 docs;		/* first attempts and dead letters */
 	int		 seeded;
 } opts;
 

@@ -47,7 +47,7 @@ static const char usage[] =
     "                    [--transient STATUSES] [--version]\n";
 
 static struct opts {
-	struct conf	 conf;	/* per endpoint, the statuses set aside */
+	struct conf	 conf;	/* the status lists, per endpoint */
 } opts;
 
 /* The class configured for status at endpoint ep (NULL: none), or -1. */

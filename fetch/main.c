@@ -65,8 +65,9 @@
 #define OUT_DELAY 0.01	/* ... or once the oldest record waited this long */
 
 static const char usage[] =
-    "usage: rfp-fetch [-hv] [-j N] [--ca-file FILE] [--check] [--config FILE]\n"
-    "                 [--connect-timeout S] [--deadline WHEN] [--insecure]\n"
+    "usage: rfp-fetch [-hv] [-j N] [--ca-file FILE] [--check]\n"
+    "                 [--config FILE] [--connect-timeout S]\n"
+    "                 [--deadline WHEN] [--insecure]\n"
     "                 [--max-body BYTES] [--max-redirects N]\n"
     "                 [--on-open wait|dead] [--report FILE]\n"
     "                 [--resume] [--retry-dead] [--retry-fifo FIFO]\n"
@@ -78,7 +79,7 @@ struct fopts fo;
 struct ep {
 	char		*name;
 	int		 down;		/* said to be not answering */
-	double		 open_said;	/* the breaker opening last warned of */
+	double		 open_said;	/* breaker opening warned of */
 	char		*safe;
 	const struct conf_ep *cf;
 	long		 ceiling;

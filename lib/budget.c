@@ -14,7 +14,7 @@ struct budget_arg {
 	long	init;
 	long	left;
 	int	granted;
-	int	grow;		/* init is a count that rises, not a start */
+	int	grow;		/* init is a count that rises */
 };
 
 static int

@@ -13,8 +13,8 @@
  * With --progress it also keeps the operator informed on stderr while it
  * reads: one line redrawn with \r on a terminal, or a plain line every 30
  * logical seconds off one, as under cron.  The line counts what this sink
- * has filed; it cannot tell a record waiting to be retried from one in flight, so with --total
- * both are "pending".  It is redrawn on a timer, as records are filed and
+ * has filed; it cannot tell a record waiting to be retried from one in
+ * flight, so with --total both are "pending".  It is redrawn on a timer, as records are filed and
  * while none arrive, so it moves while every record is held.
  *
  * SIGINT and SIGTERM do not stop it: rfp-fetch stops on them, and the sink
