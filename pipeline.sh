@@ -208,7 +208,8 @@ fi
 # The manifest and the config together: every line, every endpoint the
 # config names, the deadline.  --check prints it; a run stops on a config
 # that names an endpoint no record has (bad lines are the run's to file).
-if [ -n "$manifest" ]; then
+# Without a config the run itself names each bad line: no second reading.
+if [ -n "$manifest" ] && { [ -n "$check" ] || [ -n "$config" ]; }; then
 	# shellcheck disable=SC2086
 	if [ -n "$check" ]; then
 		rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
