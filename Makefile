@@ -8,6 +8,7 @@ endif
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
+COMPDIR ?= $(PREFIX)/share/bash-completion/completions
 
 empty :=
 space := $(empty) $(empty)
@@ -115,6 +116,8 @@ install: programs
 	install -m 755 $(DRIVER) $(DESTDIR)$(BINDIR)/rfpipe
 	install -m 644 $(filter %.1,$(INSTMANS)) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(filter %.7,$(INSTMANS)) $(DESTDIR)$(MANDIR)/man7/
+	install -d $(DESTDIR)$(COMPDIR)
+	install -m 644 completion/rfpipe.bash $(DESTDIR)$(COMPDIR)/rfpipe
 
 uninstall:
 	$(if $(findstring $(space),$(DESTDIR)$(PREFIX)),$(error \
@@ -122,10 +125,11 @@ uninstall:
 	rm -f $(STAGES:%=$(DESTDIR)$(BINDIR)/rfp-%) $(DESTDIR)$(BINDIR)/rfpipe
 	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man1/%,$(filter %.1,$(INSTMANS)))
 	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man7/%,$(filter %.7,$(INSTMANS)))
+	rm -f $(DESTDIR)$(COMPDIR)/rfpipe
 
 lint:
 	mandoc -Tlint -W warning $(MANS)
-	shellcheck pipeline.sh demo.sh scripts/*.sh tests/run tests/*.sh \
+	shellcheck pipeline.sh demo.sh completion/rfpipe.bash scripts/*.sh tests/run tests/*.sh \
 		tests/*.bash bench/*.sh .ci/run
 
 demo: all

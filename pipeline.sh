@@ -14,7 +14,7 @@ prog=rfpipe
 # make fills in the version (bin/rfpipe, the copy installed); this copy, run
 # from the source tree, reads it from debian/changelog when asked.
 version=@VERSION@
-usage="usage: rfpipe [-hqv] [-j N] [--budget N|Nx] [--config FILE]
+usage="usage: rfpipe [-hqv] [-j N] [--budget N|Nx] [--check] [--config FILE]
               [--deadline WHEN] [--max-attempts N] [--progress MODE]
               [--retry-dead] [--run-dir DIR] [--seed N] [--state URL]
               [--version] MANIFEST
@@ -49,6 +49,20 @@ elif ! command -v rfp-fetch >/dev/null 2>&1 && [ -x "$here/bin/rfp-fetch" ]; the
 	export PATH
 fi
 
+# ARG, quoted for a shell when it needs to be.
+quote() {
+	case $1 in
+	''|*[!A-Za-z0-9_./:=@%+,-]*)
+		printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")" ;;
+	*)	printf '%s' "$1" ;;
+	esac
+}
+# The command line as typed: what an interrupted run says to resume with.
+cmdline=$(quote "$0")
+for a in "$@"; do
+	cmdline="$cmdline $(quote "$a")"
+done
+
 print_version() {
 	case $version in
 	@*) version=$(head -n 1 "$here/debian/changelog" 2>/dev/null |
@@ -58,6 +72,8 @@ print_version() {
 }
 
 jobs=
+jobs_name=
+check=
 batch=
 budget=
 config=
@@ -83,13 +99,14 @@ while [ $# -gt 0 ]; do
 	--version) print_version; exit 0 ;;
 	-q|--quiet) quiet=-q ;;
 	-v|--verbose) verbose=-v ;;
-	-j|--jobs) need_arg "$1" $#; jobs=$2; shift ;;
-	-j*) jobs=${1#-j} ;;
-	--jobs=*) jobs=${1#*=} ;;
+	-j|--jobs) need_arg "$1" $#; jobs_name=$1; jobs=$2; shift ;;
+	-j*) jobs_name=-j; jobs=${1#-j} ;;
+	--jobs=*) jobs_name=--jobs; jobs=${1#*=} ;;
 	--batch) need_arg "$1" $#; batch=$2; shift ;;
 	--batch=*) batch=${1#*=} ;;
 	--budget) need_arg "$1" $#; budget=$2; shift ;;
 	--budget=*) budget=${1#*=} ;;
+	--check) check=1 ;;
 	--config) need_arg "$1" $#; config=$2; shift ;;
 	--config=*) config=${1#*=} ;;
 	--deadline) need_arg "$1" $#; deadline=$2; shift ;;
@@ -132,6 +149,24 @@ case $progress in
 auto|plain|none) ;;
 *) bad_usage "option --progress: expected auto, plain or none" ;;
 esac
+# Named as typed: -j is not rfp-fetch's --jobs.
+case $jobs_name:$jobs in
+:) ;;
+*:|*:*[!0-9]*|*:0*|*:?????*)
+	bad_usage "option $jobs_name: expected an integer from 1 to 4096, got \"$jobs\"" ;;
+*)	[ "$jobs" -le 4096 ] ||
+	bad_usage "option $jobs_name: expected an integer from 1 to 4096, got \"$jobs\"" ;;
+esac
+[ -n "$check" ] && [ -z "$manifest" ] && bad_usage "option --check: needs a MANIFEST"
+# As the stages check them, but before the run directory is made.
+case $queue in
+''|postgresql://*|postgres://*) ;;
+*) bad_usage "option --queue: expected a postgresql:// URL" ;;
+esac
+case $state in
+''|postgresql://*|postgres://*) ;;
+*) bad_usage "option --state: expected a postgresql:// URL" ;;
+esac
 # -q asks for silence: no summary table and no progress line.
 [ -n "$quiet" ] && progress=none
 
@@ -166,24 +201,60 @@ if [ -n "$config" ]; then
 fi
 dl_opt=
 if [ -n "$deadline" ]; then
-	at=$(rfp-backoff --resolve-deadline "$deadline") || exit 2
+	at=$(rfp-backoff --resolve-deadline "$deadline" 2>/dev/null) ||
+		die 2 "option --deadline: cannot read \"$deadline\" as a time"
+	# A time already past would cut every document: a mistake.  (A
+	# relative one, "+0s", is not: it is meant.)
+	secs=${at#@}
+	case $deadline in
+	+*) ;;
+	*) [ "${secs%.*}" -ge "$(date +%s)" ] ||
+		die 2 "option --deadline: \"$deadline\" is in the past" ;;
+	esac
 	dl_opt=--deadline=$at
 fi
 
+# The manifest and the config together: every line, every endpoint the
+# config names, the deadline.  --check prints it; a run stops on a config
+# that names an endpoint no record has (bad lines are the run's to file).
+# Without a config the run itself names each bad line: no second reading.
+if [ -n "$manifest" ] && { [ -n "$check" ] || [ -n "$config" ]; }; then
+	# shellcheck disable=SC2086
+	if [ -n "$check" ]; then
+		rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
+		    ${deadline:+"--deadline=$deadline"} <"$manifest"
+		case $? in
+		0) exit 0 ;;
+		*) exit 2 ;;
+		esac
+	fi
+	# shellcheck disable=SC2086
+	problems=$(rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
+	    ${deadline:+"--deadline=$deadline"} <"$manifest" 2>&1 >/dev/null)
+	if [ $? -eq 2 ]; then
+		printf '%s\n' "$problems" | grep -v '^rfp-fetch: line [0-9]*: ' >&2
+		exit 2
+	fi
+fi
+
 umask 077
-mkdir -p "$run_dir/state" "$run_dir/docs" "$run_dir/logs" ||
-	die 1 "mkdir $run_dir: failed"
+if ! err=$(mkdir -p "$run_dir/state" "$run_dir/docs" "$run_dir/logs" 2>&1); then
+	# mkdir says it once per directory: the first is the cause.
+	err=$(printf '%s\n' "$err" | head -n 1)
+	die 2 "mkdir $run_dir: ${err##*: }"
+fi
 fifo=$run_dir/state/retry.$$.fifo
 report=$run_dir/state/fetch.$$.json
 status=$run_dir/state/status.$$
-rm -f "$fifo" "$report"
+fetch_pid=$run_dir/state/fetch.$$.pid
+rm -f "$fifo" "$report" "$fetch_pid"
 : >"$status" || die 1 "write $status: failed"
 mkfifo -m 600 "$fifo" || die 1 "mkfifo $fifo: failed"
 # rfp-fetch holds the FIFO's read end and rfp-sink its write end, and no one
 # else: when rfp-sink ends, however it ends, rfp-fetch sees EOF and stops.
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
-	rm -f "$fifo" "$status"
+	rm -f "$fifo" "$status" "$fetch_pid"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -202,7 +273,8 @@ else
 	admitted=$(grep -c '[^[:space:]]' "$manifest")
 fi
 
-# The manifest, from the file or claimed from the shared queue.
+# The manifest, from the file or claimed from the shared queue; rfp-fetch's
+# process id is kept for a signal to be passed on to it.
 # shellcheck disable=SC2086
 fetch() {
 	if [ -n "$queue" ]; then
@@ -210,10 +282,12 @@ fetch() {
 			rfp-queue --state="$queue" --owner="$owner" $batch_opt \
 			    $lease_opt $verbose pull
 			echo "rfp-queue $?" >>"$status"
-		} | rfp-fetch "$@"
+		} | rfp-fetch "$@" &
 	else
-		rfp-fetch "$@" <"$manifest"
+		rfp-fetch "$@" <"$manifest" &
 	fi
+	echo "$!" >"$fetch_pid"
+	wait "$!"
 }
 
 # Decide fates; with a queue, file each finished record there as well.
@@ -238,28 +312,75 @@ classify() {
 		{
 			rfp-parse --run-dir="$run_dir" --config="$config" "$@"
 			echo "rfp-parse $?" >>"$status"
-		} | rfp-classify "$@"
+		} | rfp-classify ${config:+"--config=$config"} "$@"
 	else
-		rfp-classify "$@"
+		rfp-classify ${config:+"--config=$config"} "$@"
 	fi
 }
 
-# Each stage's exit status is appended to $status; the sink's is $?.
+# Pass a signal on to rfp-fetch, once it has started.
+# shellcheck disable=SC2317  # called by the traps
+forward() {
+	i=0
+	while [ ! -s "$fetch_pid" ] && [ "$i" -lt 40 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	[ -s "$fetch_pid" ] && kill -TERM "$(cat "$fetch_pid")" 2>/dev/null
+}
+# shellcheck disable=SC2317
+stop() {
+	caught=$1
+	signals=$((signals + 1))
+}
+caught=
+signals=0
+trap 'stop INT' INT
+trap 'stop TERM' TERM
+
+# The stages run in the background, and the driver waits for them: a
+# signal is then taken at once, not when the batch is over.  Only
+# rfp-fetch acts on SIGINT and SIGTERM (it stops and writes its report);
+# the stages after it ignore them, file what is on its way and reach EOF,
+# so a signal to the process group ends the run as one to rfpipe does.
+# Each stage's exit status is appended to $status; the sink's is waited for.
 # shellcheck disable=SC2086
 {
+	trap '' INT TERM
 	fetch --run-dir="$run_dir" --retry-fifo="$fifo" --report="$report" \
 	    --resume $retry_dead ${config:+"--config=$config"} ${state:+"--state=$state"} $jobs_opt $dl_opt $verbose
 	echo "rfp-fetch $?" >>"$status"
 } | {
+	trap '' INT TERM
 	classify $verbose
 	echo "rfp-classify $?" >>"$status"
 } | {
+	trap '' INT TERM
 	backoff --run-dir="$run_dir" --admitted="$admitted" $budget_opt \
 	    ${config:+"--config=$config"} ${state:+"--state=$state"} $seed_opt $ma_opt $dl_opt $verbose
 } | rfp-sink --run-dir="$run_dir" --retry-fifo="$fifo" \
     --admitted-from="$report" --fate-status --progress="$progress" \
-    --total="$admitted" $quiet $verbose
-sink=$?
+    --total="$admitted" $quiet $verbose &
+pipe=$!
+
+sink=
+while :; do
+	n=$signals
+	wait "$pipe"
+	code=$?
+	# wait gives 127 when a signal came just after the pipeline ended.
+	[ "$code" -eq 127 ] && [ -n "$sink" ] || sink=$code
+	[ "$n" -eq "$signals" ] && break
+	forward
+done
+
+if [ -n "$caught" ]; then
+	# The stages' statuses say "stopped"; what matters is how to go on.
+	printf '%s: interrupted by SIG%s; resume with: %s\n' "$prog" \
+	    "$caught" "$cmdline" >&2
+	[ "$caught" = INT ] && exit 130
+	exit 143
+fi
 
 worst=0
 while read -r stage code; do

@@ -55,6 +55,7 @@ static struct opts {
 	long		 admitted;
 	double		 deadline;	/* epoch; 0: none */
 	long		 seen;		/* records read */
+	long		 docs;		/* first attempts and dead letters */
 	int		 seeded;
 } opts;
 
@@ -80,12 +81,18 @@ spend(long *left)
 	char err[512];
 	int rc;
 
-	/* Alone (no run directory, no database, no --admitted), a multiple
-	 * counts the records seen so far: the budget is made at the first
-	 * retry. */
-	rc = state_budget_spend(opts.run_dir, conf_budget_total(&opts.conf,
-	    opts.run_dir == NULL && !store_shared() && opts.admitted <= 0 ?
-	    opts.seen : opts.admitted), left, err, sizeof(err));
+	/*
+	 * Without --admitted (stages composed by hand), a multiple counts
+	 * the documents as they arrive, and the budget grows with them: it
+	 * is never a silent 0.  A count is a count: it never refills.
+	 */
+	if (opts.admitted < 0 && opts.conf.budget < 0)
+		rc = state_budget_spend_grown(opts.run_dir,
+		    conf_budget_total(&opts.conf, opts.docs), left, err,
+		    sizeof(err));
+	else
+		rc = state_budget_spend(opts.run_dir, conf_budget_total(
+		    &opts.conf, opts.admitted), left, err, sizeof(err));
 	if (rc == -1)
 		msg_warn("%s", err);
 	return rc;
@@ -124,6 +131,20 @@ ambiguous(const json_t *rec)
 	return ep == NULL || !conf_endpoint(&opts.conf, ep)->idempotency_keys;
 }
 
+/* What the last attempt met, for the operator: "unreachable (connect)". */
+static const char *
+cause(const json_t *rec)
+{
+	static char buf[96];
+	const char *r = rec_str(rec, "reason");
+
+	if (r == NULL)
+		r = "?";
+	snprintf(buf, sizeof(buf), "%s (%.60s)", strcmp(r, "connect") == 0 ||
+	    strcmp(r, "dns") == 0 ? "unreachable" : "last error", r);
+	return buf;
+}
+
 static int
 transient(json_t *rec, long lineno)
 {
@@ -146,8 +167,8 @@ transient(json_t *rec, long lineno)
 		return 0;
 	}
 	if (attempt >= c->max_attempts) {
-		dead(rec, "exhausted", "%ld of %ld attempts failed",
-		    attempt, c->max_attempts);
+		dead(rec, "exhausted", "%ld of %ld attempts failed; %s",
+		    attempt, c->max_attempts, cause(rec));
 		return 0;
 	}
 	if (json_is_number(json_object_get(rec, "retry_after_s")))
@@ -173,7 +194,7 @@ transient(json_t *rec, long lineno)
 		return -1;
 	if (rc == 0) {
 		dead(rec, "budget_spent", "the run's retry budget is "
-		    "spent");
+		    "spent; %s", cause(rec));
 		return 0;
 	}
 	msg_debug("line %ld: %s: retry in %.3f s (attempt %ld, %ld retries "
@@ -193,6 +214,8 @@ decide(json_t *rec, long lineno, void *arg)
 
 	(void)arg;
 	opts.seen++;
+	if (rec_int(rec, "attempt", 1) <= 1)
+		opts.docs++;
 	if (json_object_get(rec, "fate") != NULL)
 		return 0;
 	cls = rec_str(rec, "class");
@@ -220,6 +243,16 @@ decide(json_t *rec, long lineno, void *arg)
 	return 0;
 }
 
+/* 1 when the scanned record is a document's first attempt (or has none). */
+static int
+first(const struct scan_rec *s)
+{
+	const struct scan_member *m = scan_get(s, "attempt");
+
+	return m == NULL || m->type != SCAN_INTEGER || strtol(m->val, NULL,
+	    10) <= 1;
+}
+
 /*
  * The common cases without a tree: a record that has a fate passes as it
  * came, one of class ok gets "fate":"done" added and is otherwise left
@@ -243,6 +276,7 @@ decide_line(const char *line, size_t len, long lineno, struct rec_out *out,
 		return 0;
 	if (scan_get(&s, "fate") != NULL) {
 		opts.seen++;
+		opts.docs += first(&s);
 		return rec_out_line(out, line, (size_t)(s.close + 1 - line)) ==
 		    -1 ? -1 : 1;
 	}
@@ -250,6 +284,7 @@ decide_line(const char *line, size_t len, long lineno, struct rec_out *out,
 	    strcmp(cls, "ok") != 0)
 		return 0;
 	opts.seen++;
+	opts.docs += first(&s);
 	n = scan_edit(line, &s, &done, 1, &buf, &size);
 	return rec_out_put(out, buf, n) == -1 ? -1 : 1;
 }
@@ -285,6 +320,7 @@ main(int argc, char *argv[])
 
 	msg_init(PROG);
 	opt_check_env();
+	opts.admitted = -1;	/* not given: count the documents */
 	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'A':

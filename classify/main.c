@@ -10,6 +10,9 @@
  * classified by that.  A pure function of
  * the record: it reads no clock, no file and no network.  Records that
  * already carry a "fate" pass through untouched; unknown fields always do.
+ * The statuses an endpoint's "transient:" and "permanent:" lists name (in
+ * --config), and those of --transient and --permanent for every endpoint,
+ * come before the table.
  *
  * Exit: 0 at EOF, 1 when stdout fails, 2 on a usage error.
  */
@@ -22,6 +25,7 @@
 #include <jansson.h>
 
 #include "lib/class.h"
+#include "lib/conf.h"
 #include "lib/hdr.h"
 #include "lib/msg.h"
 #include "lib/opt.h"
@@ -41,7 +45,30 @@ enum ra_kind {
 };
 
 static const char usage[] =
-    "usage: rfp-classify [-hv] [--version]\n";
+    "usage: rfp-classify [-hv] [--config FILE] [--permanent STATUSES]\n"
+    "                    [--transient STATUSES] [--version]\n";
+
+static struct opts {
+	struct conf	 conf;	/* the status lists, per endpoint */
+} opts;
+
+/* The class configured for status at endpoint ep (NULL: none), or -1. */
+static int
+over(const char *ep, int has_status, long status)
+{
+	const struct conf_ep *e = conf_endpoint(&opts.conf, ep ? ep : "");
+
+	if (!has_status || status < 0 || status > CONF_STATUS_MAX)
+		return -1;
+	switch (e->status_class[status]) {
+	case CONF_TRANSIENT:
+		return CLASS_TRANSIENT;
+	case CONF_PERMANENT:
+		return CLASS_PERMANENT;
+	default:
+		return -1;
+	}
+}
 
 /*
  * Read the raw Retry-After against the response's date (or response_at),
@@ -80,6 +107,7 @@ ra_derive(const char *raw, const char *date, double response_at,
 static int
 classify(json_t *rec, long lineno, void *arg)
 {
+	struct class_in in;
 	enum class_kind k;
 	enum ra_kind ra;
 	char reason[64];
@@ -88,7 +116,9 @@ classify(json_t *rec, long lineno, void *arg)
 	(void)arg;
 	if (json_object_get(rec, "fate") != NULL)
 		return 0;
-	k = class_of(rec, reason, sizeof(reason));
+	class_read(rec, &in);
+	in.over = over(rec_str(rec, "endpoint"), in.has_status, in.status);
+	k = class_decide(&in, reason, sizeof(reason));
 	json_object_set_new(rec, "class", json_string(class_name(k)));
 	json_object_set_new(rec, "reason", json_string(reason));
 	ra = ra_derive(rec_str(rec, "retry_after"), rec_str(rec, "date"),
@@ -113,13 +143,14 @@ classify_line(const char *line, size_t len, long lineno,
     struct rec_out *out, void *arg)
 {
 	static struct scan_rec s;
-	char ebuf[FIELD_MAX], rbuf[FIELD_MAX], dbuf[FIELD_MAX], pbuf[FIELD_MAX];
+	char ebuf[FIELD_MAX], rbuf[FIELD_MAX], dbuf[FIELD_MAX];
+	char pbuf[FIELD_MAX], nbuf[FIELD_MAX], mbuf[16];
 	static char *buf;
 	static size_t size;
 	size_t olen;
 	char reason[64];
 	const struct scan_member *m;
-	const char *raw, *date;
+	const char *raw, *date, *ep, *meth;
 	struct class_in in;
 	struct scan_set e[ADDED_MAX];
 	enum class_kind k;
@@ -137,8 +168,10 @@ classify_line(const char *line, size_t len, long lineno,
 	if (scan_field(&s, "error", ebuf, sizeof(ebuf), &in.error) == -1 ||
 	    scan_field(&s, "retry_after", rbuf, sizeof(rbuf), &raw) == -1 ||
 	    scan_field(&s, "date", dbuf, sizeof(dbuf), &date) == -1 ||
-	    scan_field(&s, "parse_error", pbuf, sizeof(pbuf),
-	    &in.parse_error) == -1)
+	    scan_field(&s, "parse_error", nbuf, sizeof(nbuf),
+	    &in.parse_error) == -1 ||
+	    scan_field(&s, "endpoint", pbuf, sizeof(pbuf), &ep) == -1 ||
+	    scan_field(&s, "method", mbuf, sizeof(mbuf), &meth) == -1)
 		return 0;
 	m = scan_get(&s, "status");
 	in.has_status = m != NULL && m->type == SCAN_INTEGER;
@@ -147,6 +180,11 @@ classify_line(const char *line, size_t len, long lineno,
 	m = scan_get(&s, "check");
 	in.check_failed = m != NULL && m->type != SCAN_NULL &&
 	    m->type != SCAN_FALSE;
+	/* As doc_is_submission: what rfp-fetch sends with a key. */
+	m = scan_get(&s, "idempotent");
+	in.keyed_submit = meth != NULL && strcmp(meth, "GET") &&
+	    strcmp(meth, "HEAD") && (m == NULL || m->type != SCAN_TRUE);
+	in.over = over(ep, in.has_status, in.status);
 	m = scan_get(&s, "response_at");
 	if (m != NULL && (m->type == SCAN_INTEGER || m->type == SCAN_REAL))
 		at = strtod(m->val, NULL);
@@ -173,23 +211,56 @@ classify_line(const char *line, size_t len, long lineno,
 	return rec_out_put(out, buf, olen) == -1 ? -1 : 1;
 }
 
+/* Whether the two status lists share a status. */
+static int
+both(const char *a, const char *b)
+{
+	struct conf x, y;
+	int i, rc = 0;
+
+	conf_init(&x);
+	conf_init(&y);
+	if (conf_statuses(&x, a, CONF_PERMANENT) == 0 &&
+	    conf_statuses(&y, b, CONF_TRANSIENT) == 0)
+		for (i = 0; i <= CONF_STATUS_MAX; i++)
+			if (x.defaults.status_class[i] &&
+			    y.defaults.status_class[i])
+				rc = 1;
+	conf_free(&x);
+	conf_free(&y);
+	return rc;
+}
+
 int
 main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "permanent", required_argument, NULL, 'P' },
+		{ "transient", required_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	static const struct rec_hooks hooks = { .line = classify_line };
+	const char *config = NULL, *perm = NULL, *trans = NULL;
 	int c;
 
 	msg_init(PROG);
 	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'C':
+			config = optarg;
+			break;
 		case 'h':
 			opt_help(usage);
+		case 'P':
+			perm = optarg;
+			break;
+		case 'T':
+			trans = optarg;
+			break;
 		case 'v':
 			msg_verbose = 1;
 			break;
@@ -200,9 +271,24 @@ main(int argc, char *argv[])
 		}
 	}
 	opt_no_operands(argc, argv, usage);
+	opt_conf(&opts.conf, config);
+	/* Flags win over the file; a status in both flags is a mistake. */
+	if (perm != NULL && conf_statuses(&opts.conf, perm,
+	    CONF_PERMANENT) == -1)
+		msg_die(2, "option --permanent: expected statuses such as "
+		    "\"400,520-524\" (100 to 599, not 2xx), got \"%s\"", perm);
+	if (trans != NULL && conf_statuses(&opts.conf, trans,
+	    CONF_TRANSIENT) == -1)
+		msg_die(2, "option --transient: expected statuses such as "
+		    "\"400,520-524\" (100 to 599, not 2xx), got \"%s\"",
+		    trans);
+	if (perm != NULL && trans != NULL && both(perm, trans))
+		msg_die(2, "option --transient: a status also in "
+		    "--permanent");
 	if (rec_loop_with(PROG, STDIN_FILENO, STDOUT_FILENO, &hooks, classify,
 	    NULL) == -1)
 		msg_diesys(1, "stdio");
+	conf_free(&opts.conf);
 	opt_fshut();
 	return 0;
 }

@@ -104,4 +104,12 @@ void	bodies_stop(void);
 /* Fields of a previous attempt, removed before the next. */
 void	xfer_clear(json_t *rec);
 
+/*
+ * --check (check.c): read the manifest on fd and print, per endpoint, its
+ * documents and the limits of c; 0, 3 when lines are bad, 2 when config
+ * names an endpoint no record has or the deadline is past.
+ */
+int	check_manifest(int fd, const struct conf *c, const char *config,
+	    double deadline, const char *deadline_text);
+
 #endif

@@ -65,8 +65,9 @@
 #define OUT_DELAY 0.01	/* ... or once the oldest record waited this long */
 
 static const char usage[] =
-    "usage: rfp-fetch [-hv] [-j N] [--ca-file FILE] [--config FILE]\n"
-    "                 [--connect-timeout S] [--deadline WHEN] [--insecure]\n"
+    "usage: rfp-fetch [-hv] [-j N] [--ca-file FILE] [--check]\n"
+    "                 [--config FILE] [--connect-timeout S]\n"
+    "                 [--deadline WHEN] [--insecure]\n"
     "                 [--max-body BYTES] [--max-redirects N]\n"
     "                 [--on-open wait|dead] [--report FILE]\n"
     "                 [--resume] [--retry-dead] [--retry-fifo FIFO]\n"
@@ -77,6 +78,8 @@ struct fopts fo;
 
 struct ep {
 	char		*name;
+	int		 down;		/* said to be not answering */
+	double		 open_said;	/* breaker opening warned of */
 	char		*safe;
 	const struct conf_ep *cf;
 	long		 ceiling;
@@ -642,6 +645,12 @@ gate(struct job *j, int *slot, int *probe)
 	if (v == BRK_ALLOW || v == BRK_PROBE)
 		return 1;
 	slot_give(e, *slot);
+	if (v == BRK_DENY && opened > 0 && opened != e->open_said) {
+		e->open_said = opened;
+		msg_warn("endpoint \"%s\": the breaker is open; its documents "
+		    "wait %.0f s for a probe", e->name, until > now ?
+		    until - now : 0);
+	}
 	if (v == BRK_FRESH_FIRST) {
 		j->held = 1;
 		return 0;	/* and a fresh record behind it may go */
@@ -978,6 +987,8 @@ feedback(const struct xfer *x)
 	 * a cut (one cut per round).
 	 */
 	double now = clk_now();
+	const struct conf_ep *ce = conf_endpoint(&fo.conf, e->name);
+	struct class_in in;
 	enum class_kind k;
 	struct pace_ev *pe;
 	struct brk_ev *be;
@@ -985,7 +996,13 @@ feedback(const struct xfer *x)
 	double ra;
 	int slow, up;
 
-	k = class_of(rec, reason, sizeof(reason));
+	/* As rfp-classify will, the endpoint's own status lists first. */
+	class_read(rec, &in);
+	if (in.has_status && in.status >= 0 && in.status <= CONF_STATUS_MAX &&
+	    ce->status_class[in.status] != 0)
+		in.over = ce->status_class[in.status] == CONF_TRANSIENT ?
+		    CLASS_TRANSIENT : CLASS_PERMANENT;
+	k = class_decide(&in, reason, sizeof(reason));
 	if (strcmp(reason, "deadline") == 0)
 		return;
 	if (e->npev == e->capev || e->nbev == e->capev) {
@@ -1000,6 +1017,17 @@ feedback(const struct xfer *x)
 	 * answering, say it is up: only a 503 from one that serves nothing
 	 * is an outage, the breaker's business.
 	 */
+	/* Said once, the moment it happens: cron mails it. */
+	if (!e->down && (strcmp(reason, "connect") == 0 ||
+	    strcmp(reason, "dns") == 0)) {
+		e->down = 1;
+		msg_warn("endpoint \"%s\" is not answering: %s (%s)", e->name,
+		    reason, rec_str(rec, "error_detail") ? rec_str(rec,
+		    "error_detail") : "?");
+	} else if (e->down && k == CLASS_OK) {
+		e->down = 0;
+		msg_warn("endpoint \"%s\" answers again", e->name);
+	}
 	up = e->ok_at > 0 && now - e->ok_at < clk_real(UP_S);
 	slow = st == 429 || (st == 503 && (x->retry_after != NULL || up));
 	if (k == CLASS_OK)
@@ -1199,6 +1227,9 @@ write_report(void)
 		return;
 	r = json_pack("{s:I,s:I,s:I}", "admitted", (json_int_t)S.admitted,
 	    "skipped", (json_int_t)S.skipped, "pid", (json_int_t)getpid());
+	/* rfp-sink reads it: the records not filed are left, not lost. */
+	if (S.stop > 0)
+		json_object_set_new(r, "stopped", json_integer(S.stop));
 	tmp = xasprintf("%s.tmp", S.report);
 	if (json_dump_file(r, tmp, JSON_COMPACT) == -1 ||
 	    rename(tmp, S.report) == -1)
@@ -1368,6 +1399,7 @@ main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "ca-file", required_argument, NULL, 'a' },
+		{ "check", no_argument, NULL, 'K' },
 		{ "config", required_argument, NULL, 'C' },
 		{ "connect-timeout", required_argument, NULL, 'c' },
 		{ "deadline", required_argument, NULL, 'D' },
@@ -1392,6 +1424,7 @@ main(int argc, char *argv[])
 	const char *on_open = NULL, *state = NULL;
 	double ctmo = -1, tmo = -1;
 	long jobs = -1, maxbody = -1, maxredir = -1;
+	int check = 0;
 	struct sigaction sa;
 	char err[512], *path;
 	struct ep *e, *en;
@@ -1413,6 +1446,9 @@ main(int argc, char *argv[])
 			break;
 		case 'C':
 			config = optarg;
+			break;
+		case 'K':
+			check = 1;
 			break;
 		case 'd':
 			S.retry_dead = 1;
@@ -1488,6 +1524,13 @@ main(int argc, char *argv[])
 	    &fo.deadline) == -1)
 		msg_die(2, "option --deadline: cannot read \"%s\" as a time",
 		    deadline);
+	if (check) {
+		c = check_manifest(STDIN_FILENO, &fo.conf, config,
+		    fo.deadline, deadline);
+		conf_free(&fo.conf);
+		opt_fshut();
+		return c;
+	}
 	state = opt_state_pick(state, &fo.conf, config);
 	if (state != NULL && store_init(state, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);

@@ -387,8 +387,10 @@ error_of(CURLcode cc, const struct xfer *x)
 		return "scheme";
 	case CURLE_TOO_MANY_REDIRECTS:
 		return "redirects";
-	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CONNECT_ERROR:
+		/* Cut short (a reset mid-handshake), unlike a bad certificate. */
+		return "tls_handshake";
+	case CURLE_PEER_FAILED_VERIFICATION:
 	case CURLE_SSL_CERTPROBLEM:
 	case CURLE_SSL_CIPHER:
 	case CURLE_SSL_CACERT_BADFILE:

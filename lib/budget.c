@@ -14,6 +14,7 @@ struct budget_arg {
 	long	init;
 	long	left;
 	int	granted;
+	int	grow;		/* init is a count that rises */
 };
 
 static int
@@ -38,6 +39,11 @@ budget_fn(json_t **doc, void *arg, char *err, size_t errlen)
 		    "start afresh");
 		return -1;
 	}
+	if (b->grow && b->init > total) {
+		left += b->init - total;
+		total = b->init;
+		json_object_set_new(*doc, "total", json_integer(total));
+	}
 	b->granted = left > 0;
 	if (b->granted)
 		left--;
@@ -46,11 +52,11 @@ budget_fn(json_t **doc, void *arg, char *err, size_t errlen)
 	return 0;
 }
 
-int
-state_budget_spend(const char *rundir, long init_total, long *left,
-    char *err, size_t errlen)
+static int
+spend(const char *rundir, struct budget_arg *bp, long *left, char *err,
+    size_t errlen)
 {
-	struct budget_arg b = { init_total, 0, 0 };
+	struct budget_arg b = *bp;
 	int rc;
 
 	rc = store_update(rundir, "budget", NULL, budget_fn, &b, err, errlen);
@@ -58,4 +64,22 @@ state_budget_spend(const char *rundir, long init_total, long *left,
 		return -1;
 	*left = b.left;
 	return b.granted;
+}
+
+int
+state_budget_spend(const char *rundir, long init_total, long *left,
+    char *err, size_t errlen)
+{
+	struct budget_arg b = { init_total, 0, 0, 0 };
+
+	return spend(rundir, &b, left, err, errlen);
+}
+
+int
+state_budget_spend_grown(const char *rundir, long total, long *left,
+    char *err, size_t errlen)
+{
+	struct budget_arg b = { total, 0, 0, 1 };
+
+	return spend(rundir, &b, left, err, errlen);
 }

@@ -5,9 +5,14 @@
 #include <jansson.h>
 
 #include "lib/class.h"
+#include "lib/doc.h"
 
+/*
+ * A resolver that fails at 2 a.m. and a handshake cut short are the network,
+ * not the manifest: a name that never resolves runs out of attempts.
+ */
 static const char *transient_errors[] = { "timeout", "connect", "reset",
-	"deadline", NULL };
+	"deadline", "dns", "tls_handshake", NULL };
 /* A parser that said "later" (exit 75) or ran out of time may do better. */
 static const char *transient_parses[] = { "tempfail", "timeout", NULL };
 
@@ -58,10 +63,23 @@ class_decide(const struct class_in *in, char *reason, size_t len)
 		snprintf(reason, len, "http_%ld", s);
 		return CLASS_OK;
 	}
+	/* The portal's own word (rfpipe.yaml, flags) comes before the RFCs. */
+	if (in->over == CLASS_TRANSIENT || in->over == CLASS_PERMANENT) {
+		snprintf(reason, len, "http_%ld", s);
+		return in->over;
+	}
 	switch (s) {
+	/* 408 and 425 say the request may be repeated (RFC 9110, 8470). */
+	case 408: case 425:
 	case 429: case 500: case 502: case 503: case 504:
 		snprintf(reason, len, "http_%ld", s);
 		return CLASS_TRANSIENT;
+	case 409:
+		/* With Idempotency-Key: "a request with this key is still in
+		 * progress" (draft-ietf-httpapi-idempotency-key-header). */
+		snprintf(reason, len, "%shttp_409", in->keyed_submit ? "" :
+		    "unknown_");
+		return in->keyed_submit ? CLASS_TRANSIENT : CLASS_PERMANENT;
 	case 400: case 401: case 403: case 404: case 422:
 		snprintf(reason, len, "http_%ld", s);
 		return CLASS_PERMANENT;
@@ -71,7 +89,7 @@ class_decide(const struct class_in *in, char *reason, size_t len)
 	}
 }
 
-static void
+void
 class_read(const json_t *rec, struct class_in *in)
 {
 	json_t *st = json_object_get(rec, "status");
@@ -85,6 +103,9 @@ class_read(const json_t *rec, struct class_in *in)
 	    !json_is_false(chk);
 	in->parse_error = json_string_value(json_object_get(rec,
 	    "parse_error"));
+	/* rfp-fetch sends every submission with an Idempotency-Key. */
+	in->keyed_submit = doc_is_submission(rec);
+	in->over = -1;
 }
 
 enum class_kind

@@ -20,11 +20,15 @@ struct class_in {
 	int		 bad_status;	/* status is there, not null, not an integer */
 	int		 check_failed;	/* check is there, not null, not false */
 	const char	*parse_error;	/* rfp-parse's outcome; NULL: none */
+	int		 keyed_submit;	/* a submission, sent with Idempotency-Key */
+	int		 over;		/* the class configured for this status, or -1 */
 };
 
 /* Classify from what was read; the reason is cut to fit len. */
 enum class_kind class_decide(const struct class_in *in, char *reason,
 	    size_t len);
+/* Read into in what classification reads of rec (in->over: -1). */
+void	class_read(const json_t *rec, struct class_in *in);
 /*
  * Classify a fetched record from its status, error and check fields, and
  * for a 2xx its parse_error.

@@ -1,4 +1,5 @@
 /* conf: defaults, the YAML schema, per-endpoint settings. */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,8 @@
 #include "lib/x.h"
 
 enum kind { K_LONG, K_DOUBLE, K_DUR, K_BOOL, K_STR, K_BUDGET, K_ONOPEN,
-	K_BREAKER, K_ENDPOINTS, K_SEED, K_PARSE, K_ARGV };
+	K_BREAKER, K_ENDPOINTS, K_SEED, K_PARSE, K_ARGV, K_TRANSIENT,
+	K_PERMANENT };
 
 #define ARGV_MAX	256	/* words of a parse command */
 
@@ -45,10 +47,12 @@ static const struct key top[] = {
 	{ "max_retry_after", K_DUR, C(max_retry_after), 0, 31536000 },
 	{ "on_open", K_ONOPEN, C(on_open_dead), 0, 0 },
 	{ "parse", K_PARSE, C(defaults.parse), 0, 0 },
+	{ "permanent", K_PERMANENT, C(defaults.status_class), 0, 0 },
 	{ "rate", K_DOUBLE, C(defaults.rate), 0, 1e6 },
 	{ "seed", K_SEED, C(seed), 0, 0 },
 	{ "state", K_STR, C(state), 0, 0 },
 	{ "timeout", K_DUR, C(timeout), 0.001, 86400 },
+	{ "transient", K_TRANSIENT, C(defaults.status_class), 0, 0 },
 	{ NULL, 0, 0, 0, 0 }
 };
 
@@ -58,7 +62,9 @@ static const struct key ep_keys[] = {
 	{ "concurrency", K_LONG, E(concurrency), 1, 4096 },
 	{ "idempotency_keys", K_BOOL, E(idempotency_keys), 0, 0 },
 	{ "parse", K_PARSE, E(parse), 0, 0 },
+	{ "permanent", K_PERMANENT, E(status_class), 0, 0 },
 	{ "rate", K_DOUBLE, E(rate), 0, 1e6 },
+	{ "transient", K_TRANSIENT, E(status_class), 0, 0 },
 	{ NULL, 0, 0, 0, 0 }
 };
 
@@ -165,6 +171,97 @@ conf_budget_total(const struct conf *c, long admitted)
 	return (long)ceil(c->budget_x * (double)admitted);
 }
 
+/*
+ * A status "408" or a range "520-524" (a copy of s is cut at the dash):
+ * 0 with [*lo, *hi], or -1.  2xx is success, never a failure's class.
+ */
+static int
+status_range(const char *s, long *lo, long *hi)
+{
+	char buf[16], *dash;
+
+	if (strlen(s) >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, strlen(s) + 1);
+	if ((dash = strchr(buf, '-')) != NULL)
+		*dash++ = '\0';
+	if (num_long(buf, 100, CONF_STATUS_MAX, lo) == -1 ||
+	    num_long(dash ? dash : buf, *lo, CONF_STATUS_MAX, hi) == -1)
+		return -1;
+	return *lo <= 299 && *hi >= 200 ? -1 : 0;
+}
+
+/*
+ * Mark the statuses of v (an integer, "408" or "520-524") as cls in t.
+ * A mark is upper case until settle(): a status marked both ways in one
+ * mapping is caught, one marked by the mapping inherited is overridden.
+ */
+static int
+mark(char *t, const json_t *v, char cls, const char **why)
+{
+	char num[24];
+	long lo, hi;
+
+	if (json_is_integer(v))
+		snprintf(num, sizeof(num), "%lld",
+		    (long long)json_integer_value(v));
+	*why = "expected a status from 100 to 599 (not 2xx) or a range such "
+	    "as \"520-524\"";
+	if ((!json_is_integer(v) && !json_is_string(v)) || status_range(
+	    json_is_integer(v) ? num : json_string_value(v), &lo, &hi) == -1)
+		return -1;
+	for (; lo <= hi; lo++) {
+		if (isupper((unsigned char)t[lo]) &&
+		    t[lo] != toupper((unsigned char)cls)) {
+			*why = "a status is in both transient and permanent";
+			return -1;
+		}
+		t[lo] = (char)toupper((unsigned char)cls);
+	}
+	return 0;
+}
+
+/* The marks of one mapping made, lower them for the next to override. */
+static void
+settle(char *t)
+{
+	int i;
+
+	for (i = 0; i <= CONF_STATUS_MAX; i++)
+		t[i] = (char)tolower((unsigned char)t[i]);
+}
+
+int
+conf_statuses(struct conf *c, const char *list, char cls)
+{
+	char *dup = xstrdup(list), *p, *tok, *save = NULL;
+	char t[CONF_STATUS_MAX + 1];
+	const char *why;
+	size_t i, j;
+	json_t *v;
+	int rc = 0, n = 0;
+
+	memset(t, 0, sizeof(t));
+	for (p = dup; rc == 0 && (tok = strtok_r(p, ",", &save)) != NULL;
+	    p = NULL, n++) {
+		v = json_string(tok);
+		rc = mark(t, v, cls, &why);
+		json_decref(v);
+	}
+	free(dup);
+	if (rc == -1 || n == 0)
+		return -1;	/* an empty list is a mistake too */
+	settle(t);
+	for (i = 0; i <= CONF_STATUS_MAX; i++) {
+		if (t[i] == 0)
+			continue;
+		c->defaults.status_class[i] = t[i];
+		for (j = 0; j < c->neps; j++)
+			c->eps[j].status_class[i] = t[i];
+	}
+	return 0;
+}
+
 struct ctx {
 	const struct cfg *cfg;
 	struct conf	*c;
@@ -210,6 +307,7 @@ endpoints(struct ctx *x, const char *path, json_t *v)
 		ep->name = xstrdup(name);
 		ep->parse.command = argv_dup(x->c->defaults.parse.command);
 		rc = e ? apply(x, ep_keys, sub, e, ep) : 0;
+		settle(ep->status_class);
 		free(sub);
 		if (rc == -1)
 			return -1;
@@ -339,6 +437,20 @@ one(struct ctx *x, const struct key *k, const char *path, json_t *v,
 		return parse(x, path, v, (struct conf_parse *)p);
 	case K_ARGV:
 		return argv(x, path, v, (char ***)p);
+	case K_TRANSIENT:
+	case K_PERMANENT: {
+		const char *why;
+		size_t i;
+
+		if (!json_is_array(v))
+			return bad(x, path, "expected a list of statuses");
+		for (i = 0; i < json_array_size(v); i++)
+			if (mark(p, json_array_get(v, i), k->kind ==
+			    K_TRANSIENT ? CONF_TRANSIENT : CONF_PERMANENT,
+			    &why) == -1)
+				return bad(x, path, why);
+		return 0;
+	}
 	}
 	return 0;
 }
@@ -392,6 +504,7 @@ conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 	json_incref(eps);
 	json_object_del(cfg->root, "endpoints");
 	rc = apply(&x, top, "", cfg->root, c);
+	settle(c->defaults.status_class);
 	if (rc == 0 && eps != NULL)
 		rc = endpoints(&x, "endpoints", eps);
 	json_decref(eps);

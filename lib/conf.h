@@ -25,6 +25,9 @@ struct conf_parse {
 	long	concurrency;	/* parsers at once for the endpoint */
 	long	output_max;	/* most bytes of standard output kept */
 };
+#define CONF_STATUS_MAX	599
+#define CONF_TRANSIENT	't'
+#define CONF_PERMANENT	'p'
 
 struct conf_ep {
 	char	*name;
@@ -34,6 +37,8 @@ struct conf_ep {
 	int	idempotency_keys; /* the endpoint honours Idempotency-Key */
 	struct conf_breaker breaker;
 	struct conf_parse parse;
+	/* Per status: 0 as the table says, CONF_TRANSIENT or CONF_PERMANENT. */
+	char	status_class[CONF_STATUS_MAX + 1];
 };
 
 struct conf {
@@ -70,6 +75,12 @@ int	conf_budget(struct conf *c, const char *s);
 long	conf_budget_total(const struct conf *c, long admitted);
 /* 1 when the defaults or any endpoint name a parse command. */
 int	conf_has_parse(const struct conf *c);
+/*
+ * Set the statuses of list ("408,520-524") to cls (CONF_TRANSIENT or
+ * CONF_PERMANENT) in every endpoint of c, over what the file said; -1 when
+ * list does not read.
+ */
+int	conf_statuses(struct conf *c, const char *list, char cls);
 /* Free what conf_load allocated. */
 void	conf_free(struct conf *c);
 

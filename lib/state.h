@@ -36,5 +36,11 @@ int	state_read(const char *path, json_t **doc, char *err, size_t errlen);
  */
 int	state_budget_spend(const char *rundir, long init_total, long *left,
 	    char *err, size_t errlen);
+/*
+ * The same for a budget that grows as documents arrive: a total above the
+ * stored one raises it, and what is left by as much.
+ */
+int	state_budget_spend_grown(const char *rundir, long total, long *left,
+	    char *err, size_t errlen);
 
 #endif

@@ -23,6 +23,7 @@ static const char *reasons[] = { "permanent", "parse_failed", "exhausted",
 
 struct summ {
 	json_t	*t;	/* {"succeeded":n,"dead":n,"dead_by_reason":{},...} */
+	int	 stopped;	/* the signal that stopped the run, or 0 */
 };
 
 static json_t *
@@ -95,6 +96,12 @@ summ_add_in(struct summ *s, const struct summ_in *in)
 		json_object_set_new(eps, ep, e);
 	}
 	count(e, in->fate, in->dead_reason);
+	/* What the operator reads first of an endpoint that never answered. */
+	if (in->fate != NULL && strcmp(in->fate, "dead") == 0 &&
+	    in->reason != NULL)
+		json_object_set_new(e, "last_error", json_string(
+		    strcmp(in->reason, "connect") == 0 || strcmp(in->reason,
+		    "dns") == 0 ? "unreachable" : in->reason));
 }
 
 void
@@ -108,6 +115,7 @@ summ_add(struct summ *s, const json_t *rec)
 	in.attempted = json_object_get(rec, "status") != NULL ||
 	    json_object_get(rec, "error") != NULL;
 	in.http_429 = rec_int(rec, "status", 0) == 429;
+	in.reason = rec_str(rec, "reason");
 	summ_add_in(s, &in);
 }
 
@@ -231,17 +239,26 @@ table(const json_t *s, const char *rundir)
 		    geti(b, "total"));
 	P("\n");
 	if (json_object_size(eps) > 0) {
-		P("  %-24s %8s %8s\n", "endpoint", "ok", "dead");
+		P("  %-24s %8s %8s  %s\n", "endpoint", "ok", "dead",
+		    "last error");
 		json_object_foreach((json_t *)eps, k, e)
-			P("  %-24.24s %8ld %8ld\n", k, geti(e, "succeeded"),
-			    geti(e, "dead"));
+			P("  %-24.24s %8ld %8ld  %.40s\n", k, geti(e,
+			    "succeeded"), geti(e, "dead"), json_string_value(
+			    json_object_get(e, "last_error")) ?: "-");
 	}
 	br = json_object_get(s, "breakers");
 	json_object_foreach((json_t *)br, k, v)
 		P("  breaker %s: %s, opened %ld times, saved %ld requests\n", k,
 		    json_string_value(json_object_get(v, "state")) ?: "?",
 		    geti(v, "openings"), geti(v, "saved"));
-	if (json_is_integer(adm))
+	if (json_is_integer(adm) && json_is_true(json_object_get(s,
+	    "interrupted")))
+		P("  check: interrupted: admitted %ld = succeeded %ld + dead "
+		    "%ld + pending %ld: %s\n", (long)json_integer_value(adm),
+		    geti(run, "succeeded"), geti(run, "dead"), geti(s,
+		    "pending"), json_is_true(json_object_get(s,
+		    "reconciled")) ? "ok" : "MISMATCH");
+	else if (json_is_integer(adm))
 		P("  check: admitted %ld = succeeded %ld + dead %ld: %s\n",
 		    (long)json_integer_value(adm), geti(run, "succeeded"),
 		    geti(run, "dead"), json_is_true(json_object_get(s,
@@ -273,6 +290,8 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 			rc = -1;
 		} else
 			admitted = geti(rep, "admitted");
+		if (geti(rep, "stopped") > 0)
+			s->stopped = (int)geti(rep, "stopped");
 	}
 	filed = geti(s->t, "succeeded") + geti(s->t, "dead");
 	json_object_set_new(out, "admitted", admitted >= 0 ?
@@ -292,7 +311,20 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 	free(path);
 	json_object_set_new(out, "totals", tot);
 	state_report(out, rundir);
-	if (admitted >= 0) {
+	json_object_set_new(out, "interrupted", json_boolean(s->stopped));
+	if (admitted >= 0 && s->stopped) {
+		/* Stopped: the unfiled are left for a re-run, not lost. */
+		json_object_set_new(out, "reconciled", json_boolean(filed <=
+		    admitted));
+		json_object_set_new(out, "pending", json_integer(filed <=
+		    admitted ? admitted - filed : 0));
+		if (filed > admitted) {
+			msg_warn("RECONCILIATION FAILED: admitted %ld, filed "
+			    "%ld (succeeded %ld + dead %ld)", admitted, filed,
+			    geti(s->t, "succeeded"), geti(s->t, "dead"));
+			rc = -1;
+		}
+	} else if (admitted >= 0) {
 		json_object_set_new(out, "reconciled", json_boolean(admitted ==
 		    filed));
 		if (admitted != filed) {
@@ -316,6 +348,12 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 		table(out, rundir);
 	json_decref(out);
 	return rc;
+}
+
+void
+summ_stopped(struct summ *s, int sig)
+{
+	s->stopped = sig;
 }
 
 long

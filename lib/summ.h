@@ -15,17 +15,22 @@ struct summ_in {
 	const char	*dead_reason;	/* NULL: taken as bad_input */
 	int		 attempted;	/* it has a status or an error */
 	int		 http_429;	/* its status is the integer 429 */
+	const char	*reason;	/* rfp-classify's reason, or NULL */
 };
 
 /* Count one record by its fate, dead_reason, endpoint and reason. */
 void	summ_add(struct summ *s, const json_t *rec);
 /* The same, from what was read of it. */
 void	summ_add_in(struct summ *s, const struct summ_in *in);
+/* Note that the run was stopped by signal sig: what is unfiled is pending. */
+void	summ_stopped(struct summ *s, int sig);
 /*
  * Reconcile this run's tally with the admitted count in admitted_from (a
  * JSON report from rfp-fetch; NULL: not checked), recount the run
  * directory's files for the cumulative totals, write RUNDIR/summary.json
- * and, unless quiet, the table on stderr.  0 when the counts reconcile.
+ * and, unless quiet, the table on stderr.  0 when the counts reconcile;
+ * a run stopped by a signal (here or in the report's "stopped") reconciles
+ * when nothing was filed twice, the rest being pending.
  */
 int	summ_finish(struct summ *s, const char *rundir,
 	    const char *admitted_from, double t0, int quiet);

@@ -373,7 +373,8 @@ wait_any(void)
 static void
 setup_signals(void)
 {
-	struct sigaction sa;
+	static const int term[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa, old;
 	int i;
 
 	if (pipe(L.chld) == -1)
@@ -389,9 +390,15 @@ setup_signals(void)
 	sigaction(SIGCHLD, &sa, NULL);
 	sa.sa_handler = on_term;
 	sa.sa_flags = 0;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	/*
+	 * A signal ignored when it started stays ignored (as nohup(1) has
+	 * it): rfpipe leaves SIGINT and SIGTERM to rfp-fetch, and the stages
+	 * after it drain what is on its way.
+	 */
+	for (i = 0; i < 3; i++)
+		if (sigaction(term[i], NULL, &old) == 0 &&
+		    old.sa_handler != SIG_IGN)
+			sigaction(term[i], &sa, NULL);
 	/* A closed stdout is an error to report, with the parsers ended. */
 	signal(SIGPIPE, SIG_IGN);
 	atexit(job_kill_all);

@@ -11,11 +11,16 @@
  * admitted record came out exactly once.  It adds no fields.
  *
  * With --progress it also keeps the operator informed on stderr while it
- * reads: one line redrawn with \r on a terminal, or a plain line now and
- * then for a log file.  The line counts what this sink has filed; it cannot
- * tell a record waiting to be retried from one in flight, so with --total
- * both are "pending".  It is redrawn on a timer, as records are filed and
+ * reads: one line redrawn with \r on a terminal, or a plain line every 30
+ * logical seconds off one, as under cron.  The line counts what this sink
+ * has filed; it cannot tell a record waiting to be retried from one in
+ * flight, so with --total both are "pending".  It is redrawn on a timer, as records are filed and
  * while none arrive, so it moves while every record is held.
+ *
+ * SIGINT and SIGTERM do not stop it: rfp-fetch stops on them, and the sink
+ * files what is still on its way, then reads EOF.  A run stopped so (here
+ * or in the --admitted-from report) reconciles with the unfiled counted as
+ * pending.
  *
  * Exit: 0 at EOF with the counts reconciled, 1 on a write error or a
  * failed reconciliation, 2 on a usage error.  With --fate-status, 3 when
@@ -75,6 +80,14 @@ static struct opts {
 	double		 p_start, p_last;
 	size_t		 p_width;	/* columns the terminal line covers */
 } opts;
+
+static volatile sig_atomic_t stopped;	/* the signal received, or 0 */
+
+static void
+on_signal(int sig)
+{
+	stopped = sig;
+}
 
 /* Gather rec, or the record text t when rec is NULL, into o. */
 static int
@@ -367,7 +380,7 @@ sink_line(const char *line, size_t len, long lineno, struct rec_out *out,
     void *arg)
 {
 	static struct scan_rec s;
-	char fb[16], eb[256], wb[64];
+	char fb[16], eb[256], wb[64], rb[64];
 	const struct scan_member *st;
 	struct summ_in in;
 
@@ -379,7 +392,8 @@ sink_line(const char *line, size_t len, long lineno, struct rec_out *out,
 	    strcmp(in.fate, "retry")) ||
 	    scan_field(&s, "endpoint", eb, sizeof(eb), &in.endpoint) == -1 ||
 	    scan_field(&s, "dead_reason", wb, sizeof(wb),
-	    &in.dead_reason) == -1)
+	    &in.dead_reason) == -1 ||
+	    scan_field(&s, "reason", rb, sizeof(rb), &in.reason) == -1)
 		return 0;
 	st = scan_get(&s, "status");
 	in.attempted = st != NULL || scan_get(&s, "error") != NULL;
@@ -390,7 +404,11 @@ sink_line(const char *line, size_t len, long lineno, struct rec_out *out,
 	return file(in.fate, NULL, line, (size_t)(s.close + 1 - line), out);
 }
 
-/* Seconds between plain lines: 10, or RFPIPE_PROGRESS_INTERVAL (tests). */
+/*
+ * Real seconds between plain lines: 30 logical ones (a cron mail stays
+ * short, and RFPIPE_TIME_SCALE lets a test see them), or
+ * RFPIPE_PROGRESS_INTERVAL.
+ */
 static double
 plain_every(void)
 {
@@ -398,7 +416,7 @@ plain_every(void)
 	double v;
 
 	if (s == NULL || *s == '\0')
-		return 10;
+		return clk_real(30);
 	if (num_double(s, 0.001, 86400, &v) == -1)
 		msg_die(2, "environment RFPIPE_PROGRESS_INTERVAL: expected a "
 		    "number of seconds from 0.001 to 86400, got \"%s\"", s);
@@ -487,14 +505,26 @@ main(int argc, char *argv[])
 		msg_warn("option --run-dir is required");
 		opt_usage(usage);
 	}
+	/* Off a terminal (cron), auto is plain: a down portal is not silent. */
 	if (strcmp(progress, "plain") == 0)
 		opts.progress = PROGRESS_PLAIN;
-	else if (strcmp(progress, "auto") == 0 && isatty(STDERR_FILENO))
-		opts.progress = PROGRESS_TTY;
+	else if (strcmp(progress, "auto") == 0)
+		opts.progress = isatty(STDERR_FILENO) ? PROGRESS_TTY :
+		    PROGRESS_PLAIN;
 	if (opts.quiet)
 		opts.progress = PROGRESS_NONE;
 	opts.p_every = opts.progress == PROGRESS_TTY ? 0.25 : plain_every();
 	signal(SIGPIPE, SIG_IGN);
+	/* Typed at a terminal, ^C still ends it; in a pipe it reads on. */
+	if (!isatty(STDIN_FILENO)) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sa.sa_flags = SA_RESTART;
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
 	umask(077);
 	if (state_mkdirs(opts.run_dir) == -1)
 		msg_diesys(1, "mkdir %s", opts.run_dir);
@@ -531,6 +561,8 @@ main(int argc, char *argv[])
 		close(opts.fd_fifo);
 	close(opts.fd_done);
 	close(opts.fd_dead);
+	if (stopped)
+		summ_stopped(opts.run, stopped);
 	rc = summ_finish(opts.run, opts.run_dir, opts.admitted_from, t0,
 	    opts.quiet);
 	opt_fshut();

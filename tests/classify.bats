@@ -64,25 +64,25 @@ classify_json() {
 
 @test "classify: 302 405 501 and other unlisted statuses are permanent unknown_http_N" {
 	local s
-	for s in 302 304 405 408 501 505 100; do
+	for s in 302 304 405 409 501 505 520 100; do
 		classify_json "{\"id\":\"d$s\",\"status\":$s}"
 		assert_success
 		check "d$s" ".class == \"permanent\" and .reason == \"unknown_http_$s\""
 	done
 }
 
-@test "classify: errors timeout, connect and reset are transient with the error as reason" {
+@test "classify: errors timeout, connect, reset, dns and tls_handshake are transient with the error as reason" {
 	local e
-	for e in timeout connect reset; do
+	for e in timeout connect reset dns tls_handshake; do
 		classify_json "{\"id\":\"$e\",\"status\":null,\"error\":\"$e\"}"
 		assert_success
 		check "$e" ".class == \"transient\" and .reason == \"$e\""
 	done
 }
 
-@test "classify: errors dns, tls, too_large and protocol are permanent with the error as reason" {
+@test "classify: errors tls, too_large and protocol are permanent with the error as reason" {
 	local e
-	for e in dns tls too_large protocol; do
+	for e in tls too_large protocol; do
 		classify_json "{\"id\":\"$e\",\"status\":null,\"error\":\"$e\"}"
 		assert_success
 		check "$e" ".class == \"permanent\" and .reason == \"$e\""

@@ -26,7 +26,8 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 for f in /usr/bin/rfpipe /usr/bin/rfp-fetch /usr/bin/rfp-parse \
     /usr/bin/rfp-classify /usr/bin/rfp-backoff /usr/bin/rfp-sink /usr/bin/rfp-queue \
     /usr/share/man/man1/rfpipe.1.gz /usr/share/man/man7/rfpipe.7.gz \
-    /usr/share/doc/rfpipe/examples/README.md; do
+    /usr/share/doc/rfpipe/examples/README.md \
+    /usr/share/bash-completion/completions/rfpipe; do
 	[ -e "$f" ] || die "$f is not installed"
 done
 [ ! -e /usr/bin/rfp-mockportal ] || die "the mock portal is installed"

@@ -163,7 +163,13 @@ dead_count() {
 }
 
 @test "pipeline: --on-open dead dead-letters held work circuit_open at once" {
-	mock_start "$FIX/pipeline/outage.yaml"
+	# An outage that outlasts a slow start on a loaded machine: the
+	# breaker opens after 3 failures, and nothing waits for it to end.
+	cat >"$BATS_TEST_TMPDIR/outage.yaml" <<-'Y'
+	routes:
+	  - {match: "/down/*", endpoint: down, outage: {start_s: 0, end_s: 3600, status: 503}}
+	Y
+	mock_start "$BATS_TEST_TMPDIR/outage.yaml"
 	manifest /down 20 down >"$BATS_TEST_TMPDIR/m"
 	cat >"$BATS_TEST_TMPDIR/c.yaml" <<-'Y'
 	concurrency: 1

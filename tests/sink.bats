@@ -311,10 +311,11 @@ slow_input() {
 	[[ "$stderr" == *'succeeded'*3* ]]
 }
 
-@test "sink: --progress=auto writes no progress line when stderr is not a terminal" {
+@test "sink: --progress=auto prints plain progress lines when stderr is not a terminal (issue #25)" {
 	RFPIPE_PROGRESS_INTERVAL=0.05 run --separate-stderr rfp-sink --total 5 --run-dir "$RD" < <(slow_input)
 	assert_success
-	[[ "$stderr" != *progress:* ]]
+	grep -Eq '^rfp-sink: progress: [0-9]+/5 done, ' <<<"$stderr"
+	[[ "$stderr" != *$'\r'* ]]
 }
 
 @test "sink: -q silences the progress line even with --progress=plain" {

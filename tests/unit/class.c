@@ -37,12 +37,13 @@ row(const char *json, enum class_kind want, const char *reason)
 int
 main(void)
 {
-	static const int transient[] = { 429, 500, 502, 503, 504 };
+	static const int transient[] = { 408, 425, 429, 500, 502, 503, 504 };
 	static const int permanent[] = { 400, 401, 403, 404, 422 };
-	static const int unknown[] = { 100, 101, 301, 302, 304, 405, 408, 410,
-		418, 451, 501, 505, 599, 999, 0, -1 };
-	static const char *terr[] = { "timeout", "connect", "reset" };
-	static const char *perr[] = { "dns", "tls", "too_large", "protocol",
+	static const int unknown[] = { 100, 101, 301, 302, 304, 405, 409, 410,
+		418, 451, 501, 505, 520, 599, 999, 0, -1 };
+	static const char *terr[] = { "timeout", "connect", "reset", "dns",
+		"tls_handshake" };
+	static const char *perr[] = { "tls", "too_large", "protocol",
 		"scheme", "redirects", "local", "something_new" };
 	char json[128], reason[64];
 	json_t *r;
@@ -110,6 +111,14 @@ main(void)
 	/* An error wins over any status. */
 	row("{\"status\":200,\"error\":\"reset\"}", CLASS_TRANSIENT, "reset");
 	row("{\"status\":200,\"error\":\"tls\"}", CLASS_PERMANENT, "tls");
+
+	/* 409 to a submission (sent with Idempotency-Key): still in progress. */
+	row("{\"status\":409,\"method\":\"POST\"}", CLASS_TRANSIENT,
+	    "http_409");
+	row("{\"status\":409,\"method\":\"PUT\",\"idempotent\":true}",
+	    CLASS_PERMANENT, "unknown_http_409");
+	row("{\"status\":409,\"method\":\"GET\"}", CLASS_PERMANENT,
+	    "unknown_http_409");
 
 	ok(strcmp(class_name(CLASS_OK), "ok") == 0 &&
 	    strcmp(class_name(CLASS_TRANSIENT), "transient") == 0 &&

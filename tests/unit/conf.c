@@ -281,6 +281,56 @@ test_budget(void)
 	conf_free(&c);
 }
 
+/* transient: and permanent: lists, top-level and per endpoint, and flags. */
+static void
+test_statuses(void)
+{
+	struct conf c;
+	const struct conf_ep *e;
+	char err[512];
+	int rc;
+
+	rc = load(&c,
+	    "transient: [408, \"520-522\"]\n"
+	    "endpoints:\n"
+	    "  a:\n"
+	    "    permanent: [521]\n"
+	    "    transient: [400]\n", err, sizeof(err));
+	ok(rc == 0, "statuses: lists load (%s)", err);
+	e = conf_endpoint(&c, "other");
+	ok(e->status_class[408] == CONF_TRANSIENT &&
+	    e->status_class[520] == CONF_TRANSIENT &&
+	    e->status_class[522] == CONF_TRANSIENT &&
+	    e->status_class[523] == 0 && e->status_class[400] == 0,
+	    "statuses: top-level list and range for an unlisted endpoint");
+	e = conf_endpoint(&c, "a");
+	ok(e->status_class[521] == CONF_PERMANENT &&
+	    e->status_class[520] == CONF_TRANSIENT &&
+	    e->status_class[400] == CONF_TRANSIENT,
+	    "statuses: an endpoint inherits the top level and overrides it");
+	ok(conf_statuses(&c, "521,400-401", CONF_TRANSIENT) == 0 &&
+	    conf_endpoint(&c, "a")->status_class[521] == CONF_TRANSIENT &&
+	    conf_endpoint(&c, "x")->status_class[401] == CONF_TRANSIENT,
+	    "statuses: a flag's list wins in every endpoint");
+	ok(conf_statuses(&c, "200", CONF_TRANSIENT) == -1 &&
+	    conf_statuses(&c, "", CONF_TRANSIENT) == -1 &&
+	    conf_statuses(&c, "4xx", CONF_TRANSIENT) == -1 &&
+	    conf_statuses(&c, "600", CONF_TRANSIENT) == -1 &&
+	    conf_statuses(&c, "503-502", CONF_TRANSIENT) == -1,
+	    "statuses: 2xx, empty, words, 600 and a reversed range are refused");
+	conf_free(&c);
+	rc = load(&c, "permanent: [503]\ntransient: [\"500-504\"]\n", err,
+	    sizeof(err));
+	ok(rc == -1 && strstr(err, "a status is in both transient and "
+	    "permanent") != NULL, "statuses: one status in both lists of a "
+	    "mapping is an error (%s)", err);
+	conf_free(&c);
+	rc = load(&c, "transient: [200]\n", err, sizeof(err));
+	ok(rc == -1 && strstr(err, ":1: key \"transient\"") != NULL,
+	    "statuses: 2xx in a list is an error at its line (%s)", err);
+	conf_free(&c);
+}
+
 int
 main(void)
 {
@@ -292,6 +342,7 @@ main(void)
 	test_errors();
 	test_budget();
 	test_parse();
+	test_statuses();
 	unlink(path);
 	rmdir(dir);
 	return tap_done();

@@ -1,0 +1,403 @@
+#!/usr/bin/env bats
+# The operator's night (issue #25): signals, cron and install, checks
+# before the run, classification by the standards and by the portal, and
+# the four stages composed by hand.
+
+load test_helper
+
+setup() {
+	RUN=$BATS_TEST_TMPDIR/run
+	M=$BATS_TEST_TMPDIR/m
+}
+
+teardown() {
+	mock_stop
+}
+
+# start_slow N: N documents on a route that holds each answer 20 s.
+start_slow() {
+	cat >"$BATS_TEST_TMPDIR/slow.yaml" <<-'EOF'
+	routes:
+	  - {match: "/slow/*", endpoint: slow, delay_ms: 2000000}
+	EOF
+	mock_start "$BATS_TEST_TMPDIR/slow.yaml"
+	manifest /slow "$1" slow >"$M"
+}
+
+# interrupt SIG WHO: run rfpipe in its own process group, send SIG to its
+# PID or to its group once requests are in flight, and wait (bounded).
+# SIGINT is not ignored in it, as it would be in a background job here.
+interrupt() {
+	local sig=$1 who=$2 pid i
+	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" -j 2 \
+	    --run-dir "$RUN" --seed 1 "$M" >"$BATS_TEST_TMPDIR/out" \
+	    2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	for i in $(seq 1 500); do
+		[ "$(requests_for /slow/doc-1)" -ge 1 ] 2>/dev/null && break
+		sleep 0.01
+	done
+	if [ "$who" = group ]; then
+		kill -"$sig" -- -"$pid"
+	else
+		kill -"$sig" "$pid"
+	fi
+	# The route holds each answer 20 s: only a stop ends this in time;
+	# else the group is killed, and the test fails in seconds.
+	if timeout 10 tail --pid="$pid" -f /dev/null; then
+		status=0
+		wait "$pid" || status=$?
+	else
+		kill -KILL -- -"$pid"
+		wait "$pid"
+		status=124
+	fi
+	stderr=$(cat "$BATS_TEST_TMPDIR/err")
+}
+
+check_interrupted() {
+	local code=$1 sig=$2
+	[ "$status" -eq "$code" ]
+	[[ $stderr == *"rfpipe: interrupted by SIG$sig; resume with: $ROOT/pipeline.sh -j 2 --run-dir $RUN --seed 1 $M"* ]]
+	[[ $stderr == *"rfpipe: summary of $RUN"* ]]
+	[[ $stderr != *RECONCILIATION* ]]
+	[[ $stderr != *MISMATCH* ]]
+	[[ $stderr == *"check: interrupted: admitted 30 = succeeded 0 + dead 0 + pending 30: ok"* ]]
+	jq -e '.interrupted == true and .reconciled == true and .pending == 30' "$RUN/summary.json"
+}
+
+@test "operator: SIGTERM to rfpipe's PID stops the run, files the summary, says how to resume, exits 143" {
+	start_slow 30
+	interrupt TERM pid
+	check_interrupted 143 TERM
+}
+
+@test "operator: SIGINT to rfpipe's PID stops the run and exits 130" {
+	start_slow 30
+	interrupt INT pid
+	check_interrupted 130 INT
+}
+
+@test "operator: SIGINT to rfpipe's process group stops the run and exits 130, no reconciliation failure" {
+	start_slow 30
+	interrupt INT group
+	check_interrupted 130 INT
+}
+
+@test "operator: SIGTERM to rfpipe's process group stops the run and exits 143" {
+	start_slow 30
+	interrupt TERM group
+	check_interrupted 143 TERM
+}
+
+@test "operator: the command line to resume with is quoted for a shell" {
+	start_slow 3
+	cp "$M" "$BATS_TEST_TMPDIR/it's a manifest"
+	M="$BATS_TEST_TMPDIR/it's a manifest"
+	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" \
+	    --run-dir "$RUN" "$M" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	for i in $(seq 1 500); do
+		[ "$(requests_for /slow/doc-1)" -ge 1 ] 2>/dev/null && break
+		sleep 0.01
+	done
+	kill -TERM "$pid"
+	timeout 10 tail --pid="$pid" -f /dev/null || kill -KILL -- -"$pid"
+	run -143 wait "$pid"
+	line=$(grep -o 'resume with: .*' "$BATS_TEST_TMPDIR/err")
+	eval "set -- ${line#resume with: }"
+	[ "$#" -eq 4 ]
+	[ "$3" = "$RUN" ]
+	[ "$4" = "$M" ]
+}
+
+@test "operator: rfp-sink told by rfp-fetch's report that the run was stopped counts the rest as pending" {
+	mkdir -p "$RUN"
+	echo '{"admitted":5,"skipped":0,"pid":1,"stopped":15}' >"$BATS_TEST_TMPDIR/rep"
+	run -0 --separate-stderr rfp-sink --run-dir "$RUN" \
+	    --admitted-from "$BATS_TEST_TMPDIR/rep" <"$FIX/sink/done.ndjson"
+	[[ $stderr != *RECONCILIATION* ]]
+	jq -e '.interrupted == true and .reconciled == true' "$RUN/summary.json"
+}
+
+@test "operator: installed, rfpipe runs under cron's PATH with env -i, and bash completion is installed" {
+	command -v make >/dev/null || skip "make is not installed"
+	P=$BATS_TEST_TMPDIR/p
+	make -C "$ROOT" -s install PREFIX="$P" >/dev/null
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 5 nih >"$M"
+	run -0 env -i PATH=/usr/bin:/bin HOME="$BATS_TEST_TMPDIR" \
+	    RFPIPE_TIME_SCALE=0.01 "$P/bin/rfpipe" -q --run-dir "$RUN" "$M"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 5 ]
+	[ -f "$P/share/bash-completion/completions/rfpipe" ]
+	# The completion offers rfpipe's own options.
+	run -0 bash -c ". '$P/share/bash-completion/completions/rfpipe'
+	    COMP_WORDS=(rfpipe --dead); COMP_CWORD=1; _rfpipe
+	    printf '%s\n' \"\${COMPREPLY[@]}\""
+	[ "$output" = "--deadline" ]
+}
+
+@test "operator: the bash completion knows every option of rfpipe --help" {
+	local comp=$ROOT/completion/rfpipe.bash o
+	[ -f "$comp" ]
+	for o in $(help_opts pipeline.sh | grep -- '^--'); do
+		grep -q -- "$o" "$comp" || { echo "missing $o"; return 1; }
+	done
+}
+
+@test "operator: examples hold a crontab line and a systemd service and timer with the deadline" {
+	grep -E '^[0-9*]+ [0-9*]+ .*rfpipe .*--deadline' "$ROOT/examples/cron/crontab"
+	grep -q -- '--deadline' "$ROOT/examples/systemd/rfpipe.service"
+	grep -q '^OnCalendar=' "$ROOT/examples/systemd/rfpipe.timer"
+	grep -q '^SuccessExitStatus=3 4$' "$ROOT/examples/systemd/rfpipe.service"
+	# The timer's calendar reads (verify would want /usr/bin/rfpipe).
+	if command -v systemd-analyze >/dev/null; then
+		run -0 systemd-analyze calendar "$(sed -n 's/^OnCalendar=//p' "$ROOT/examples/systemd/rfpipe.timer")"
+	fi
+}
+
+# Mistakes: each found before the run directory is made, named as typed.
+mistake() {
+	run -2 --separate-stderr pipeline.sh --run-dir "$RUN" "$@"
+	[ ! -e "$RUN" ]
+}
+
+@test "operator: --deadline tomorrow is named as --deadline, exit 2, nothing made" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$M"
+	mistake --deadline tomorrow "$M"
+	[ "$stderr" = 'rfpipe: option --deadline: cannot read "tomorrow" as a time' ]
+}
+
+@test "operator: a deadline in the past is an error, exit 2" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$M"
+	mistake --deadline 2020-01-01T00:00 "$M"
+	[ "$stderr" = 'rfpipe: option --deadline: "2020-01-01T00:00" is in the past' ]
+}
+
+@test "operator: a config deadline in the past is an error, exit 2" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$M"
+	echo 'deadline: "2020-01-01T00:00"' >"$BATS_TEST_TMPDIR/c.yaml"
+	mistake --config "$BATS_TEST_TMPDIR/c.yaml" "$M"
+	[[ $stderr == *'deadline "2020-01-01T00:00" is in the past'* ]]
+}
+
+@test "operator: -j abc is reported as -j before the run directory is made" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$M"
+	mistake -j abc "$M"
+	[[ $stderr == 'rfpipe: option -j: expected an integer from 1 to 4096, got "abc"'* ]]
+	[[ $stderr != *fifo* ]]
+	mistake --jobs=0 "$M"
+	[[ $stderr == 'rfpipe: option --jobs: expected an integer from 1 to 4096, got "0"'* ]]
+}
+
+@test "operator: a config endpoint that matches no record is an error naming the records' endpoints" {
+	mock_start "$FIX/mock/ok.yaml"
+	{ manifest /nih 2 nih; manifest /nsf 1; } >"$M"
+	printf 'endpoints:\n  nih: {rate: 1}\n  reporter: {rate: 1}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	mistake --config "$BATS_TEST_TMPDIR/c.yaml" "$M"
+	[ "$stderr" = "rfp-fetch: $BATS_TEST_TMPDIR/c.yaml: endpoint \"reporter\" matches no record; the records' endpoints are \"nih\", \"127.0.0.1:$MOCK_PORT\"" ]
+}
+
+@test "operator: a run directory that cannot be made is one line and exit 2" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$M"
+	: >"$BATS_TEST_TMPDIR/file"
+	run -2 --separate-stderr pipeline.sh --run-dir "$BATS_TEST_TMPDIR/file/run" "$M"
+	[ "$stderr" = "rfpipe: mkdir $BATS_TEST_TMPDIR/file/run: Not a directory" ]
+}
+
+@test "operator: rfpipe --check prints per endpoint the documents and limits, exit 0, nothing made" {
+	mock_start "$FIX/mock/ok.yaml"
+	{ manifest /nih 2 nih; manifest /nsf 3 nsf; } >"$M"
+	printf 'endpoints:\n  nih: {rate: 1, concurrency: 2, transient: [400]}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -0 --separate-stderr pipeline.sh --check --run-dir "$RUN" \
+	    --config "$BATS_TEST_TMPDIR/c.yaml" "$M"
+	[ ! -e "$RUN" ]
+	[[ $output == *"manifest: 5 lines, 5 documents, 0 bad"* ]]
+	[[ $output == *"endpoint nih: 2 documents; concurrency 2, rate 1/s burst 0;"*"transient 400"* ]]
+	[[ $output == *"endpoint nsf: 3 documents; concurrency 8, rate adaptive;"*"(defaults)"* ]]
+	[[ $output == *"retries: max_attempts 5, budget 3x = 15"* ]]
+}
+
+@test "operator: rfpipe --check names each bad line and exits 2" {
+	mock_start "$FIX/mock/ok.yaml"
+	{ manifest /nih 2 nih; echo '{bad'; echo '{"id":"x"}'; } >"$M"
+	run -2 --separate-stderr pipeline.sh --check --run-dir "$RUN" "$M"
+	[ ! -e "$RUN" ]
+	[[ $stderr == *"rfp-fetch: line 3: malformed JSON"* ]]
+	[[ $stderr == *'rfp-fetch: line 4: missing field "url"'* ]]
+	[[ $output == *"manifest: 4 lines, 2 documents, 2 bad"* ]]
+}
+
+# Classification: one test per code.
+cls() {
+	run -0 rfp-classify "${@:2}" <<<"$1"
+}
+
+@test "operator: classify: 408 Request Timeout is transient http_408" {
+	cls '{"id":"a","status":408}'
+	check a '.class == "transient" and .reason == "http_408"'
+}
+
+@test "operator: classify: 425 Too Early is transient http_425" {
+	cls '{"id":"a","status":425}'
+	check a '.class == "transient" and .reason == "http_425"'
+}
+
+@test "operator: classify: 409 to a submission (sent with Idempotency-Key) is transient" {
+	cls '{"id":"a","method":"POST","status":409}'
+	check a '.class == "transient" and .reason == "http_409"'
+	cls '{"id":"b","status":409}'
+	check b '.class == "permanent" and .reason == "unknown_http_409"'
+}
+
+@test "operator: classify: dns and tls_handshake errors are transient, a bad certificate is not" {
+	cls '{"id":"a","status":null,"error":"dns"}'
+	check a '.class == "transient" and .reason == "dns"'
+	cls '{"id":"b","status":null,"error":"tls_handshake"}'
+	check b '.class == "transient"'
+	cls '{"id":"c","status":null,"error":"tls"}'
+	check c '.class == "permanent"'
+}
+
+@test "operator: classify: a config's transient and permanent lists apply per endpoint" {
+	cat >"$BATS_TEST_TMPDIR/c.yaml" <<-'EOF'
+	transient: ["520-524"]
+	endpoints:
+	  slow: {transient: [400], permanent: [503, 521]}
+	EOF
+	c=--config=$BATS_TEST_TMPDIR/c.yaml
+	# Without them, unknown is permanent.
+	cls '{"id":"z","endpoint":"other","status":522}'
+	check z '.class == "permanent" and .reason == "unknown_http_522"'
+	cls '{"id":"a","endpoint":"slow","status":400}' "$c"
+	check a '.class == "transient" and .reason == "http_400"'
+	cls '{"id":"b","endpoint":"other","status":400}' "$c"
+	check b '.class == "permanent"'
+	cls '{"id":"c","endpoint":"other","status":522}' "$c"
+	check c '.class == "transient" and .reason == "http_522"'
+	cls '{"id":"d","endpoint":"slow","status":521}' "$c"
+	check d '.class == "permanent" and .reason == "http_521"'
+	cls '{"id":"e","endpoint":"slow","status":503}' "$c"
+	check e '.class == "permanent" and .reason == "http_503"'
+}
+
+@test "operator: classify: --transient and --permanent win over the config" {
+	printf 'endpoints:\n  slow: {permanent: [503]}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	cls '{"id":"a","endpoint":"slow","status":503}' --config "$BATS_TEST_TMPDIR/c.yaml" --transient 503
+	check a '.class == "transient"'
+	cls '{"id":"b","endpoint":"x","status":404}' --permanent 500 --transient 404
+	check b '.class == "transient"'
+}
+
+@test "operator: classify: bad status lists are configuration errors, exit 2" {
+	run -2 --separate-stderr rfp-classify --transient 200 </dev/null
+	[[ $stderr == 'rfp-classify: option --transient: expected statuses such as "400,520-524" (100 to 599, not 2xx), got "200"'* ]]
+	run -2 --separate-stderr rfp-classify --transient 400 --permanent 400 </dev/null
+	[[ $stderr == *'a status also in --permanent'* ]]
+	printf 'endpoints:\n  a:\n    transient: [400]\n    permanent: [400]\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -2 --separate-stderr rfp-classify --config "$BATS_TEST_TMPDIR/c.yaml" </dev/null
+	[ "$stderr" = "rfp-classify: $BATS_TEST_TMPDIR/c.yaml:4: key \"permanent\": a status is in both transient and permanent" ]
+}
+
+@test "operator: rfpipe passes the config's status lists to rfp-classify: a 400 declared transient is retried" {
+	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF'
+	routes:
+	  - {match: "/slowdown/*", endpoint: sd, script: [400, 200]}
+	EOF
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /slowdown 2 sd >"$M"
+	printf 'endpoints:\n  sd: {transient: [400]}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -0 pipeline.sh -q --run-dir "$RUN" --seed 1 --config "$BATS_TEST_TMPDIR/c.yaml" "$M"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 2 ]
+}
+
+# The four stages by hand, the retry loop through a FIFO as rfpipe does.
+@test "operator: the four stages composed by hand, no --budget, get rfpipe's results on the same manifest" {
+	mock_start "$FIX/pipeline/statuses.yaml"
+	{ manifest /twice503 3 flaky; manifest /ok 5 ok; manifest /s404 1 nf; } >"$M"
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	R1=$BATS_TEST_TMPDIR/byhand
+	run -0 timeout 30 sh -c '
+	    rfp-fetch --run-dir "$1" --retry-fifo "$2" <"$3" |
+	    rfp-classify |
+	    rfp-backoff --run-dir "$1" --seed 1 |
+	    rfp-sink --run-dir "$1" --retry-fifo "$2"' sh "$R1" \
+	    "$BATS_TEST_TMPDIR/fifo" "$M"
+	run -3 timeout 30 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --seed 1 "$M"
+	for d in "$R1" "$RUN"; do
+		jq -r '.id' "$d/results.ndjson" | sort >"$d.ok"
+		jq -r '[.id, .dead_reason] | @tsv' "$d/dead.ndjson" | sort >"$d.dead"
+	done
+	[ "$(wc -l <"$R1.ok")" -eq 8 ]
+	cmp "$R1.ok" "$RUN.ok"
+	cmp "$R1.dead" "$RUN.dead"
+	[ "$(cat "$R1.dead")" = "$(printf 'nf-1\tpermanent')" ]
+}
+
+@test "operator: rfp-backoff without --admitted grows a multiple budget with the documents it sees" {
+	mkdir -p "$RUN"
+	run -0 rfp-backoff --run-dir "$RUN" --seed 1 <<-'EOF'
+	{"id":"a","attempt":1,"class":"transient","reason":"http_503"}
+	{"id":"b","attempt":1,"class":"ok","reason":"http_200"}
+	EOF
+	check a '.fate == "retry"'
+	jq -e '.total == 3 and .left == 2' "$RUN/state/budget.json"
+	run -0 rfp-backoff --run-dir "$RUN" --seed 1 <<-'EOF'
+	{"id":"c","attempt":1,"class":"ok","reason":"http_200"}
+	{"id":"d","attempt":1,"class":"ok","reason":"http_200"}
+	{"id":"a","attempt":2,"class":"transient","reason":"http_503"}
+	EOF
+	check a '.fate == "retry"'
+	jq -e '.total == 6 and .left == 4' "$RUN/state/budget.json"
+}
+
+# A portal that is down is not silent.
+@test "operator: a down endpoint is warned of at once, and its dead letters say unreachable" {
+	for i in 1 2 3; do
+		printf '{"id":"d%d","url":"http://127.0.0.1:9/x%d"}\n' "$i" "$i"
+	done >"$M"
+	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --seed 1 "$M"
+	[ "$(grep -c 'is not answering' <<<"$stderr")" -eq 1 ]
+	[[ $stderr == *'rfp-fetch: endpoint "127.0.0.1:9" is not answering: connect (Couldn'"'"'t connect to server)'* ]]
+	[ "$(jq -s 'map(select(.dead_detail | endswith("unreachable (connect)"))) | length' "$RUN/dead.ndjson")" -eq 3 ]
+	jq -e '.run.endpoints["127.0.0.1:9"].last_error == "unreachable"' "$RUN/summary.json"
+	# And the table says so.
+	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" --progress none --run-dir "$RUN.2" --seed 1 "$M"
+	grep -Eq '^  127\.0\.0\.1:9 +0 +3  unreachable$' <<<"$stderr"
+}
+
+@test "operator: off a terminal, progress prints a plain line every 30 logical seconds" {
+	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF2'
+	routes:
+	  - {match: "/slow/*", endpoint: slow, delay_ms: 100000}
+	EOF2
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /slow 2 slow >"$M"
+	# 200 logical seconds of answers: a few lines, not one per record.
+	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -j 1 --run-dir "$RUN" "$M" 2>/dev/null
+	n=$(grep -c '^rfp-sink: progress: ' <<<"$stderr")
+	[ "$n" -ge 2 ] && [ "$n" -le 20 ]
+}
+
+@test "operator: the breaker opening is warned of once, the moment it opens" {
+	mock_start "$FIX/pipeline/outage.yaml"
+	manifest /down 30 down >"$M"
+	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" \
+	    --seed 1 --config "$FIX/pipeline/breaker.yaml" --max-attempts 10 "$M"
+	openings=$(jq .openings "$RUN/state/breaker/down.json")
+	n=$(grep -c '^rfp-fetch: endpoint "down": the breaker is open; its documents wait [0-9]* s for a probe$' <<<"$stderr")
+	[ "$n" -ge 1 ] && [ "$n" -le "$openings" ]
+}
+
+@test "operator: a bad --state or --queue is named before the run directory is made" {
+	manifest /nih 1 nih >"$M"
+	mistake --state foo "$M"
+	[ "${stderr_lines[0]}" = 'rfpipe: option --state: expected a postgresql:// URL' ]
+	mistake --queue foo "$M"
+	[ "${stderr_lines[0]}" = 'rfpipe: option --queue: expected a postgresql:// URL' ]
+}
