@@ -94,7 +94,7 @@ check_manifest(int fd, const struct conf *c, const char *config,
 	char err[300], list[1024], when[32];
 	const char *k, *id;
 	char *line, *ep;
-	size_t len, i;
+	size_t len, i, unmatched;
 
 	while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF) {
 		if (rc == REC_ERR) {
@@ -139,14 +139,22 @@ check_manifest(int fd, const struct conf *c, const char *config,
 	json_object_foreach(eps, k, v)
 		show(c, k, (long)json_integer_value(v));
 	names(eps, list, sizeof(list));
-	for (i = 0; i < c->neps; i++) {
+	for (i = unmatched = 0; i < c->neps; i++) {
 		if (json_object_get(eps, c->eps[i].name) != NULL)
 			continue;
 		msg_warn("%s: endpoint \"%s\" matches no record; the records' "
 		    "endpoints are %s", config, c->eps[i].name, *list ? list :
 		    "(none)");
+		unmatched++;
 		problems++;
 	}
+	/*
+	 * One a night's manifest does not reach is a site's config that names
+	 * every portal; none reached is a config keyed by other names.
+	 */
+	if (unmatched > 0 && unmatched == c->neps && lines > bad)
+		msg_warn("%s: none of its endpoints matches a record: their "
+		    "limits would apply to nothing", config);
 	if (deadline > 0) {
 		clk_iso(deadline, when, sizeof(when));
 		/* "+0s" is meant; a time already past is a mistake. */

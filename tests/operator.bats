@@ -194,12 +194,26 @@ mistake() {
 	[[ $stderr == 'rfpipe: option --jobs: expected an integer from 1 to 4096, got "0"'* ]]
 }
 
-@test "operator: a config endpoint that matches no record is an error naming the records' endpoints" {
+@test "operator: a config endpoint that matches no record is named with the records' endpoints: an error to --check, a warning to a run" {
 	mock_start "$FIX/mock/ok.yaml"
 	{ manifest /nih 2 nih; manifest /nsf 1; } >"$M"
 	printf 'endpoints:\n  nih: {rate: 1}\n  reporter: {rate: 1}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	want="rfp-fetch: $BATS_TEST_TMPDIR/c.yaml: endpoint \"reporter\" matches no record; the records' endpoints are \"nih\", \"127.0.0.1:$MOCK_PORT\""
+	run -2 --separate-stderr pipeline.sh --check --config "$BATS_TEST_TMPDIR/c.yaml" "$M"
+	[ "$stderr" = "$want" ]
+	# Tonight's manifest need not reach every portal the site's config names.
+	run -0 --separate-stderr pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$M"
+	[ "$stderr" = "$want" ]
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 3 ]
+}
+
+@test "operator: a config none of whose endpoints any record has stops the run, nothing made" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 2 >"$M"
+	printf 'endpoints:\n  nih: {rate: 1}\n' >"$BATS_TEST_TMPDIR/c.yaml"
 	mistake --config "$BATS_TEST_TMPDIR/c.yaml" "$M"
-	[ "$stderr" = "rfp-fetch: $BATS_TEST_TMPDIR/c.yaml: endpoint \"reporter\" matches no record; the records' endpoints are \"nih\", \"127.0.0.1:$MOCK_PORT\"" ]
+	[[ $stderr == *"endpoint \"nih\" matches no record; the records' endpoints are \"127.0.0.1:$MOCK_PORT\""* ]]
+	[[ $stderr == *"none of its endpoints matches a record"* ]]
 }
 
 @test "operator: a run directory that cannot be made is one line and exit 2" {

@@ -112,9 +112,9 @@ through() {
 
 @test "parse: exit 0, 1 and 75 are parsed, failed and tempfail; classified ok, permanent and transient" {
 	conf "endpoints:
-  a: {parse: {command: [$P/bin/ok]}}
-  b: {parse: {command: [$P/bin/fail]}}
-  c: {parse: {command: [$P/bin/later]}}"
+  a: {parse: {command: [$P/parsers/ok]}}
+  b: {parse: {command: [$P/parsers/fail]}}
+  c: {parse: {command: [$P/parsers/later]}}"
 	echo 'notice text' >"$BATS_TEST_TMPDIR/body"
 	{
 		fetched a1 "$BATS_TEST_TMPDIR/body" '"endpoint":"a"'
@@ -134,7 +134,7 @@ through() {
 }
 
 @test "parse: a parser past its timeout is killed with all it started, and is transient parse_timeout" {
-	conf "parse: {command: [$P/bin/slow], timeout: 5s}"
+	conf "parse: {command: [$P/parsers/slow], timeout: 5s}"
 	fetched s1 "$P/nih-good.json" >"$BATS_TEST_TMPDIR/in"
 	parse_run
 	assert_success
@@ -146,7 +146,7 @@ through() {
 }
 
 @test "parse: a parser whose output passes output_max is killed, too_large, dead parse_failed" {
-	conf "parse: {command: [$P/bin/flood], output_max: 100000}"
+	conf "parse: {command: [$P/parsers/flood], output_max: 100000}"
 	fetched f1 "$P/nih-good.json" >"$BATS_TEST_TMPDIR/in"
 	parse_run
 	assert_success
@@ -158,7 +158,7 @@ through() {
 }
 
 @test "parse: output of exactly output_max bytes is kept, one byte more is too_large" {
-	conf "parse: {command: [$P/bin/ok], output_max: 100}"
+	conf "parse: {command: [$P/parsers/ok], output_max: 100}"
 	head -c 100 /dev/zero | tr '\0' a >"$BATS_TEST_TMPDIR/b100"
 	head -c 101 /dev/zero | tr '\0' a >"$BATS_TEST_TMPDIR/b101"
 	{
@@ -172,7 +172,7 @@ through() {
 }
 
 @test "parse: what a parser leaves running when it exits is ended, and its parse kept" {
-	conf "parse: {command: [$P/bin/leave], timeout: 1000s}"
+	conf "parse: {command: [$P/parsers/leave], timeout: 1000s}"
 	fetched l1 "$P/nih-good.json" >"$BATS_TEST_TMPDIR/in"
 	parse_run
 	assert_success
@@ -183,7 +183,7 @@ through() {
 
 @test "parse: a child that left the parser's group and holds its output is not waited for past the timeout" {
 	command -v setsid >/dev/null || skip "setsid is not installed"
-	conf "parse: {command: [$P/bin/escape], timeout: 10s}"
+	conf "parse: {command: [$P/parsers/escape], timeout: 10s}"
 	fetched x1 "$P/nih-good.json" >"$BATS_TEST_TMPDIR/in"
 	parse_run
 	assert_success
@@ -192,7 +192,7 @@ through() {
 }
 
 @test "parse: a parser killed by a signal is permanent, the signal named" {
-	conf "parse: {command: [$P/bin/segv]}"
+	conf "parse: {command: [$P/parsers/segv]}"
 	fetched k1 "$P/nih-good.json" >"$BATS_TEST_TMPDIR/in"
 	parse_run
 	assert_success
@@ -202,7 +202,7 @@ through() {
 }
 
 @test "parse: the command gets its configured words only, and the body on stdin, whatever the record holds" {
-	conf "parse: {command: [$P/bin/argv, --strict, '\$(touch pwned)']}"
+	conf "parse: {command: [$P/parsers/argv, --strict, '\$(touch pwned)']}"
 	printf '%s\n' '$(touch pwned); rm -rf "$HOME" `touch pwned2`' >"$BATS_TEST_TMPDIR/body"
 	fetched inj-1 "$BATS_TEST_TMPDIR/body" '"url":"http://127.0.0.1:9/$(touch pwned);rm -rf x","note":"`touch pwned3`; $(touch pwned4)","endpoint":"$(touch pwned5)"' >"$BATS_TEST_TMPDIR/in"
 	cd "$BATS_TEST_TMPDIR"
@@ -215,7 +215,7 @@ through() {
 }
 
 @test "parse: an id that is no safe file name, or a body_path not docs/ID, is dead bad_input naming line and field" {
-	conf "parse: {command: [$P/bin/ok]}"
+	conf "parse: {command: [$P/parsers/ok]}"
 	echo body >"$BATS_TEST_TMPDIR/body"
 	{
 		fetched good "$BATS_TEST_TMPDIR/body"
@@ -241,7 +241,7 @@ through() {
 
 @test "parse: failures, bodiless records, other endpoints and fated records pass through byte for byte" {
 	conf "endpoints:
-  doc: {parse: {command: [$P/bin/count]}}"
+  doc: {parse: {command: [$P/parsers/count]}}"
 	echo body >"$RUN/docs/x"
 	cat >"$BATS_TEST_TMPDIR/in" <<-'EOF'
 	{"id":"s503","status":503,"error":null,"body_path":"docs/x","endpoint":"doc","z":[1, 2]}
@@ -260,8 +260,8 @@ through() {
 
 @test "parse: a re-run over its own output parses only what was not parsed; --reparse parses all again" {
 	conf "endpoints:
-  doc: {parse: {command: [$P/bin/count]}}
-  busy: {parse: {command: [$P/bin/later]}}"
+  doc: {parse: {command: [$P/parsers/count]}}
+  busy: {parse: {command: [$P/parsers/later]}}"
 	echo body >"$BATS_TEST_TMPDIR/body"
 	{
 		fetched r1 "$BATS_TEST_TMPDIR/body"
@@ -274,7 +274,7 @@ through() {
 	check r3 '.parse_error == "tempfail"'
 	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/in"
 	# r3's parser works now; r2's parsed file was changed since.
-	conf "parse: {command: [$P/bin/count]}"
+	conf "parse: {command: [$P/parsers/count]}"
 	echo changed >>"$RUN/docs/r2.parsed"
 	: >"$PARSE_COUNT"
 	parse_run
@@ -295,7 +295,7 @@ through() {
 }
 
 @test "parse: done records (results.ndjson) are parsed by a new parser, and keep their fate" {
-	conf "parse: {command: [$P/bin/fail]}"
+	conf "parse: {command: [$P/parsers/fail]}"
 	echo body >"$BATS_TEST_TMPDIR/body"
 	fetched d1 "$BATS_TEST_TMPDIR/body" '"class":"ok","reason":"http_200","fate":"done"' >"$BATS_TEST_TMPDIR/in"
 	parse_run
@@ -304,7 +304,7 @@ through() {
 }
 
 @test "parse: parsers run at most the endpoint's concurrency at once" {
-	conf "parse: {command: [$P/bin/slow], timeout: 100s, concurrency: 2}"
+	conf "parse: {command: [$P/parsers/slow], timeout: 100s, concurrency: 2}"
 	for i in 1 2 3 4 5; do fetched "c$i" "$P/nih-good.json"; done >"$BATS_TEST_TMPDIR/in"
 	timeout 30 rfp-parse --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" \
 	    <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" &
@@ -322,7 +322,7 @@ through() {
 }
 
 @test "parse: rfp-parse ended by SIGTERM leaves no parser running" {
-	conf "parse: {command: [$P/bin/slow], timeout: 10000s}"
+	conf "parse: {command: [$P/parsers/slow], timeout: 10000s}"
 	fetched t1 "$P/nih-good.json" >"$BATS_TEST_TMPDIR/in"
 	rfp-parse --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" \
 	    <"$BATS_TEST_TMPDIR/in" >/dev/null 2>&1 &
@@ -361,7 +361,7 @@ endpoints:
 	run -2 --separate-stderr rfp-parse </dev/null
 	[ "${stderr_lines[0]}" = 'rfp-parse: option --run-dir: needed to find the bodies' ]
 	run -2 --separate-stderr rfp-parse -j 0 --run-dir "$RUN" </dev/null
-	conf "parse: {command: [$P/bin/ok]}"
+	conf "parse: {command: [$P/parsers/ok]}"
 	echo body >"$BATS_TEST_TMPDIR/body"
 	fetched w1 "$BATS_TEST_TMPDIR/body" >"$BATS_TEST_TMPDIR/in"
 	run -1 sh -c 'rfp-parse --run-dir "$1" --config "$2" <"$3" >/dev/full' sh \
@@ -399,7 +399,7 @@ endpoints:
 @test "rfpipe: a parser's exit 75 is retried through the loop, fetched and parsed again" {
 	mock_start "$P/portal.yaml"
 	printf '{"id":"t1","url":"%s/doc/t1","endpoint":"doc"}\n' "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
-	conf "parse: {command: [$P/bin/once-later]}"
+	conf "parse: {command: [$P/parsers/once-later]}"
 	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" \
 	    --config "$BATS_TEST_TMPDIR/c.yaml" --seed 1 "$BATS_TEST_TMPDIR/m"
 	jq -se 'length == 1 and .[0].attempt == 2 and .[0].parsed == "docs/t1.parsed" and (.[0] | has("parse_error") | not)' "$RUN/results.ndjson"
@@ -410,7 +410,7 @@ endpoints:
 @test "rfpipe: a retry's next attempt carries nothing of the last one's parse" {
 	mock_start "$P/portal.yaml"
 	printf '{"id":"g1","url":"%s/gone/g1","endpoint":"doc"}\n' "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
-	conf "parse: {command: [$P/bin/later]}"
+	conf "parse: {command: [$P/parsers/later]}"
 	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" \
 	    --config "$BATS_TEST_TMPDIR/c.yaml" --seed 1 "$BATS_TEST_TMPDIR/m"
 	jq -se 'length == 1 and .[0].attempt == 2 and .[0].status == 404 and .[0].dead_reason == "permanent" and
@@ -421,7 +421,7 @@ endpoints:
 	mock_start "$P/portal.yaml"
 	printf '{"id":"t2","url":"%s/doc/t2","endpoint":"doc"}\n' "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
 	conf "max_attempts: 3
-parse: {command: [$P/bin/later]}"
+parse: {command: [$P/parsers/later]}"
 	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" \
 	    --config "$BATS_TEST_TMPDIR/c.yaml" --seed 1 "$BATS_TEST_TMPDIR/m"
 	jq -se '.[0].dead_reason == "exhausted" and .[0].reason == "parse_tempfail" and .[0].attempt == 3' "$RUN/dead.ndjson"
