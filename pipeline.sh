@@ -162,13 +162,14 @@ if [ -n "$deadline" ]; then
 fi
 
 umask 077
-mkdir -p "$run_dir/state" "$run_dir/docs" "$run_dir/logs" ||
-	die 1 "mkdir $run_dir: failed"
+# Made, or accepted only when ours and writable by no one else (rfpipe(7)):
+# the stages' own rule, before anything is written there.
+rfp-backoff --run-dir="$run_dir" </dev/null >/dev/null || exit 1
 fifo=$run_dir/state/retry.$$.fifo
 report=$run_dir/state/fetch.$$.json
 status=$run_dir/state/status.$$
 rm -f "$fifo" "$report"
-: >"$status" || die 1 "write $status: failed"
+true >"$status" || die 1 "write $status: failed"
 mkfifo -m 600 "$fifo" || die 1 "mkfifo $fifo: failed"
 # rfp-fetch holds the FIFO's read end and rfp-sink its write end, and no one
 # else: when rfp-sink ends, however it ends, rfp-fetch sees EOF and stops.

@@ -357,8 +357,9 @@ main(int argc, char *argv[])
 	state = opt_state_pick(state, &opts.conf, config);
 	if (state != NULL && store_init(state, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
-	if (opts.run_dir != NULL && state_mkdirs(opts.run_dir) == -1)
-		msg_diesys(1, "mkdir %s", opts.run_dir);
+	if (opts.run_dir != NULL && state_mkdirs(opts.run_dir, err,
+	    sizeof(err)) == -1)
+		msg_die(1, "%s", err);
 	if (rec_loop_with(PROG, STDIN_FILENO, STDOUT_FILENO, &hooks, decide,
 	    NULL) == -1)
 		msg_die(1, "stopped: output is incomplete");

@@ -1159,7 +1159,7 @@ load_done(void)
 	S.done = json_object();
 	for (i = 0; i < (S.retry_dead ? 1 : 2); i++) {
 		path = xasprintf("%s/%s", fo.run_dir, files[i]);
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
 			if (errno != ENOENT)
 				msg_diesys(1, "open %s", path);
 			free(path);
@@ -1200,8 +1200,7 @@ write_report(void)
 	r = json_pack("{s:I,s:I,s:I}", "admitted", (json_int_t)S.admitted,
 	    "skipped", (json_int_t)S.skipped, "pid", (json_int_t)getpid());
 	tmp = xasprintf("%s.tmp", S.report);
-	if (json_dump_file(r, tmp, JSON_COMPACT) == -1 ||
-	    rename(tmp, S.report) == -1)
+	if (state_dump(r, S.report, tmp, JSON_COMPACT) == -1)
 		msg_diesys(1, "write %s", S.report);
 	free(tmp);
 	json_decref(r);
@@ -1500,15 +1499,15 @@ main(int argc, char *argv[])
 		    "request");
 	umask(077);
 	if (fo.run_dir != NULL) {
-		if (state_mkdirs(fo.run_dir) == -1)
-			msg_diesys(1, "mkdir %s", fo.run_dir);
+		if (state_mkdirs(fo.run_dir, err, sizeof(err)) == -1)
+			msg_die(1, "%s", err);
 		for (i = 0; i < 3; i++) {
 			static const char *sub[] = { "slots", "rate",
 			    "breaker" };
 
 			path = xasprintf("%s/state/%s", fo.run_dir, sub[i]);
-			if (mkdir(path, 0700) == -1 && errno != EEXIST)
-				msg_diesys(1, "mkdir %s", path);
+			if (state_mkdir(path, err, sizeof(err)) == -1)
+				msg_die(1, "%s", err);
 			free(path);
 		}
 		/*
@@ -1517,14 +1516,14 @@ main(int argc, char *argv[])
 		 * directory sees one entry made per document, not three.
 		 */
 		path = xasprintf("%s/docs/.part", fo.run_dir);
-		if (mkdir(path, 0700) == -1 && errno != EEXIST)
-			msg_diesys(1, "mkdir %s", path);
+		if (state_mkdir(path, err, sizeof(err)) == -1)
+			msg_die(1, "%s", err);
 		if ((fo.part_fd = open(path, O_RDONLY | O_DIRECTORY |
 		    O_NOFOLLOW | O_CLOEXEC)) == -1)
 			msg_diesys(1, "open %s", path);
 		path[strlen(path) - 6] = '\0';
 		if ((fo.docs_fd = open(path, O_RDONLY | O_DIRECTORY |
-		    O_CLOEXEC)) == -1)
+		    O_NOFOLLOW | O_CLOEXEC)) == -1)
 			msg_diesys(1, "open %s", path);
 		free(path);
 	}

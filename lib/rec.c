@@ -372,6 +372,10 @@ rec_write_all(int fd, const char *s, size_t len)
 				continue;
 			return -1;
 		}
+		if (n == 0) {
+			errno = EIO;	/* no progress: never spin */
+			return -1;
+		}
 		off += (size_t)n;
 	}
 	return 0;

@@ -124,7 +124,7 @@ recount(json_t *t, const char *path)
 	json_t *rec;
 	int fd, rc;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if ((fd = state_open(path, O_RDONLY, 0)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	r = rec_reader_new(fd, 0);
 	s = xmalloc(sizeof(*s));
@@ -305,8 +305,7 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 		json_object_set_new(out, "reconciled", json_null());
 	path = xasprintf("%s/summary.json", rundir);
 	tmp = xasprintf("%s/summary.json.%ld", rundir, (long)getpid());
-	if (json_dump_file(out, tmp, JSON_INDENT(2)) == -1 ||
-	    rename(tmp, path) == -1) {
+	if (state_dump(out, path, tmp, JSON_INDENT(2)) == -1) {
 		msg_warnsys("write %s", path);
 		rc = -1;
 	}
