@@ -151,7 +151,7 @@ transient(json_t *rec, long lineno)
 	}
 	if (json_is_number(json_object_get(rec, "retry_after_s")))
 		ra = rec_num(rec, "retry_after_s", -1);
-	if (ra > c->max_retry_after) {
+	if (conf_wait_past(ra, c->max_retry_after)) {
 		if (opts.deadline > 0 && now + clk_real(ra) > opts.deadline)
 			dead(rec, "deadline_cut", "Retry-After %.0f s lands "
 			    "past the deadline", ra);

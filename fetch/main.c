@@ -148,10 +148,24 @@ on_signal(int sig)
 static void
 emit(json_t *rec)
 {
+	size_t at = S.outlen;
+
 	if (S.outlen == 0)
 		S.out_at = clk_mono();
 	if (rec_dump_to(rec, &S.out, &S.outlen, &S.outcap) == -1)
 		msg_die(1, "a record nested too deep to write");
+	/*
+	 * A ledger reply that would take the record past its share of
+	 * REC_ADDED_MAX is not passed on (the ledger keeps it): a record
+	 * later stages cannot read would lose its id.
+	 */
+	if (S.outlen - at > REC_LINE_MAX + REC_ADDED_MAX / 2 &&
+	    json_object_get(rec, "reply") != NULL) {
+		S.outlen = at;
+		json_object_set_new(rec, "reply", json_null());
+		if (rec_dump_to(rec, &S.out, &S.outlen, &S.outcap) == -1)
+			msg_die(1, "a record nested too deep to write");
+	}
 	S.outstanding++;
 }
 
@@ -407,15 +421,57 @@ enqueue(json_t *rec, long lineno)
 	schedule(j);
 }
 
+/*
+ * Whether rec, written as it will be (numbers as jansson writes them, with
+ * its endpoint), fits REC_LINE_MAX, so that it leaves whole whatever the
+ * stages add (lib/rec.h).  0, or -1 with err set.
+ */
+static int
+admit_size(const json_t *rec, size_t len, char *err, size_t errlen)
+{
+	char *ep, *s;
+	size_t n;
+
+	/* A number takes at most 25 bytes written, at least 3 read. */
+	if (len <= REC_LINE_MAX / 9)
+		return 0;
+	ep = json_object_get(rec, "endpoint") ? NULL : doc_endpoint(rec);
+	n = (s = json_dumps(rec, JSON_COMPACT)) ? strlen(s) : 0;
+	n += ep ? strlen(ep) + sizeof(",\"endpoint\":\"\"") : 0;
+	free(s);
+	free(ep);
+	if (n <= REC_LINE_MAX)
+		return 0;
+	snprintf(err, errlen, "record \"%.200s\" is %zu bytes as written, "
+	    "over %d", rec_str(rec, "id") ? rec_str(rec, "id") : "", n,
+	    REC_LINE_MAX);
+	return -1;
+}
+
+/* A not_before within the one bound on waits (conf_wait_past); 0 or -1. */
+static int
+admit_wait(const json_t *rec, char *err, size_t errlen)
+{
+	json_t *nb = json_object_get(rec, "not_before");
+
+	if (nb == NULL || (json_is_number(nb) && !conf_wait_past(
+	    json_number_value(nb) - clk_now(),
+	    clk_real(fo.conf.max_retry_after))))
+		return 0;
+	snprintf(err, errlen, "field \"not_before\": not a time within "
+	    "max_retry_after (%.0f s) of now", fo.conf.max_retry_after);
+	return -1;
+}
+
 /* Admit one manifest line. */
 static void
-admit(char *line, size_t len, long lineno, enum rec_rc rc)
+admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 {
 	char err[300];
 	const char *fate, *id;
-	json_t *rec;
+	json_t *rec, *big;
 
-	if (rc == REC_TOOLONG) {
+	if (rrc == REC_TOOLONG) {
 		msg_line(lineno, "line longer than %d bytes", REC_LINE_MAX);
 		rec = rec_bad_input(PROG, lineno, "line too long", line, len);
 		emit(rec);
@@ -438,6 +494,26 @@ admit(char *line, size_t len, long lineno, enum rec_rc rc)
 		json_object_del(rec, "line");
 		json_object_del(rec, "stage");
 	}
+	id = rec_str(rec, "id");
+	if (admit_size(rec, len, err, sizeof(err)) == -1) {
+		/* Too long to pass on whole: its id and its start. */
+		if (id != NULL && S.done != NULL &&
+		    json_object_get(S.done, id) != NULL) {
+			S.skipped++;
+			json_decref(rec);
+			return;
+		}
+		msg_line(lineno, "%s", err);
+		big = rec;
+		rec = rec_bad_input(PROG, lineno, err, line, len);
+		if (json_is_string(json_object_get(big, "id")))
+			json_object_set(rec, "id", json_object_get(big, "id"));
+		json_decref(big);
+		emit(rec);
+		json_decref(rec);
+		S.admitted++;
+		return;
+	}
 	if (doc_check(rec, err, sizeof(err)) == -1) {
 		msg_line(lineno, "%s", err);
 		kill_now(rec, lineno, "bad_input", err);
@@ -445,13 +521,18 @@ admit(char *line, size_t len, long lineno, enum rec_rc rc)
 		S.admitted++;
 		return;
 	}
-	id = rec_str(rec, "id");
 	if (S.done != NULL && json_object_get(S.done, id) != NULL) {
 		S.skipped++;
 		json_decref(rec);
 		return;
 	}
 	S.admitted++;
+	if (admit_wait(rec, err, sizeof(err)) == -1) {
+		msg_line(lineno, "%s", err);
+		kill_now(rec, lineno, "bad_input", err);
+		json_decref(rec);
+		return;
+	}
 	if (json_object_get(S.seen, id) != NULL) {
 		snprintf(err, sizeof(err), "field \"id\": duplicate id \"%s\" "
 		    "(first on line %ld)", id, (long)json_integer_value(
@@ -1165,7 +1246,7 @@ load_done(void)
 			free(path);
 			continue;
 		}
-		r = rec_reader_new(fd, 0);
+		r = rec_reader_new(fd, REC_STREAM_MAX);
 		while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF &&
 		    rc != REC_ERR) {
 			if (rc != REC_LINE)
@@ -1551,7 +1632,7 @@ main(int argc, char *argv[])
 		if ((S.fd_fifo = open(S.fifo, O_RDONLY | O_NONBLOCK |
 		    O_CLOEXEC)) == -1)
 			msg_diesys(1, "open %s", S.fifo);
-		S.back = rec_reader_new(S.fd_fifo, 0);
+		S.back = rec_reader_new(S.fd_fifo, REC_STREAM_MAX);
 	}
 	run();
 	feedback_flush(1);

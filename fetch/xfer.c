@@ -364,6 +364,8 @@ xfer_start(struct job *job, char *err, size_t errlen)
 static const char *
 error_of(CURLcode cc, const struct xfer *x)
 {
+	long st = 0;
+
 	switch (cc) {
 	case CURLE_OK:
 		return NULL;
@@ -383,7 +385,9 @@ error_of(CURLcode cc, const struct xfer *x)
 	case CURLE_WRITE_ERROR:
 		return x->too_large ? "too_large" : "write";
 	case CURLE_UNSUPPORTED_PROTOCOL:
-		return "scheme";
+		/* With no status read, the reply itself was not HTTP. */
+		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &st);
+		return st > 0 ? "scheme" : "protocol";
 	case CURLE_TOO_MANY_REDIRECTS:
 		return "redirects";
 	case CURLE_PEER_FAILED_VERIFICATION:
@@ -416,8 +420,8 @@ check(const json_t *expect, const struct xfer *x)
 		return NULL;
 	if (ct != NULL && (x->ctype == NULL || strncasecmp(x->ctype, ct,
 	    strlen(ct)) != 0))
-		return xasprintf("content_type: expected \"%s\", got \"%.60s\"",
-		    ct, x->ctype ? x->ctype : "");
+		return xasprintf("content_type: expected \"%.60s\", got "
+		    "\"%.60s\"", ct, x->ctype ? x->ctype : "");
 	if (min >= 0 && x->bytes < min)
 		return xasprintf("min_bytes: expected at least %ld, got %ld",
 		    min, x->bytes);

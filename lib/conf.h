@@ -44,6 +44,8 @@ struct conf {
 	char	*deadline;	/* as written; parsed by lib/deadline */
 	char	*ca_file;
 	char	*state;		/* a postgresql:// URL; NULL: the run dir */
+	char	*body_root;	/* body_file must be under it; NULL: the
+				   manifest's directory */
 	struct conf_ep	defaults;	/* endpoint settings for unlisted ones */
 	struct conf_ep	*eps;
 	size_t	neps;
@@ -59,6 +61,13 @@ const struct conf_ep *conf_endpoint(const struct conf *c, const char *name);
 int	conf_budget(struct conf *c, const char *s);
 /* The budget for admitted documents. */
 long	conf_budget_total(const struct conf *c, long admitted);
+/*
+ * The one rule that bounds every wait asked from outside: a Retry-After,
+ * a RateLimit reset, a record's not_before.  1 when wait is past bound
+ * (max_retry_after, in the caller's unit; NaN and infinity are past it),
+ * 0 when it may be waited.  A wait past it is a quota, never a hold.
+ */
+int	conf_wait_past(double wait, double bound);
 /* Free what conf_load allocated. */
 void	conf_free(struct conf *c);
 

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "lib/clk.h"
+#include "lib/conf.h"
 #include "lib/pace.h"
 #include "lib/store.h"
 
@@ -311,8 +312,14 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->rl_reset = e->now + clk_real(rl->reset_s);
 	else if (rl->remaining > 0)
 		p->rl_reset = 0;	/* no window: the count is a hint */
-	if (p->rl_left == 0 && p->rl_reset > e->now && c->deadline > 0 &&
-	    p->rl_reset >= c->deadline)
+	/*
+	 * A reset past the deadline, or further off than a Retry-After may
+	 * be (conf_wait_past), is a quota: the held work leaves saying when
+	 * to come back, rather than the endpoint freezing.
+	 */
+	if (p->rl_left == 0 && p->rl_reset > e->now && ((c->deadline > 0 &&
+	    p->rl_reset >= c->deadline) || (c->quota_after > 0 &&
+	    conf_wait_past(p->rl_reset - e->now, c->quota_after))))
 		p->quota_until = fmax(p->quota_until, p->rl_reset);
 }
 
@@ -424,7 +431,7 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		return;
 	}
 	if (e->retry_after > 0 && c->quota_after > 0 &&
-	    e->retry_after > c->quota_after) {
+	    conf_wait_past(e->retry_after, c->quota_after)) {
 		p->quota_until = fmax(p->quota_until, e->now + e->retry_after);
 		return;
 	}

@@ -604,7 +604,7 @@ rec_loop_with(const char *stage, int fd_in, int fd_out,
     const struct rec_hooks *h, rec_fn *fn, void *arg)
 {
 	rec_line_fn *fast = h != NULL ? h->line : NULL;
-	struct rec_reader *r = rec_reader_new(fd_in, 0);
+	struct rec_reader *r = rec_reader_new(fd_in, REC_STREAM_MAX);
 	struct rec_out *o = rec_out_new(fd_out);
 	char *line, err[256];
 	size_t len;
@@ -627,7 +627,7 @@ rec_loop_with(const char *stage, int fd_in, int fd_out,
 			goto out;
 		case REC_TOOLONG:
 			msg_line(lineno, "line longer than %d bytes",
-			    REC_LINE_MAX);
+			    REC_STREAM_MAX);
 			rec = rec_bad_input(stage, lineno, "line too long",
 			    line, len);
 			break;

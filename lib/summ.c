@@ -126,7 +126,7 @@ recount(json_t *t, const char *path)
 
 	if ((fd = state_open(path, O_RDONLY, 0)) == -1)
 		return errno == ENOENT ? 0 : -1;
-	r = rec_reader_new(fd, 0);
+	r = rec_reader_new(fd, REC_STREAM_MAX);
 	s = xmalloc(sizeof(*s));
 	while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF) {
 		if (rc == REC_ERR)
