@@ -1670,6 +1670,7 @@ main(int argc, char *argv[])
 	free(S.wait);
 	curl_multi_cleanup(S.multi);
 	xfer_pool_free();
+	bodies_close_root();
 	curl_global_cleanup();
 	state_close_all();
 	conf_free(&fo.conf);

@@ -227,7 +227,7 @@ headers(struct xfer *x, const json_t *rec, long attempt, char *err,
 		free(line);
 		free(key);
 	}
-	if (!ctype && x->body != NULL &&
+	if (!ctype && (x->body != NULL || x->body_fd != -1) &&
 	    !json_is_string(json_object_get(rec, "body")))
 		x->hdrs = curl_slist_append(x->hdrs,
 		    "Content-Type: application/json");
@@ -240,8 +240,7 @@ load_body(struct xfer *x, const json_t *rec, char *err, size_t errlen)
 {
 	json_t *b = json_object_get(rec, "body");
 	const char *bf = rec_str(rec, "body_file");
-	struct stat st;
-	FILE *f;
+	long size;
 
 	if (json_is_string(b)) {
 		x->body_len = json_string_length(b);
@@ -251,27 +250,38 @@ load_body(struct xfer *x, const json_t *rec, char *err, size_t errlen)
 		x->body = json_dumps(b, JSON_COMPACT);
 		x->body_len = strlen(x->body);
 	} else if (bf != NULL) {
-		if ((f = fopen(bf, "rb")) == NULL || fstat(fileno(f), &st) ==
-		    -1 || !S_ISREG(st.st_mode) || st.st_size > fo.conf.max_body) {
-			snprintf(err, errlen, "field \"body_file\": cannot "
-			    "read \"%.200s\": %s", bf,
-			    f == NULL ? strerror(errno) : "not a regular file "
-			    "within max_body");
-			if (f != NULL)
-				fclose(f);
+		/* Streamed by on_read, never held (fetch/bodies.c). */
+		if ((x->body_fd = bodies_open(bf, fo.conf.max_body, &size, err,
+		    errlen)) == -1)
 			return -1;
-		}
-		x->body_len = (size_t)st.st_size;
-		x->body = xmalloc(x->body_len + 1);
-		if (fread(x->body, 1, x->body_len, f) != x->body_len) {
-			snprintf(err, errlen, "field \"body_file\": short "
-			    "read of \"%.200s\"", bf);
-			fclose(f);
-			return -1;
-		}
-		fclose(f);
+		x->body_len = (size_t)size;
 	}
 	return 0;
+}
+
+static size_t
+on_read(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	ssize_t n;
+
+	while ((n = pread(x->body_fd, p, size * nmemb, x->body_off)) == -1)
+		if (errno != EINTR)
+			return CURL_READFUNC_ABORT;
+	x->body_off += n;
+	return (size_t)n;
+}
+
+/* libcurl rewinds a body it must send again (a redirect, say). */
+static int
+on_seek(void *arg, curl_off_t off, int origin)
+{
+	struct xfer *x = arg;
+
+	if (origin != SEEK_SET)
+		return CURL_SEEKFUNC_CANTSEEK;
+	x->body_off = (long)off;
+	return CURL_SEEKFUNC_OK;
 }
 
 struct xfer *
@@ -289,6 +299,7 @@ xfer_start(struct job *job, char *err, size_t errlen)
 	x->job = job;
 	x->slot = -1;
 	x->fd = -1;
+	x->body_fd = -1;
 	hdr_ratelimit_init(&x->rl);
 	if (load_body(x, rec, err, errlen) == -1 ||
 	    headers(x, rec, attempt, err, errlen) == -1) {
@@ -353,6 +364,14 @@ xfer_start(struct job *job, char *err, size_t errlen)
 	}
 	if (x->body != NULL) {
 		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, x->body);
+		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)x->body_len);
+	} else if (x->body_fd != -1) {
+		curl_easy_setopt(x->easy, CURLOPT_POST, 1L);
+		curl_easy_setopt(x->easy, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(x->easy, CURLOPT_READDATA, x);
+		curl_easy_setopt(x->easy, CURLOPT_SEEKFUNCTION, on_seek);
+		curl_easy_setopt(x->easy, CURLOPT_SEEKDATA, x);
 		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
 		    (curl_off_t)x->body_len);
 	}
@@ -556,6 +575,8 @@ xfer_free(struct xfer *x)
 	curl_slist_free_all(x->hdrs);
 	if (x->fd != -1)
 		close(x->fd);
+	if (x->body_fd != -1)
+		close(x->body_fd);
 	if (x->part != NULL && !x->renamed)
 		unlink(x->part);
 	free(x->part);
