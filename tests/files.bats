@@ -1,0 +1,200 @@
+#!/usr/bin/env bats
+# Issue #24, what rfpipe reads and writes on disk and how long it waits:
+# the run directory is ours or refused, its files are never written
+# through a planted link, body_file stays under its root and is streamed,
+# a record admitted is never refused later for its size, every wait is
+# bounded by max_retry_after, and short or failed writes are loud.
+
+load test_helper
+
+setup() {
+	RD=$BATS_TEST_TMPDIR/run
+	M=$BATS_TEST_TMPDIR/m
+}
+
+teardown() {
+	mock_stop
+}
+
+# as_other CMD...: run CMD as the unprivileged user nobody when root (a
+# mode means nothing to root), as is otherwise.
+as_other() {
+	if [ "$(id -u)" -eq 0 ]; then
+		runuser -u nobody -- env PATH="$PATH" RFPIPE_TIME_SCALE="$RFPIPE_TIME_SCALE" "$@"
+	else
+		"$@"
+	fi
+}
+
+@test "files: a line just under 1 MiB is filed done with its id, once, across a resume (#24)" {
+	mock_start "$FIX/mock/ok.yaml"
+	{
+		manifest /nih 1
+		printf '{"id":"big","url":"%s/nih/big","pad":"' "$MOCK_URL"
+		head -c 1048000 /dev/zero | tr '\0' a
+		printf '"}\n'
+	} >"$M"
+	run timeout 60 rfpipe --run-dir "$RD" -q "$M"
+	assert_success
+	[ "$(jq -s '[.[] | select(.id == "big")] | length' "$RD/results.ndjson")" -eq 1 ]
+	[ ! -s "$RD/dead.ndjson" ]
+	run timeout 60 rfpipe --run-dir "$RD" -q "$M"
+	assert_success
+	[ "$(jq -s 'length' "$RD/results.ndjson")" -eq 2 ]
+	[ ! -s "$RD/dead.ndjson" ]
+}
+
+@test "files: fetch: a record over 1 MiB as written is dead bad_input with its id, not sent (#24)" {
+	mock_start "$FIX/mock/ok.yaml"
+	{
+		# 1e15 is written 1000000000000000.0: 300 kB read, 1.1 MB written.
+		printf '{"id":"wide","url":"%s/nih/wide","n":[' "$MOCK_URL"
+		yes 1e15, | head -n 60000 | tr -d '\n'
+		printf '1]}\n'
+		manifest /nih 1
+	} >"$M"
+	run --separate-stderr timeout 20 rfp-fetch --run-dir "$RD" <"$M"
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	[ "${#lines[0]}" -lt 2000 ]
+	check wide '.fate == "dead" and .dead_reason == "bad_input" and .line == 1'
+	[ "$(requests_for /nih/wide)" -eq 0 ]
+	[[ "${stderr_lines[0]}" =~ ^'rfp-fetch: line 1: record "wide" is '[0-9]+' bytes as written, over 1048576'$ ]]
+	# Filed dead once: a resume skips it.
+	printf '%s\n' "${lines[0]}" >"$RD/dead.ndjson"
+	run --separate-stderr timeout 20 rfp-fetch --run-dir "$RD" --resume <"$M"
+	assert_success
+	[ "${#lines[@]}" -eq 1 ]
+	[ "${#stderr_lines[@]}" -eq 0 ]
+}
+
+@test "files: a run directory of another user, or writable by others, is refused in one line, exit 1 (#24)" {
+	manifest /nih 1 >"$M"
+	mkdir -m 777 "$RD"
+	chmod 777 "$RD"
+	run --separate-stderr timeout 20 rfpipe --run-dir "$RD" "$M"
+	[ "$status" -eq 1 ]
+	[[ "${stderr_lines[0]}" == *"run directory $RD: writable by others (mode 0777); chmod go-w it" ]]
+	[ -z "$(ls -A "$RD")" ]
+	for s in rfp-fetch rfp-sink; do
+		run --separate-stderr timeout 20 "$s" --run-dir "$RD" </dev/null
+		[ "$status" -eq 1 ]
+		[ "$stderr" = "$s: run directory $RD: writable by others (mode 0777); chmod go-w it" ]
+	done
+	[ "$(id -u)" -eq 0 ] || skip "chown needs root"
+	chmod 700 "$RD"
+	chown nobody "$RD"
+	run --separate-stderr timeout 20 rfp-sink --run-dir "$RD" </dev/null
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == "rfp-sink: run directory $RD: owned by uid $(id -u nobody), not by this user (uid 0)" ]]
+}
+
+@test "files: a link planted in the run directory is not written through (#24)" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 2 >"$M"
+	mkdir -p "$RD/state" "$RD/docs" "$RD/logs"
+	chmod 700 "$RD" "$RD"/*
+	echo precious >"$BATS_TEST_TMPDIR/target"
+	ln -s "$BATS_TEST_TMPDIR/target" "$RD/results.ndjson"
+	run --separate-stderr timeout 20 rfpipe --run-dir "$RD" -q "$M"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"open $RD/results.ndjson: Too many levels of symbolic links"* ]]
+	[ "$(cat "$BATS_TEST_TMPDIR/target")" = precious ]
+	rm "$RD/results.ndjson"
+	ln -s "$BATS_TEST_TMPDIR/target" "$RD/state/ledger.ndjson"
+	printf '{"id":"s1","url":"%s/nih/s1","method":"POST","body":{}}\n' "$MOCK_URL" >"$M"
+	run --separate-stderr timeout 20 rfp-fetch --run-dir "$RD" <"$M"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"open $RD/state/ledger.ndjson: Too many levels of symbolic links"* ]]
+	[ "$(cat "$BATS_TEST_TMPDIR/target")" = precious ]
+	rm "$RD/state/ledger.ndjson"
+	ln -s "$BATS_TEST_TMPDIR/target" "$RD/summary.json"
+	manifest /nih 1 >"$M"
+	run timeout 20 rfpipe --run-dir "$RD" -q "$M"
+	assert_success
+	[ "$(cat "$BATS_TEST_TMPDIR/target")" = precious ]
+	[ ! -L "$RD/summary.json" ]
+}
+
+@test "files: a read-only run directory exits 1, as rfpipe(1) says, and does not hang (#24)" {
+	local d
+	d=$(mktemp -d /tmp/rfp-files.XXXXXX)
+	chmod 755 "$d"
+	mkdir -p "$d/run/state" "$d/run/docs" "$d/run/logs"
+	manifest /nih 1 >"$d/m"
+	[ "$(id -u)" -ne 0 ] || chown -R nobody "$d"
+	chmod 555 "$d/run"
+	run --separate-stderr as_other timeout 20 rfpipe --run-dir "$d/run" -q "$d/m"
+	chmod 755 "$d/run"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"run directory $d/run: Permission denied"* ]]
+	chmod 555 "$d/run/state"
+	run --separate-stderr as_other timeout 20 rfpipe --run-dir "$d/run" -q "$d/m"
+	chmod 755 "$d/run/state"
+	rm -rf "$d"
+	[ "$status" -eq 1 ]
+}
+
+# body_file BODYFILE: a POST of BODYFILE to the mock's submit route.
+body_record() {
+	printf '{"id":"%s","url":"%s/grants/submit/%s","method":"POST","body_file":"%s"}\n' \
+	    "$1" "$MOCK_URL" "$1" "$2"
+}
+
+@test "files: fetch: body_file only under its root, no link, no FIFO, no device, nothing too large (#24)" {
+	mock_start "$FIX/mock/submit.yaml"
+	local d=$BATS_TEST_TMPDIR/man
+	mkdir -p "$d/sub" "$BATS_TEST_TMPDIR/out"
+	echo '{"a":1}' >"$d/sub/ok.json"
+	echo s3cr3t-content >"$BATS_TEST_TMPDIR/out/secret"
+	ln -s "$BATS_TEST_TMPDIR/out/secret" "$d/link"
+	ln -s "$BATS_TEST_TMPDIR/out" "$d/dirlink"
+	mkfifo "$d/fifo"
+	head -c 3000 /dev/zero >"$d/big"
+	{
+		body_record ok sub/ok.json
+		body_record abs "$d/sub/ok.json"
+		body_record link link
+		body_record dirlink dirlink/secret
+		body_record up ../out/secret
+		body_record outside "$BATS_TEST_TMPDIR/out/secret"
+		body_record fifo fifo
+		body_record stdin /dev/stdin
+		body_record environ /proc/self/environ
+		body_record big big
+		body_record dir sub
+	} >"$d/m"
+	run --separate-stderr timeout 20 rfp-fetch --max-body 2000 <"$d/m"
+	assert_success
+	[ "${#lines[@]}" -eq 11 ]
+	check ok '.status == 200'
+	check abs '.status == 200'
+	for id in link dirlink up outside fifo stdin environ big dir; do
+		check "$id" '.fate == "dead" and .dead_reason == "bad_input"'
+		[ "$(requests_for "/grants/submit/$id")" -eq 0 ]
+	done
+	[ "$(jq -s '[.[] | select(.kind == "request")] | map(.body_bytes) | add' "$MOCK_LOG")" -eq 16 ]
+	[ "${#stderr_lines[@]}" -eq 9 ]
+	[ "${stderr_lines[0]}" = 'rfp-fetch: line 3: field "body_file": cannot read "link": a symbolic link' ]
+	[ "${stderr_lines[1]}" = 'rfp-fetch: line 4: field "body_file": cannot read "dirlink/secret": a symbolic link or a file on its way' ]
+	[ "${stderr_lines[2]}" = 'rfp-fetch: line 5: field "body_file": cannot read "../out/secret": outside body_root' ]
+	[ "${stderr_lines[4]}" = 'rfp-fetch: line 7: field "body_file": cannot read "fifo": not a regular file' ]
+	[ "${stderr_lines[7]}" = 'rfp-fetch: line 10: field "body_file": "big" is too large: 3000 bytes, over max_body 2000' ]
+	[[ "$output" != *s3cr3t* ]]
+}
+
+@test "files: fetch: body_root from the config; a body is streamed, not held (#24)" {
+	mock_start "$FIX/mock/submit.yaml"
+	local d=$BATS_TEST_TMPDIR/bodies
+	mkdir -p "$d"
+	head -c 40000000 /dev/zero >"$d/b1"
+	printf 'body_root: %s\n' "$d" >"$BATS_TEST_TMPDIR/c.yaml"
+	body_record b1 b1 >"$M"
+	# GNU time's %M: the largest resident size, in kB.
+	run --separate-stderr timeout 60 /usr/bin/time -f %M -o "$BATS_TEST_TMPDIR/rss" \
+	    rfp-fetch --config "$BATS_TEST_TMPDIR/c.yaml" <"$M"
+	assert_success
+	check b1 '.status == 200'
+	[ "$(jq -s '[.[] | select(.kind == "request")][0].body_bytes' "$MOCK_LOG")" -eq 40000000 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/rss")" -lt 30000 ]
+}
