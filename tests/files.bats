@@ -198,3 +198,108 @@ body_record() {
 	[ "$(jq -s '[.[] | select(.kind == "request")][0].body_bytes' "$MOCK_LOG")" -eq 40000000 ]
 	[ "$(cat "$BATS_TEST_TMPDIR/rss")" -lt 30000 ]
 }
+
+@test "files: fetch: X-RateLimit-Remaining 0 with a reset past max_retry_after is a quota, not a hang (#24)" {
+	mock_start "$BATS_TEST_DIRNAME/fixtures/files/quota-headers.yaml"
+	manifest /q 4 q >"$M"
+	run --separate-stderr timeout 20 rfp-fetch -j 1 --run-dir "$RD" <"$M"
+	assert_success
+	[ "${#lines[@]}" -eq 4 ]
+	check q-1 '.status == 200'
+	[ "$(jq -s '[.[] | select(.fate == "dead" and .dead_reason == "quota" and
+	    (.dead_detail | test("come back at")))] | length' <<<"$output")" -eq 3 ]
+	# The resume does not hang either.
+	run --separate-stderr timeout 20 rfp-fetch -j 1 --run-dir "$RD" <"$M"
+	assert_success
+	[ "${#lines[@]}" -eq 4 ]
+}
+
+@test "files: fetch: a not_before past max_retry_after is bad_input in one line (#24)" {
+	mock_start "$FIX/mock/ok.yaml"
+	{
+		printf '{"id":"far","url":"%s/nih/far","fate":"retry","attempt":1,"not_before":1e300}\n' "$MOCK_URL"
+		printf '{"id":"str","url":"%s/nih/str","fate":"retry","attempt":1,"not_before":"soon"}\n' "$MOCK_URL"
+		printf '{"id":"near","url":"%s/nih/near","fate":"retry","attempt":1,"not_before":1}\n' "$MOCK_URL"
+	} >"$M"
+	run --separate-stderr timeout 20 rfp-fetch --run-dir "$RD" <"$M"
+	assert_success
+	check far '.fate == "dead" and .dead_reason == "bad_input"'
+	check str '.fate == "dead" and .dead_reason == "bad_input"'
+	check near '.status == 200'
+	[ "${stderr_lines[0]}" = 'rfp-fetch: line 1: field "not_before": not a time within max_retry_after (3600 s) of now' ]
+	[ "${#stderr_lines[@]}" -eq 2 ]
+}
+
+@test "files: a Retry-After of 999999999999 is dead quota, not retried as bad (#24)" {
+	mock_start "$BATS_TEST_DIRNAME/fixtures/files/huge-retry-after.yaml"
+	manifest /ra 1 ra >"$M"
+	run timeout 30 rfpipe --run-dir "$RD" -q "$M"
+	[ "$status" -eq 3 ]
+	[ "$(jq -r .dead_reason "$RD/dead.ndjson")" = quota ]
+	[ "$(requests_for /ra/doc-1)" -eq 1 ]
+}
+
+@test "files: fetch: expect.min_bytes 1e300 or \"100\" and expect.json \"yes\" are bad_input in one line (#24)" {
+	mock_start "$FIX/mock/ok.yaml"
+	{
+		printf '{"id":"a","url":"%s/nih/a","expect":{"min_bytes":1e300}}\n' "$MOCK_URL"
+		printf '{"id":"b","url":"%s/nih/b","expect":{"min_bytes":"100"}}\n' "$MOCK_URL"
+		printf '{"id":"c","url":"%s/nih/c","expect":{"json":"yes"}}\n' "$MOCK_URL"
+		printf '{"id":"d","url":"%s/nih/d","expect":{"json":true,"min_bytes":10}}\n' "$MOCK_URL"
+	} >"$M"
+	run --separate-stderr timeout 20 rfp-fetch --run-dir "$RD" <"$M"
+	assert_success
+	for id in a b c; do
+		check "$id" '.fate == "dead" and .dead_reason == "bad_input"'
+		[ "$(requests_for "/nih/$id")" -eq 0 ]
+	done
+	check d '.status == 200 and .check == null'
+	[ "${stderr_lines[0]}" = 'rfp-fetch: line 1: field "expect.min_bytes": not an integer from 0 to 2^40' ]
+	[ "${stderr_lines[1]}" = 'rfp-fetch: line 2: field "expect.min_bytes": not an integer from 0 to 2^40' ]
+	[ "${stderr_lines[2]}" = 'rfp-fetch: line 3: field "expect.json": not true or false' ]
+}
+
+# raw_server RESPONSE: a one-connection-at-a-time server on 127.0.0.1 that
+# answers every request with RESPONSE (printf format); sets RAW_PORT.
+raw_server() {
+	perl -MIO::Socket::INET -e '
+	    my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1:0",
+	        Listen => 16, ReuseAddr => 1) or die;
+	    open(my $f, ">", $ARGV[1]) or die; print $f $s->sockport; close $f;
+	    while (my $c = $s->accept) {
+	        my $req = ""; while (<$c>) { $req .= $_; last if /^\r?\n$/ }
+	        print $c $ARGV[0]; close $c;
+	    }' "$(printf "$1")" "$BATS_TEST_TMPDIR/raw.port" 3>&- &
+	RAW_PID=$!
+	while [ ! -s "$BATS_TEST_TMPDIR/raw.port" ]; do sleep 0.01; done
+	RAW_PORT=$(cat "$BATS_TEST_TMPDIR/raw.port")
+	rm "$BATS_TEST_TMPDIR/raw.port"
+}
+
+@test "files: fetch: HTTP/0.9 and status lines 000, 099 and 2000 are error protocol, not scheme (#24)" {
+	local r
+	for r in 'hello\n' 'HTTP/1.1 000 X\r\nContent-Length: 0\r\n\r\n' \
+	    'HTTP/1.1 099 X\r\nContent-Length: 0\r\n\r\n' \
+	    'HTTP/1.1 2000 X\r\nContent-Length: 0\r\n\r\n'; do
+		raw_server "$r"
+		run --separate-stderr timeout 20 rfp-fetch <<<"{\"id\":\"x\",\"url\":\"http://127.0.0.1:$RAW_PORT/x\"}"
+		kill "$RAW_PID"
+		wait "$RAW_PID" 2>/dev/null || true
+		assert_success
+		check x '.error == "protocol" and .status == null'
+	done
+}
+
+@test "files: sink: a file size limit fails loudly and leaves no torn line (#24)" {
+	mkdir -p "$RD"
+	for i in $(seq 1 400); do
+		printf '{"id":"doc-%d","fate":"done","status":200,"pad":"%0200d"}\n' "$i" 0
+	done >"$M"
+	run --separate-stderr bash -c 'trap "" XFSZ; ulimit -f 40; exec timeout 20 rfp-sink --run-dir "$1" -q <"$2"' _ "$RD" "$M"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"rfp-sink: write $RD/results.ndjson: File too large"* ]]
+	# Every line in the file is whole.
+	[ -s "$RD/results.ndjson" ]
+	[ "$(tail -c 1 "$RD/results.ndjson" | od -An -c | tr -d ' ')" = '\n' ]
+	jq -e . "$RD/results.ndjson" >/dev/null
+}
