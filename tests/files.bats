@@ -303,3 +303,23 @@ raw_server() {
 	[ "$(tail -c 1 "$RD/results.ndjson" | od -An -c | tr -d ' ')" = '\n' ]
 	jq -e . "$RD/results.ndjson" >/dev/null
 }
+
+@test "files: backoff: full jitter stays within base*2^(attempt-1), and reaches above half of it (#24)" {
+	local a
+	for a in 1 3 5; do
+		for i in $(seq 1 40); do
+			printf '{"id":"j-%d-%d","class":"transient","reason":"http_503","attempt":%d}\n' "$a" "$i" "$a"
+		done
+	done >"$M"
+	run --separate-stderr timeout 20 rfp-backoff --seed 7 --base 1 --cap 100 --max-attempts 10 --budget 1000 <"$M"
+	assert_success
+	for a in 1 3 5; do
+		jq -s -e --argjson a "$a" '[.[] | select(.attempt == $a) | .delay_s] as $d |
+		    ($d | length) == 40 and ($d | max) <= pow(2; $a - 1) and
+		    ($d | max) > pow(2; $a - 1) / 2' <<<"$output"
+	done
+	# Under the cap, the cap bounds it: attempt 5 is 16 s uncapped.
+	run --separate-stderr timeout 20 rfp-backoff --seed 7 --base 1 --cap 3 --max-attempts 10 --budget 1000 <"$M"
+	assert_success
+	jq -s -e '[.[] | select(.attempt == 5) | .delay_s] | max <= 3 and max > 1.5' <<<"$output"
+}
