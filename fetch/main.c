@@ -448,15 +448,19 @@ admit_size(const json_t *rec, size_t len, char *err, size_t errlen)
 	return -1;
 }
 
-/* A not_before within the one bound on waits (conf_wait_past); 0 or -1. */
+/*
+ * A not_before within the one bound on waits (conf_wait_past), or past
+ * the deadline, which cuts the wait; 0 or -1.
+ */
 static int
 admit_wait(const json_t *rec, char *err, size_t errlen)
 {
 	json_t *nb = json_object_get(rec, "not_before");
 
-	if (nb == NULL || (json_is_number(nb) && !conf_wait_past(
+	if (nb == NULL || (json_is_number(nb) && ((fo.deadline > 0 &&
+	    json_number_value(nb) >= fo.deadline) || !conf_wait_past(
 	    json_number_value(nb) - clk_now(),
-	    clk_real(fo.conf.max_retry_after))))
+	    clk_real(fo.conf.max_retry_after)))))
 		return 0;
 	snprintf(err, errlen, "field \"not_before\": not a time within "
 	    "max_retry_after (%.0f s) of now", fo.conf.max_retry_after);

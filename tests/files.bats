@@ -28,12 +28,16 @@ as_other() {
 
 @test "files: a line just under 1 MiB is filed done with its id, once, across a resume (#24)" {
 	mock_start "$FIX/mock/ok.yaml"
+	local head
+	head=$(printf '{"id":"big","url":"%s/nih/big","pad":"' "$MOCK_URL")
 	{
 		manifest /nih 1
-		printf '{"id":"big","url":"%s/nih/big","pad":"' "$MOCK_URL"
-		head -c 1048000 /dev/zero | tr '\0' a
+		# 100 bytes under the cap: what rfp-fetch adds takes it over.
+		printf '%s' "$head"
+		head -c $((1048576 - 100 - ${#head} - 2)) /dev/zero | tr '\0' a
 		printf '"}\n'
 	} >"$M"
+	[ "$(sed -n 2p "$M" | wc -c)" -eq $((1048576 - 100 + 1)) ]
 	run timeout 60 rfpipe --run-dir "$RD" -q "$M"
 	assert_success
 	[ "$(jq -s '[.[] | select(.id == "big")] | length' "$RD/results.ndjson")" -eq 1 ]
