@@ -907,7 +907,7 @@ ledger_outcome(const struct xfer *x)
 	if (s == LEDGER_SUCCESS && rec_str(rec, "body_path") != NULL &&
 	    rec_int(rec, "bytes", 0) <= 65536) {
 		path = xasprintf("%s/%s", fo.run_dir, rec_str(rec, "body_path"));
-		reply = json_load_file(path, JSON_DECODE_ANY, NULL);
+		reply = state_load(path, JSON_DECODE_ANY, NULL);
 		free(path);
 	}
 	extra = json_pack("{s:I,s:o,s:o}", "attempt", (json_int_t)rec_int(rec,

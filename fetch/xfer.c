@@ -18,6 +18,7 @@
 #include "lib/doc.h"
 #include "lib/msg.h"
 #include "lib/rec.h"
+#include "lib/state.h"
 #include "lib/x.h"
 #include "fetch/fetch.h"
 
@@ -429,7 +430,7 @@ check(const json_t *expect, const struct xfer *x)
 	long min = rec_int(expect, "min_bytes", -1);
 	const char *path = NULL;
 	char buf[64];
-	int bad = 0;
+	int bad = 0, fd = -1;
 	json_error_t je;
 	json_t *doc;
 	size_t n;
@@ -457,8 +458,12 @@ check(const json_t *expect, const struct xfer *x)
 				bad = 1;
 			else if (n > 0)
 				bad = memcmp(x->mem, magic, n) != 0;
-		} else if ((f = fopen(path, "rb")) == NULL)
+		} else if ((fd = state_open(path, O_RDONLY, 0)) == -1 ||
+		    (f = fdopen(fd, "rb")) == NULL) {
+			if (fd != -1)
+				close(fd);
 			bad = 1;
+		}
 		else {
 			bad = fread(buf, 1, n, f) != n ||
 			    memcmp(buf, magic, n) != 0;
@@ -470,7 +475,7 @@ check(const json_t *expect, const struct xfer *x)
 	}
 	if (json_is_true(json_object_get(expect, "json"))) {
 		if ((doc = path == NULL ? json_loadb(x->mem ? x->mem : "",
-		    x->mlen, JSON_DECODE_ANY, &je) : json_load_file(path,
+		    x->mlen, JSON_DECODE_ANY, &je) : state_load(path,
 		    JSON_DECODE_ANY, &je)) == NULL)
 			return xasprintf("json: body is not JSON (%s)", je.text);
 		json_decref(doc);

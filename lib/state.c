@@ -113,6 +113,23 @@ state_dump(const json_t *doc, const char *path, const char *tmp,
 	return 0;
 }
 
+json_t *
+state_load(const char *path, size_t flags, json_error_t *je)
+{
+	json_t *doc;
+	int fd;
+
+	if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
+		if (je != NULL)
+			snprintf(je->text, sizeof(je->text), "%s",
+			    strerror(errno));
+		return NULL;
+	}
+	doc = json_loadfd(fd, flags, je);
+	close(fd);
+	return doc;
+}
+
 int
 state_mkdir(const char *path, char *err, size_t errlen)
 {

@@ -34,6 +34,8 @@ int	state_mkdir(const char *path, char *err, size_t errlen);
  * are added, so a symbolic link planted there is never written through.
  */
 int	state_open(const char *path, int flags, mode_t mode);
+/* json_load_file through state_open; NULL with je->text set. */
+json_t	*state_load(const char *path, size_t flags, json_error_t *je);
 /*
  * Write doc to tmp (by state_open) and rename it to path, so path is
  * whole or as it was; 0, or -1 with errno (tmp removed).

@@ -266,7 +266,7 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 	json_object_set_new(out, "finished_at", json_real(clk_now()));
 	json_object_set_new(out, "wall_s", json_real(clk_now() - t0));
 	if (admitted_from != NULL) {
-		rep = json_load_file(admitted_from, 0, &je);
+		rep = state_load(admitted_from, 0, &je);
 		if (!json_is_integer(json_object_get(rep, "admitted"))) {
 			msg_warn("%s: no admitted count (%s)", admitted_from,
 			    rep ? "field \"admitted\" missing" : je.text);

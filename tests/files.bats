@@ -210,8 +210,12 @@ body_record() {
 	assert_success
 	[ "${#lines[@]}" -eq 4 ]
 	check q-1 '.status == 200'
-	[ "$(jq -s '[.[] | select(.fate == "dead" and .dead_reason == "quota" and
-	    (.dead_detail | test("come back at")))] | length' <<<"$output")" -eq 3 ]
+	# One may have been sent before the first answer was read: the
+	# portal's 429 then; the others are held as a quota, not for a day.
+	jq -s -e '[.[] | select(.id != "q-1")] | all(.status == 429 or
+	    (.fate == "dead" and .dead_reason == "quota" and
+	    (.dead_detail | test("come back at"))))' <<<"$output"
+	[ "$(jq -s '[.[] | select(.dead_reason == "quota")] | length' <<<"$output")" -ge 2 ]
 	# The resume does not hang either.
 	run --separate-stderr timeout 20 rfp-fetch -j 1 --run-dir "$RD" <"$M"
 	assert_success
