@@ -70,7 +70,7 @@ ra_derive(const char *raw, const char *date, double response_at,
 	rc = hdr_retry_after(raw, now, d);
 	if (rc == -1 && toolong(raw)) {
 		rc = 0;
-		*d = RA_MAX + 1;	/* valid, past any bound: clamped below */
+		*d = RA_MAX + 1;	/* valid, and past any bound */
 	}
 	if (rc == -1 || (now == 0 && *d > 1e6)) {
 		msg_line(lineno, "warning: bad Retry-After \"%.40s\", using "

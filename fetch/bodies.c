@@ -191,21 +191,20 @@ static int
 root_open(void)
 {
 	char buf[PATH_MAX], *dir = NULL;
+	struct stat st;
 	ssize_t n;
 
 	if (R.fd != -1 || R.err[0] != '\0')
 		return R.fd;
 	if (fo.conf.body_root != NULL)
 		dir = xstrdup(fo.conf.body_root);
-	else if ((n = readlink("/proc/self/fd/0", buf, sizeof(buf) - 1)) > 0 &&
+	else if (fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (n = readlink("/proc/self/fd/0", buf, sizeof(buf) - 1)) > 0 &&
 	    buf[0] == '/') {
-		struct stat st;
-
+		/* The manifest is a file: its directory. */
 		buf[n] = '\0';
-		if (fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode)) {
-			*strrchr(buf, '/') = '\0';
-			dir = xstrdup(buf[0] != '\0' ? buf : "/");
-		}
+		*strrchr(buf, '/') = '\0';
+		dir = xstrdup(buf[0] != '\0' ? buf : "/");
 	}
 	if (dir == NULL)
 		dir = xstrdup(".");
@@ -224,9 +223,9 @@ pseudo_fs(int fd)
 #ifdef __linux__
 	struct statfs sf;
 
-	if (fstatfs(fd, &sf) == 0 && (sf.f_type == 0x9fa0 ||	/* proc */
-	    sf.f_type == 0x62656572 || sf.f_type == 0x64626720))	/* sys,
-									   debug */
+	/* proc, sysfs, debugfs */
+	if (fstatfs(fd, &sf) == 0 && (sf.f_type == 0x9fa0 ||
+	    sf.f_type == 0x62656572 || sf.f_type == 0x64626720))
 		return 1;
 #else
 	(void)fd;

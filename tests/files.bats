@@ -268,7 +268,8 @@ body_record() {
 }
 
 # raw_server RESPONSE: a one-connection-at-a-time server on 127.0.0.1 that
-# answers every request with RESPONSE (printf format); sets RAW_PORT.
+# answers every request with RESPONSE (backslash escapes as printf %b);
+# sets RAW_PORT.
 raw_server() {
 	perl -MIO::Socket::INET -e '
 	    my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1:0",
@@ -277,7 +278,7 @@ raw_server() {
 	    while (my $c = $s->accept) {
 	        my $req = ""; while (<$c>) { $req .= $_; last if /^\r?\n$/ }
 	        print $c $ARGV[0]; close $c;
-	    }' "$(printf "$1")" "$BATS_TEST_TMPDIR/raw.port" 3>&- &
+	    }' "$(printf '%b' "$1")" "$BATS_TEST_TMPDIR/raw.port" 3>&- &
 	RAW_PID=$!
 	while [ ! -s "$BATS_TEST_TMPDIR/raw.port" ]; do sleep 0.01; done
 	RAW_PORT=$(cat "$BATS_TEST_TMPDIR/raw.port")

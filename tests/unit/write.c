@@ -77,7 +77,7 @@ main(void)
 	l = ledger_open(dir, err, sizeof(err));
 	ok(l != NULL, "ledger: opened");
 	budget = 10;		/* a short write, then a full disk */
-	errno = EAGAIN;		/* stale, as a non-blocking read left it */
+	errno = EAGAIN;		/* stale, as a read left it */
 	rc = ledger_append(l, "k1", "a", LEDGER_INTENT, NULL, err,
 	    sizeof(err));
 	budget = -1;
