@@ -252,6 +252,10 @@ take(struct pst *p, struct op *o)
 	g->seq = (long)p->takes;
 	/* 0: no window; the stored one is at least 1 (load checks). */
 	g->window = o->c->rate > 0 || o->c->conc_told ? 0 : (long)p->win;
+	/* A reset saved by an earlier run is held to the same bound. */
+	if (p->rl_left == 0 && p->rl_reset > o->now && o->c->quota_after > 0 &&
+	    conf_wait_past(p->rl_reset - o->now, o->c->quota_after))
+		p->quota_until = fmax(p->quota_until, p->rl_reset);
 	if (o->now < p->quota_until) {
 		g->quota_until = p->quota_until;
 		return;
