@@ -244,6 +244,11 @@ if [ -n "$manifest" ] && { [ -n "$check" ] || [ -n "$config" ]; }; then
 fi
 
 umask 077
+# An existing run directory is accepted only when ours and writable by no
+# one else (rfpipe(7)): the stages' own rule, before anything is made in it.
+if [ -e "$run_dir" ] || [ -L "$run_dir" ]; then
+	rfp-backoff --run-dir="$run_dir" </dev/null >/dev/null || exit 2
+fi
 if ! err=$(mkdir -p "$run_dir/state" "$run_dir/docs" "$run_dir/logs" 2>&1); then
 	# mkdir says it once per directory: the first is the cause.
 	err=$(printf '%s\n' "$err" | head -n 1)
@@ -254,7 +259,7 @@ report=$run_dir/state/fetch.$$.json
 status=$run_dir/state/status.$$
 fetch_pid=$run_dir/state/fetch.$$.pid
 rm -f "$fifo" "$report" "$fetch_pid"
-: >"$status" || die 1 "write $status: failed"
+true >"$status" || die 1 "write $status: failed"
 mkfifo -m 600 "$fifo" || die 1 "mkfifo $fifo: failed"
 # rfp-fetch holds the FIFO's read end and rfp-sink its write end, and no one
 # else: when rfp-sink ends, however it ends, rfp-fetch sees EOF and stops.

@@ -173,7 +173,7 @@ transient(json_t *rec, long lineno)
 	}
 	if (json_is_number(json_object_get(rec, "retry_after_s")))
 		ra = rec_num(rec, "retry_after_s", -1);
-	if (ra > c->max_retry_after) {
+	if (conf_wait_past(ra, c->max_retry_after)) {
 		if (opts.deadline > 0 && now + clk_real(ra) > opts.deadline)
 			dead(rec, "deadline_cut", "Retry-After %.0f s lands "
 			    "past the deadline", ra);
@@ -402,8 +402,9 @@ main(int argc, char *argv[])
 	state = opt_state_pick(state, &opts.conf, config);
 	if (state != NULL && store_init(state, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
-	if (opts.run_dir != NULL && state_mkdirs(opts.run_dir) == -1)
-		msg_diesys(1, "mkdir %s", opts.run_dir);
+	if (opts.run_dir != NULL && state_mkdirs(opts.run_dir, err,
+	    sizeof(err)) == -1)
+		msg_die(1, "%s", err);
 	if (rec_loop_with(PROG, STDIN_FILENO, STDOUT_FILENO, &hooks, decide,
 	    NULL) == -1)
 		msg_die(1, "stopped: output is incomplete");

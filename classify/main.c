@@ -70,6 +70,17 @@ over(const char *ep, int has_status, long status)
 	}
 }
 
+/* Whether raw is delta-seconds, only too long a number to read. */
+static int
+toolong(const char *raw)
+{
+	size_t n;
+
+	raw += strspn(raw, " ");
+	n = strspn(raw, "0123456789");
+	return n > 9 && raw[n + strspn(raw + n, " ")] == '\0';
+}
+
 /*
  * Read the raw Retry-After against the response's date (or response_at),
  * clamping and saying so.
@@ -79,12 +90,18 @@ ra_derive(const char *raw, const char *date, double response_at,
     long lineno, double *d)
 {
 	double now;
+	int rc;
 
 	if (raw == NULL)
 		return RA_NONE;
 	if (date == NULL || hdr_date(date, &now) == -1)
 		now = response_at;
-	if (hdr_retry_after(raw, now, d) == -1 || (now == 0 && *d > 1e6)) {
+	rc = hdr_retry_after(raw, now, d);
+	if (rc == -1 && toolong(raw)) {
+		rc = 0;
+		*d = RA_MAX + 1;	/* valid, and past any bound */
+	}
+	if (rc == -1 || (now == 0 && *d > 1e6)) {
 		msg_line(lineno, "warning: bad Retry-After \"%.40s\", using "
 		    "backoff", raw);
 		return RA_BAD;

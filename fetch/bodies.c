@@ -14,15 +14,24 @@
  * renamed fields, and only between bodies_put and bodies_take: the loop
  * leaves a transfer alone while it is here.
  */
+#include <sys/stat.h>
+#ifdef __linux__
+#include <sys/vfs.h>
+#endif
+
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "lib/msg.h"
 #include "lib/rec.h"
+#include "lib/x.h"
 #include "fetch/fetch.h"
 
 static struct {
@@ -161,4 +170,185 @@ bodies_stop(void)
 	close(B.wake[0]);
 	close(B.wake[1]);
 	B.wake[0] = B.wake[1] = -1;
+}
+
+/*
+ * Request bodies from files.  A body_file is read only under the body
+ * root (body_root, or the manifest's directory: standard input's, when it
+ * is a file, else the current directory), reached one component at a time
+ * with O_NOFOLLOW, so no symbolic link is followed below the root and ".."
+ * never leaves it; it must be a regular file (a FIFO or a device is opened
+ * without blocking, then refused), not of /proc or /sys, and no larger
+ * than max_body.  The transfer reads it as it goes, never whole.
+ */
+static struct {
+	int	 fd;		/* the root, opened once; -1: not yet */
+	char	*path;		/* its real path */
+	char	 err[300];	/* why it cannot be used */
+} R = { .fd = -1 };
+
+static int
+root_open(void)
+{
+	char buf[PATH_MAX], *dir = NULL;
+	struct stat st;
+	ssize_t n;
+
+	if (R.fd != -1 || R.err[0] != '\0')
+		return R.fd;
+	if (fo.conf.body_root != NULL)
+		dir = xstrdup(fo.conf.body_root);
+	else if (fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (n = readlink("/proc/self/fd/0", buf, sizeof(buf) - 1)) > 0 &&
+	    buf[0] == '/') {
+		/* The manifest is a file: its directory. */
+		buf[n] = '\0';
+		*strrchr(buf, '/') = '\0';
+		dir = xstrdup(buf[0] != '\0' ? buf : "/");
+	}
+	if (dir == NULL)
+		dir = xstrdup(".");
+	if ((R.path = realpath(dir, NULL)) == NULL ||
+	    (R.fd = open(R.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		snprintf(R.err, sizeof(R.err), "body_root \"%.200s\": %s", dir,
+		    strerror(errno));
+	free(dir);
+	return R.fd;
+}
+
+/* Whether fd is on a pseudo file system (/proc, /sys): never a body. */
+static int
+pseudo_fs(int fd)
+{
+#ifdef __linux__
+	struct statfs sf;
+
+	/* proc, sysfs, debugfs */
+	if (fstatfs(fd, &sf) == 0 && (sf.f_type == 0x9fa0 ||
+	    sf.f_type == 0x62656572 || sf.f_type == 0x64626720))
+		return 1;
+#else
+	(void)fd;
+#endif
+	return 0;
+}
+
+/* One line for a body_file that cannot be sent. */
+static int
+body_fail(const char *path, const char *why, int e, char *err,
+    size_t errlen)
+{
+	snprintf(err, errlen, "field \"body_file\": cannot read \"%.200s\": "
+	    "%s", path, why ? why : strerror(e));
+	return -1;
+}
+
+/*
+ * Open p (relative to the root) one component at a time, never through a
+ * symbolic link nor up: the fd, or -1 with *why set or errno.
+ */
+static int
+walk(const char *p, const char **why)
+{
+	char name[NAME_MAX + 1];
+	int dir = R.fd, fd = -1, last, e;
+	size_t n;
+
+	for (;;) {
+		p += strspn(p, "/");
+		if ((n = strcspn(p, "/")) == 0) {
+			*why = "not a file name";
+			break;
+		}
+		if (n >= sizeof(name)) {
+			errno = ENAMETOOLONG;
+			break;
+		}
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p += n;
+		last = p[strspn(p, "/")] == '\0';
+		if (strcmp(name, "..") == 0) {
+			*why = "outside body_root";
+			break;
+		}
+		if (strcmp(name, ".") == 0 && !last)
+			continue;
+		if (last) {
+			/* A FIFO or a device must not block the batch. */
+			fd = openat(dir, name, O_RDONLY | O_NOFOLLOW |
+			    O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+			if (fd == -1 && errno == ELOOP)
+				*why = "a symbolic link";
+			break;
+		}
+		fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		if (fd == -1) {
+			if (errno == ELOOP || errno == ENOTDIR)
+				*why = "a symbolic link or a file on its way";
+			break;
+		}
+		if (dir != R.fd)
+			close(dir);
+		dir = fd;
+		fd = -1;
+	}
+	e = errno;
+	if (dir != R.fd)
+		close(dir);
+	errno = e;
+	return fd;
+}
+
+int
+bodies_open(const char *path, long max, long *size, char *err,
+    size_t errlen)
+{
+	const char *p = path, *why = NULL;
+	struct stat st;
+	size_t rl;
+	int fd;
+
+	if (root_open() == -1) {
+		snprintf(err, errlen, "field \"body_file\": %s", R.err);
+		return -1;
+	}
+	if (*p == '/' && strcmp(R.path, "/") != 0) {
+		/* Absolute: only under the root's own path. */
+		rl = strlen(R.path);
+		if (strncmp(p, R.path, rl) != 0 || (p[rl] != '/' &&
+		    p[rl] != '\0'))
+			return body_fail(path, "outside body_root", 0, err,
+			    errlen);
+		p += rl;
+	}
+	if ((fd = walk(p, &why)) == -1)
+		return body_fail(path, why, errno, err, errlen);
+	if (fstat(fd, &st) == -1) {
+		why = strerror(errno);
+	} else if (!S_ISREG(st.st_mode) || pseudo_fs(fd)) {
+		why = "not a regular file";
+	} else if (st.st_size > max) {
+		snprintf(err, errlen, "field \"body_file\": \"%.200s\" is too "
+		    "large: %lld bytes, over max_body %ld", path,
+		    (long long)st.st_size, max);
+		close(fd);
+		return -1;
+	} else {
+		*size = (long)st.st_size;
+		return fd;
+	}
+	close(fd);
+	return body_fail(path, why, 0, err, errlen);
+}
+
+void
+bodies_close_root(void)
+{
+	if (R.fd != -1)
+		close(R.fd);
+	free(R.path);
+	R.fd = -1;
+	R.path = NULL;
 }

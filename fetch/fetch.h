@@ -30,6 +30,8 @@ struct xfer {
 	struct curl_slist *hdrs;
 	char		*body;		/* request body */
 	size_t		 body_len;
+	int		 body_fd;	/* ... or its body_file, or -1 */
+	long		 body_off;	/* ... read so far */
 	int		 fd;		/* response body, or -1 */
 	char		*mem;		/* ... held in memory while small */
 	size_t		 mlen, mcap;
@@ -101,6 +103,15 @@ int	bodies_start(void);
 void	bodies_put(struct xfer *list);
 struct xfer *bodies_take(void);
 void	bodies_stop(void);
+/*
+ * Open a request's body_file: a regular file under the body root, reached
+ * without a symbolic link, at most max bytes.  The fd (*size set), or -1
+ * with "field \"body_file\": ..." in err.
+ */
+int	bodies_open(const char *path, long max, long *size, char *err,
+	    size_t errlen);
+/* Close the body root (at exit). */
+void	bodies_close_root(void);
 /* Fields of a previous attempt, removed before the next. */
 void	xfer_clear(json_t *rec);
 

@@ -151,10 +151,24 @@ on_signal(int sig)
 static void
 emit(json_t *rec)
 {
+	size_t at = S.outlen;
+
 	if (S.outlen == 0)
 		S.out_at = clk_mono();
 	if (rec_dump_to(rec, &S.out, &S.outlen, &S.outcap) == -1)
 		msg_die(1, "a record nested too deep to write");
+	/*
+	 * A ledger reply that would take the record past its share of
+	 * REC_ADDED_MAX is not passed on (the ledger keeps it): a record
+	 * later stages cannot read would lose its id.
+	 */
+	if (S.outlen - at > REC_LINE_MAX + REC_ADDED_MAX / 2 &&
+	    json_object_get(rec, "reply") != NULL) {
+		S.outlen = at;
+		json_object_set_new(rec, "reply", json_null());
+		if (rec_dump_to(rec, &S.out, &S.outlen, &S.outcap) == -1)
+			msg_die(1, "a record nested too deep to write");
+	}
 	S.outstanding++;
 }
 
@@ -410,15 +424,61 @@ enqueue(json_t *rec, long lineno)
 	schedule(j);
 }
 
+/*
+ * Whether rec, written as it will be (numbers as jansson writes them, with
+ * its endpoint), fits REC_LINE_MAX, so that it leaves whole whatever the
+ * stages add (lib/rec.h).  0, or -1 with err set.
+ */
+static int
+admit_size(const json_t *rec, size_t len, char *err, size_t errlen)
+{
+	char *ep, *s;
+	size_t n;
+
+	/* A number takes at most 25 bytes written, at least 3 read. */
+	if (len <= REC_LINE_MAX / 9)
+		return 0;
+	ep = json_object_get(rec, "endpoint") ? NULL : doc_endpoint(rec);
+	n = (s = json_dumps(rec, JSON_COMPACT)) ? strlen(s) : 0;
+	n += ep ? strlen(ep) + sizeof(",\"endpoint\":\"\"") : 0;
+	free(s);
+	free(ep);
+	if (n <= REC_LINE_MAX)
+		return 0;
+	snprintf(err, errlen, "record \"%.200s\" is %zu bytes as written, "
+	    "over %d", rec_str(rec, "id") ? rec_str(rec, "id") : "", n,
+	    REC_LINE_MAX);
+	return -1;
+}
+
+/*
+ * A not_before within the one bound on waits (conf_wait_past), or past
+ * the deadline, which cuts the wait; 0 or -1.
+ */
+static int
+admit_wait(const json_t *rec, char *err, size_t errlen)
+{
+	json_t *nb = json_object_get(rec, "not_before");
+
+	if (nb == NULL || (json_is_number(nb) && ((fo.deadline > 0 &&
+	    json_number_value(nb) >= fo.deadline) || !conf_wait_past(
+	    json_number_value(nb) - clk_now(),
+	    clk_real(fo.conf.max_retry_after)))))
+		return 0;
+	snprintf(err, errlen, "field \"not_before\": not a time within "
+	    "max_retry_after (%.0f s) of now", fo.conf.max_retry_after);
+	return -1;
+}
+
 /* Admit one manifest line. */
 static void
-admit(char *line, size_t len, long lineno, enum rec_rc rc)
+admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 {
 	char err[300];
 	const char *fate, *id;
-	json_t *rec;
+	json_t *rec, *big;
 
-	if (rc == REC_TOOLONG) {
+	if (rrc == REC_TOOLONG) {
 		msg_line(lineno, "line longer than %d bytes", REC_LINE_MAX);
 		rec = rec_bad_input(PROG, lineno, "line too long", line, len);
 		emit(rec);
@@ -441,6 +501,26 @@ admit(char *line, size_t len, long lineno, enum rec_rc rc)
 		json_object_del(rec, "line");
 		json_object_del(rec, "stage");
 	}
+	id = rec_str(rec, "id");
+	if (admit_size(rec, len, err, sizeof(err)) == -1) {
+		/* Too long to pass on whole: its id and its start. */
+		if (id != NULL && S.done != NULL &&
+		    json_object_get(S.done, id) != NULL) {
+			S.skipped++;
+			json_decref(rec);
+			return;
+		}
+		msg_line(lineno, "%s", err);
+		big = rec;
+		rec = rec_bad_input(PROG, lineno, err, line, len);
+		if (json_is_string(json_object_get(big, "id")))
+			json_object_set(rec, "id", json_object_get(big, "id"));
+		json_decref(big);
+		emit(rec);
+		json_decref(rec);
+		S.admitted++;
+		return;
+	}
 	if (doc_check(rec, err, sizeof(err)) == -1) {
 		msg_line(lineno, "%s", err);
 		kill_now(rec, lineno, "bad_input", err);
@@ -448,13 +528,18 @@ admit(char *line, size_t len, long lineno, enum rec_rc rc)
 		S.admitted++;
 		return;
 	}
-	id = rec_str(rec, "id");
 	if (S.done != NULL && json_object_get(S.done, id) != NULL) {
 		S.skipped++;
 		json_decref(rec);
 		return;
 	}
 	S.admitted++;
+	if (admit_wait(rec, err, sizeof(err)) == -1) {
+		msg_line(lineno, "%s", err);
+		kill_now(rec, lineno, "bad_input", err);
+		json_decref(rec);
+		return;
+	}
 	if (json_object_get(S.seen, id) != NULL) {
 		snprintf(err, sizeof(err), "field \"id\": duplicate id \"%s\" "
 		    "(first on line %ld)", id, (long)json_integer_value(
@@ -831,7 +916,7 @@ ledger_outcome(const struct xfer *x)
 	if (s == LEDGER_SUCCESS && rec_str(rec, "body_path") != NULL &&
 	    rec_int(rec, "bytes", 0) <= 65536) {
 		path = xasprintf("%s/%s", fo.run_dir, rec_str(rec, "body_path"));
-		reply = json_load_file(path, JSON_DECODE_ANY, NULL);
+		reply = state_load(path, JSON_DECODE_ANY, NULL);
 		free(path);
 	}
 	extra = json_pack("{s:I,s:o,s:o}", "attempt", (json_int_t)rec_int(rec,
@@ -1187,13 +1272,13 @@ load_done(void)
 	S.done = json_object();
 	for (i = 0; i < (S.retry_dead ? 1 : 2); i++) {
 		path = xasprintf("%s/%s", fo.run_dir, files[i]);
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
 			if (errno != ENOENT)
 				msg_diesys(1, "open %s", path);
 			free(path);
 			continue;
 		}
-		r = rec_reader_new(fd, 0);
+		r = rec_reader_new(fd, REC_STREAM_MAX);
 		while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF &&
 		    rc != REC_ERR) {
 			if (rc != REC_LINE)
@@ -1231,8 +1316,7 @@ write_report(void)
 	if (S.stop > 0)
 		json_object_set_new(r, "stopped", json_integer(S.stop));
 	tmp = xasprintf("%s.tmp", S.report);
-	if (json_dump_file(r, tmp, JSON_COMPACT) == -1 ||
-	    rename(tmp, S.report) == -1)
+	if (state_dump(r, S.report, tmp, JSON_COMPACT) == -1)
 		msg_diesys(1, "write %s", S.report);
 	free(tmp);
 	json_decref(r);
@@ -1543,15 +1627,15 @@ main(int argc, char *argv[])
 		    "request");
 	umask(077);
 	if (fo.run_dir != NULL) {
-		if (state_mkdirs(fo.run_dir) == -1)
-			msg_diesys(1, "mkdir %s", fo.run_dir);
+		if (state_mkdirs(fo.run_dir, err, sizeof(err)) == -1)
+			msg_die(1, "%s", err);
 		for (i = 0; i < 3; i++) {
 			static const char *sub[] = { "slots", "rate",
 			    "breaker" };
 
 			path = xasprintf("%s/state/%s", fo.run_dir, sub[i]);
-			if (mkdir(path, 0700) == -1 && errno != EEXIST)
-				msg_diesys(1, "mkdir %s", path);
+			if (state_mkdir(path, err, sizeof(err)) == -1)
+				msg_die(1, "%s", err);
 			free(path);
 		}
 		/*
@@ -1560,14 +1644,14 @@ main(int argc, char *argv[])
 		 * directory sees one entry made per document, not three.
 		 */
 		path = xasprintf("%s/docs/.part", fo.run_dir);
-		if (mkdir(path, 0700) == -1 && errno != EEXIST)
-			msg_diesys(1, "mkdir %s", path);
+		if (state_mkdir(path, err, sizeof(err)) == -1)
+			msg_die(1, "%s", err);
 		if ((fo.part_fd = open(path, O_RDONLY | O_DIRECTORY |
 		    O_NOFOLLOW | O_CLOEXEC)) == -1)
 			msg_diesys(1, "open %s", path);
 		path[strlen(path) - 6] = '\0';
 		if ((fo.docs_fd = open(path, O_RDONLY | O_DIRECTORY |
-		    O_CLOEXEC)) == -1)
+		    O_NOFOLLOW | O_CLOEXEC)) == -1)
 			msg_diesys(1, "open %s", path);
 		free(path);
 	}
@@ -1595,7 +1679,7 @@ main(int argc, char *argv[])
 		if ((S.fd_fifo = open(S.fifo, O_RDONLY | O_NONBLOCK |
 		    O_CLOEXEC)) == -1)
 			msg_diesys(1, "open %s", S.fifo);
-		S.back = rec_reader_new(S.fd_fifo, 0);
+		S.back = rec_reader_new(S.fd_fifo, REC_STREAM_MAX);
 	}
 	run();
 	feedback_flush(1);
@@ -1633,6 +1717,7 @@ main(int argc, char *argv[])
 	free(S.wait);
 	curl_multi_cleanup(S.multi);
 	xfer_pool_free();
+	bodies_close_root();
 	curl_global_cleanup();
 	state_close_all();
 	conf_free(&fo.conf);

@@ -18,6 +18,7 @@
 #include "lib/doc.h"
 #include "lib/msg.h"
 #include "lib/rec.h"
+#include "lib/state.h"
 #include "lib/x.h"
 #include "fetch/fetch.h"
 
@@ -228,7 +229,7 @@ headers(struct xfer *x, const json_t *rec, long attempt, char *err,
 		free(line);
 		free(key);
 	}
-	if (!ctype && x->body != NULL &&
+	if (!ctype && (x->body != NULL || x->body_fd != -1) &&
 	    !json_is_string(json_object_get(rec, "body")))
 		x->hdrs = curl_slist_append(x->hdrs,
 		    "Content-Type: application/json");
@@ -241,8 +242,7 @@ load_body(struct xfer *x, const json_t *rec, char *err, size_t errlen)
 {
 	json_t *b = json_object_get(rec, "body");
 	const char *bf = rec_str(rec, "body_file");
-	struct stat st;
-	FILE *f;
+	long size;
 
 	if (json_is_string(b)) {
 		x->body_len = json_string_length(b);
@@ -252,27 +252,38 @@ load_body(struct xfer *x, const json_t *rec, char *err, size_t errlen)
 		x->body = json_dumps(b, JSON_COMPACT);
 		x->body_len = strlen(x->body);
 	} else if (bf != NULL) {
-		if ((f = fopen(bf, "rb")) == NULL || fstat(fileno(f), &st) ==
-		    -1 || !S_ISREG(st.st_mode) || st.st_size > fo.conf.max_body) {
-			snprintf(err, errlen, "field \"body_file\": cannot "
-			    "read \"%.200s\": %s", bf,
-			    f == NULL ? strerror(errno) : "not a regular file "
-			    "within max_body");
-			if (f != NULL)
-				fclose(f);
+		/* Streamed by on_read, never held (fetch/bodies.c). */
+		if ((x->body_fd = bodies_open(bf, fo.conf.max_body, &size, err,
+		    errlen)) == -1)
 			return -1;
-		}
-		x->body_len = (size_t)st.st_size;
-		x->body = xmalloc(x->body_len + 1);
-		if (fread(x->body, 1, x->body_len, f) != x->body_len) {
-			snprintf(err, errlen, "field \"body_file\": short "
-			    "read of \"%.200s\"", bf);
-			fclose(f);
-			return -1;
-		}
-		fclose(f);
+		x->body_len = (size_t)size;
 	}
 	return 0;
+}
+
+static size_t
+on_read(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	ssize_t n;
+
+	while ((n = pread(x->body_fd, p, size * nmemb, x->body_off)) == -1)
+		if (errno != EINTR)
+			return CURL_READFUNC_ABORT;
+	x->body_off += n;
+	return (size_t)n;
+}
+
+/* libcurl rewinds a body it must send again (a redirect, say). */
+static int
+on_seek(void *arg, curl_off_t off, int origin)
+{
+	struct xfer *x = arg;
+
+	if (origin != SEEK_SET)
+		return CURL_SEEKFUNC_CANTSEEK;
+	x->body_off = (long)off;
+	return CURL_SEEKFUNC_OK;
 }
 
 struct xfer *
@@ -290,6 +301,7 @@ xfer_start(struct job *job, char *err, size_t errlen)
 	x->job = job;
 	x->slot = -1;
 	x->fd = -1;
+	x->body_fd = -1;
 	hdr_ratelimit_init(&x->rl);
 	if (load_body(x, rec, err, errlen) == -1 ||
 	    headers(x, rec, attempt, err, errlen) == -1) {
@@ -356,6 +368,14 @@ xfer_start(struct job *job, char *err, size_t errlen)
 		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, x->body);
 		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
 		    (curl_off_t)x->body_len);
+	} else if (x->body_fd != -1) {
+		curl_easy_setopt(x->easy, CURLOPT_POST, 1L);
+		curl_easy_setopt(x->easy, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(x->easy, CURLOPT_READDATA, x);
+		curl_easy_setopt(x->easy, CURLOPT_SEEKFUNCTION, on_seek);
+		curl_easy_setopt(x->easy, CURLOPT_SEEKDATA, x);
+		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)x->body_len);
 	}
 	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
 	x->t0 = clk_now();
@@ -365,6 +385,8 @@ xfer_start(struct job *job, char *err, size_t errlen)
 static const char *
 error_of(CURLcode cc, const struct xfer *x)
 {
+	long st = 0;
+
 	switch (cc) {
 	case CURLE_OK:
 		return NULL;
@@ -384,7 +406,9 @@ error_of(CURLcode cc, const struct xfer *x)
 	case CURLE_WRITE_ERROR:
 		return x->too_large ? "too_large" : "write";
 	case CURLE_UNSUPPORTED_PROTOCOL:
-		return "scheme";
+		/* With no status read, the reply itself was not HTTP. */
+		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &st);
+		return st > 0 ? "scheme" : "protocol";
 	case CURLE_TOO_MANY_REDIRECTS:
 		return "redirects";
 	case CURLE_SSL_CONNECT_ERROR:
@@ -409,7 +433,7 @@ check(const json_t *expect, const struct xfer *x)
 	long min = rec_int(expect, "min_bytes", -1);
 	const char *path = NULL;
 	char buf[64];
-	int bad = 0;
+	int bad = 0, fd = -1;
 	json_error_t je;
 	json_t *doc;
 	size_t n;
@@ -419,8 +443,8 @@ check(const json_t *expect, const struct xfer *x)
 		return NULL;
 	if (ct != NULL && (x->ctype == NULL || strncasecmp(x->ctype, ct,
 	    strlen(ct)) != 0))
-		return xasprintf("content_type: expected \"%s\", got \"%.60s\"",
-		    ct, x->ctype ? x->ctype : "");
+		return xasprintf("content_type: expected \"%.60s\", got "
+		    "\"%.60s\"", ct, x->ctype ? x->ctype : "");
 	if (min >= 0 && x->bytes < min)
 		return xasprintf("min_bytes: expected at least %ld, got %ld",
 		    min, x->bytes);
@@ -437,8 +461,12 @@ check(const json_t *expect, const struct xfer *x)
 				bad = 1;
 			else if (n > 0)
 				bad = memcmp(x->mem, magic, n) != 0;
-		} else if ((f = fopen(path, "rb")) == NULL)
+		} else if ((fd = state_open(path, O_RDONLY, 0)) == -1 ||
+		    (f = fdopen(fd, "rb")) == NULL) {
+			if (fd != -1)
+				close(fd);
 			bad = 1;
+		}
 		else {
 			bad = fread(buf, 1, n, f) != n ||
 			    memcmp(buf, magic, n) != 0;
@@ -450,7 +478,7 @@ check(const json_t *expect, const struct xfer *x)
 	}
 	if (json_is_true(json_object_get(expect, "json"))) {
 		if ((doc = path == NULL ? json_loadb(x->mem ? x->mem : "",
-		    x->mlen, JSON_DECODE_ANY, &je) : json_load_file(path,
+		    x->mlen, JSON_DECODE_ANY, &je) : state_load(path,
 		    JSON_DECODE_ANY, &je)) == NULL)
 			return xasprintf("json: body is not JSON (%s)", je.text);
 		json_decref(doc);
@@ -555,6 +583,8 @@ xfer_free(struct xfer *x)
 	curl_slist_free_all(x->hdrs);
 	if (x->fd != -1)
 		close(x->fd);
+	if (x->body_fd != -1)
+		close(x->body_fd);
 	if (x->part != NULL && !x->renamed)
 		unlink(x->part);
 	free(x->part);

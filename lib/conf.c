@@ -32,6 +32,7 @@ struct key {
 
 static const struct key top[] = {
 	{ "base", K_DUR, C(base), 0.001, 3600 },
+	{ "body_root", K_STR, C(body_root), 0, 0 },
 	{ "breaker", K_BREAKER, C(defaults.breaker), 0, 0 },
 	{ "budget", K_BUDGET, 0, 0, 0 },
 	{ "burst", K_LONG, C(defaults.burst), 0, 100000 },
@@ -534,6 +535,12 @@ conf_has_parse(const struct conf *c)
 	return c->defaults.parse.command != NULL;
 }
 
+int
+conf_wait_past(double wait, double bound)
+{
+	return !(wait <= bound);	/* NaN is past every bound */
+}
+
 void
 conf_free(struct conf *c)
 {
@@ -549,7 +556,8 @@ conf_free(struct conf *c)
 	free(c->deadline);
 	free(c->ca_file);
 	free(c->state);
+	free(c->body_root);
 	c->eps = NULL;
 	c->neps = 0;
-	c->deadline = c->ca_file = c->state = NULL;
+	c->deadline = c->ca_file = c->state = c->body_root = NULL;
 }

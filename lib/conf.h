@@ -58,6 +58,8 @@ struct conf {
 	char	*deadline;	/* as written; parsed by lib/deadline */
 	char	*ca_file;
 	char	*state;		/* a postgresql:// URL; NULL: the run dir */
+	char	*body_root;	/* body_file must be under it; NULL: the
+				   manifest's directory */
 	struct conf_ep	defaults;	/* endpoint settings for unlisted ones */
 	struct conf_ep	*eps;
 	size_t	neps;
@@ -81,6 +83,13 @@ int	conf_has_parse(const struct conf *c);
  * list does not read.
  */
 int	conf_statuses(struct conf *c, const char *list, char cls);
+/*
+ * The one rule that bounds every wait asked from outside: a Retry-After,
+ * a RateLimit reset, a record's not_before.  1 when wait is past bound
+ * (max_retry_after, in the caller's unit; NaN and infinity are past it),
+ * 0 when it may be waited.  A wait past it is a quota, never a hold.
+ */
+int	conf_wait_past(double wait, double bound);
 /* Free what conf_load allocated. */
 void	conf_free(struct conf *c);
 

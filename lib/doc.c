@@ -63,6 +63,34 @@ fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
 	return -1;
 }
 
+/* "expect": each check of the type it is read as, or an error. */
+static int
+expect_check(const json_t *e, char *err, size_t errlen)
+{
+	json_t *v;
+
+	if (!json_is_object(e))
+		return fail(err, errlen, "field \"expect\": not an object%s%s",
+		    "", "");
+	if ((v = json_object_get(e, "min_bytes")) != NULL &&
+	    (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > (1LL << 40)))
+		return fail(err, errlen, "field \"expect.min_bytes\": not an "
+		    "integer from 0 to 2^40%s%s", "", "");
+	if ((v = json_object_get(e, "json")) != NULL && !json_is_boolean(v))
+		return fail(err, errlen, "field \"expect.json\": not true or "
+		    "false%s%s", "", "");
+	if ((v = json_object_get(e, "magic")) != NULL && (!json_is_string(v) ||
+	    json_string_length(v) > 64))
+		return fail(err, errlen, "field \"expect.magic\": not a string "
+		    "of at most 64 bytes%s%s", "", "");
+	if ((v = json_object_get(e, "content_type")) != NULL &&
+	    !json_is_string(v))
+		return fail(err, errlen, "field \"expect.content_type\": not a "
+		    "string%s%s", "", "");
+	return 0;
+}
+
 int
 doc_check(const json_t *rec, char *err, size_t errlen)
 {
@@ -147,9 +175,9 @@ doc_check(const json_t *rec, char *err, size_t errlen)
 		return fail(err, errlen,
 		    "field \"endpoint\": not a string of 1 to 100 bytes%s%s", "",
 		    "");
-	if ((v = json_object_get(rec, "expect")) != NULL && !json_is_object(v))
-		return fail(err, errlen, "field \"expect\": not an object%s%s",
-		    "", "");
+	if ((v = json_object_get(rec, "expect")) != NULL &&
+	    expect_check(v, err, errlen) == -1)
+		return -1;
 	if ((v = json_object_get(rec, "status_url")) != NULL &&
 	    (!json_is_string(v) || (why = url_check(json_string_value(v))) ==
 	    NULL || *why != '\0'))

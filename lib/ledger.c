@@ -15,6 +15,7 @@
 #include "lib/ledger.h"
 #include "lib/msg.h"
 #include "lib/pg.h"
+#include "lib/rec.h"
 #include "lib/store.h"
 #include "lib/x.h"
 
@@ -200,7 +201,7 @@ ledger_open(const char *rundir, char *err, size_t errlen)
 		return l;
 	}
 	l->path = xasprintf("%s/state/ledger.ndjson", rundir);
-	l->fd = open(l->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	l->fd = state_open(l->path, O_RDWR | O_APPEND | O_CREAT, 0600);
 	if (l->fd == -1) {
 		snprintf(err, errlen, "open %s: %s", l->path, strerror(errno));
 		json_decref(l->keys);
@@ -274,7 +275,11 @@ ledger_append(struct ledger *l, const char *key, const char *id,
 	/* After a torn line, start on a line of our own. */
 	line = xasprintf("%s%s\n", last_byte(l) != '\n' ? "\n" : "", s);
 	len = strlen(line);
-	if (rc == 0 && (write(l->fd, line, len) != (ssize_t)len ||
+	/*
+	 * Through short writes: a full disk then fails the next write(2),
+	 * and its errno (ENOSPC) is the one reported.
+	 */
+	if (rc == 0 && (rec_write_all(l->fd, line, len) == -1 ||
 	    fdatasync(l->fd) == -1)) {
 		snprintf(err, errlen, "write %s: %s", l->path, strerror(errno));
 		rc = -1;

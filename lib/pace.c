@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "lib/clk.h"
+#include "lib/conf.h"
 #include "lib/pace.h"
 #include "lib/store.h"
 
@@ -284,6 +285,10 @@ take(struct pst *p, struct op *o)
 	g->seq = (long)p->takes;
 	/* 0: no window; the stored one is at least 1 (load checks). */
 	g->window = o->c->rate > 0 || o->c->conc_told ? 0 : (long)p->win;
+	/* A reset saved by an earlier run is held to the same bound. */
+	if (p->rl_left == 0 && p->rl_reset > o->now && o->c->quota_after > 0 &&
+	    conf_wait_past(p->rl_reset - o->now, o->c->quota_after))
+		p->quota_until = fmax(p->quota_until, p->rl_reset);
 	if (o->now < p->quota_until) {
 		g->quota_until = p->quota_until;
 		return;
@@ -344,8 +349,14 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->rl_reset = e->now + clk_real(rl->reset_s);
 	else if (rl->remaining > 0)
 		p->rl_reset = 0;	/* no window: the count is a hint */
-	if (p->rl_left == 0 && p->rl_reset > e->now && c->deadline > 0 &&
-	    p->rl_reset >= c->deadline)
+	/*
+	 * A reset past the deadline, or further off than a Retry-After may
+	 * be (conf_wait_past), is a quota: the held work leaves saying when
+	 * to come back, rather than the endpoint freezing.
+	 */
+	if (p->rl_left == 0 && p->rl_reset > e->now && ((c->deadline > 0 &&
+	    p->rl_reset >= c->deadline) || (c->quota_after > 0 &&
+	    conf_wait_past(p->rl_reset - e->now, c->quota_after))))
 		p->quota_until = fmax(p->quota_until, p->rl_reset);
 }
 
@@ -465,7 +476,7 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		return;
 	}
 	if (e->retry_after > 0 && c->quota_after > 0 &&
-	    e->retry_after > c->quota_after) {
+	    conf_wait_past(e->retry_after, c->quota_after)) {
 		p->quota_until = fmax(p->quota_until, e->now + e->retry_after);
 		return;
 	}

@@ -1,4 +1,5 @@
 /* rec: capped NDJSON line reading and whole-record writing. */
+#include <sys/stat.h>
 #include <sys/uio.h>
 
 #include <errno.h>
@@ -38,6 +39,7 @@ struct rec_reader {
 
 struct rec_out {
 	int	 fd;
+	int	 file;		/* fd is a regular file */
 	size_t	 len;
 	char	 buf[PIPE_BUF];
 };
@@ -372,6 +374,10 @@ rec_write_all(int fd, const char *s, size_t len)
 				continue;
 			return -1;
 		}
+		if (n == 0) {
+			errno = EIO;	/* no progress: never spin */
+			return -1;
+		}
 		off += (size_t)n;
 	}
 	return 0;
@@ -433,10 +439,33 @@ struct rec_out *
 rec_out_new(int fd)
 {
 	struct rec_out *o = xmalloc(sizeof(*o));
+	struct stat st;
 
 	o->fd = fd;
+	o->file = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 	o->len = 0;
 	return o;
+}
+
+/*
+ * Write whole records (plus a newline when nl).  To a file, a write that
+ * fails part way (a full disk, a size limit) is cut back to where it
+ * began: the file never ends in a torn record.
+ */
+static int
+out_write(struct rec_out *o, const char *s, size_t len, int nl)
+{
+	off_t at = o->file ? lseek(o->fd, 0, SEEK_END) : -1;
+	int rc, e;
+
+	rc = nl ? rec_write_line(o->fd, s, len) : rec_write_all(o->fd, s, len);
+	if (rc == -1 && at != -1) {
+		e = errno;
+		if (ftruncate(o->fd, at) == -1)
+			msg_warnsys("truncate a torn record");
+		errno = e;
+	}
+	return rc;
 }
 
 int
@@ -445,7 +474,7 @@ rec_out_flush(struct rec_out *o)
 	size_t len = o->len;
 
 	o->len = 0;
-	return len == 0 ? 0 : rec_write_all(o->fd, o->buf, len);
+	return len == 0 ? 0 : out_write(o, o->buf, len, 0);
 }
 
 int
@@ -463,8 +492,7 @@ out_add(struct rec_out *o, const char *s, size_t len, int nl)
 	if (o->len + n > sizeof(o->buf) && rec_out_flush(o) == -1)
 		return -1;
 	if (n > sizeof(o->buf))		/* too big to gather: on its own */
-		return nl ? rec_write_line(o->fd, s, len) :
-		    rec_write_all(o->fd, s, len);
+		return out_write(o, s, len, nl);
 	memcpy(o->buf + o->len, s, len);
 	if (nl)
 		o->buf[o->len + len] = '\n';
@@ -600,7 +628,7 @@ rec_loop_with(const char *stage, int fd_in, int fd_out,
     const struct rec_hooks *h, rec_fn *fn, void *arg)
 {
 	rec_line_fn *fast = h != NULL ? h->line : NULL;
-	struct rec_reader *r = rec_reader_new(fd_in, 0);
+	struct rec_reader *r = rec_reader_new(fd_in, REC_STREAM_MAX);
 	struct rec_out *o = rec_out_new(fd_out);
 	char *line, err[256];
 	size_t len;
@@ -623,7 +651,7 @@ rec_loop_with(const char *stage, int fd_in, int fd_out,
 			goto out;
 		case REC_TOOLONG:
 			msg_line(lineno, "line longer than %d bytes",
-			    REC_LINE_MAX);
+			    REC_STREAM_MAX);
 			rec = rec_bad_input(stage, lineno, "line too long",
 			    line, len);
 			break;

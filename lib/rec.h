@@ -12,7 +12,19 @@
 
 #include <jansson.h>
 
+/*
+ * Two caps, so that a record admitted is never refused later.  A manifest
+ * line, and a record as rfp-fetch admits it (written compact, with its
+ * endpoint), is at most REC_LINE_MAX bytes.  The stages add at most
+ * REC_ADDED_MAX between them (every field they add is bounded: header
+ * values 512 bytes, messages a few hundred, a ledger reply dropped when
+ * it would pass half of it), and every reader after rfp-fetch (the
+ * stages, the retry FIFO, results.ndjson and dead.ndjson) takes lines of
+ * up to REC_STREAM_MAX.
+ */
 #define REC_LINE_MAX	(1024 * 1024)
+#define REC_ADDED_MAX	(64 * 1024)
+#define REC_STREAM_MAX	(REC_LINE_MAX + REC_ADDED_MAX)
 
 /* rfp-sink's acknowledgements on the retry FIFO, word for word. */
 #define REC_ACK_DONE	"{\"ack\":true,\"fate\":\"done\"}"
@@ -28,7 +40,7 @@ enum rec_rc {
 
 struct rec_reader;
 
-/* A reader on fd with the given line cap (0: REC_LINE_MAX). */
+/* A reader on fd with the given line cap (0: REC_LINE_MAX, a manifest's). */
 struct rec_reader *rec_reader_new(int fd, size_t cap);
 /* Next line: *line (NUL-terminated, valid until the next call), *len, *lineno. */
 enum rec_rc rec_next(struct rec_reader *r, char **line, size_t *len,
@@ -100,9 +112,11 @@ double	rec_num(const json_t *rec, const char *key, double def);
 /*
  * The stage loop: read fd_in to EOF; fn handles each parsed record and
  * returns 0 to write it to fd_out, 1 when it wrote or consumed it itself,
- * -1 on a fatal error.  Bad lines become dead bad_input records, given to
- * fn like any other (fn passes records that carry a fate).  Returns 0 at
- * EOF, -1 on a read/write error or a fatal handler error.
+ * -1 on a fatal error.  Lines are capped at REC_STREAM_MAX: the loop
+ * reads what an earlier stage wrote.  Bad lines become dead bad_input
+ * records, given to fn like any other (fn passes records that carry a
+ * fate).  Returns 0 at EOF, -1 on a read/write error or a fatal handler
+ * error.
  */
 typedef int rec_fn(json_t *rec, long lineno, void *arg);
 int	rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn,

@@ -17,29 +17,123 @@
 
 #define STATE_MAX	(1024 * 1024)
 
-static int
-mkdir1(const char *path)
+int
+state_open(const char *path, int flags, mode_t mode)
 {
-	if (mkdir(path, 0700) == -1 && errno != EEXIST)
+	return open(path, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+}
+
+/*
+ * Make path (mode 0700), or accept it as found when it is a directory of
+ * ours that no one else may write to: the files made in it are then ours
+ * alone.  follow: path itself may be a symbolic link (the run directory
+ * named on the command line); its subdirectories may not.
+ */
+static int
+mkdir_ours(const char *path, int follow, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (mkdir(path, 0700) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "mkdir %s: %s", path, strerror(errno));
 		return -1;
+	}
+	if ((follow ? stat(path, &st) : lstat(path, &st)) == -1) {
+		snprintf(err, errlen, "stat %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "run directory %s: not a directory",
+		    path);
+		errno = ENOTDIR;
+		return -1;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(err, errlen, "run directory %s: owned by uid %ld, "
+		    "not by this user (uid %ld)", path, (long)st.st_uid,
+		    (long)geteuid());
+		errno = EPERM;
+		return -1;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(err, errlen, "run directory %s: writable by others "
+		    "(mode %04o); chmod go-w it", path,
+		    (unsigned)(st.st_mode & 07777));
+		errno = EPERM;
+		return -1;
+	}
 	return 0;
 }
 
 int
-state_mkdirs(const char *rundir)
+state_mkdirs(const char *rundir, char *err, size_t errlen)
 {
 	static const char *subs[] = { "state", "docs", "logs", NULL };
 	char path[4096];
 	int i;
 
-	if (mkdir1(rundir) == -1)
+	if (mkdir_ours(rundir, 1, err, errlen) == -1)
 		return -1;
 	for (i = 0; subs[i] != NULL; i++) {
 		snprintf(path, sizeof(path), "%s/%s", rundir, subs[i]);
-		if (mkdir1(path) == -1)
+		if (mkdir_ours(path, 0, err, errlen) == -1)
 			return -1;
 	}
+	/* Writable by us: a read-only run directory fails here, at once. */
+	snprintf(path, sizeof(path), "%s/state", rundir);
+	if (access(path, W_OK) == -1 || access(rundir, W_OK) == -1) {
+		snprintf(err, errlen, "run directory %s: %s", rundir,
+		    strerror(errno));
+		return -1;
+	}
 	return 0;
+}
+
+int
+state_dump(const json_t *doc, const char *path, const char *tmp,
+    size_t flags)
+{
+	int fd, e;
+
+	if ((fd = state_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600)) == -1)
+		return -1;
+	if (json_dumpfd(doc, fd, flags) == -1) {
+		e = errno ? errno : ENOMEM;
+		close(fd);
+		unlink(tmp);
+		errno = e;
+		return -1;
+	}
+	if (close(fd) == -1 || rename(tmp, path) == -1) {
+		e = errno;
+		unlink(tmp);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+json_t *
+state_load(const char *path, size_t flags, json_error_t *je)
+{
+	json_t *doc;
+	int fd;
+
+	if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
+		if (je != NULL)
+			snprintf(je->text, sizeof(je->text), "%s",
+			    strerror(errno));
+		return NULL;
+	}
+	doc = json_loadfd(fd, flags, je);
+	close(fd);
+	return doc;
+}
+
+int
+state_mkdir(const char *path, char *err, size_t errlen)
+{
+	return mkdir_ours(path, 0, err, errlen);
 }
 
 /* Read the whole of fd from offset 0; NULL on error (errno set). */
@@ -120,7 +214,7 @@ held_open(const char *path)
 		held = json_object();
 	if ((v = json_object_get(held, path)) != NULL)
 		return (int)json_integer_value(v);
-	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1)
+	if ((fd = state_open(path, O_RDWR | O_CREAT, 0600)) == -1)
 		return -1;
 	json_object_set_new(held, path, json_integer(fd));
 	return fd;
@@ -191,7 +285,7 @@ state_read(const char *path, json_t **doc, char *err, size_t errlen)
 	int fd, rc;
 
 	*doc = NULL;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
 		if (errno == ENOENT)
 			return 0;
 		snprintf(err, errlen, "open %s: %s", path, strerror(errno));

@@ -7,6 +7,8 @@
 #ifndef RFP_STATE_H
 #define RFP_STATE_H
 
+#include <sys/types.h>
+
 #include <stddef.h>
 
 #include <jansson.h>
@@ -18,8 +20,28 @@
  */
 typedef int state_fn(json_t **doc, void *arg, char *err, size_t errlen);
 
-/* Make DIR, DIR/state, DIR/docs and DIR/logs (mode 0700); 0 or -1, errno. */
-int	state_mkdirs(const char *rundir);
+/*
+ * Make DIR, DIR/state, DIR/docs and DIR/logs (mode 0700), or accept each
+ * when it is a directory owned by this user and not writable by group or
+ * others (DIR may be a symbolic link, its subdirectories may not); 0, or
+ * -1 with errno and the reason in err.
+ */
+int	state_mkdirs(const char *rundir, char *err, size_t errlen);
+/* Make or accept one more directory of the run directory, by that rule. */
+int	state_mkdir(const char *path, char *err, size_t errlen);
+/*
+ * open(2) for every file of the run directory: O_NOFOLLOW and O_CLOEXEC
+ * are added, so a symbolic link planted there is never written through.
+ */
+int	state_open(const char *path, int flags, mode_t mode);
+/* json_load_file through state_open; NULL with je->text set. */
+json_t	*state_load(const char *path, size_t flags, json_error_t *je);
+/*
+ * Write doc to tmp (by state_open) and rename it to path, so path is
+ * whole or as it was; 0, or -1 with errno (tmp removed).
+ */
+int	state_dump(const json_t *doc, const char *path, const char *tmp,
+	    size_t flags);
 /* Run fn on path's content under an exclusive lock; 0, 1 (no write) or -1. */
 int	state_update(const char *path, state_fn *fn, void *arg, char *err,
 	    size_t errlen);

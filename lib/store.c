@@ -155,7 +155,7 @@ store_slot_take(const char *rundir, const char *ep, long i, char *err,
 		fd = (int)json_integer_value(v);
 	} else {
 		path = xasprintf("%s/state/slots/%s", rundir, name);
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		fd = state_open(path, O_RDWR | O_CREAT, 0600);
 		if (fd == -1) {
 			snprintf(err, errlen, "open %s: %s", path,
 			    strerror(errno));

@@ -132,9 +132,9 @@ recount(json_t *t, const char *path)
 	json_t *rec;
 	int fd, rc;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if ((fd = state_open(path, O_RDONLY, 0)) == -1)
 		return errno == ENOENT ? 0 : -1;
-	r = rec_reader_new(fd, 0);
+	r = rec_reader_new(fd, REC_STREAM_MAX);
 	s = xmalloc(sizeof(*s));
 	while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF) {
 		if (rc == REC_ERR)
@@ -283,7 +283,7 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 	json_object_set_new(out, "finished_at", json_real(clk_now()));
 	json_object_set_new(out, "wall_s", json_real(clk_now() - t0));
 	if (admitted_from != NULL) {
-		rep = json_load_file(admitted_from, 0, &je);
+		rep = state_load(admitted_from, 0, &je);
 		if (!json_is_integer(json_object_get(rep, "admitted"))) {
 			msg_warn("%s: no admitted count (%s)", admitted_from,
 			    rep ? "field \"admitted\" missing" : je.text);
@@ -337,8 +337,7 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 		json_object_set_new(out, "reconciled", json_null());
 	path = xasprintf("%s/summary.json", rundir);
 	tmp = xasprintf("%s/summary.json.%ld", rundir, (long)getpid());
-	if (json_dump_file(out, tmp, JSON_INDENT(2)) == -1 ||
-	    rename(tmp, path) == -1) {
+	if (state_dump(out, path, tmp, JSON_INDENT(2)) == -1) {
 		msg_warnsys("write %s", path);
 		rc = -1;
 	}

@@ -21,9 +21,10 @@ demo="$build poppler-utils"
 # The tests: bats and what its parallel jobs need, the sanitizer build, the
 # PostgreSQL state backend's server, and the tools the suites call (man-db
 # renders the pages as an installed system does; mandoc lints them; the
-# parse suite runs real parsers: pdftotext and jq).
+# parse suite runs real parsers: pdftotext and jq; GNU time measures the
+# largest resident size).
 test="$build bats bats-support bats-assert parallel clang libclang-rt-14-dev
-postgresql jq poppler-utils shellcheck strace mandoc man-db curl procps"
+postgresql jq poppler-utils shellcheck strace mandoc man-db curl procps time"
 # The bench: the peers it measures rfpipe against, and a real nginx limiter.
 bench="$test python3 python3-aiohttp time gawk coreutils nginx-light"
 # The Debian package: its build tools (dpkg-buildpackage checks for

@@ -137,7 +137,7 @@ open_fifo(const char *path)
 	double t0 = clk_mono();
 	int fd, fl;
 
-	while ((fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) == -1) {
+	while ((fd = state_open(path, O_WRONLY | O_NONBLOCK, 0)) == -1) {
 		if (errno != ENXIO || clk_mono() - t0 > 10)
 			msg_diesys(1, "open %s", path);
 		clk_sleep(0.005, NULL);
@@ -429,7 +429,7 @@ open_out(const char *name)
 	char *path = xasprintf("%s/%s", opts.run_dir, name);
 	int fd;
 
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	fd = state_open(path, O_WRONLY | O_APPEND | O_CREAT, 0600);
 	if (fd == -1)
 		msg_diesys(1, "open %s", path);
 	free(path);
@@ -456,6 +456,7 @@ main(int argc, char *argv[])
 	double t0 = clk_now();
 	struct rec_hooks hooks = { .line = sink_line, .drain = fifo_drain,
 	    .idle = progress_idle };
+	char err[512];
 	int c, rc;
 
 	msg_init(PROG);
@@ -526,15 +527,19 @@ main(int argc, char *argv[])
 		sigaction(SIGTERM, &sa, NULL);
 	}
 	umask(077);
-	if (state_mkdirs(opts.run_dir) == -1)
-		msg_diesys(1, "mkdir %s", opts.run_dir);
+	/*
+	 * The FIFO first: rfp-fetch waits for its writer, and sees EOF once
+	 * this process is gone, whatever fails after.
+	 */
+	opts.fd_fifo = -1;
+	if (opts.fifo != NULL)
+		opts.fd_fifo = open_fifo(opts.fifo);
+	if (state_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
+		msg_die(1, "%s", err);
 	opts.fd_done = open_out("results.ndjson");
 	opts.fd_dead = open_out("dead.ndjson");
 	opts.done_out = rec_out_new(opts.fd_done);
 	opts.dead_out = rec_out_new(opts.fd_dead);
-	opts.fd_fifo = -1;
-	if (opts.fifo != NULL)
-		opts.fd_fifo = open_fifo(opts.fifo);
 	if (opts.fd_fifo != -1)
 		opts.fifo_out = rec_out_new(opts.fd_fifo);
 	opts.run = summ_new();

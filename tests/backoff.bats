@@ -293,7 +293,7 @@ EOF
 	[ "${#stderr_lines[@]}" -eq 3 ]
 	[[ "${stderr_lines[0]}" == 'rfp-backoff: line 2: malformed JSON'* ]]
 	[ "${stderr_lines[1]}" = 'rfp-backoff: line 3: record is not a JSON object' ]
-	[ "${stderr_lines[2]}" = 'rfp-backoff: line 4: line longer than 1048576 bytes' ]
+	[ "${stderr_lines[2]}" = 'rfp-backoff: line 4: line longer than 1114112 bytes' ]
 }
 
 @test "backoff: --max-attempts x exits 2 with expected an integer" {

@@ -217,7 +217,7 @@ classify_json() {
 	[[ "${stderr_lines[3]}" == 'rfp-classify: line 6: '* ]]
 }
 
-@test "classify: a line over 1 MiB is dead bad_input and the batch goes on" {
+@test "classify: a line over 1 MiB and 64 KiB is dead bad_input and the batch goes on" {
 	local in=$BATS_TEST_TMPDIR/in.ndjson
 	echo '{"id":"before","status":200}' >"$in"
 	huge_record '"id":"huge",' >>"$in"
@@ -229,7 +229,7 @@ classify_json() {
 	check after '.class == "permanent" and .reason == "http_404"'
 	check_line 2 '.dead_reason == "bad_input" and (.raw | length) <= 200'
 	[ "${#stderr_lines[@]}" -eq 1 ]
-	[ "${stderr_lines[0]}" = 'rfp-classify: line 2: line longer than 1048576 bytes' ]
+	[ "${stderr_lines[0]}" = 'rfp-classify: line 2: line longer than 1114112 bytes' ]
 }
 
 @test "classify: empty input gives empty output and exit 0" {

@@ -147,7 +147,7 @@ ids() {
 	jq -e '.reconciled == true and .run.dead_by_reason.bad_input == 4' "$RD/summary.json"
 }
 
-@test "sink: a line over 1 MiB is dead bad_input and the batch goes on" {
+@test "sink: a line over 1 MiB and 64 KiB is dead bad_input and the batch goes on" {
 	local in=$BATS_TEST_TMPDIR/in
 	{
 		echo '{"id":"before","fate":"done"}'
@@ -157,7 +157,7 @@ ids() {
 	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$in"
 	assert_success
 	[ "$(ids "$RD/results.ndjson")" = "after before " ]
-	[[ "$stderr" == *'rfp-sink: line 2: line longer than 1048576 bytes'* ]]
+	[[ "$stderr" == *'rfp-sink: line 2: line longer than 1114112 bytes'* ]]
 	[ "$(jq -s '[.[] | select(.line == 2 and .dead_reason == "bad_input")] | length' "$RD/dead.ndjson")" -eq 1 ]
 }
 

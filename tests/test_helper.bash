@@ -114,10 +114,10 @@ check_line() {
 	fi
 }
 
-# huge_record FIELDS: one line over the 1 MiB cap, {FIELDS"pad":"aaa...}.
+# huge_record FIELDS: one line over every cap (1 MiB and 64 KiB), {FIELDS"pad":"aaa...}.
 huge_record() {
 	printf '{%s"pad":"' "$1"
-	head -c 1100000 /dev/zero | tr '\0' a
+	head -c 1200000 /dev/zero | tr '\0' a
 	printf '"}\n'
 }
 

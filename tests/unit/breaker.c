@@ -69,7 +69,7 @@ main(void)
 	char *p;
 	int i;
 
-	if (mkdtemp(dir) == NULL || state_mkdirs(dir) == -1)
+	if (mkdtemp(dir) == NULL || state_mkdirs(dir, NULL, 0) == -1)
 		return 1;
 	p = xasprintf("%s/state/breaker", dir);
 	mkdir(p, 0700);

@@ -65,6 +65,7 @@ test_good(void)
 	    "burst: 4\n"
 	    "rate: 2.5\n"
 	    "on_open: dead\n"
+	    "body_root: /srv/bodies\n"
 	    "breaker:\n"
 	    "  failures: 3\n"
 	    "  cooldown: 10s\n"
@@ -87,6 +88,8 @@ test_good(void)
 	ok(c.deadline != NULL && strcmp(c.deadline, "06:00") == 0,
 	    "good: deadline kept as written");
 	ok(c.on_open_dead == 1, "good: on_open dead");
+	ok(c.body_root != NULL && strcmp(c.body_root, "/srv/bodies") == 0,
+	    "good: body_root");
 	ok(c.defaults.burst == 4 && c.defaults.rate == 2.5 &&
 	    c.defaults.breaker.failures == 3 && c.defaults.breaker.cooldown ==
 	    10, "good: top-level endpoint defaults");
@@ -199,6 +202,18 @@ test_errors(void)
 	ok(rc == -1 && strcmp(err, "open /nonexistent/rfpipe.yaml: No such "
 	    "file or directory") == 0, "errors: a missing file: %s", err);
 	conf_free(&c);
+}
+
+/* Issue #24: the one bound on waits. */
+static void
+test_wait(void)
+{
+	ok(!conf_wait_past(3600, 3600) && !conf_wait_past(0, 3600) &&
+	    !conf_wait_past(-5, 3600), "wait: up to the bound is waited");
+	ok(conf_wait_past(3600.001, 3600) && conf_wait_past(1e300, 3600),
+	    "wait: past it is not");
+	ok(conf_wait_past(INFINITY, 3600) && conf_wait_past(NAN, 3600),
+	    "wait: nor infinity, nor NaN");
 }
 
 static void
@@ -343,6 +358,7 @@ main(void)
 	test_budget();
 	test_parse();
 	test_statuses();
+	test_wait();
 	unlink(path);
 	rmdir(dir);
 	return tap_done();

@@ -383,6 +383,51 @@ ratelimit(void)
 	    "past the deadline: a quota");
 }
 
+/* Issue #24: a reset past quota_after is a quota, not a hold for ever. */
+static void
+reset_bound(void)
+{
+	struct pace_cfg c = { 0, 0, 3600, 0, 0 };
+	struct pace_grant g;
+	struct pace_ev e;
+	char err[256], *path;
+	FILE *f;
+
+	pace_take_n(dir, "far", &c, T0, 1, &g, err, sizeof(err));
+	memset(&e, 0, sizeof(e));
+	e.ev = PACE_OK;
+	e.sent_at = T0;
+	e.now = T0 + 0.01;
+	e.seq = g.seq;
+	e.retry_after = -1;
+	e.rl_seen = 1;
+	e.rl.limit = 10;
+	e.rl.remaining = 0;
+	e.rl.reset_s = 3600;
+	e.rl.window_s = -1;
+	pace_feedback_n(dir, "far", &c, &e, 1, err, sizeof(err));
+	pace_take_n(dir, "far", &c, T0 + 0.02, 1, &g, err, sizeof(err));
+	ok(g.granted == 0 && g.quota_until == 0 && g.wait > 3599,
+	    "a reset an hour off, quota_after 3600: waited (wait %.0f)",
+	    g.wait);
+	e.rl.reset_s = 1e9;
+	pace_feedback_n(dir, "far", &c, &e, 1, err, sizeof(err));
+	pace_take_n(dir, "far", &c, T0 + 0.03, 1, &g, err, sizeof(err));
+	ok(g.granted == 0 && fabs(g.quota_until - (T0 + 0.01 + 1e9)) < 1,
+	    "a reset past quota_after is a quota until it (%.0f)",
+	    g.quota_until - T0);
+	/* As an earlier run saved it: a reset held, no quota. */
+	path = xasprintf("%s/state/rate/saved.json", dir);
+	f = fopen(path, "w");
+	fprintf(f, "{\"rl_left\": 0, \"rl_reset\": %.3f, \"rl_limit\": -1, "
+	    "\"win\": 2}\n", T0 + 1e9);
+	fclose(f);
+	free(path);
+	ok(pace_take_n(dir, "saved", &c, T0, 1, &g, err, sizeof(err)) == 0 &&
+	    g.granted == 0 && g.quota_until > T0 + 1e8,
+	    "a saved reset past quota_after is a quota too (%s)", err);
+}
+
 static void
 corrupt(void)
 {
@@ -483,6 +528,7 @@ main(void)
 	bursts();
 	stale();
 	quota();
+	reset_bound();
 	ratelimit();
 	corrupt();
 	batch();

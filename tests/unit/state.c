@@ -83,12 +83,13 @@ count_fn(json_t **doc, void *arg, char *err, size_t errlen)
 static void
 test_mkdirs(void)
 {
-	char rd[300], p[400];
+	char rd[300], p[400], err[512];
 	const char *subs[] = { "state", "docs", "logs" };
 	int i, good = 1;
 
 	snprintf(rd, sizeof(rd), "%s/run", dir);
-	ok(state_mkdirs(rd) == 0, "mkdirs: makes the run directory");
+	ok(state_mkdirs(rd, err, sizeof(err)) == 0,
+	    "mkdirs: makes the run directory");
 	for (i = 0; i < 3; i++) {
 		snprintf(p, sizeof(p), "%s/%s", rd, subs[i]);
 		if (mode_of(p) != 0700)
@@ -96,13 +97,66 @@ test_mkdirs(void)
 	}
 	ok(good && mode_of(rd) == 0700,
 	    "mkdirs: run, state, docs and logs are mode 0700");
-	ok(state_mkdirs(rd) == 0, "mkdirs: again is fine");
+	ok(state_mkdirs(rd, err, sizeof(err)) == 0, "mkdirs: again is fine");
 	snprintf(p, sizeof(p), "%s/file", dir);
 	put(p, "x");
 	snprintf(rd, sizeof(rd), "%s/file/run", dir);
 	errno = 0;
-	ok(state_mkdirs(rd) == -1 && errno == ENOTDIR,
+	ok(state_mkdirs(rd, err, sizeof(err)) == -1 && errno == ENOTDIR,
 	    "mkdirs: -1 with errno under a file");
+}
+
+/* Issue #24: the run directory is used only when it is ours. */
+static void
+test_trust(void)
+{
+	char rd[300], p[400], q[400], err[512];
+	json_t *doc;
+	int mode = 0;
+
+	snprintf(rd, sizeof(rd), "%s/open", dir);
+	mkdir(rd, 0777);
+	chmod(rd, 0777);
+	ok(state_mkdirs(rd, err, sizeof(err)) == -1 &&
+	    strstr(err, "writable by others (mode 0777)") != NULL,
+	    "mkdirs: a world-writable run directory is refused");
+	chmod(rd, 0750);
+	ok(state_mkdirs(rd, err, sizeof(err)) == 0,
+	    "mkdirs: a run directory of ours, 0750, is accepted");
+	snprintf(p, sizeof(p), "%s/docs", rd);
+	chmod(p, 0770);
+	ok(state_mkdirs(rd, err, sizeof(err)) == -1 &&
+	    strstr(err, "/docs: writable by others") != NULL,
+	    "mkdirs: so is a group-writable subdirectory");
+	chmod(p, 0700);
+	snprintf(rd, sizeof(rd), "%s/linked", dir);
+	mkdir(rd, 0700);
+	snprintf(p, sizeof(p), "%s/elsewhere", dir);
+	mkdir(p, 0700);
+	snprintf(q, sizeof(q), "%s/state", rd);
+	symlink(p, q);
+	ok(state_mkdirs(rd, err, sizeof(err)) == -1 &&
+	    strstr(err, "/state: not a directory") != NULL,
+	    "mkdirs: a symbolic link for state/ is refused");
+	snprintf(p, sizeof(p), "%s/target", dir);
+	put(p, "{}");
+	snprintf(q, sizeof(q), "%s/run/state/planted.json", dir);
+	symlink(p, q);
+	ok(state_update(q, count_fn, &mode, err, sizeof(err)) == -1 &&
+	    strcmp(get(p), "{}") == 0,
+	    "update: a planted symbolic link is not written through");
+	ok(state_read(q, &doc, err, sizeof(err)) == -1 && doc == NULL,
+	    "read: nor read through");
+	snprintf(q, sizeof(q), "%s/run/summary.json", dir);
+	symlink(p, q);
+	doc = json_pack("{s:i}", "n", 1);
+	snprintf(p, sizeof(p), "%s/run/summary.json.1", dir);
+	ok(state_dump(doc, q, p, JSON_COMPACT) == 0 &&
+	    strcmp(get(q), "{\"n\":1}") == 0 && access(p, F_OK) == -1,
+	    "dump: replaces a planted link with the file");
+	snprintf(p, sizeof(p), "%s/target", dir);
+	is_str(get(p), "{}", "dump: the link's target is as it was");
+	json_decref(doc);
 }
 
 static void
@@ -179,7 +233,7 @@ test_budget(void)
 	int rc[5], i;
 
 	snprintf(rd, sizeof(rd), "%s/budget-run", dir);
-	state_mkdirs(rd);
+	state_mkdirs(rd, NULL, 0);
 	for (i = 0; i < 5; i++)
 		rc[i] = state_budget_spend(rd, 3, &lefts[i], err, sizeof(err));
 	ok(rc[0] == 1 && rc[1] == 1 && rc[2] == 1 && rc[3] == 0 && rc[4] == 0,
@@ -233,7 +287,7 @@ test_concurrent(void)
 	pid_t pid[4];
 
 	snprintf(rd, sizeof(rd), "%s/race", dir);
-	state_mkdirs(rd);
+	state_mkdirs(rd, NULL, 0);
 	for (i = 0; i < 4; i++) {
 		if (pipe(fds[i]) == -1)
 			exit(2);
@@ -289,6 +343,7 @@ main(void)
 		return 2;
 	test_mkdirs();
 	test_update();
+	test_trust();
 	test_corrupt();
 	test_budget();
 	test_concurrent();

@@ -1,0 +1,334 @@
+#!/usr/bin/env bats
+# Issue #24, what rfpipe reads and writes on disk and how long it waits:
+# the run directory is ours or refused, its files are never written
+# through a planted link, body_file stays under its root and is streamed,
+# a record admitted is never refused later for its size, every wait is
+# bounded by max_retry_after, and short or failed writes are loud.
+
+load test_helper
+
+setup() {
+	RD=$BATS_TEST_TMPDIR/run
+	M=$BATS_TEST_TMPDIR/m
+}
+
+teardown() {
+	mock_stop
+}
+
+# as_other CMD...: run CMD as the unprivileged user nobody when root (a
+# mode means nothing to root), as is otherwise.
+as_other() {
+	if [ "$(id -u)" -eq 0 ]; then
+		runuser -u nobody -- env PATH="$PATH" RFPIPE_TIME_SCALE="$RFPIPE_TIME_SCALE" "$@"
+	else
+		"$@"
+	fi
+}
+
+@test "files: a line just under 1 MiB is filed done with its id, once, across a resume (#24)" {
+	mock_start "$FIX/mock/ok.yaml"
+	local head
+	head=$(printf '{"id":"big","url":"%s/nih/big","pad":"' "$MOCK_URL")
+	{
+		manifest /nih 1
+		# 100 bytes under the cap: what rfp-fetch adds takes it over.
+		printf '%s' "$head"
+		head -c $((1048576 - 100 - ${#head} - 2)) /dev/zero | tr '\0' a
+		printf '"}\n'
+	} >"$M"
+	[ "$(sed -n 2p "$M" | wc -c)" -eq $((1048576 - 100 + 1)) ]
+	run timeout 60 rfpipe --run-dir "$RD" -q "$M"
+	assert_success
+	[ "$(jq -s '[.[] | select(.id == "big")] | length' "$RD/results.ndjson")" -eq 1 ]
+	[ ! -s "$RD/dead.ndjson" ]
+	run timeout 60 rfpipe --run-dir "$RD" -q "$M"
+	assert_success
+	[ "$(jq -s 'length' "$RD/results.ndjson")" -eq 2 ]
+	[ ! -s "$RD/dead.ndjson" ]
+}
+
+@test "files: fetch: a record over 1 MiB as written is dead bad_input with its id, not sent (#24)" {
+	mock_start "$FIX/mock/ok.yaml"
+	{
+		# 1e15 is written 1000000000000000.0: 300 kB read, 1.1 MB written.
+		printf '{"id":"wide","url":"%s/nih/wide","n":[' "$MOCK_URL"
+		yes 1e15, | head -n 60000 | tr -d '\n'
+		printf '1]}\n'
+		manifest /nih 1
+	} >"$M"
+	run --separate-stderr timeout 20 rfp-fetch --run-dir "$RD" <"$M"
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	[ "${#lines[0]}" -lt 2000 ]
+	check wide '.fate == "dead" and .dead_reason == "bad_input" and .line == 1'
+	[ "$(requests_for /nih/wide)" -eq 0 ]
+	[[ "${stderr_lines[0]}" =~ ^'rfp-fetch: line 1: record "wide" is '[0-9]+' bytes as written, over 1048576'$ ]]
+	# Filed dead once: a resume skips it.
+	printf '%s\n' "${lines[0]}" >"$RD/dead.ndjson"
+	run --separate-stderr timeout 20 rfp-fetch --run-dir "$RD" --resume <"$M"
+	assert_success
+	[ "${#lines[@]}" -eq 1 ]
+	[ "${#stderr_lines[@]}" -eq 0 ]
+}
+
+@test "files: a run directory of another user, or writable by others, is refused in one line, exit 2 from rfpipe, 1 from a stage (#24)" {
+	manifest /nih 1 >"$M"
+	mkdir -m 777 "$RD"
+	chmod 777 "$RD"
+	run --separate-stderr timeout 20 rfpipe --run-dir "$RD" "$M"
+	[ "$status" -eq 2 ]
+	[[ "${stderr_lines[0]}" == *"run directory $RD: writable by others (mode 0777); chmod go-w it" ]]
+	[ -z "$(ls -A "$RD")" ]
+	for s in rfp-fetch rfp-sink; do
+		run --separate-stderr timeout 20 "$s" --run-dir "$RD" </dev/null
+		[ "$status" -eq 1 ]
+		[ "$stderr" = "$s: run directory $RD: writable by others (mode 0777); chmod go-w it" ]
+	done
+	[ "$(id -u)" -eq 0 ] || skip "chown needs root"
+	chmod 700 "$RD"
+	chown nobody "$RD"
+	run --separate-stderr timeout 20 rfp-sink --run-dir "$RD" </dev/null
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == "rfp-sink: run directory $RD: owned by uid $(id -u nobody), not by this user (uid 0)" ]]
+}
+
+@test "files: a link planted in the run directory is not written through (#24)" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 2 >"$M"
+	mkdir -p "$RD/state" "$RD/docs" "$RD/logs"
+	chmod 700 "$RD" "$RD"/*
+	echo precious >"$BATS_TEST_TMPDIR/target"
+	ln -s "$BATS_TEST_TMPDIR/target" "$RD/results.ndjson"
+	run --separate-stderr timeout 20 rfpipe --run-dir "$RD" -q "$M"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"open $RD/results.ndjson: Too many levels of symbolic links"* ]]
+	[ "$(cat "$BATS_TEST_TMPDIR/target")" = precious ]
+	rm "$RD/results.ndjson"
+	ln -s "$BATS_TEST_TMPDIR/target" "$RD/state/ledger.ndjson"
+	printf '{"id":"s1","url":"%s/nih/s1","method":"POST","body":{}}\n' "$MOCK_URL" >"$M"
+	run --separate-stderr timeout 20 rfp-fetch --run-dir "$RD" <"$M"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"open $RD/state/ledger.ndjson: Too many levels of symbolic links"* ]]
+	[ "$(cat "$BATS_TEST_TMPDIR/target")" = precious ]
+	rm "$RD/state/ledger.ndjson"
+	ln -s "$BATS_TEST_TMPDIR/target" "$RD/summary.json"
+	manifest /nih 1 >"$M"
+	run timeout 20 rfpipe --run-dir "$RD" -q "$M"
+	assert_success
+	[ "$(cat "$BATS_TEST_TMPDIR/target")" = precious ]
+	[ ! -L "$RD/summary.json" ]
+}
+
+@test "files: a read-only run directory exits 2, as rfpipe(1) says, and does not hang (#24)" {
+	local d
+	d=$(mktemp -d /tmp/rfp-files.XXXXXX)
+	chmod 755 "$d"
+	mkdir -p "$d/run/state" "$d/run/docs" "$d/run/logs"
+	manifest /nih 1 >"$d/m"
+	[ "$(id -u)" -ne 0 ] || chown -R nobody "$d"
+	chmod 555 "$d/run"
+	run --separate-stderr as_other timeout 20 rfpipe --run-dir "$d/run" -q "$d/m"
+	chmod 755 "$d/run"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"run directory $d/run: Permission denied"* ]]
+	chmod 555 "$d/run/state"
+	run --separate-stderr as_other timeout 20 rfpipe --run-dir "$d/run" -q "$d/m"
+	chmod 755 "$d/run/state"
+	rm -rf "$d"
+	[ "$status" -eq 2 ]
+}
+
+# body_file BODYFILE: a POST of BODYFILE to the mock's submit route.
+body_record() {
+	printf '{"id":"%s","url":"%s/grants/submit/%s","method":"POST","body_file":"%s"}\n' \
+	    "$1" "$MOCK_URL" "$1" "$2"
+}
+
+@test "files: fetch: body_file only under its root, no link, no FIFO, no device, nothing too large (#24)" {
+	mock_start "$FIX/mock/submit.yaml"
+	local d=$BATS_TEST_TMPDIR/man
+	mkdir -p "$d/sub" "$BATS_TEST_TMPDIR/out"
+	echo '{"a":1}' >"$d/sub/ok.json"
+	echo s3cr3t-content >"$BATS_TEST_TMPDIR/out/secret"
+	ln -s "$BATS_TEST_TMPDIR/out/secret" "$d/link"
+	ln -s "$BATS_TEST_TMPDIR/out" "$d/dirlink"
+	mkfifo "$d/fifo"
+	head -c 3000 /dev/zero >"$d/big"
+	{
+		body_record ok sub/ok.json
+		body_record abs "$d/sub/ok.json"
+		body_record link link
+		body_record dirlink dirlink/secret
+		body_record up ../out/secret
+		body_record outside "$BATS_TEST_TMPDIR/out/secret"
+		body_record fifo fifo
+		body_record stdin /dev/stdin
+		body_record environ /proc/self/environ
+		body_record big big
+		body_record dir sub
+	} >"$d/m"
+	run --separate-stderr timeout 20 rfp-fetch --max-body 2000 <"$d/m"
+	assert_success
+	[ "${#lines[@]}" -eq 11 ]
+	check ok '.status == 200'
+	check abs '.status == 200'
+	for id in link dirlink up outside fifo stdin environ big dir; do
+		check "$id" '.fate == "dead" and .dead_reason == "bad_input"'
+		[ "$(requests_for "/grants/submit/$id")" -eq 0 ]
+	done
+	[ "$(jq -s '[.[] | select(.kind == "request")] | map(.body_bytes) | add' "$MOCK_LOG")" -eq 16 ]
+	[ "${#stderr_lines[@]}" -eq 9 ]
+	[ "${stderr_lines[0]}" = 'rfp-fetch: line 3: field "body_file": cannot read "link": a symbolic link' ]
+	[ "${stderr_lines[1]}" = 'rfp-fetch: line 4: field "body_file": cannot read "dirlink/secret": a symbolic link or a file on its way' ]
+	[ "${stderr_lines[2]}" = 'rfp-fetch: line 5: field "body_file": cannot read "../out/secret": outside body_root' ]
+	[ "${stderr_lines[4]}" = 'rfp-fetch: line 7: field "body_file": cannot read "fifo": not a regular file' ]
+	[ "${stderr_lines[7]}" = 'rfp-fetch: line 10: field "body_file": "big" is too large: 3000 bytes, over max_body 2000' ]
+	[[ "$output" != *s3cr3t* ]]
+}
+
+@test "files: fetch: body_root from the config; a body is streamed, not held (#24)" {
+	mock_start "$FIX/mock/submit.yaml"
+	local d=$BATS_TEST_TMPDIR/bodies
+	mkdir -p "$d"
+	head -c 40000000 /dev/zero >"$d/b1"
+	printf 'body_root: %s\n' "$d" >"$BATS_TEST_TMPDIR/c.yaml"
+	body_record b1 b1 >"$M"
+	# GNU time's %M: the largest resident size, in kB.
+	run --separate-stderr timeout 60 /usr/bin/time -f %M -o "$BATS_TEST_TMPDIR/rss" \
+	    rfp-fetch --config "$BATS_TEST_TMPDIR/c.yaml" <"$M"
+	assert_success
+	check b1 '.status == 200'
+	[ "$(jq -s '[.[] | select(.kind == "request")][0].body_bytes' "$MOCK_LOG")" -eq 40000000 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/rss")" -lt 30000 ]
+}
+
+@test "files: fetch: X-RateLimit-Remaining 0 with a reset past max_retry_after is a quota, not a hang (#24)" {
+	mock_start "$BATS_TEST_DIRNAME/fixtures/files/quota-headers.yaml"
+	manifest /q 4 q >"$M"
+	run --separate-stderr timeout 20 rfp-fetch -j 1 --run-dir "$RD" <"$M"
+	assert_success
+	[ "${#lines[@]}" -eq 4 ]
+	check q-1 '.status == 200'
+	# One may have been sent before the first answer was read: the
+	# portal's 429 then; the others are held as a quota, not for a day.
+	jq -s -e '[.[] | select(.id != "q-1")] | all(.status == 429 or
+	    (.fate == "dead" and .dead_reason == "quota" and
+	    (.dead_detail | test("come back at"))))' <<<"$output"
+	[ "$(jq -s '[.[] | select(.dead_reason == "quota")] | length' <<<"$output")" -ge 2 ]
+	# The resume does not hang either.
+	run --separate-stderr timeout 20 rfp-fetch -j 1 --run-dir "$RD" <"$M"
+	assert_success
+	[ "${#lines[@]}" -eq 4 ]
+}
+
+@test "files: fetch: a not_before past max_retry_after is bad_input in one line (#24)" {
+	mock_start "$FIX/mock/ok.yaml"
+	{
+		printf '{"id":"far","url":"%s/nih/far","fate":"retry","attempt":1,"not_before":1e300}\n' "$MOCK_URL"
+		printf '{"id":"str","url":"%s/nih/str","fate":"retry","attempt":1,"not_before":"soon"}\n' "$MOCK_URL"
+		printf '{"id":"near","url":"%s/nih/near","fate":"retry","attempt":1,"not_before":1}\n' "$MOCK_URL"
+	} >"$M"
+	run --separate-stderr timeout 20 rfp-fetch --run-dir "$RD" <"$M"
+	assert_success
+	check far '.fate == "dead" and .dead_reason == "bad_input"'
+	check str '.fate == "dead" and .dead_reason == "bad_input"'
+	check near '.status == 200'
+	[ "${stderr_lines[0]}" = 'rfp-fetch: line 1: field "not_before": not a time within max_retry_after (3600 s) of now' ]
+	[ "${#stderr_lines[@]}" -eq 2 ]
+}
+
+@test "files: a Retry-After of 999999999999 is dead quota, not retried as bad (#24)" {
+	mock_start "$BATS_TEST_DIRNAME/fixtures/files/huge-retry-after.yaml"
+	manifest /ra 1 ra >"$M"
+	run timeout 30 rfpipe --run-dir "$RD" -q "$M"
+	[ "$status" -eq 3 ]
+	[ "$(jq -r .dead_reason "$RD/dead.ndjson")" = quota ]
+	[ "$(requests_for /ra/doc-1)" -eq 1 ]
+}
+
+@test "files: fetch: expect.min_bytes 1e300 or \"100\" and expect.json \"yes\" are bad_input in one line (#24)" {
+	mock_start "$FIX/mock/ok.yaml"
+	{
+		printf '{"id":"a","url":"%s/nih/a","expect":{"min_bytes":1e300}}\n' "$MOCK_URL"
+		printf '{"id":"b","url":"%s/nih/b","expect":{"min_bytes":"100"}}\n' "$MOCK_URL"
+		printf '{"id":"c","url":"%s/nih/c","expect":{"json":"yes"}}\n' "$MOCK_URL"
+		printf '{"id":"d","url":"%s/nih/d","expect":{"json":true,"min_bytes":10}}\n' "$MOCK_URL"
+	} >"$M"
+	run --separate-stderr timeout 20 rfp-fetch --run-dir "$RD" <"$M"
+	assert_success
+	for id in a b c; do
+		check "$id" '.fate == "dead" and .dead_reason == "bad_input"'
+		[ "$(requests_for "/nih/$id")" -eq 0 ]
+	done
+	check d '.status == 200 and .check == null'
+	[ "${stderr_lines[0]}" = 'rfp-fetch: line 1: field "expect.min_bytes": not an integer from 0 to 2^40' ]
+	[ "${stderr_lines[1]}" = 'rfp-fetch: line 2: field "expect.min_bytes": not an integer from 0 to 2^40' ]
+	[ "${stderr_lines[2]}" = 'rfp-fetch: line 3: field "expect.json": not true or false' ]
+}
+
+# raw_server RESPONSE: a one-connection-at-a-time server on 127.0.0.1 that
+# answers every request with RESPONSE (backslash escapes as printf %b);
+# sets RAW_PORT.
+raw_server() {
+	perl -MIO::Socket::INET -e '
+	    my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1:0",
+	        Listen => 16, ReuseAddr => 1) or die;
+	    open(my $f, ">", $ARGV[1]) or die; print $f $s->sockport; close $f;
+	    while (my $c = $s->accept) {
+	        my $req = ""; while (<$c>) { $req .= $_; last if /^\r?\n$/ }
+	        print $c $ARGV[0]; close $c;
+	    }' "$(printf '%b' "$1")" "$BATS_TEST_TMPDIR/raw.port" 3>&- &
+	RAW_PID=$!
+	while [ ! -s "$BATS_TEST_TMPDIR/raw.port" ]; do sleep 0.01; done
+	RAW_PORT=$(cat "$BATS_TEST_TMPDIR/raw.port")
+	rm "$BATS_TEST_TMPDIR/raw.port"
+}
+
+@test "files: fetch: HTTP/0.9 and status lines 000, 099 and 2000 are error protocol, not scheme (#24)" {
+	local r
+	for r in 'hello\n' 'HTTP/1.1 000 X\r\nContent-Length: 0\r\n\r\n' \
+	    'HTTP/1.1 099 X\r\nContent-Length: 0\r\n\r\n' \
+	    'HTTP/1.1 2000 X\r\nContent-Length: 0\r\n\r\n'; do
+		raw_server "$r"
+		run --separate-stderr timeout 20 rfp-fetch <<<"{\"id\":\"x\",\"url\":\"http://127.0.0.1:$RAW_PORT/x\"}"
+		kill "$RAW_PID"
+		wait "$RAW_PID" 2>/dev/null || true
+		assert_success
+		check x '.error == "protocol" and .status == null'
+	done
+}
+
+@test "files: sink: a file size limit fails loudly and leaves no torn line (#24)" {
+	mkdir -p "$RD"
+	for i in $(seq 1 400); do
+		printf '{"id":"doc-%d","fate":"done","status":200,"pad":"%0200d"}\n' "$i" 0
+	done >"$M"
+	run --separate-stderr bash -c 'trap "" XFSZ; ulimit -f 40; exec timeout 20 rfp-sink --run-dir "$1" -q <"$2"' _ "$RD" "$M"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"rfp-sink: write $RD/results.ndjson: File too large"* ]]
+	# Every line in the file is whole.
+	[ -s "$RD/results.ndjson" ]
+	[ "$(tail -c 1 "$RD/results.ndjson" | od -An -c | tr -d ' ')" = '\n' ]
+	jq -e . "$RD/results.ndjson" >/dev/null
+}
+
+@test "files: backoff: full jitter stays within base*2^(attempt-1), and reaches above half of it (#24)" {
+	local a
+	for a in 1 3 5; do
+		for i in $(seq 1 40); do
+			printf '{"id":"j-%d-%d","class":"transient","reason":"http_503","attempt":%d}\n' "$a" "$i" "$a"
+		done
+	done >"$M"
+	run --separate-stderr timeout 20 rfp-backoff --seed 7 --base 1 --cap 100 --max-attempts 10 --budget 1000 <"$M"
+	assert_success
+	for a in 1 3 5; do
+		jq -s -e --argjson a "$a" '[.[] | select(.attempt == $a) | .delay_s] as $d |
+		    ($d | length) == 40 and ($d | max) <= pow(2; $a - 1) and
+		    ($d | max) > pow(2; $a - 1) / 2' <<<"$output"
+	done
+	# Under the cap, the cap bounds it: attempt 5 is 16 s uncapped.
+	run --separate-stderr timeout 20 rfp-backoff --seed 7 --base 1 --cap 3 --max-attempts 10 --budget 1000 <"$M"
+	assert_success
+	jq -s -e '[.[] | select(.attempt == 5) | .delay_s] | max <= 3 and max > 1.5' <<<"$output"
+}
