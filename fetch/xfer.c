@@ -356,6 +356,15 @@ xfer_start(struct job *job, char *err, size_t errlen)
 		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
 		    (curl_off_t)x->body_len);
 	}
+	/*
+	 * libcurl sends a request again, unasked, on a fresh connection when
+	 * a reused one closes before any byte of the answer (lib/transfer.c,
+	 * Curl_retry_request: conn->bits.reuse and nothing received).  A
+	 * server may have committed a submission before closing: it is never
+	 * sent on a reused connection, so that it is never sent twice.
+	 */
+	if (doc_is_submission(rec))
+		curl_easy_setopt(x->easy, CURLOPT_FRESH_CONNECT, 1L);
 	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
 	x->t0 = clk_now();
 	return x;

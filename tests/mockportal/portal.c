@@ -60,6 +60,7 @@ struct req {
 	struct endpoint	*ep;
 	long		 inflight, inflight_total;
 	unsigned long long body_bytes;
+	long		 conn_seq;	/* nth request on its connection */
 	struct lim_pass	 lp;		/* what the limits said; its slots */
 };
 
@@ -339,7 +340,7 @@ control(struct portal *p, const char *path, const char *method,
 	}
 	pthread_mutex_unlock(&p->mu);
 	if (trk == 0) {
-		a->status = 404;
+		/* A well-formed "no": a 404 would say nothing of the key. */
 		o = json_pack("{s:b}", "committed", 0);
 	} else {
 		a->trk = trk;
@@ -382,6 +383,32 @@ static void
 set_long(json_t *o, const char *k, long v)
 {
 	json_object_set_new(o, k, v > 0 ? json_integer(v) : json_null());
+}
+
+static enum MHD_Result
+add_name(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	char *t, *q;
+
+	(void)kind;
+	(void)value;
+	t = xstrdup(key);
+	for (q = t; *q != '\0'; q++)
+		*q = (char)tolower((unsigned char)*q);
+	json_array_append_new(cls, jstr(t));
+	free(t);
+	return MHD_YES;
+}
+
+/* The names of the request's headers, lower case, in the order sent. */
+static json_t *
+header_names(struct MHD_Connection *conn)
+{
+	json_t *a = json_array();
+
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, add_name, a);
+	return a;
 }
 
 static void
@@ -431,6 +458,8 @@ log_write(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 		    hdrs[i])) != NULL)
 			json_object_set_new(h, hdrs[i], jstr(v));
 	json_object_set_new(o, "headers", h);
+	json_object_set_new(o, "header_names", header_names(conn));
+	json_object_set_new(o, "conn_seq", json_integer(rq->conn_seq));
 	/* Sixteen digits keep microseconds of an epoch time. */
 	s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(16));
 	json_decref(o);
@@ -747,16 +776,35 @@ handle(void *cls, struct MHD_Connection *conn, const char *url,
 static void *
 uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
 {
+	const union MHD_ConnectionInfo *ci;
 	struct req *rq;
 	const char *q;
+	long *n;
 
 	(void)cls;
-	(void)conn;
 	rq = xcalloc(1, sizeof(*rq));
 	rq->t = clk_now();
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (ci != NULL && (n = ci->socket_context) != NULL)
+		rq->conn_seq = ++*n;
 	if (uri != NULL && (q = strchr(uri, '?')) != NULL)
 		rq->query = xstrdup(q + 1);
 	return rq;
+}
+
+/* A connection opens or closes: its count of requests. */
+static void
+conn_notify(void *cls, struct MHD_Connection *conn, void **sctx,
+    enum MHD_ConnectionNotificationCode toe)
+{
+	(void)cls;
+	(void)conn;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		*sctx = xcalloc(1, sizeof(long));
+	else {
+		free(*sctx);
+		*sctx = NULL;
+	}
 }
 
 static void
@@ -848,6 +896,7 @@ portal_start(struct portal *p, int port, char *err, size_t errlen)
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
 	    MHD_OPTION_URI_LOG_CALLBACK, uri_seen, p,
 	    MHD_OPTION_NOTIFY_COMPLETED, completed, p,
+	    MHD_OPTION_NOTIFY_CONNECTION, conn_notify, p,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONN_MAX,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
 	    MHD_OPTION_THREAD_STACK_SIZE, (size_t)STACK_SIZE,
