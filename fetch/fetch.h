@@ -28,6 +28,9 @@ struct xfer {
 	struct job	*job;
 	CURL		*easy;
 	struct curl_slist *hdrs;
+	char		*url;		/* this hop's; the record's at first */
+	long		 hops;		/* redirects followed */
+	double		 until;		/* clk_mono the attempt times out */
 	char		*body;		/* request body */
 	size_t		 body_len;
 	int		 fd;		/* response body, or -1 */
@@ -84,6 +87,12 @@ int	deadline_come(double now);
 
 /* Set up a transfer for job's next attempt; NULL and *err on a local error. */
 struct xfer *xfer_start(struct job *job, char *err, size_t errlen);
+/*
+ * After one hop of x: when its answer is a redirect to follow, set x up for
+ * the next hop and return 1 (the caller adds x->easy to the multi again);
+ * else 0, x->cc possibly changed to say why the redirect was refused.
+ */
+int	xfer_redirect(struct xfer *x);
 /* Fill the record from a finished transfer; the caller frees with xfer_free. */
 void	xfer_finish(struct xfer *x, CURLcode cc);
 /* Release everything of x (not the job). */

@@ -1095,8 +1095,13 @@ finish_done(void)
 			continue;
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
 		curl_multi_remove_handle(S.multi, m->easy_handle);
-		unwire(x);
 		x->cc = m->data.result;
+		if (xfer_redirect(x)) {
+			/* The next hop, on the same slot. */
+			curl_multi_add_handle(S.multi, x->easy);
+			continue;
+		}
+		unwire(x);
 		x->t1 = clk_now();
 		/* Off the wire: its slot is free, whatever filing is left. */
 		slot_give(x->job->ep, x->slot);

@@ -16,6 +16,7 @@
 
 #include "lib/clk.h"
 #include "lib/doc.h"
+#include "lib/hdr.h"
 #include "lib/msg.h"
 #include "lib/rec.h"
 #include "lib/x.h"
@@ -186,17 +187,34 @@ expand(const char *v, char *missing, size_t mlen)
 	return out;
 }
 
-/* Request headers: the record's, expanded, plus attempt and idempotency. */
+/*
+ * A secret: a credential header, or a value with ${NAME} in it (an API
+ * key from the environment).  Secrets go only where hdr_may_carry says.
+ */
+static int
+secret(const char *name, const char *value)
+{
+	return hdr_is_credential(name) || strstr(value, "${") != NULL;
+}
+
+/*
+ * Request headers to x->url: the record's, expanded (secrets only when
+ * the URL may have them), plus attempt and idempotency.
+ */
 static int
 headers(struct xfer *x, const json_t *rec, long attempt, char *err,
     size_t errlen)
 {
 	json_t *h = json_object_get(rec, "headers"), *v;
-	const char *k;
+	const char *k, *why;
 	char missing[128], *val, *line, *key;
-	int ctype = 0;
+	int ctype = 0, carry;
 
+	carry = x->hops == 0 || hdr_may_carry(rec_str(rec, "url"), x->url,
+	    fo.conf.trusted, fo.conf.ntrusted);
 	json_object_foreach(h, k, v) {
+		if (!carry && secret(k, json_string_value(v)))
+			continue;
 		if ((val = expand(json_string_value(v), missing,
 		    sizeof(missing))) == NULL) {
 			snprintf(err, errlen, "field \"headers\": \"%s\": "
@@ -204,10 +222,10 @@ headers(struct xfer *x, const json_t *rec, long attempt, char *err,
 			    missing);
 			return -1;
 		}
-		if (strpbrk(val, "\r\n") != NULL) {
+		if ((why = hdr_request_check(k, val, strlen(val))) != NULL) {
 			free(val);
-			snprintf(err, errlen, "field \"headers\": \"%s\": CR "
-			    "or LF after expansion", k);
+			snprintf(err, errlen, "field \"headers\": \"%s\": %s "
+			    "after expansion", k, why);
 			return -1;
 		}
 		if (strcasecmp(k, "Content-Type") == 0)
@@ -290,6 +308,7 @@ xfer_start(struct job *job, char *err, size_t errlen)
 	x->slot = -1;
 	x->fd = -1;
 	hdr_ratelimit_init(&x->rl);
+	x->url = xstrdup(rec_str(rec, "url"));
 	if (load_body(x, rec, err, errlen) == -1 ||
 	    headers(x, rec, attempt, err, errlen) == -1) {
 		xfer_free(x);
@@ -321,11 +340,14 @@ xfer_start(struct job *job, char *err, size_t errlen)
 	if (x->easy == NULL || x->sha == NULL ||
 	    !EVP_DigestInit_ex(x->sha, sha256, NULL))
 		msg_die(1, "out of memory");
-	curl_easy_setopt(x->easy, CURLOPT_URL, rec_str(rec, "url"));
+	curl_easy_setopt(x->easy, CURLOPT_URL, x->url);
 	curl_easy_setopt(x->easy, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(x->easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(x->easy, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(x->easy, CURLOPT_MAXREDIRS, fo.conf.max_redirects);
+	/*
+	 * Redirects are followed by xfer_redirect, not by libcurl, which
+	 * would send every custom header (an API key from ${NAME}) to
+	 * whatever host the Location names.
+	 */
+	curl_easy_setopt(x->easy, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS,
 	    (long)(clk_real(fo.conf.connect_timeout) * 1000));
@@ -335,6 +357,7 @@ xfer_start(struct job *job, char *err, size_t errlen)
 	} else
 		tmo = clk_real(tmo);
 	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)(tmo * 1000) + 1);
+	x->until = clk_mono() + tmo;
 	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(x->easy, CURLOPT_HEADERFUNCTION, on_header);
@@ -368,6 +391,77 @@ xfer_start(struct job *job, char *err, size_t errlen)
 	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
 	x->t0 = clk_now();
 	return x;
+}
+
+int
+xfer_redirect(struct xfer *x)
+{
+	json_t *rec = x->job->rec;
+	const char *method = rec_str(rec, "method");
+	char *loc = NULL, err[300];
+	long status = 0, attempt = rec_int(rec, "attempt", 1);
+	double left;
+
+	if (x->cc != CURLE_OK || x->too_large || x->wr_err != 0)
+		return 0;
+	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (status != 301 && status != 302 && status != 303 &&
+	    status != 307 && status != 308)
+		return 0;
+	/* A submission is never sent again, even where a 3xx points. */
+	if (curl_easy_getinfo(x->easy, CURLINFO_REDIRECT_URL, &loc) !=
+	    CURLE_OK || loc == NULL || doc_is_submission(rec))
+		return 0;
+	if (x->hops >= fo.conf.max_redirects) {
+		x->cc = CURLE_TOO_MANY_REDIRECTS;
+		return 0;
+	}
+	if (strncasecmp(loc, "http://", 7) != 0 &&
+	    strncasecmp(loc, "https://", 8) != 0) {
+		x->cc = CURLE_UNSUPPORTED_PROTOCOL;
+		return 0;
+	}
+	if ((left = x->until - clk_mono()) <= 0) {
+		x->cc = CURLE_OPERATION_TIMEDOUT;
+		return 0;
+	}
+	free(x->url);
+	x->url = xstrdup(loc);
+	x->hops++;
+	/* The next hop's answer replaces this one's body. */
+	x->bytes = 0;
+	x->mlen = 0;
+	if (x->fd != -1 && (ftruncate(x->fd, 0) == -1 ||
+	    lseek(x->fd, 0, SEEK_SET) == -1)) {
+		x->wr_err = errno;
+		return 0;
+	}
+	EVP_DigestInit_ex(x->sha, sha256, NULL);
+	/*
+	 * 303 is a GET; so is a 301 or 302 of a POST, as browsers and
+	 * libcurl do.  307 and 308 keep the method and body.
+	 */
+	if ((status == 303 && (method == NULL || strcmp(method, "HEAD") != 0))
+	    || ((status == 301 || status == 302) && method != NULL &&
+	    strcmp(method, "POST") == 0)) {
+		curl_easy_setopt(x->easy, CURLOPT_CUSTOMREQUEST, NULL);
+		curl_easy_setopt(x->easy, CURLOPT_NOBODY, 0L);
+		curl_easy_setopt(x->easy, CURLOPT_HTTPGET, 1L);
+		free(x->body);
+		x->body = NULL;
+		x->body_len = 0;
+	}
+	/* Headers again: secrets only to where they may go. */
+	curl_slist_free_all(x->hdrs);
+	x->hdrs = NULL;
+	if (headers(x, rec, attempt, err, sizeof(err)) == -1) {
+		x->cc = CURLE_ABORTED_BY_CALLBACK;
+		return 0;
+	}
+	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
+	curl_easy_setopt(x->easy, CURLOPT_URL, x->url);
+	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)(left * 1000) + 1);
+	return 1;
 }
 
 static const char *
@@ -559,6 +653,7 @@ xfer_free(struct xfer *x)
 	} else if (x->easy != NULL)
 		curl_easy_cleanup(x->easy);
 	curl_slist_free_all(x->hdrs);
+	free(x->url);
 	if (x->fd != -1)
 		close(x->fd);
 	if (x->part != NULL && !x->renamed)

@@ -8,11 +8,12 @@
 
 #include "lib/cfg.h"
 #include "lib/conf.h"
+#include "lib/hdr.h"
 #include "lib/num.h"
 #include "lib/x.h"
 
 enum kind { K_LONG, K_DOUBLE, K_DUR, K_BOOL, K_STR, K_BUDGET, K_ONOPEN,
-	K_BREAKER, K_ENDPOINTS, K_SEED };
+	K_BREAKER, K_ENDPOINTS, K_SEED, K_ORIGINS };
 
 struct key {
 	const char	*name;
@@ -45,6 +46,7 @@ static const struct key top[] = {
 	{ "seed", K_SEED, C(seed), 0, 0 },
 	{ "state", K_STR, C(state), 0, 0 },
 	{ "timeout", K_DUR, C(timeout), 0.001, 86400 },
+	{ "trusted_origins", K_ORIGINS, 0, 0, 0 },
 	{ NULL, 0, 0, 0, 0 }
 };
 
@@ -174,6 +176,31 @@ endpoints(struct ctx *x, const char *path, json_t *v)
 	return 0;
 }
 
+/* trusted_origins: a list of http or https origins. */
+static int
+origins(struct ctx *x, const char *path, json_t *v)
+{
+	char o[512];
+	size_t i;
+	json_t *u;
+
+	if (!json_is_array(v))
+		return bad(x, path, "expected a list of origins such as "
+		    "\"https://files.example.org\"");
+	json_array_foreach(v, i, u)
+		if (!json_is_string(u) || hdr_origin(json_string_value(u), o,
+		    sizeof(o)) == -1)
+			return bad(x, path, "expected a list of origins such "
+			    "as \"https://files.example.org\"");
+	while (x->c->ntrusted > 0)
+		free(x->c->trusted[--x->c->ntrusted]);
+	x->c->trusted = xrealloc(x->c->trusted, (json_array_size(v) + 1) *
+	    sizeof(*x->c->trusted));
+	json_array_foreach(v, i, u)
+		x->c->trusted[x->c->ntrusted++] = xstrdup(json_string_value(u));
+	return 0;
+}
+
 static int
 one(struct ctx *x, const struct key *k, const char *path, json_t *v,
     void *base)
@@ -250,6 +277,8 @@ one(struct ctx *x, const struct key *k, const char *path, json_t *v,
 		return apply(x, br_keys, path, v, p);
 	case K_ENDPOINTS:
 		return endpoints(x, path, v);
+	case K_ORIGINS:
+		return origins(x, path, v);
 	}
 	return 0;
 }
@@ -329,6 +358,11 @@ conf_free(struct conf *c)
 	for (i = 0; i < c->neps; i++)
 		free(c->eps[i].name);
 	free(c->eps);
+	for (i = 0; i < c->ntrusted; i++)
+		free(c->trusted[i]);
+	free(c->trusted);
+	c->trusted = NULL;
+	c->ntrusted = 0;
 	free(c->deadline);
 	free(c->ca_file);
 	free(c->state);

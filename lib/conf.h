@@ -44,6 +44,8 @@ struct conf {
 	char	*deadline;	/* as written; parsed by lib/deadline */
 	char	*ca_file;
 	char	*state;		/* a postgresql:// URL; NULL: the run dir */
+	char	**trusted;	/* trusted_origins: may have the secrets */
+	size_t	ntrusted;
 	struct conf_ep	defaults;	/* endpoint settings for unlisted ones */
 	struct conf_ep	*eps;
 	size_t	neps;

@@ -16,6 +16,29 @@ teardown() {
 	fi
 }
 
+# mock2_start SCENARIO: a second portal, another origin (its own port);
+# sets MOCK2_URL, MOCK2_LOG.
+mock2_start() {
+	MOCK2_LOG=$BATS_TEST_TMPDIR/mock2.log
+	rfp-mockportal --scenario "$1" --port 0 \
+	    --port-file "$BATS_TEST_TMPDIR/mock2.port" --log "$MOCK2_LOG" \
+	    >/dev/null 2>"$BATS_TEST_TMPDIR/mock2.err" 3>&- &
+	MOCK2_PID=$!
+	for _ in $(seq 1 1000); do
+		[ -s "$BATS_TEST_TMPDIR/mock2.port" ] && break
+		sleep 0.01
+	done
+	MOCK2_URL=http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/mock2.port")
+}
+
+# redirector STATUS LOCATION: the main portal, answering /r/* with STATUS
+# and LOCATION, and /b/* (its own origin) with 200.
+redirector() {
+	printf 'routes:\n  - match: "/r/*"\n    endpoint: r\n    submit: true\n    script: [%s]\n    location: "%s"\n  - match: "/b/*"\n    endpoint: r\n' \
+	    "$1" "$2" >"$BATS_TEST_TMPDIR/a.yaml"
+	mock_start "$BATS_TEST_TMPDIR/a.yaml"
+}
+
 # --- A submission is never handed to a connection libcurl may replay -----
 
 @test "wire: a submission dropped after commit on a reused connection is sent once, never replayed by libcurl (#24)" {
@@ -39,4 +62,144 @@ teardown() {
 	jq -s -e 'length == 2 and all(.id | startswith("warm"))' "$RUN/results.ndjson"
 	# Only submissions are kept off reused connections: GETs share one.
 	jq -s -e '[.[] | select(.method == "GET")] | length == 2 and (map(.conn_seq) | max) == 2' "$MOCK_LOG"
+}
+
+# --- Headers a manifest may set -------------------------------------------
+
+@test "wire: a framing, hop-by-hop or rfp-fetch header in a record is refused with stage, line and field, and never sent (#24)" {
+	mock_start "$FIX/mock/ok.yaml"
+	# name TAB value (JSON) TAB why
+	cat >"$BATS_TEST_TMPDIR/table" <<'TABLE'
+Content-Length	"2"	a framing or hop-by-hop header, set by the client only
+transfer-encoding	"chunked"	a framing or hop-by-hop header, set by the client only
+Host	"evil.example"	a framing or hop-by-hop header, set by the client only
+Connection	"close"	a framing or hop-by-hop header, set by the client only
+Keep-Alive	"timeout=5"	a framing or hop-by-hop header, set by the client only
+TE	"trailers"	a framing or hop-by-hop header, set by the client only
+Trailer	"X-Sum"	a framing or hop-by-hop header, set by the client only
+Upgrade	"h2c"	a framing or hop-by-hop header, set by the client only
+Expect	"100-continue"	a framing or hop-by-hop header, set by the client only
+Proxy-Authorization	"Basic eDp5"	a proxy header, set by the client only
+Idempotency-Key	"mine"	set by rfp-fetch only
+X-Rfp-Attempt	"1"	set by rfp-fetch only
+X(1)	"v"	bad header name
+X-Bell	"a\u0007b"	a control character in the value
+TABLE
+	n=0
+	while IFS=$'\t' read -r name value why; do
+		n=$((n + 1))
+		printf '{"id":"h-%d","url":"%s/nih/h-%d","method":"POST","idempotent":true,"headers":{"%s":%s},"body":"ok\\r\\n\\r\\nPOST /nih/smuggled HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n"}\n' \
+		    "$n" "$MOCK_URL" "$n" "$name" "$value"
+	done <"$BATS_TEST_TMPDIR/table" >"$BATS_TEST_TMPDIR/m"
+	printf '{"id":"fine","url":"%s/nih/fine","headers":{"X-Fine":"1"}}\n' "$MOCK_URL" >>"$BATS_TEST_TMPDIR/m"
+	run -0 --separate-stderr timeout 60 rfp-fetch <"$BATS_TEST_TMPDIR/m"
+	n=0
+	while IFS=$'\t' read -r name value why; do
+		n=$((n + 1))
+		[[ $stderr == *"rfp-fetch: line $n: field \"headers\": \"$name\": $why"* ]] ||
+		    { echo "line $n: no message for $name" >&2; false; }
+		check "h-$n" '.fate == "dead" and .dead_reason == "bad_input" and .line == '"$n"
+	done <"$BATS_TEST_TMPDIR/table"
+	# Nothing of them reached the portal; the good record did.
+	jq -s -e '[.[] | select(.kind == "request")] | length == 1 and .[0].path == "/nih/fine"' "$MOCK_LOG"
+	check fine '.status == 200'
+}
+
+@test "wire: a header value that becomes a control character after \${NAME} expansion is refused, never sent" {
+	mock_start "$FIX/mock/ok.yaml"
+	printf '{"id":"e-1","url":"%s/nih/e-1","headers":{"X-Key":"${RFP_TEST_BELL}"}}\n' "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
+	RFP_TEST_BELL=$'a\ab' run -0 --separate-stderr timeout 60 rfp-fetch <"$BATS_TEST_TMPDIR/m"
+	[[ $stderr == *'rfp-fetch: line 1: field "headers": "X-Key": a control character in the value after expansion'* ]]
+	check e-1 '.dead_reason == "bad_input"'
+	[ "$(requests_for /nih/e-1)" -eq 0 ]
+}
+
+# --- Secrets do not follow a redirect to another origin -------------------
+
+# names_at LOG PATH: the header names the portal saw for PATH, comma-joined.
+names_at() {
+	jq -r --arg p "$2" 'select(.path == $p) | .header_names | join(",")' "$1"
+}
+
+secret_manifest() {
+	printf '{"id":"g-1","url":"%s/r/g-1","headers":{"X-Api-Key":"${RFP_TEST_TOKEN}","Authorization":"Bearer ${RFP_TEST_TOKEN}","Cookie":"s=1","X-Plain":"p"}}\n' "$MOCK_URL"
+	printf '{"id":"p-1","url":"%s/r/p-1","method":"PUT","idempotent":true,"body":{"a":1},"headers":{"X-Api-Key":"${RFP_TEST_TOKEN}","X-Plain":"p"}}\n' "$MOCK_URL"
+}
+
+@test "wire: x-api-key from \${NAME}, Authorization and Cookie do not follow a 307 to another origin; plain headers do (#24)" {
+	export RFP_TEST_TOKEN=t0ps3cret
+	mock2_start "$FIX/mock/ok.yaml"
+	redirector 307 "$MOCK2_URL/nih/landed"
+	secret_manifest >"$BATS_TEST_TMPDIR/m"
+	run -0 timeout 60 rfp-fetch <"$BATS_TEST_TMPDIR/m"
+	check g-1 '.status == 200'
+	check p-1 '.status == 200'
+	# The first hop had them all; the other origin none of them.
+	[[ "$(names_at "$MOCK_LOG" /r/g-1)" == *x-api-key*authorization*cookie*x-plain* ]]
+	jq -s -e 'length == 2 and all(.header_names | (index("x-plain") != null) and
+	    (index("x-api-key") == null) and (index("authorization") == null) and
+	    (index("cookie") == null))' "$MOCK2_LOG"
+	# A 307 keeps the method and the body.
+	jq -s -e 'map(.method) | sort == ["GET", "PUT"]' "$MOCK2_LOG"
+	jq -s -e 'map(select(.method == "PUT"))[0].body_bytes == 7' "$MOCK2_LOG"
+}
+
+@test "wire: another host name for the same address is another origin: no secrets" {
+	export RFP_TEST_TOKEN=t0ps3cret
+	getent hosts localhost | grep -q '127\.0\.0\.1' || skip "localhost is not 127.0.0.1 here"
+	redirector 302 "http://localhost:{port}/b/landed"
+	secret_manifest | head -1 >"$BATS_TEST_TMPDIR/m"
+	run -0 timeout 60 rfp-fetch <"$BATS_TEST_TMPDIR/m"
+	check g-1 '.status == 200'
+	[[ "$(names_at "$MOCK_LOG" /r/g-1)" == *x-api-key*cookie* ]]
+	[[ "$(names_at "$MOCK_LOG" /b/landed)" == *x-plain* ]]
+	[[ "$(names_at "$MOCK_LOG" /b/landed)" != *x-api-key* ]]
+	[[ "$(names_at "$MOCK_LOG" /b/landed)" != *cookie* ]]
+}
+
+@test "wire: an origin listed in trusted_origins has the secrets; the same origin always has them" {
+	export RFP_TEST_TOKEN=t0ps3cret
+	mock2_start "$FIX/mock/ok.yaml"
+	redirector 307 "$MOCK2_URL/nih/landed"
+	printf 'trusted_origins: ["%s"]\n' "$MOCK2_URL" >"$BATS_TEST_TMPDIR/c.yaml"
+	secret_manifest | head -1 >"$BATS_TEST_TMPDIR/m"
+	run -0 timeout 60 rfp-fetch --config "$BATS_TEST_TMPDIR/c.yaml" <"$BATS_TEST_TMPDIR/m"
+	check g-1 '.status == 200'
+	[[ "$(names_at "$MOCK2_LOG" /nih/landed)" == *x-api-key*authorization*cookie* ]]
+	# Same origin: a redirect within the portal keeps them, trusted or not.
+	mock_stop
+	redirector 301 "/b/landed"
+	secret_manifest | head -1 >"$BATS_TEST_TMPDIR/m"
+	run -0 timeout 60 rfp-fetch <"$BATS_TEST_TMPDIR/m"
+	[[ "$(names_at "$MOCK_LOG" /b/landed)" == *x-api-key*authorization*cookie* ]]
+}
+
+@test "wire: trusted_origins takes only http or https origins" {
+	printf 'trusted_origins: ["ftp://files.example"]\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -2 --separate-stderr rfp-fetch --config "$BATS_TEST_TMPDIR/c.yaml" </dev/null
+	[ "$stderr" = "rfp-fetch: $BATS_TEST_TMPDIR/c.yaml:1: key \"trusted_origins\": expected a list of origins such as \"https://files.example.org\"" ]
+}
+
+# --- A redirect of a submission is never followed -------------------------
+
+@test "wire: a 302, 303 or 307 to a submission is its answer: not followed, not sent again, filed dead (#24)" {
+	for st in 302 303 307; do
+		mock_stop
+		rm -f "$BATS_TEST_TMPDIR/mock.log"
+		redirector "$st" "/b/landed"
+		printf '{"id":"s-1","url":"%s/r/s-1","method":"POST","body":{"a":1},"endpoint":"r"}\n' "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
+		rm -rf "$RUN"
+		run -3 timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+		[ "$(requests_for /r/s-1)" -eq 1 ]
+		[ "$(requests_for /b/landed)" -eq 0 ]
+		jq -s -e --argjson st "$st" 'length == 1 and .[0].status == $st and .[0].dead_reason == "permanent" and .[0].reason == "unknown_http_\($st)"' "$RUN/dead.ndjson"
+	done
+}
+
+@test "wire: a 303 to an idempotent PUT is followed as a GET without its body" {
+	redirector 303 "/b/landed"
+	printf '{"id":"p-1","url":"%s/r/p-1","method":"PUT","idempotent":true,"body":{"a":1}}\n' "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
+	run -0 timeout 60 rfp-fetch <"$BATS_TEST_TMPDIR/m"
+	check p-1 '.status == 200'
+	jq -s -e 'map(select(.path == "/b/landed")) | length == 1 and .[0].method == "GET" and .[0].body_bytes == 0' "$MOCK_LOG"
 }

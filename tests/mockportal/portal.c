@@ -43,6 +43,7 @@ struct portal {
 	struct tab	 paths, keys;
 	long		 ntrk;		/* last tracking number */
 	long		 inflight;	/* all requests in flight */
+	int		 port;		/* listening on */
 	atomic_int	 listening;
 	atomic_int	 stopping;
 	atomic_int	 log_failed;
@@ -577,13 +578,24 @@ make_response(const struct route *r, const struct ans *a, const char *path)
 	return resp;
 }
 
+/* A route's Location, with "{port}" replaced by the port listened on. */
+static char *
+location(const char *loc, int port)
+{
+	const char *at = strstr(loc, "{port}");
+
+	if (at == NULL)
+		return xstrdup(loc);
+	return xasprintf("%.*s%d%s", (int)(at - loc), loc, port, at + 6);
+}
+
 static enum MHD_Result
 reply(struct MHD_Connection *conn, const struct route *r, const struct ans *a,
-    const char *path)
+    const char *path, int port)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result rc;
-	char buf[64];
+	char buf[64], *loc;
 	size_t i;
 
 	if ((resp = make_response(r, a, path)) == NULL)
@@ -596,8 +608,11 @@ reply(struct MHD_Connection *conn, const struct route *r, const struct ans *a,
 	if (a->allow != NULL)
 		MHD_add_response_header(resp, "Allow", a->allow);
 	if (r != NULL && r->location != NULL && a->status >= 300 &&
-	    a->status <= 399)
-		MHD_add_response_header(resp, "Location", r->location);
+	    a->status <= 399) {
+		loc = location(r->location, port);
+		MHD_add_response_header(resp, "Location", loc);
+		free(loc);
+	}
 	if (a->rl) {
 		snprintf(buf, sizeof(buf), "%ld", a->rl_limit);
 		MHD_add_response_header(resp, "X-RateLimit-Limit", buf);
@@ -739,7 +754,7 @@ answer(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 	close_inflight(p, rq);
 	if (!atomic_load(&p->stopping) && a.status != 0 &&
 	    (a.act == ACT_STATUS || a.act == ACT_SLOW))
-		rc = reply(conn, r, &a, path);
+		rc = reply(conn, r, &a, path, p->port);
 	free(a.key);
 	free(a.cbody);
 	for (i = 0; i < LHI_N; i++)
@@ -906,13 +921,14 @@ portal_start(struct portal *p, int port, char *err, size_t errlen)
 		    "server", port);
 		return -1;
 	}
-	atomic_store(&p->listening, 1);
 	info = MHD_get_daemon_info(p->d, MHD_DAEMON_INFO_BIND_PORT);
 	if (info == NULL || info->port == 0) {
 		snprintf(err, errlen, "listen 127.0.0.1:%d: no bound port",
 		    port);
 		return -1;
 	}
+	p->port = info->port;
+	atomic_store(&p->listening, 1);
 	return info->port;
 }
 
