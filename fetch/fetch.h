@@ -19,6 +19,7 @@ struct job {
 	double		 not_before;	/* epoch; 0: now */
 	long		 lineno;
 	int		 held;		/* held back by an open breaker */
+	int		 confirmed;	/* status_url said: not committed */
 	long		 seq;		/* the pace's grant number; -1: none */
 	struct job	*next;		/* in the ready queue */
 };
@@ -44,6 +45,7 @@ struct xfer {
 	int		 too_large;
 	int		 slot;		/* slot index held, -1: none */
 	int		 probe;		/* the breaker's half-open probe */
+	int		 confirm;	/* asks a status_url, sends nothing */
 	long		 inflight;	/* on its endpoint at its send, itself
 					   included */
 	double		 t0;
@@ -93,6 +95,19 @@ struct xfer *xfer_start(struct job *job, char *err, size_t errlen);
  * else 0, x->cc possibly changed to say why the redirect was refused.
  */
 int	xfer_redirect(struct xfer *x);
+/*
+ * Set up a GET of url, the status_url of job's submission (its answer held
+ * in memory): over the same path as every request, TLS settings, timeout
+ * and headers included, but sending nothing of the submission.
+ */
+struct xfer *xfer_confirm_start(struct job *job, const char *url);
+/*
+ * What a finished confirmation says: 1 committed (*reply set: the answer),
+ * 0 not committed, -1 cannot tell (why says so).  Only a 200 with a JSON
+ * object whose "committed" is true or false says either.
+ */
+int	xfer_confirmed(const struct xfer *x, json_t **reply, char *why,
+	    size_t len);
 /* Fill the record from a finished transfer; the caller frees with xfer_free. */
 void	xfer_finish(struct xfer *x, CURLcode cc);
 /* Release everything of x (not the job). */

@@ -61,6 +61,17 @@ on_body(char *p, size_t size, size_t nmemb, void *arg)
 	struct xfer *x = arg;
 	size_t len = size * nmemb;
 
+	if (x->confirm) {
+		/* A status answer: small, held whole. */
+		if (x->mlen + len > BODY_MEM) {
+			x->too_large = 1;
+			return 0;
+		}
+		x->mem = xrealloc(x->mem, x->mlen + len + 1);
+		memcpy(x->mem + x->mlen, p, len);
+		x->mlen += len;
+		return len;
+	}
 	if (x->bytes + (long)len > fo.conf.max_body) {
 		x->too_large = 1;
 		return 0;	/* abort: CURLE_WRITE_ERROR */
@@ -198,20 +209,22 @@ secret(const char *name, const char *value)
 }
 
 /*
- * Request headers to x->url: the record's, expanded (secrets only when
- * the URL may have them), plus attempt and idempotency.
+ * The record's headers to x->url, expanded; secrets only when the URL may
+ * have them (the record's own URL always may).  *ctype: one is
+ * Content-Type.
  */
 static int
-headers(struct xfer *x, const json_t *rec, long attempt, char *err,
+record_headers(struct xfer *x, const json_t *rec, int *ctype, char *err,
     size_t errlen)
 {
 	json_t *h = json_object_get(rec, "headers"), *v;
 	const char *k, *why;
-	char missing[128], *val, *line, *key;
-	int ctype = 0, carry;
+	char missing[128], *val, *line;
+	int carry;
 
-	carry = x->hops == 0 || hdr_may_carry(rec_str(rec, "url"), x->url,
-	    fo.conf.trusted, fo.conf.ntrusted);
+	carry = strcmp(x->url, rec_str(rec, "url")) == 0 ||
+	    hdr_may_carry(rec_str(rec, "url"), x->url, fo.conf.trusted,
+	    fo.conf.ntrusted);
 	json_object_foreach(h, k, v) {
 		if (!carry && secret(k, json_string_value(v)))
 			continue;
@@ -229,12 +242,25 @@ headers(struct xfer *x, const json_t *rec, long attempt, char *err,
 			return -1;
 		}
 		if (strcasecmp(k, "Content-Type") == 0)
-			ctype = 1;
+			*ctype = 1;
 		line = xasprintf("%s: %s", k, val);
 		x->hdrs = curl_slist_append(x->hdrs, line);
 		free(line);
 		free(val);
 	}
+	return 0;
+}
+
+/* Request headers: the record's, plus attempt and idempotency. */
+static int
+headers(struct xfer *x, const json_t *rec, long attempt, char *err,
+    size_t errlen)
+{
+	char *line, *key;
+	int ctype = 0;
+
+	if (record_headers(x, rec, &ctype, err, errlen) == -1)
+		return -1;
 	line = xasprintf("X-Rfp-Attempt: %ld", attempt);
 	x->hdrs = curl_slist_append(x->hdrs, line);
 	free(line);
@@ -292,46 +318,16 @@ load_body(struct xfer *x, const json_t *rec, char *err, size_t errlen)
 	return 0;
 }
 
-struct xfer *
-xfer_start(struct job *job, char *err, size_t errlen)
+/*
+ * A handle for x->url with what every request of rfp-fetch has: http and
+ * https only, no redirect followed by libcurl, the timeouts (the deadline
+ * caps the total), TLS settings, User-Agent, the callbacks.
+ */
+static void
+easy_setup(struct xfer *x)
 {
-	json_t *rec = job->rec;
-	const char *method = rec_str(rec, "method");
-	struct xfer *x = xcalloc(1, sizeof(*x));
-	long attempt = rec_int(rec, "attempt", 0) + 1;
 	double tmo = fo.conf.timeout, left;
-	const char *id = rec_str(rec, "id");
 
-	xfer_clear(rec);
-	json_object_set_new(rec, "attempt", json_integer(attempt));
-	x->job = job;
-	x->slot = -1;
-	x->fd = -1;
-	hdr_ratelimit_init(&x->rl);
-	x->url = xstrdup(rec_str(rec, "url"));
-	if (load_body(x, rec, err, errlen) == -1 ||
-	    headers(x, rec, attempt, err, errlen) == -1) {
-		xfer_free(x);
-		return NULL;
-	}
-	if (fo.run_dir != NULL) {
-		x->final = xasprintf("%s/docs/%s", fo.run_dir, id);
-		x->part = xasprintf("%s/docs/.part/%s", fo.run_dir, id);
-		x->bid = xstrdup(id);
-		/*
-		 * A submission's partial file is opened before it is sent, so
-		 * that a file that cannot be made never costs a submission.
-		 * Any other is made once there is a body (by the body thread,
-		 * when it is small).
-		 */
-		if (doc_is_submission(rec) &&
-		    (x->fd = xfer_open_part(x)) == -1) {
-			snprintf(err, errlen, "open %s: %s", x->part,
-			    strerror(errno));
-			xfer_free(x);
-			return NULL;
-		}
-	}
 	if (sha256 == NULL && (sha256 = EVP_MD_fetch(NULL, "SHA256",
 	    NULL)) == NULL)
 		msg_die(1, "EVP_MD_fetch SHA256 failed");
@@ -368,6 +364,109 @@ xfer_start(struct job *job, char *err, size_t errlen)
 	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYHOST, fo.insecure ? 0L : 2L);
 	if (fo.conf.ca_file != NULL)
 		curl_easy_setopt(x->easy, CURLOPT_CAINFO, fo.conf.ca_file);
+}
+
+struct xfer *
+xfer_confirm_start(struct job *job, const char *url)
+{
+	struct xfer *x = xcalloc(1, sizeof(*x));
+	char err[300];
+	int ctype = 0;
+
+	x->job = job;
+	x->slot = -1;
+	x->fd = -1;
+	x->confirm = 1;
+	x->url = xstrdup(url);
+	hdr_ratelimit_init(&x->rl);
+	easy_setup(x);
+	/*
+	 * The record's own headers (a portal may want its API key), as to
+	 * any other URL: secrets by origin.  No attempt, no key: nothing of
+	 * the submission is sent.  They passed when the submission was sent.
+	 */
+	if (record_headers(x, job->rec, &ctype, err, sizeof(err)) == -1) {
+		curl_slist_free_all(x->hdrs);
+		x->hdrs = NULL;
+	}
+	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
+	x->t0 = clk_now();
+	return x;
+}
+
+int
+xfer_confirmed(const struct xfer *x, json_t **reply, char *why, size_t len)
+{
+	json_t *doc, *c;
+	long st = 0;
+
+	*reply = NULL;
+	if (x->cc != CURLE_OK) {
+		snprintf(why, len, "status_url: %s", x->too_large ?
+		    "answer too large" : curl_easy_strerror(x->cc));
+		return -1;
+	}
+	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &st);
+	if (st != 200) {
+		snprintf(why, len, "status_url answered %ld", st);
+		return -1;
+	}
+	doc = json_loadb(x->mem ? x->mem : "", x->mlen, 0, NULL);
+	c = json_object_get(doc, "committed");
+	if (!json_is_boolean(c)) {
+		snprintf(why, len, "status_url answered 200 without a boolean "
+		    "\"committed\"");
+		json_decref(doc);
+		return -1;
+	}
+	if (json_is_false(c)) {
+		json_decref(doc);
+		return 0;
+	}
+	*reply = doc;
+	return 1;
+}
+
+struct xfer *
+xfer_start(struct job *job, char *err, size_t errlen)
+{
+	json_t *rec = job->rec;
+	const char *method = rec_str(rec, "method");
+	struct xfer *x = xcalloc(1, sizeof(*x));
+	long attempt = rec_int(rec, "attempt", 0) + 1;
+	const char *id = rec_str(rec, "id");
+
+	xfer_clear(rec);
+	json_object_set_new(rec, "attempt", json_integer(attempt));
+	x->job = job;
+	x->slot = -1;
+	x->fd = -1;
+	hdr_ratelimit_init(&x->rl);
+	x->url = xstrdup(rec_str(rec, "url"));
+	if (load_body(x, rec, err, errlen) == -1 ||
+	    headers(x, rec, attempt, err, errlen) == -1) {
+		xfer_free(x);
+		return NULL;
+	}
+	if (fo.run_dir != NULL) {
+		x->final = xasprintf("%s/docs/%s", fo.run_dir, id);
+		x->part = xasprintf("%s/docs/.part/%s", fo.run_dir, id);
+		x->bid = xstrdup(id);
+		/*
+		 * A submission's partial file is opened before it is sent, so
+		 * that a file that cannot be made never costs a submission.
+		 * Any other is made once there is a body (by the body thread,
+		 * when it is small).
+		 */
+		if (doc_is_submission(rec) &&
+		    (x->fd = xfer_open_part(x)) == -1) {
+			snprintf(err, errlen, "open %s: %s", x->part,
+			    strerror(errno));
+			xfer_free(x);
+			return NULL;
+		}
+	}
+	easy_setup(x);
 	if (method != NULL && strcmp(method, "GET") != 0) {
 		if (strcmp(method, "HEAD") == 0)
 			curl_easy_setopt(x->easy, CURLOPT_NOBODY, 1L);

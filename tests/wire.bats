@@ -203,3 +203,61 @@ secret_manifest() {
 	check p-1 '.status == 200'
 	jq -s -e 'map(select(.path == "/b/landed")) | length == 1 and .[0].method == "GET" and .[0].body_bytes == 0' "$MOCK_LOG"
 }
+
+# --- A status_url confirms only with a well-formed answer -----------------
+
+@test "wire: a status_url that answers 404 or babbles cannot tell: the submission stays ambiguous, never re-sent (#24)" {
+	mock_start "$FIX/wire/status.yaml"
+	for s in lie babble; do
+		printf '{"id":"%s","url":"%s/s/%s","method":"POST","body":{},"endpoint":"s","idempotency_key":"key-%s","status_url":"%s/%s/{key}"}\n' \
+		    "$s" "$MOCK_URL" "$s" "$s" "$MOCK_URL" "$s"
+	done >"$BATS_TEST_TMPDIR/m"
+	# A well-formed "no" lets a submission that never committed go again.
+	printf '{"id":"no","url":"%s/f/no","method":"POST","body":{},"endpoint":"s","idempotency_key":"key-no","status_url":"%s/_status/{key}"}\n' \
+	    "$MOCK_URL" "$MOCK_URL" >>"$BATS_TEST_TMPDIR/m"
+	run -3 timeout 60 "$ROOT/pipeline.sh" -q --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(requests_for /s/lie)" -eq 1 ]
+	[ "$(requests_for /s/babble)" -eq 1 ]
+	jq -s -e '[.[] | select(.committed and .duplicate)] | length == 0' "$MOCK_LOG"
+	jq -s -e 'map(select(.id == "lie"))[0] | .dead_reason == "ambiguous_submit" and (.dead_detail | contains("status_url answered 404"))' "$RUN/dead.ndjson"
+	jq -s -e 'map(select(.id == "babble"))[0] | .dead_reason == "ambiguous_submit" and (.dead_detail | contains("without a boolean \"committed\""))' "$RUN/dead.ndjson"
+	[ "$(requests_for /f/no)" -eq 2 ]
+	jq -s -e 'length == 1 and .[0].id == "no" and .[0].status == 201' "$RUN/results.ndjson"
+}
+
+@test "wire: five status_urls that hang do not hold up GETs to another endpoint (#24)" {
+	mock_start "$FIX/wire/status.yaml"
+	mkdir -p "$RUN/state"
+	for i in 1 2 3 4 5; do
+		printf '{"id":"s-%d","url":"%s/s/%d","method":"POST","body":{},"endpoint":"s","idempotency_key":"key-%d","status_url":"%s/hang/{key}"}\n' \
+		    "$i" "$MOCK_URL" "$i" "$i" "$MOCK_URL"
+		# An earlier run sent it and died before the answer.
+		printf '{"key":"key-%d","id":"s-%d","event":"intent","t":1}\n' "$i" "$i" >>"$RUN/state/ledger.ndjson"
+	done >"$BATS_TEST_TMPDIR/m"
+	manifest /g 20 g >>"$BATS_TEST_TMPDIR/m"
+	# Confirmation may take its full timeout (30 s here): the GETs may not.
+	rfp-fetch -j 2 --run-dir "$RUN" --timeout 3000 --connect-timeout 3000 \
+	    <"$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	for _ in $(seq 1 1000); do
+		[ "$(jq -s '[.[] | select(.endpoint == "g" and .status == 200)] | length' "$BATS_TEST_TMPDIR/out")" -eq 20 ] && break
+		sleep 0.01
+	done
+	kill "$pid"
+	wait "$pid" || :
+	jq -s -e '[.[] | select(.endpoint == "g" and .status == 200)] | length == 20' "$BATS_TEST_TMPDIR/out"
+	# Nothing of the submissions was sent; their status_urls were asked.
+	[ "$(jq -s '[.[] | select(.path | startswith("/s/"))] | length' "$MOCK_LOG")" -eq 0 ]
+	[ "$(jq -s '[.[] | select(.path | startswith("/hang/"))] | length' "$MOCK_LOG")" -ge 4 ]
+}
+
+@test "wire: a status_url is asked with the record's headers, TLS options and User-Agent, like any request" {
+	mock_start "$FIX/wire/status.yaml"
+	export RFP_TEST_TOKEN=t0ps3cret
+	mkdir -p "$RUN/state"
+	printf '{"id":"s-1","url":"%s/s/1","method":"POST","body":{},"endpoint":"s","idempotency_key":"key-1","headers":{"X-Api-Key":"${RFP_TEST_TOKEN}"},"status_url":"%s/_status/{key}"}\n' \
+	    "$MOCK_URL" "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
+	printf '{"key":"key-1","id":"s-1","event":"intent","t":1}\n' >"$RUN/state/ledger.ndjson"
+	run -0 timeout 60 rfp-fetch --run-dir "$RUN" <"$BATS_TEST_TMPDIR/m"
+	jq -s -e 'map(select(.kind == "control"))[0] | (.headers["User-Agent"] | startswith("rfpipe/")) and (.header_names | index("x-api-key") != null) and (.header_names | index("idempotency-key") == null)' "$MOCK_LOG"
+}
