@@ -251,7 +251,7 @@ secret_manifest() {
 	[ "$(jq -s '[.[] | select(.path | startswith("/hang/"))] | length' "$MOCK_LOG")" -ge 4 ]
 }
 
-@test "wire: a status_url is asked with the record's headers, TLS options and User-Agent, like any request" {
+@test "wire: a status_url is asked with the record's headers and User-Agent, like any request" {
 	mock_start "$FIX/wire/status.yaml"
 	export RFP_TEST_TOKEN=t0ps3cret
 	mkdir -p "$RUN/state"

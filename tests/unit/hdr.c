@@ -260,7 +260,8 @@ test_origins(void)
 	} o[] = {
 		{ "http://Example.ORG/a?b", "http://example.org:80" },
 		{ "https://example.org", "https://example.org:443" },
-		{ "https://user:pw@example.org:8443/x", "https://example.org:8443" },
+		{ "https://user:pw@example.org:8443/x",
+		    "https://example.org:8443" },
 		{ "http://127.0.0.1:9/", "http://127.0.0.1:9" },
 		{ "http://[::1]:9/", "http://[::1]:9" },
 		{ "ftp://example.org/", NULL },
@@ -281,9 +282,11 @@ test_origins(void)
 		/* https to http: never, not even to a trusted origin. */
 		{ "https://a.example/", "http://a.example/", 0, 0 },
 		{ "https://a.example/", "http://b.example/", 1, 0 },
+		{ "https://a.example/", "http://c.example:81/", 1, 0 },
 		/* A trusted origin may have them. */
 		{ "https://a.example/", "https://b.example/z", 1, 1 },
 		{ "http://a.example/", "http://b.example/z", 1, 0 },
+		{ "http://a.example/", "http://c.example:81/z", 1, 1 },
 		{ "https://a.example/", "ftp://a.example/", 0, 0 },
 	};
 	char *trusted[] = { "https://b.example", "http://c.example:81/" };
