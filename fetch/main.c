@@ -743,7 +743,8 @@ confirm_start(void)
 	struct job *j;
 	char *key, *url;
 
-	while (S.confirming < CONFIRM_MAX && (j = S.confirm_q) != NULL) {
+	while (S.confirming < CONFIRM_MAX && !deadline_come(clk_now()) &&
+	    (j = S.confirm_q) != NULL) {
 		if ((S.confirm_q = j->next) == NULL)
 			S.confirm_tail = &S.confirm_q;
 		S.nconfirm--;
@@ -769,12 +770,21 @@ confirm_done(struct xfer *x)
 	struct job *j = x->job;
 	json_t *reply, *extra;
 	char err[512], why[256], *key;
-	int c;
+	int c, cut;
 
 	S.confirming--;
 	c = xfer_confirmed(x, &reply, why, sizeof(why));
+	cut = c == -1 && x->cc == CURLE_OPERATION_TIMEDOUT &&
+	    x->capped_at > 0 && deadline_come(clk_now());
 	x->job = NULL;
 	xfer_free(x);
+	if (cut) {
+		/* Not "cannot tell": not asked in time; a resume asks again. */
+		kill_now(j->rec, 0, "deadline_cut", "its status_url did not "
+		    "answer by the deadline");
+		job_free(j);
+		return;
+	}
 	if (c == 0) {
 		j->confirmed = 1;
 		schedule(j);
@@ -1191,6 +1201,14 @@ cut_waiting(void)
 	}
 	S.ready_tail = NULL;
 	S.nready = 0;
+	while ((j = S.confirm_q) != NULL) {
+		S.confirm_q = j->next;
+		kill_now(j->rec, 0, "deadline_cut", "its status_url not asked "
+		    "by the deadline");
+		job_free(j);
+	}
+	S.confirm_tail = &S.confirm_q;
+	S.nconfirm = 0;
 }
 
 /* Ids already in results.ndjson (and dead.ndjson unless --retry-dead). */
@@ -1328,7 +1346,7 @@ run(void)
 			cut_waiting();
 			cut = 1;
 		}
-		if (cut && (S.nwait > 0 || S.nready > 0))
+		if (cut && (S.nwait > 0 || S.nready > 0 || S.nconfirm > 0))
 			cut_waiting();
 		curl_multi_perform(S.multi, &running);
 		finish_done();

@@ -261,3 +261,17 @@ secret_manifest() {
 	run -0 timeout 60 rfp-fetch --run-dir "$RUN" <"$BATS_TEST_TMPDIR/m"
 	jq -s -e 'map(select(.kind == "control"))[0] | (.headers["User-Agent"] | startswith("rfpipe/")) and (.header_names | index("x-api-key") != null) and (.header_names | index("idempotency-key") == null)' "$MOCK_LOG"
 }
+
+@test "wire: status_urls still unanswered at the deadline leave their submissions deadline_cut, unsent" {
+	mock_start "$FIX/wire/status.yaml"
+	mkdir -p "$RUN/state"
+	for i in 1 2 3 4 5 6; do
+		printf '{"id":"s-%d","url":"%s/s/%d","method":"POST","body":{},"endpoint":"s","idempotency_key":"key-%d","status_url":"%s/hang/{key}"}\n' \
+		    "$i" "$MOCK_URL" "$i" "$i" "$MOCK_URL"
+		printf '{"key":"key-%d","id":"s-%d","event":"intent","t":1}\n' "$i" "$i" >>"$RUN/state/ledger.ndjson"
+	done >"$BATS_TEST_TMPDIR/m"
+	run -0 --separate-stderr timeout 60 rfp-fetch --run-dir "$RUN" --timeout 3000 --deadline +1s <"$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s 'map(select(.dead_reason == "deadline_cut")) | length' <<<"$output")" -eq 6 ]
+	jq -s -e 'map(select(.dead_detail | contains("status_url"))) | length == 6' <<<"$output"
+	[ "$(jq -s '[.[] | select(.path | startswith("/s/"))] | length' "$MOCK_LOG")" -eq 0 ]
+}
