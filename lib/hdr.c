@@ -14,6 +14,7 @@
 
 #include "lib/hdr.h"
 #include "lib/num.h"
+#include "lib/x.h"
 
 static const char *months[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
 	"Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
@@ -291,15 +292,15 @@ hdr_is_credential(const char *name)
 	return 0;
 }
 
-int
-hdr_origin(const char *url, char *buf, size_t len)
+/* The origin of url (caller frees), or NULL: hdr_origin without a limit. */
+static char *
+origin_of(const char *url)
 {
 	CURLU *u = curl_url();
-	char *scheme = NULL, *host = NULL, *port = NULL, *q;
-	int rc = -1, n;
+	char *scheme = NULL, *host = NULL, *port = NULL, *q, *o = NULL;
 
 	if (u == NULL)
-		return -1;
+		return NULL;
 	if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
 	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
@@ -308,13 +309,24 @@ hdr_origin(const char *url, char *buf, size_t len)
 	    strcmp(scheme, "https") == 0)) {
 		for (q = host; *q != '\0'; q++)
 			*q = (char)tolower((unsigned char)*q);
-		n = snprintf(buf, len, "%s://%s:%s", scheme, host, port);
-		rc = n > 0 && (size_t)n < len ? 0 : -1;
+		o = xasprintf("%s://%s:%s", scheme, host, port);
 	}
 	curl_free(scheme);
 	curl_free(host);
 	curl_free(port);
 	curl_url_cleanup(u);
+	return o;
+}
+
+int
+hdr_origin(const char *url, char *buf, size_t len)
+{
+	char *o = origin_of(url);
+	int rc = o != NULL && strlen(o) < len ? 0 : -1;
+
+	if (rc == 0)
+		memcpy(buf, o, strlen(o) + 1);
+	free(o);
 	return rc;
 }
 
@@ -322,20 +334,26 @@ int
 hdr_may_carry(const char *first, const char *next, char *const *trusted,
     size_t ntrusted)
 {
-	char a[512], b[512], t[512];
+	char *a = origin_of(first), *b = origin_of(next), *t;
 	size_t i;
+	int ok = 0;
 
-	if (hdr_origin(first, a, sizeof(a)) == -1 ||
-	    hdr_origin(next, b, sizeof(b)) == -1)
-		return 0;
-	if (strcmp(a, b) == 0)
-		return 1;
+	if (a == NULL || b == NULL)
+		goto out;
+	if (strcmp(a, b) == 0) {
+		ok = 1;
+		goto out;
+	}
 	/* Never from https down to http, trusted or not. */
 	if (strncmp(a, "https:", 6) == 0 && strncmp(b, "http:", 5) == 0)
-		return 0;
-	for (i = 0; i < ntrusted; i++)
-		if (hdr_origin(trusted[i], t, sizeof(t)) == 0 &&
-		    strcmp(t, b) == 0)
-			return 1;
-	return 0;
+		goto out;
+	for (i = 0; i < ntrusted && !ok; i++) {
+		t = origin_of(trusted[i]);
+		ok = t != NULL && strcmp(t, b) == 0;
+		free(t);
+	}
+out:
+	free(a);
+	free(b);
+	return ok;
 }
