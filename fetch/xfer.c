@@ -543,6 +543,8 @@ xfer_redirect(struct xfer *x)
 	if ((status == 303 && (method == NULL || strcmp(method, "HEAD") != 0))
 	    || ((status == 301 || status == 302) && method != NULL &&
 	    strcmp(method, "POST") == 0)) {
+		/* No pointer to the body is left behind: then a GET. */
+		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, NULL);
 		curl_easy_setopt(x->easy, CURLOPT_CUSTOMREQUEST, NULL);
 		curl_easy_setopt(x->easy, CURLOPT_NOBODY, 0L);
 		curl_easy_setopt(x->easy, CURLOPT_HTTPGET, 1L);

@@ -196,12 +196,26 @@ secret_manifest() {
 	done
 }
 
-@test "wire: a 303 to an idempotent PUT is followed as a GET without its body" {
-	redirector 303 "/b/landed"
-	printf '{"id":"p-1","url":"%s/r/p-1","method":"PUT","idempotent":true,"body":{"a":1}}\n' "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
-	run -0 timeout 60 rfp-fetch <"$BATS_TEST_TMPDIR/m"
-	check p-1 '.status == 200'
-	jq -s -e 'map(select(.path == "/b/landed")) | length == 1 and .[0].method == "GET" and .[0].body_bytes == 0' "$MOCK_LOG"
+@test "wire: a 303, and a 301 or 302 of a POST, are followed as a GET without the body; 307 and 308 keep both" {
+	# status TAB method TAB method at the target TAB body bytes there
+	while IFS=$'\t' read -r st m want bytes; do
+		mock_stop
+		rm -f "$BATS_TEST_TMPDIR/mock.log"
+		redirector "$st" "/b/landed"
+		printf '{"id":"p-1","url":"%s/r/p-1","method":"%s","idempotent":true,"body":{"a":1}}\n' "$MOCK_URL" "$m" >"$BATS_TEST_TMPDIR/m"
+		run -0 timeout 60 rfp-fetch <"$BATS_TEST_TMPDIR/m"
+		check p-1 '.status == 200'
+		jq -s -e --arg m "$want" --argjson n "$bytes" 'map(select(.path == "/b/landed")) | length == 1 and .[0].method == $m and .[0].body_bytes == $n' "$MOCK_LOG" ||
+		    { echo "$st $m: not $want with $bytes bytes" >&2; false; }
+	done <<'TABLE'
+303	PUT	GET	0
+303	POST	GET	0
+302	POST	GET	0
+301	POST	GET	0
+302	PUT	PUT	7
+307	POST	POST	7
+308	PATCH	PATCH	7
+TABLE
 }
 
 # --- A status_url confirms only with a well-formed answer -----------------
