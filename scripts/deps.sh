@@ -21,7 +21,7 @@ demo="$build"
 # PostgreSQL state backend's server, and the tools the suites call (man-db
 # renders the pages as an installed system does; mandoc lints them).
 test="$build bats bats-support bats-assert parallel clang libclang-rt-14-dev
-postgresql jq shellcheck strace mandoc man-db curl procps"
+postgresql jq shellcheck strace mandoc man-db curl procps openssl"
 # The bench: the peers it measures rfpipe against, and a real nginx limiter.
 bench="$test python3 python3-aiohttp time gawk coreutils nginx-light"
 # The Debian package: its build tools (dpkg-buildpackage checks for

@@ -31,6 +31,28 @@ mock2_start() {
 	MOCK2_URL=http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/mock2.port")
 }
 
+# mock_tls_start SCENARIO: the main portal over https, with a certificate
+# for 127.0.0.1 made for the test ($CA, for --ca-file); sets what
+# mock_start sets, MOCK_URL in https.
+mock_tls_start() {
+	CA=$BATS_TEST_TMPDIR/cert.pem
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+	    -nodes -keyout "$BATS_TEST_TMPDIR/key.pem" -out "$CA" -days 2 \
+	    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+	MOCK_LOG=$BATS_TEST_TMPDIR/mock.log
+	rfp-mockportal --scenario "$1" --port 0 --tls-cert "$CA" \
+	    --tls-key "$BATS_TEST_TMPDIR/key.pem" \
+	    --port-file "$BATS_TEST_TMPDIR/mock.port" --log "$MOCK_LOG" \
+	    >/dev/null 2>"$BATS_TEST_TMPDIR/mock.err" 3>&- &
+	MOCK_PID=$!
+	for _ in $(seq 1 1000); do
+		[ -s "$BATS_TEST_TMPDIR/mock.port" ] && break
+		sleep 0.01
+	done
+	MOCK_PORT=$(cat "$BATS_TEST_TMPDIR/mock.port")
+	MOCK_URL=https://127.0.0.1:$MOCK_PORT
+}
+
 # redirector STATUS LOCATION: the main portal, answering /r/* with STATUS
 # and LOCATION, and /b/* (its own origin) with 200.
 redirector() {
@@ -155,6 +177,26 @@ secret_manifest() {
 	[[ "$(names_at "$MOCK_LOG" /b/landed)" == *x-plain* ]]
 	[[ "$(names_at "$MOCK_LOG" /b/landed)" != *x-api-key* ]]
 	[[ "$(names_at "$MOCK_LOG" /b/landed)" != *cookie* ]]
+}
+
+@test "wire: no secret goes from https down to http, even to a trusted origin (#24)" {
+	export RFP_TEST_TOKEN=t0ps3cret
+	mock2_start "$FIX/mock/ok.yaml"
+	printf 'routes:\n  - match: "/r/*"\n    script: [307]\n    location: "%s/nih/landed"\n' \
+	    "$MOCK2_URL" >"$BATS_TEST_TMPDIR/a.yaml"
+	mock_tls_start "$BATS_TEST_TMPDIR/a.yaml"
+	secret_manifest >"$BATS_TEST_TMPDIR/m"
+	: >"$BATS_TEST_TMPDIR/c.yaml"
+	for trust in "" "trusted_origins: [\"$MOCK2_URL\"]"; do
+		echo "$trust" >"$BATS_TEST_TMPDIR/c.yaml"
+		: >"$MOCK2_LOG"
+		run -0 timeout 60 rfp-fetch --ca-file "$CA" --config "$BATS_TEST_TMPDIR/c.yaml" <"$BATS_TEST_TMPDIR/m"
+		check g-1 '.status == 200'
+		[[ "$(names_at "$MOCK_LOG" /r/g-1)" == *x-api-key*authorization*cookie* ]]
+		jq -s -e 'length == 2 and all(.header_names | (index("x-plain") != null) and
+		    (index("x-api-key") == null) and (index("authorization") == null) and
+		    (index("cookie") == null))' "$MOCK2_LOG"
+	done
 }
 
 @test "wire: an origin listed in trusted_origins has the secrets; the same origin always has them" {
@@ -288,4 +330,17 @@ TABLE
 	[ "$(jq -s 'map(select(.dead_reason == "deadline_cut")) | length' <<<"$output")" -eq 6 ]
 	jq -s -e 'map(select(.dead_detail | contains("status_url"))) | length == 6' <<<"$output"
 	[ "$(jq -s '[.[] | select(.path | startswith("/s/"))] | length' "$MOCK_LOG")" -eq 0 ]
+}
+
+@test "wire: a status_url over https is asked with --ca-file, as every request is (#24)" {
+	mock_tls_start "$FIX/wire/status.yaml"
+	mkdir -p "$RUN/state"
+	printf '{"id":"f-1","url":"%s/f/1","method":"POST","body":{},"endpoint":"s","idempotency_key":"key-1","status_url":"%s/_status/{key}"}\n' \
+	    "$MOCK_URL" "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
+	printf '{"key":"key-1","id":"f-1","event":"intent","t":1}\n' >"$RUN/state/ledger.ndjson"
+	run -0 timeout 60 rfp-fetch --run-dir "$RUN" --ca-file "$CA" <"$BATS_TEST_TMPDIR/m"
+	# The status_url said "not committed" over verified TLS: it was sent.
+	[ "$(jq -s 'map(select(.kind == "control")) | length' "$MOCK_LOG")" -eq 1 ]
+	[ "$(requests_for /f/1)" -eq 1 ]
+	check f-1 '.status == 503 and .dead_reason == null'
 }

@@ -44,6 +44,7 @@ struct portal {
 	long		 ntrk;		/* last tracking number */
 	long		 inflight;	/* all requests in flight */
 	int		 port;		/* listening on */
+	const char	*cert, *key;	/* PEM, for https; NULL: http */
 	atomic_int	 listening;
 	atomic_int	 stopping;
 	atomic_int	 log_failed;
@@ -893,11 +894,23 @@ portal_new(const struct scen *s, uint64_t seed, int logfd)
 	return p;
 }
 
+void
+portal_tls(struct portal *p, const char *cert, const char *key)
+{
+	p->cert = cert;
+	p->key = key;
+}
+
 int
 portal_start(struct portal *p, int port, char *err, size_t errlen)
 {
 	const union MHD_DaemonInfo *info;
 	struct sockaddr_in sin;
+	struct MHD_OptionItem tls[] = {
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)p->key },
+		{ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)p->cert },
+		{ MHD_OPTION_END, 0, NULL }
+	};
 
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
@@ -905,9 +918,11 @@ portal_start(struct portal *p, int port, char *err, size_t errlen)
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	p->t0 = clk_mono();
 	p->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ERROR_LOG,
+	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ERROR_LOG |
+	    (p->cert != NULL ? MHD_USE_TLS : 0),
 	    (uint16_t)port, NULL, NULL, handle, p,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, p,
+	    MHD_OPTION_ARRAY, p->cert != NULL ? tls : tls + 2,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
 	    MHD_OPTION_URI_LOG_CALLBACK, uri_seen, p,
 	    MHD_OPTION_NOTIFY_COMPLETED, completed, p,
