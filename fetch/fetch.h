@@ -19,6 +19,7 @@ struct job {
 	double		 not_before;	/* epoch; 0: now */
 	long		 lineno;
 	int		 held;		/* held back by an open breaker */
+	int		 confirmed;	/* status_url said: not committed */
 	long		 seq;		/* the pace's grant number; -1: none */
 	struct job	*next;		/* in the ready queue */
 };
@@ -28,6 +29,9 @@ struct xfer {
 	struct job	*job;
 	CURL		*easy;
 	struct curl_slist *hdrs;
+	char		*url;		/* this hop's; the record's at first */
+	long		 hops;		/* redirects followed */
+	double		 until;		/* clk_mono the attempt times out */
 	char		*body;		/* request body */
 	size_t		 body_len;
 	int		 body_fd;	/* ... or its body_file, or -1 */
@@ -43,6 +47,7 @@ struct xfer {
 	int		 too_large;
 	int		 slot;		/* slot index held, -1: none */
 	int		 probe;		/* the breaker's half-open probe */
+	int		 confirm;	/* asks a status_url, sends nothing */
 	long		 inflight;	/* on its endpoint at its send, itself
 					   included */
 	double		 t0;
@@ -86,6 +91,25 @@ int	deadline_come(double now);
 
 /* Set up a transfer for job's next attempt; NULL and *err on a local error. */
 struct xfer *xfer_start(struct job *job, char *err, size_t errlen);
+/*
+ * After one hop of x: when its answer is a redirect to follow, set x up for
+ * the next hop and return 1 (the caller adds x->easy to the multi again);
+ * else 0, x->cc possibly changed to say why the redirect was refused.
+ */
+int	xfer_redirect(struct xfer *x);
+/*
+ * Set up a GET of url, the status_url of job's submission (its answer held
+ * in memory): over the same path as every request, TLS settings, timeout
+ * and headers included, but sending nothing of the submission.
+ */
+struct xfer *xfer_confirm_start(struct job *job, const char *url);
+/*
+ * What a finished confirmation says: 1 committed (*reply set: the answer),
+ * 0 not committed, -1 cannot tell (why says so).  Only a 200 with a JSON
+ * object whose "committed" is true or false says either.
+ */
+int	xfer_confirmed(const struct xfer *x, json_t **reply, char *why,
+	    size_t len);
 /* Fill the record from a finished transfer; the caller frees with xfer_free. */
 void	xfer_finish(struct xfer *x, CURLcode cc);
 /* Release everything of x (not the job). */

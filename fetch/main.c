@@ -63,6 +63,7 @@
 #define FILES_FIXED 64		/* open files besides the transfers' */
 #define OUT_PIECE (64 * 1024)	/* stdout is written in pieces this big */
 #define OUT_DELAY 0.01	/* ... or once the oldest record waited this long */
+#define CONFIRM_MAX 4	/* status_url questions at once, beyond -j */
 
 static const char usage[] =
     "usage: rfp-fetch [-hv] [-j N] [--ca-file FILE] [--check]\n"
@@ -134,6 +135,9 @@ static struct {
 	double		 out_at;	/* clk_mono() the oldest was queued */
 	long		 outstanding;	/* emitted, not yet acknowledged */
 	struct ledger	*ledger;	/* submissions, with a run directory */
+	struct job	*confirm_q, **confirm_tail;	/* to ask status_url */
+	long		 nconfirm;	/* ... how many */
+	long		 confirming;	/* status_url asked, on the wire */
 	json_t		*seen;		/* ids admitted from the manifest */
 	json_t		*done;		/* ids already filed (resume) */
 	long		 admitted, skipped, lines;
@@ -790,76 +794,131 @@ replay(struct job *j, const json_t *entry)
 	emit(rec);
 }
 
-/*
- * Ask the record's status_url whether the server has key: 1 committed
- * (*reply set), 0 confirmed absent, -1 cannot tell.
- */
-static int
-confirm(const json_t *rec, const char *key, json_t **reply, char *why,
-    size_t len)
+/* The record's status_url for key: "{key}" in it replaced. */
+static char *
+status_url(const json_t *rec, const char *key)
 {
 	const char *tmpl = rec_str(rec, "status_url"), *at;
-	struct xfer fake;
-	json_t *doc;
-	char *url, *body = NULL;
-	size_t blen = 0;
-	FILE *mem;
-	CURL *c;
-	CURLcode cc;
-	long st = 0;
 
-	*reply = NULL;
 	at = strstr(tmpl, "{key}");
-	url = at ? xasprintf("%.*s%s%s", (int)(at - tmpl), tmpl, key, at + 5) :
+	return at ? xasprintf("%.*s%s%s", (int)(at - tmpl), tmpl, key, at + 5) :
 	    xstrdup(tmpl);
-	if ((mem = open_memstream(&body, &blen)) == NULL)
-		msg_die(1, "out of memory");
-	memset(&fake, 0, sizeof(fake));
-	c = curl_easy_init();
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(clk_real(
-	    fo.conf.connect_timeout) * 1000) + 1);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, mem);
-	cc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
-	curl_easy_cleanup(c);
-	fclose(mem);
-	free(url);
-	if (cc != CURLE_OK) {
-		snprintf(why, len, "status_url: %s", curl_easy_strerror(cc));
-		free(body);
-		return -1;
+}
+
+/* Put x on the wire: a transfer, or a confirmation. */
+static void
+wire(struct xfer *x)
+{
+	x->next = S.wire;
+	if (S.wire != NULL)
+		S.wire->prev = x;
+	S.wire = x;
+	curl_multi_add_handle(S.multi, x->easy);
+}
+
+/* j's status_url is to be asked before anything else is done with it. */
+static void
+confirm_queue(struct job *j)
+{
+	j->next = NULL;
+	*S.confirm_tail = j;
+	S.confirm_tail = &j->next;
+	S.nconfirm++;
+}
+
+/*
+ * Start the confirmations that may start: at most CONFIRM_MAX at once, on
+ * connections of their own beyond -j, so that none waits for a transfer
+ * and no transfer waits for one.
+ */
+static void
+confirm_start(void)
+{
+	struct job *j;
+	char *key, *url;
+
+	while (S.confirming < CONFIRM_MAX && !deadline_come(clk_now()) &&
+	    (j = S.confirm_q) != NULL) {
+		if ((S.confirm_q = j->next) == NULL)
+			S.confirm_tail = &S.confirm_q;
+		S.nconfirm--;
+		key = doc_idem_key(j->rec);
+		url = status_url(j->rec, key);
+		/* Ids and endpoints only: a URL may carry a key in its query. */
+		msg_debug("%s: asking its status_url", rec_str(j->rec, "id"));
+		wire(xfer_confirm_start(j, url));
+		S.confirming++;
+		free(url);
+		free(key);
 	}
-	doc = json_loadb(body ? body : "", blen, 0, NULL);
-	free(body);
-	if (st == 404 || (st == 200 && json_is_false(json_object_get(doc,
-	    "committed")))) {
-		json_decref(doc);
-		return 0;
+}
+
+/*
+ * A confirmation is over: a commit is filed with the answer, a "not
+ * committed" sends the submission, and anything else leaves it dead
+ * ambiguous_submit, never sent again.
+ */
+static void
+confirm_done(struct xfer *x)
+{
+	struct job *j = x->job;
+	json_t *reply, *extra;
+	char err[512], why[256], *key;
+	int c, cut;
+
+	S.confirming--;
+	c = xfer_confirmed(x, &reply, why, sizeof(why));
+	cut = c == -1 && x->cc == CURLE_OPERATION_TIMEDOUT &&
+	    x->capped_at > 0 && deadline_come(clk_now());
+	x->job = NULL;
+	xfer_free(x);
+	if (cut) {
+		/* Not "cannot tell": not asked in time; a resume asks again. */
+		kill_now(j->rec, 0, "deadline_cut", "its status_url did not "
+		    "answer by the deadline");
+		job_free(j);
+		return;
 	}
-	if (st == 200 && json_is_true(json_object_get(doc, "committed"))) {
-		*reply = doc;
-		return 1;
+	if (c == 0) {
+		j->confirmed = 1;
+		schedule(j);
+		return;
 	}
-	json_decref(doc);
-	snprintf(why, len, "status_url answered %ld", st);
-	return -1;
+	key = doc_idem_key(j->rec);
+	if (c == 1) {
+		extra = json_pack("{s:i,s:o}", "status", 200, "reply", reply);
+		if (ledger_append(ledger(), key, rec_str(j->rec, "id"),
+		    LEDGER_SUCCESS, extra, err, sizeof(err)) == -1)
+			state_fail(err);
+		replay(j, extra);
+		json_decref(extra);
+	} else {
+		snprintf(err, sizeof(err), "an earlier attempt may have reached "
+		    "the server, and its status_url cannot tell: %s", why);
+		kill_now(j->rec, 0, "ambiguous_submit", err);
+	}
+	free(key);
+	job_free(j);
 }
 
 /*
  * Before a submission is sent: 0 to send it, 1 when the ledger settled it
- * (replayed, or dead ambiguous_submit).
+ * (replayed, or dead ambiguous_submit), 2 when its status_url is to be
+ * asked first.
  */
 static int
 ledger_gate(struct job *j)
 {
-	json_t *entry, *reply, *extra;
+	json_t *entry;
 	enum ledger_state st;
-	char err[512], why[256], *key;
-	int rc = 0, c;
+	char err[512], *key;
+	int rc = 0;
 
+	if (j->confirmed) {
+		/* Its status_url said "not committed" a moment ago. */
+		j->confirmed = 0;
+		return 0;
+	}
 	key = doc_idem_key(j->rec);
 	if (ledger_lookup(ledger(), key, &st, &entry, err, sizeof(err)) == -1)
 		state_fail(err);
@@ -868,25 +927,12 @@ ledger_gate(struct job *j)
 		rc = 1;
 	} else if ((st == LEDGER_INTENT || st == LEDGER_AMBIGUOUS) &&
 	    !j->ep->cf->idempotency_keys) {
-		if (rec_str(j->rec, "status_url") != NULL &&
-		    (c = confirm(j->rec, key, &reply, why, sizeof(why))) >= 0) {
-			if (c == 1) {
-				extra = json_pack("{s:i,s:o}", "status", 200,
-				    "reply", reply);
-				if (ledger_append(ledger(), key, rec_str(j->rec,
-				    "id"), LEDGER_SUCCESS, extra, err,
-				    sizeof(err)) == -1)
-					state_fail(err);
-				replay(j, extra);
-				json_decref(extra);
-				rc = 1;
-			}
-		} else {
+		if (rec_str(j->rec, "status_url") != NULL)
+			rc = 2;
+		else {
 			snprintf(err, sizeof(err), "an earlier attempt may "
-			    "have reached the server (ledger: %s)%s%s",
-			    ledger_name(st), rec_str(j->rec, "status_url") ?
-			    "; " : "", rec_str(j->rec, "status_url") ? why :
-			    "");
+			    "have reached the server (ledger: %s)",
+			    ledger_name(st));
 			kill_now(j->rec, 0, "ambiguous_submit", err);
 			rc = 1;
 		}
@@ -954,11 +1000,14 @@ start_ready(void)
 			continue;
 		}
 		if (fo.run_dir != NULL && doc_is_submission(j->rec) &&
-		    ledger_gate(j) == 1) {
+		    (g = ledger_gate(j)) != 0) {
 			*pp = j->next;
 			S.nready--;
 			j->ep->nready--;
-			job_free(j);
+			if (g == 1)
+				job_free(j);
+			else
+				confirm_queue(j);
 			continue;
 		}
 		if ((g = gate(j, &slot, &probe)) == 0) {
@@ -1000,11 +1049,7 @@ start_ready(void)
 		j->ep->inflight++;
 		x->inflight = j->ep->inflight;
 		S.active++;
-		x->next = S.wire;
-		if (S.wire != NULL)
-			S.wire->prev = x;
-		S.wire = x;
-		curl_multi_add_handle(S.multi, x->easy);
+		wire(x);
 	}
 	/* Re-find the tail after unlinking. */
 	S.ready_tail = NULL;
@@ -1055,6 +1100,10 @@ drop_all(void)
 		job_free(heap_pop());
 	while ((j = S.ready) != NULL) {
 		S.ready = j->next;
+		job_free(j);
+	}
+	while ((j = S.confirm_q) != NULL) {
+		S.confirm_q = j->next;
 		job_free(j);
 	}
 }
@@ -1208,8 +1257,18 @@ finish_done(void)
 			continue;
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
 		curl_multi_remove_handle(S.multi, m->easy_handle);
-		unwire(x);
 		x->cc = m->data.result;
+		if (x->confirm) {
+			unwire(x);
+			confirm_done(x);
+			continue;
+		}
+		if (xfer_redirect(x)) {
+			/* The next hop, on the same slot. */
+			curl_multi_add_handle(S.multi, x->easy);
+			continue;
+		}
+		unwire(x);
 		x->t1 = clk_now();
 		/* Off the wire: its slot is free, whatever filing is left. */
 		slot_give(x->job->ep, x->slot);
@@ -1255,6 +1314,14 @@ cut_waiting(void)
 	}
 	S.ready_tail = NULL;
 	S.nready = 0;
+	while ((j = S.confirm_q) != NULL) {
+		S.confirm_q = j->next;
+		kill_now(j->rec, 0, "deadline_cut", "its status_url not asked "
+		    "by the deadline");
+		job_free(j);
+	}
+	S.confirm_tail = &S.confirm_q;
+	S.nconfirm = 0;
 }
 
 /* Ids already in results.ndjson (and dead.ndjson unless --retry-dead). */
@@ -1326,7 +1393,7 @@ static int
 finished(void)
 {
 	if (!S.in_eof || S.nready > 0 || S.nwait > 0 || S.active > 0 ||
-	    S.filing > 0 || S.outlen > 0)
+	    S.filing > 0 || S.outlen > 0 || S.nconfirm > 0 || S.confirming > 0)
 		return 0;
 	if (S.fifo == NULL)
 		return 1;
@@ -1394,12 +1461,13 @@ run(void)
 			cut_waiting();
 			cut = 1;
 		}
-		if (cut && (S.nwait > 0 || S.nready > 0))
+		if (cut && (S.nwait > 0 || S.nready > 0 || S.nconfirm > 0))
 			cut_waiting();
 		curl_multi_perform(S.multi, &running);
 		finish_done();
 		/* What just finished hands its slot on; nothing held idle. */
 		start_ready();
+		confirm_start();
 		slots_release();
 		if (out_due() && flush_out() == -1)
 			msg_diesys(1, "write stdout");
@@ -1665,8 +1733,9 @@ main(int argc, char *argv[])
 	files_limit();
 	S.multi = curl_multi_init();
 	curl_multi_setopt(S.multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
-	    fo.conf.concurrency);
+	    fo.conf.concurrency + CONFIRM_MAX);
 	S.seen = json_object();
+	S.confirm_tail = &S.confirm_q;
 	if (S.resume || S.retry_dead)
 		load_done();
 	nonblock(STDIN_FILENO);

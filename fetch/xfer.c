@@ -16,6 +16,7 @@
 
 #include "lib/clk.h"
 #include "lib/doc.h"
+#include "lib/hdr.h"
 #include "lib/msg.h"
 #include "lib/rec.h"
 #include "lib/state.h"
@@ -62,6 +63,17 @@ on_body(char *p, size_t size, size_t nmemb, void *arg)
 	struct xfer *x = arg;
 	size_t len = size * nmemb;
 
+	if (x->confirm) {
+		/* A status answer: small, held whole. */
+		if (x->mlen + len > BODY_MEM) {
+			x->too_large = 1;
+			return 0;
+		}
+		x->mem = xrealloc(x->mem, x->mlen + len + 1);
+		memcpy(x->mem + x->mlen, p, len);
+		x->mlen += len;
+		return len;
+	}
 	if (x->bytes + (long)len > fo.conf.max_body) {
 		x->too_large = 1;
 		return 0;	/* abort: CURLE_WRITE_ERROR */
@@ -188,17 +200,36 @@ expand(const char *v, char *missing, size_t mlen)
 	return out;
 }
 
-/* Request headers: the record's, expanded, plus attempt and idempotency. */
+/*
+ * A secret: a credential header, or a value with ${NAME} in it (an API
+ * key from the environment).  Secrets go only where hdr_may_carry says.
+ */
 static int
-headers(struct xfer *x, const json_t *rec, long attempt, char *err,
+secret(const char *name, const char *value)
+{
+	return hdr_is_credential(name) || strstr(value, "${") != NULL;
+}
+
+/*
+ * The record's headers to x->url, expanded; secrets only when the URL may
+ * have them (the record's own URL always may).  *ctype: one is
+ * Content-Type.
+ */
+static int
+record_headers(struct xfer *x, const json_t *rec, int *ctype, char *err,
     size_t errlen)
 {
 	json_t *h = json_object_get(rec, "headers"), *v;
-	const char *k;
-	char missing[128], *val, *line, *key;
-	int ctype = 0;
+	const char *k, *why;
+	char missing[128], *val, *line;
+	int carry;
 
+	carry = strcmp(x->url, rec_str(rec, "url")) == 0 ||
+	    hdr_may_carry(rec_str(rec, "url"), x->url, fo.conf.trusted,
+	    fo.conf.ntrusted);
 	json_object_foreach(h, k, v) {
+		if (!carry && secret(k, json_string_value(v)))
+			continue;
 		if ((val = expand(json_string_value(v), missing,
 		    sizeof(missing))) == NULL) {
 			snprintf(err, errlen, "field \"headers\": \"%s\": "
@@ -206,19 +237,32 @@ headers(struct xfer *x, const json_t *rec, long attempt, char *err,
 			    missing);
 			return -1;
 		}
-		if (strpbrk(val, "\r\n") != NULL) {
+		if ((why = hdr_request_check(k, val, strlen(val))) != NULL) {
 			free(val);
-			snprintf(err, errlen, "field \"headers\": \"%s\": CR "
-			    "or LF after expansion", k);
+			snprintf(err, errlen, "field \"headers\": \"%s\": %s "
+			    "after expansion", k, why);
 			return -1;
 		}
 		if (strcasecmp(k, "Content-Type") == 0)
-			ctype = 1;
+			*ctype = 1;
 		line = xasprintf("%s: %s", k, val);
 		x->hdrs = curl_slist_append(x->hdrs, line);
 		free(line);
 		free(val);
 	}
+	return 0;
+}
+
+/* Request headers: the record's, plus attempt and idempotency. */
+static int
+headers(struct xfer *x, const json_t *rec, long attempt, char *err,
+    size_t errlen)
+{
+	char *line, *key;
+	int ctype = 0;
+
+	if (record_headers(x, rec, &ctype, err, errlen) == -1)
+		return -1;
 	line = xasprintf("X-Rfp-Attempt: %ld", attempt);
 	x->hdrs = curl_slist_append(x->hdrs, line);
 	free(line);
@@ -286,6 +330,115 @@ on_seek(void *arg, curl_off_t off, int origin)
 	return CURL_SEEKFUNC_OK;
 }
 
+/*
+ * A handle for x->url with what every request of rfp-fetch has: http and
+ * https only, no redirect followed by libcurl, the timeouts (the deadline
+ * caps the total), TLS settings, User-Agent, the callbacks.
+ */
+static void
+easy_setup(struct xfer *x)
+{
+	double tmo = fo.conf.timeout, left;
+
+	if (sha256 == NULL && (sha256 = EVP_MD_fetch(NULL, "SHA256",
+	    NULL)) == NULL)
+		msg_die(1, "EVP_MD_fetch SHA256 failed");
+	x->sha = nsha > 0 ? sha_pool[--nsha] : EVP_MD_CTX_new();
+	x->easy = neasy > 0 ? easy_pool[--neasy] : curl_easy_init();
+	if (x->easy == NULL || x->sha == NULL ||
+	    !EVP_DigestInit_ex(x->sha, sha256, NULL))
+		msg_die(1, "out of memory");
+	curl_easy_setopt(x->easy, CURLOPT_URL, x->url);
+	curl_easy_setopt(x->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	/*
+	 * Redirects are followed by xfer_redirect, not by libcurl, which
+	 * would send every custom header (an API key from ${NAME}) to
+	 * whatever host the Location names.
+	 */
+	curl_easy_setopt(x->easy, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS,
+	    (long)(clk_real(fo.conf.connect_timeout) * 1000));
+	if (fo.deadline > 0 && (left = fo.deadline - clk_now()) < clk_real(tmo)) {
+		x->capped_at = fo.deadline;
+		tmo = left > 0.001 ? left : 0.001;
+	} else
+		tmo = clk_real(tmo);
+	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)(tmo * 1000) + 1);
+	x->until = clk_mono() + tmo;
+	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(x->easy, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(x->easy, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(x->easy, CURLOPT_USERAGENT, "rfpipe/" RFP_VERSION);
+	curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
+	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYPEER, fo.insecure ? 0L : 1L);
+	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYHOST, fo.insecure ? 0L : 2L);
+	if (fo.conf.ca_file != NULL)
+		curl_easy_setopt(x->easy, CURLOPT_CAINFO, fo.conf.ca_file);
+}
+
+struct xfer *
+xfer_confirm_start(struct job *job, const char *url)
+{
+	struct xfer *x = xcalloc(1, sizeof(*x));
+	char err[300];
+	int ctype = 0;
+
+	x->job = job;
+	x->slot = -1;
+	x->fd = -1;
+	x->confirm = 1;
+	x->url = xstrdup(url);
+	hdr_ratelimit_init(&x->rl);
+	easy_setup(x);
+	/*
+	 * The record's own headers (a portal may want its API key), as to
+	 * any other URL: secrets by origin.  No attempt, no key: nothing of
+	 * the submission is sent.  They passed when the submission was sent.
+	 */
+	if (record_headers(x, job->rec, &ctype, err, sizeof(err)) == -1) {
+		curl_slist_free_all(x->hdrs);
+		x->hdrs = NULL;
+	}
+	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
+	x->t0 = clk_now();
+	return x;
+}
+
+int
+xfer_confirmed(const struct xfer *x, json_t **reply, char *why, size_t len)
+{
+	json_t *doc, *c;
+	long st = 0;
+
+	*reply = NULL;
+	if (x->cc != CURLE_OK) {
+		snprintf(why, len, "status_url: %s", x->too_large ?
+		    "answer too large" : curl_easy_strerror(x->cc));
+		return -1;
+	}
+	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &st);
+	if (st != 200) {
+		snprintf(why, len, "status_url answered %ld", st);
+		return -1;
+	}
+	doc = json_loadb(x->mem ? x->mem : "", x->mlen, 0, NULL);
+	c = json_object_get(doc, "committed");
+	if (!json_is_boolean(c)) {
+		snprintf(why, len, "status_url answered 200 without a boolean "
+		    "\"committed\"");
+		json_decref(doc);
+		return -1;
+	}
+	if (json_is_false(c)) {
+		json_decref(doc);
+		return 0;
+	}
+	*reply = doc;
+	return 1;
+}
+
 struct xfer *
 xfer_start(struct job *job, char *err, size_t errlen)
 {
@@ -293,7 +446,6 @@ xfer_start(struct job *job, char *err, size_t errlen)
 	const char *method = rec_str(rec, "method");
 	struct xfer *x = xcalloc(1, sizeof(*x));
 	long attempt = rec_int(rec, "attempt", 0) + 1;
-	double tmo = fo.conf.timeout, left;
 	const char *id = rec_str(rec, "id");
 
 	xfer_clear(rec);
@@ -303,6 +455,7 @@ xfer_start(struct job *job, char *err, size_t errlen)
 	x->fd = -1;
 	x->body_fd = -1;
 	hdr_ratelimit_init(&x->rl);
+	x->url = xstrdup(rec_str(rec, "url"));
 	if (load_body(x, rec, err, errlen) == -1 ||
 	    headers(x, rec, attempt, err, errlen) == -1) {
 		xfer_free(x);
@@ -326,38 +479,7 @@ xfer_start(struct job *job, char *err, size_t errlen)
 			return NULL;
 		}
 	}
-	if (sha256 == NULL && (sha256 = EVP_MD_fetch(NULL, "SHA256",
-	    NULL)) == NULL)
-		msg_die(1, "EVP_MD_fetch SHA256 failed");
-	x->sha = nsha > 0 ? sha_pool[--nsha] : EVP_MD_CTX_new();
-	x->easy = neasy > 0 ? easy_pool[--neasy] : curl_easy_init();
-	if (x->easy == NULL || x->sha == NULL ||
-	    !EVP_DigestInit_ex(x->sha, sha256, NULL))
-		msg_die(1, "out of memory");
-	curl_easy_setopt(x->easy, CURLOPT_URL, rec_str(rec, "url"));
-	curl_easy_setopt(x->easy, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(x->easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(x->easy, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(x->easy, CURLOPT_MAXREDIRS, fo.conf.max_redirects);
-	curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS,
-	    (long)(clk_real(fo.conf.connect_timeout) * 1000));
-	if (fo.deadline > 0 && (left = fo.deadline - clk_now()) < clk_real(tmo)) {
-		x->capped_at = fo.deadline;
-		tmo = left > 0.001 ? left : 0.001;
-	} else
-		tmo = clk_real(tmo);
-	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)(tmo * 1000) + 1);
-	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
-	curl_easy_setopt(x->easy, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(x->easy, CURLOPT_HEADERDATA, x);
-	curl_easy_setopt(x->easy, CURLOPT_USERAGENT, "rfpipe/" RFP_VERSION);
-	curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
-	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYPEER, fo.insecure ? 0L : 1L);
-	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYHOST, fo.insecure ? 0L : 2L);
-	if (fo.conf.ca_file != NULL)
-		curl_easy_setopt(x->easy, CURLOPT_CAINFO, fo.conf.ca_file);
+	easy_setup(x);
 	if (method != NULL && strcmp(method, "GET") != 0) {
 		if (strcmp(method, "HEAD") == 0)
 			curl_easy_setopt(x->easy, CURLOPT_NOBODY, 1L);
@@ -377,9 +499,93 @@ xfer_start(struct job *job, char *err, size_t errlen)
 		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
 		    (curl_off_t)x->body_len);
 	}
+	/*
+	 * libcurl sends a request again, unasked, on a fresh connection when
+	 * a reused one closes before any byte of the answer (lib/transfer.c,
+	 * Curl_retry_request: conn->bits.reuse and nothing received).  A
+	 * server may have committed a submission before closing: it is never
+	 * sent on a reused connection, so that it is never sent twice.
+	 */
+	if (doc_is_submission(rec))
+		curl_easy_setopt(x->easy, CURLOPT_FRESH_CONNECT, 1L);
 	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
 	x->t0 = clk_now();
 	return x;
+}
+
+int
+xfer_redirect(struct xfer *x)
+{
+	json_t *rec = x->job->rec;
+	const char *method = rec_str(rec, "method");
+	char *loc = NULL, err[300];
+	long status = 0, attempt = rec_int(rec, "attempt", 1);
+	double left;
+
+	if (x->cc != CURLE_OK || x->too_large || x->wr_err != 0)
+		return 0;
+	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (status != 301 && status != 302 && status != 303 &&
+	    status != 307 && status != 308)
+		return 0;
+	/* A submission is never sent again, even where a 3xx points. */
+	if (curl_easy_getinfo(x->easy, CURLINFO_REDIRECT_URL, &loc) !=
+	    CURLE_OK || loc == NULL || doc_is_submission(rec))
+		return 0;
+	if (x->hops >= fo.conf.max_redirects) {
+		x->cc = CURLE_TOO_MANY_REDIRECTS;
+		return 0;
+	}
+	if (strncasecmp(loc, "http://", 7) != 0 &&
+	    strncasecmp(loc, "https://", 8) != 0) {
+		x->cc = CURLE_UNSUPPORTED_PROTOCOL;
+		return 0;
+	}
+	if ((left = x->until - clk_mono()) <= 0) {
+		x->cc = CURLE_OPERATION_TIMEDOUT;
+		return 0;
+	}
+	free(x->url);
+	x->url = xstrdup(loc);
+	x->hops++;
+	/* The next hop's answer replaces this one's body. */
+	x->bytes = 0;
+	x->mlen = 0;
+	if (x->fd != -1 && (ftruncate(x->fd, 0) == -1 ||
+	    lseek(x->fd, 0, SEEK_SET) == -1)) {
+		x->wr_err = errno;
+		return 0;
+	}
+	EVP_DigestInit_ex(x->sha, sha256, NULL);
+	/*
+	 * 303 is a GET; so is a 301 or 302 of a POST, as browsers and
+	 * libcurl do.  307 and 308 keep the method and body.
+	 */
+	if ((status == 303 && (method == NULL || strcmp(method, "HEAD") != 0))
+	    || ((status == 301 || status == 302) && method != NULL &&
+	    strcmp(method, "POST") == 0)) {
+		/* No pointer to the body is left behind: then a GET. */
+		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, NULL);
+		curl_easy_setopt(x->easy, CURLOPT_CUSTOMREQUEST, NULL);
+		curl_easy_setopt(x->easy, CURLOPT_NOBODY, 0L);
+		curl_easy_setopt(x->easy, CURLOPT_HTTPGET, 1L);
+		free(x->body);
+		x->body = NULL;
+		x->body_len = 0;
+	}
+	/* A 307 or 308 sends a streamed body_file again, from its start. */
+	x->body_off = 0;
+	/* Headers again: secrets only to where they may go. */
+	curl_slist_free_all(x->hdrs);
+	x->hdrs = NULL;
+	if (headers(x, rec, attempt, err, sizeof(err)) == -1) {
+		x->cc = CURLE_ABORTED_BY_CALLBACK;
+		return 0;
+	}
+	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
+	curl_easy_setopt(x->easy, CURLOPT_URL, x->url);
+	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)(left * 1000) + 1);
+	return 1;
 }
 
 static const char *
@@ -581,6 +787,7 @@ xfer_free(struct xfer *x)
 	} else if (x->easy != NULL)
 		curl_easy_cleanup(x->easy);
 	curl_slist_free_all(x->hdrs);
+	free(x->url);
 	if (x->fd != -1)
 		close(x->fd);
 	if (x->body_fd != -1)

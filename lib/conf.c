@@ -9,12 +9,13 @@
 
 #include "lib/cfg.h"
 #include "lib/conf.h"
+#include "lib/hdr.h"
 #include "lib/num.h"
 #include "lib/x.h"
 
 enum kind { K_LONG, K_DOUBLE, K_DUR, K_BOOL, K_STR, K_BUDGET, K_ONOPEN,
 	K_BREAKER, K_ENDPOINTS, K_SEED, K_PARSE, K_ARGV, K_TRANSIENT,
-	K_PERMANENT };
+	K_PERMANENT, K_ORIGINS };
 
 #define ARGV_MAX	256	/* words of a parse command */
 
@@ -54,6 +55,7 @@ static const struct key top[] = {
 	{ "state", K_STR, C(state), 0, 0 },
 	{ "timeout", K_DUR, C(timeout), 0.001, 86400 },
 	{ "transient", K_TRANSIENT, C(defaults.status_class), 0, 0 },
+	{ "trusted_origins", K_ORIGINS, 0, 0, 0 },
 	{ NULL, 0, 0, 0, 0 }
 };
 
@@ -358,6 +360,31 @@ parse(struct ctx *x, const char *path, json_t *v, struct conf_parse *p)
 	return 0;
 }
 
+/* trusted_origins: a list of http or https origins. */
+static int
+origins(struct ctx *x, const char *path, json_t *v)
+{
+	char o[512];
+	size_t i;
+	json_t *u;
+
+	if (!json_is_array(v))
+		return bad(x, path, "expected a list of origins such as "
+		    "\"https://files.example.org\"");
+	json_array_foreach(v, i, u)
+		if (!json_is_string(u) || hdr_origin(json_string_value(u), o,
+		    sizeof(o)) == -1)
+			return bad(x, path, "expected a list of origins such "
+			    "as \"https://files.example.org\"");
+	while (x->c->ntrusted > 0)
+		free(x->c->trusted[--x->c->ntrusted]);
+	x->c->trusted = xrealloc(x->c->trusted, (json_array_size(v) + 1) *
+	    sizeof(*x->c->trusted));
+	json_array_foreach(v, i, u)
+		x->c->trusted[x->c->ntrusted++] = xstrdup(json_string_value(u));
+	return 0;
+}
+
 static int
 one(struct ctx *x, const struct key *k, const char *path, json_t *v,
     void *base)
@@ -452,6 +479,8 @@ one(struct ctx *x, const struct key *k, const char *path, json_t *v,
 				return bad(x, path, why);
 		return 0;
 	}
+	case K_ORIGINS:
+		return origins(x, path, v);
 	}
 	return 0;
 }
@@ -553,6 +582,11 @@ conf_free(struct conf *c)
 	argv_free(c->defaults.parse.command);
 	c->defaults.parse.command = NULL;
 	free(c->eps);
+	for (i = 0; i < c->ntrusted; i++)
+		free(c->trusted[i]);
+	free(c->trusted);
+	c->trusted = NULL;
+	c->ntrusted = 0;
 	free(c->deadline);
 	free(c->ca_file);
 	free(c->state);

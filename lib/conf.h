@@ -60,6 +60,8 @@ struct conf {
 	char	*state;		/* a postgresql:// URL; NULL: the run dir */
 	char	*body_root;	/* body_file must be under it; NULL: the
 				   manifest's directory */
+	char	**trusted;	/* trusted_origins: may have the secrets */
+	size_t	ntrusted;
 	struct conf_ep	defaults;	/* endpoint settings for unlisted ones */
 	struct conf_ep	*eps;
 	size_t	neps;

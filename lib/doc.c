@@ -9,6 +9,7 @@
 
 #include "lib/clk.h"
 #include "lib/doc.h"
+#include "lib/hdr.h"
 #include "lib/x.h"
 
 const char *
@@ -151,14 +152,10 @@ doc_check(const json_t *rec, char *err, size_t errlen)
 				return fail(err, errlen,
 				    "field \"headers\": \"%.60s\" is not a string%s",
 				    k, "");
-			if (*k == '\0' || strpbrk(k, ":\r\n \t") != NULL)
+			if ((why = hdr_request_check(k, json_string_value(v),
+			    json_string_length(v))) != NULL)
 				return fail(err, errlen,
-				    "field \"headers\": bad header name \"%.60s\"%s",
-				    k, "");
-			if (strpbrk(json_string_value(v), "\r\n") != NULL)
-				return fail(err, errlen,
-				    "field \"headers\": CR or LF in the value of \"%.60s\"%s",
-				    k, "");
+				    "field \"headers\": \"%.60s\": %s", k, why);
 		}
 	}
 	if ((v = json_object_get(rec, "body")) != NULL && !json_is_string(v) &&

@@ -1,4 +1,7 @@
-/* hdr: Retry-After, HTTP-date and rate-limit header parsing. */
+/*
+ * hdr: Retry-After, HTTP-date and rate-limit header parsing; which request
+ * headers a manifest may set, and which follow a redirect.
+ */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -7,8 +10,11 @@
 #include <strings.h>
 #include <time.h>
 
+#include <curl/curl.h>
+
 #include "lib/hdr.h"
 #include "lib/num.h"
+#include "lib/x.h"
 
 static const char *months[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
 	"Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
@@ -221,4 +227,133 @@ hdr_ratelimit_feed(struct hdr_ratelimit *rl, const char *name,
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * Framing, hop-by-hop and connection headers belong to the client: set from
+ * a manifest they smuggle a second request into the body, or change where
+ * and how the request goes.
+ */
+static const char *hop[] = { "Connection", "Content-Length", "Expect",
+	"Host", "HTTP2-Settings", "Keep-Alive", "TE", "Trailer",
+	"Transfer-Encoding", "Upgrade", NULL };
+/* rfp-fetch's own: the key comes from the record's idempotency_key. */
+static const char *own[] = { "Idempotency-Key", "X-Rfp-Attempt", NULL };
+
+/* Headers that carry credentials wherever their value came from. */
+static const char *credentials[] = { "Authorization", "Cookie",
+	"Proxy-Authorization", NULL };
+
+static int
+tchar(int c)
+{
+	return isalnum(c) || (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+const char *
+hdr_request_check(const char *name, const char *value, size_t vlen)
+{
+	const unsigned char *p;
+	size_t i;
+
+	if (*name == '\0')
+		return "empty header name";
+	for (p = (const unsigned char *)name; *p != '\0'; p++)
+		if (*p >= 0x80 || !tchar(*p))
+			return "bad header name";
+	for (i = 0; hop[i] != NULL; i++)
+		if (strcasecmp(name, hop[i]) == 0)
+			return "a framing or hop-by-hop header, set by the "
+			    "client only";
+	if (strncasecmp(name, "Proxy-", 6) == 0)
+		return "a proxy header, set by the client only";
+	for (i = 0; own[i] != NULL; i++)
+		if (strcasecmp(name, own[i]) == 0)
+			return "set by rfp-fetch only";
+	if (value == NULL)
+		return NULL;
+	/* Visible characters, space and tab only (RFC 9110, 5.5). */
+	for (i = 0, p = (const unsigned char *)value; i < vlen; i++)
+		if ((p[i] < 0x20 && p[i] != '\t') || p[i] == 0x7f)
+			return p[i] == '\r' || p[i] == '\n' ? "CR or LF in "
+			    "the value" : p[i] == 0 ? "NUL in the value" :
+			    "a control character in the value";
+	return NULL;
+}
+
+int
+hdr_is_credential(const char *name)
+{
+	size_t i;
+
+	for (i = 0; credentials[i] != NULL; i++)
+		if (strcasecmp(name, credentials[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* The origin of url (caller frees), or NULL: hdr_origin without a limit. */
+static char *
+origin_of(const char *url)
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL, *port = NULL, *q, *o = NULL;
+
+	if (u == NULL)
+		return NULL;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) ==
+	    CURLUE_OK && (strcmp(scheme, "http") == 0 ||
+	    strcmp(scheme, "https") == 0)) {
+		for (q = host; *q != '\0'; q++)
+			*q = (char)tolower((unsigned char)*q);
+		o = xasprintf("%s://%s:%s", scheme, host, port);
+	}
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return o;
+}
+
+int
+hdr_origin(const char *url, char *buf, size_t len)
+{
+	char *o = origin_of(url);
+	int rc = o != NULL && strlen(o) < len ? 0 : -1;
+
+	if (rc == 0)
+		memcpy(buf, o, strlen(o) + 1);
+	free(o);
+	return rc;
+}
+
+int
+hdr_may_carry(const char *first, const char *next, char *const *trusted,
+    size_t ntrusted)
+{
+	char *a = origin_of(first), *b = origin_of(next), *t;
+	size_t i;
+	int ok = 0;
+
+	if (a == NULL || b == NULL)
+		goto out;
+	if (strcmp(a, b) == 0) {
+		ok = 1;
+		goto out;
+	}
+	/* Never from https down to http, trusted or not. */
+	if (strncmp(a, "https:", 6) == 0 && strncmp(b, "http:", 5) == 0)
+		goto out;
+	for (i = 0; i < ntrusted && !ok; i++) {
+		t = origin_of(trusted[i]);
+		ok = t != NULL && strcmp(t, b) == 0;
+		free(t);
+	}
+out:
+	free(a);
+	free(b);
+	return ok;
 }

@@ -1,4 +1,7 @@
-/* hdr: parsers for the response headers that steer retries and pacing. */
+/*
+ * hdr: parsers for the response headers that steer retries and pacing, and
+ * the rules for the request headers a manifest sets (rfpipe(7) SECURITY).
+ */
 #ifndef RFP_HDR_H
 #define RFP_HDR_H
 
@@ -24,5 +27,30 @@ void	hdr_ratelimit_init(struct hdr_ratelimit *rl);
  */
 int	hdr_ratelimit_feed(struct hdr_ratelimit *rl, const char *name,
 	    const char *value, double now);
+
+/*
+ * Whether a manifest may set request header name (to value, vlen bytes;
+ * NULL: the name only): NULL, or why not.  Refused: names that are not
+ * tokens, framing and hop-by-hop headers (Content-Length,
+ * Transfer-Encoding, Host, Connection, Keep-Alive, TE, Trailer, Upgrade,
+ * Expect, HTTP2-Settings, Proxy-*), rfp-fetch's own (Idempotency-Key,
+ * X-Rfp-Attempt), and values with CR, LF, NUL or another control character.
+ */
+const char *hdr_request_check(const char *name, const char *value,
+	    size_t vlen);
+/* 1 when header name carries credentials (Authorization, Cookie, ...). */
+int	hdr_is_credential(const char *name);
+/*
+ * The origin of an http or https URL, "scheme://host:port" with the host in
+ * lower case and the port always given, into buf; 0, or -1 when it has none.
+ */
+int	hdr_origin(const char *url, char *buf, size_t len);
+/*
+ * 1 when the secrets of a request to first may go with one to next: the
+ * same origin, or an origin among trusted (URLs or origins), never from
+ * https down to http.
+ */
+int	hdr_may_carry(const char *first, const char *next,
+	    char *const *trusted, size_t ntrusted);
 
 #endif

@@ -100,6 +100,15 @@ header() {
 	tr -d '\r' <<<"$output" | sed -n "s/^$1: //Ip" | head -n 1
 }
 
+@test "mockportal: --tls-cert and --tls-key go together; {port} in a location is its own port" {
+	run -2 --separate-stderr rfp-mockportal --scenario "$FIX/mock/ok.yaml" --tls-cert /dev/null
+	[[ "${stderr_lines[0]}" == "rfp-mockportal: options --tls-cert and --tls-key go together" ]]
+	printf 'routes:\n  - match: /a\n    script: [302]\n    location: "http://localhost:{port}/b"\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	run -0 curl -si "$MOCK_URL/a"
+	[[ "$output" == *$'\nLocation: http://localhost:'"$MOCK_PORT"$'/b\r'* ]]
+}
+
 @test "limits: gcra nodelay lets burst+1 of 30 at once through, refuses the rest at once, and refusals cost nothing" {
 	local burst=10
 	# One slot per 100 logical s (1 s real); answers take 0.3 s.

@@ -15,7 +15,8 @@
 FUZZ_CC = clang
 FUZZ_SECONDS ?= 60
 FUZZ_DIR = build/fuzz
-FUZZ_ALL = cfg conf hdr id $(if $(wildcard lib/ledger.h),ledger) num rec scan
+FUZZ_ALL = cfg conf hdr id $(if $(wildcard lib/ledger.h),ledger) num rec scan \
+	wire
 FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_SAN = -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer -g -O1

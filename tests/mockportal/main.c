@@ -45,7 +45,7 @@
 static const char usage[] =
     "usage: rfp-mockportal --scenario file [--log file] [--port n] "
     "[--port-file file]\n"
-    "                      [--seed n]\n"
+    "                      [--seed n] [--tls-cert file --tls-key file]\n"
     "       rfp-mockportal --ideal n --scenario file [--endpoint name] "
     "[--allowed]\n"
     "       rfp-mockportal -h | --help | --version\n";
@@ -60,7 +60,34 @@ static struct opts {
 	long		 ideal;		/* -1: serve */
 	const char	*endpoint;
 	int		 allowed;
+	const char	*tls_cert, *tls_key;
 } opts = { .ideal = -1 };
+
+/* The whole of a small file, NUL-terminated (caller frees); dies if not. */
+static char *
+slurp(const char *path)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		msg_diesys(2, "open %s", path);
+	for (;;) {
+		buf = xrealloc(buf, len + 4097);
+		if ((n = read(fd, buf + len, 4096)) == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			msg_diesys(2, "read %s", path);
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return buf;
+}
 
 /* Write "port\n" to path.tmp, then rename it, so a poller never sees half. */
 static int
@@ -152,11 +179,14 @@ main(int argc, char *argv[])
 		{ "port-file", required_argument, NULL, 'P' },
 		{ "scenario", required_argument, NULL, 's' },
 		{ "seed", required_argument, NULL, 'S' },
+		{ "tls-cert", required_argument, NULL, 'c' },
+		{ "tls-key", required_argument, NULL, 'k' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct portal *p;
 	struct scen *s;
+	char *cert = NULL, *key = NULL;
 	sigset_t sigs;
 	char err[1024];
 	int c, sig, port, logfd = -1, rc = 0;
@@ -168,6 +198,9 @@ main(int argc, char *argv[])
 		case 'a':
 			opts.allowed = 1;
 			break;
+		case 'c':
+			opts.tls_cert = optarg;
+			break;
 		case 'e':
 			opts.endpoint = optarg;
 			break;
@@ -175,6 +208,9 @@ main(int argc, char *argv[])
 			opt_help(usage);
 		case 'i':
 			opts.ideal = opt_long("ideal", optarg, 0, IDEAL_MAX);
+			break;
+		case 'k':
+			opts.tls_key = optarg;
 			break;
 		case 'l':
 			opts.log = optarg;
@@ -221,9 +257,14 @@ main(int argc, char *argv[])
 		opt_usage(usage);
 	}
 	if (opts.ideal != -1 && (opts.log != NULL || opts.port_file != NULL ||
-	    opts.port != 0 || opts.has_seed)) {
+	    opts.port != 0 || opts.has_seed || opts.tls_cert != NULL ||
+	    opts.tls_key != NULL)) {
 		msg_warn("option --ideal starts no server: no --log, --port, "
-		    "--port-file or --seed");
+		    "--port-file, --seed or --tls-*");
+		opt_usage(usage);
+	}
+	if ((opts.tls_cert == NULL) != (opts.tls_key == NULL)) {
+		msg_warn("options --tls-cert and --tls-key go together");
 		opt_usage(usage);
 	}
 	opt_check_env();
@@ -247,6 +288,11 @@ main(int argc, char *argv[])
 	raise_nofile();
 
 	p = portal_new(s, opts.has_seed ? (uint64_t)opts.seed : s->seed, logfd);
+	if (opts.tls_cert != NULL) {
+		cert = slurp(opts.tls_cert);
+		key = slurp(opts.tls_key);
+		portal_tls(p, cert, key);
+	}
 	if ((port = portal_start(p, (int)opts.port, err, sizeof(err))) == -1) {
 		msg_warn("%s", err);
 		rc = 1;
@@ -270,6 +316,8 @@ stop:
 	if (portal_log_failed(p))
 		rc = 1;
 	portal_free(p);
+	free(cert);
+	free(key);
 	scen_free(s);
 	if (logfd != -1 && close(logfd) == -1) {
 		msg_warnsys("close %s", opts.log);

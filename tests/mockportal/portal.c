@@ -43,6 +43,8 @@ struct portal {
 	struct tab	 paths, keys;
 	long		 ntrk;		/* last tracking number */
 	long		 inflight;	/* all requests in flight */
+	int		 port;		/* listening on */
+	const char	*cert, *key;	/* PEM, for https; NULL: http */
 	atomic_int	 listening;
 	atomic_int	 stopping;
 	atomic_int	 log_failed;
@@ -60,6 +62,7 @@ struct req {
 	struct endpoint	*ep;
 	long		 inflight, inflight_total;
 	unsigned long long body_bytes;
+	long		 conn_seq;	/* nth request on its connection */
 	struct lim_pass	 lp;		/* what the limits said; its slots */
 };
 
@@ -339,7 +342,7 @@ control(struct portal *p, const char *path, const char *method,
 	}
 	pthread_mutex_unlock(&p->mu);
 	if (trk == 0) {
-		a->status = 404;
+		/* A well-formed "no": a 404 would say nothing of the key. */
 		o = json_pack("{s:b}", "committed", 0);
 	} else {
 		a->trk = trk;
@@ -382,6 +385,32 @@ static void
 set_long(json_t *o, const char *k, long v)
 {
 	json_object_set_new(o, k, v > 0 ? json_integer(v) : json_null());
+}
+
+static enum MHD_Result
+add_name(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	char *t, *q;
+
+	(void)kind;
+	(void)value;
+	t = xstrdup(key);
+	for (q = t; *q != '\0'; q++)
+		*q = (char)tolower((unsigned char)*q);
+	json_array_append_new(cls, jstr(t));
+	free(t);
+	return MHD_YES;
+}
+
+/* The names of the request's headers, lower case, in the order sent. */
+static json_t *
+header_names(struct MHD_Connection *conn)
+{
+	json_t *a = json_array();
+
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, add_name, a);
+	return a;
 }
 
 static void
@@ -431,6 +460,8 @@ log_write(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 		    hdrs[i])) != NULL)
 			json_object_set_new(h, hdrs[i], jstr(v));
 	json_object_set_new(o, "headers", h);
+	json_object_set_new(o, "header_names", header_names(conn));
+	json_object_set_new(o, "conn_seq", json_integer(rq->conn_seq));
 	/* Sixteen digits keep microseconds of an epoch time. */
 	s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(16));
 	json_decref(o);
@@ -549,13 +580,24 @@ make_response(const struct route *r, const struct ans *a, const char *path)
 	return resp;
 }
 
+/* A route's Location, with "{port}" replaced by the port listened on. */
+static char *
+location(const char *loc, int port)
+{
+	const char *at = strstr(loc, "{port}");
+
+	if (at == NULL)
+		return xstrdup(loc);
+	return xasprintf("%.*s%d%s", (int)(at - loc), loc, port, at + 6);
+}
+
 static enum MHD_Result
 reply(struct MHD_Connection *conn, const struct route *r, const struct ans *a,
-    const char *path)
+    const char *path, int port)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result rc;
-	char buf[64];
+	char buf[64], *loc;
 	size_t i;
 
 	if ((resp = make_response(r, a, path)) == NULL)
@@ -568,8 +610,11 @@ reply(struct MHD_Connection *conn, const struct route *r, const struct ans *a,
 	if (a->allow != NULL)
 		MHD_add_response_header(resp, "Allow", a->allow);
 	if (r != NULL && r->location != NULL && a->status >= 300 &&
-	    a->status <= 399)
-		MHD_add_response_header(resp, "Location", r->location);
+	    a->status <= 399) {
+		loc = location(r->location, port);
+		MHD_add_response_header(resp, "Location", loc);
+		free(loc);
+	}
 	if (a->rl) {
 		snprintf(buf, sizeof(buf), "%ld", a->rl_limit);
 		MHD_add_response_header(resp, "X-RateLimit-Limit", buf);
@@ -711,7 +756,7 @@ answer(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 	close_inflight(p, rq);
 	if (!atomic_load(&p->stopping) && a.status != 0 &&
 	    (a.act == ACT_STATUS || a.act == ACT_SLOW))
-		rc = reply(conn, r, &a, path);
+		rc = reply(conn, r, &a, path, p->port);
 	free(a.key);
 	free(a.cbody);
 	for (i = 0; i < LHI_N; i++)
@@ -748,16 +793,35 @@ handle(void *cls, struct MHD_Connection *conn, const char *url,
 static void *
 uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
 {
+	const union MHD_ConnectionInfo *ci;
 	struct req *rq;
 	const char *q;
+	long *n;
 
 	(void)cls;
-	(void)conn;
 	rq = xcalloc(1, sizeof(*rq));
 	rq->t = clk_now();
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (ci != NULL && (n = ci->socket_context) != NULL)
+		rq->conn_seq = ++*n;
 	if (uri != NULL && (q = strchr(uri, '?')) != NULL)
 		rq->query = xstrdup(q + 1);
 	return rq;
+}
+
+/* A connection opens or closes: its count of requests. */
+static void
+conn_notify(void *cls, struct MHD_Connection *conn, void **sctx,
+    enum MHD_ConnectionNotificationCode toe)
+{
+	(void)cls;
+	(void)conn;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		*sctx = xcalloc(1, sizeof(long));
+	else {
+		free(*sctx);
+		*sctx = NULL;
+	}
 }
 
 static void
@@ -831,11 +895,23 @@ portal_new(const struct scen *s, uint64_t seed, int logfd)
 	return p;
 }
 
+void
+portal_tls(struct portal *p, const char *cert, const char *key)
+{
+	p->cert = cert;
+	p->key = key;
+}
+
 int
 portal_start(struct portal *p, int port, char *err, size_t errlen)
 {
 	const union MHD_DaemonInfo *info;
 	struct sockaddr_in sin;
+	struct MHD_OptionItem tls[] = {
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)p->key },
+		{ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)p->cert },
+		{ MHD_OPTION_END, 0, NULL }
+	};
 
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
@@ -843,12 +919,15 @@ portal_start(struct portal *p, int port, char *err, size_t errlen)
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	p->t0 = clk_mono();
 	p->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ERROR_LOG,
+	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ERROR_LOG |
+	    (p->cert != NULL ? MHD_USE_TLS : 0),
 	    (uint16_t)port, NULL, NULL, handle, p,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, p,
+	    MHD_OPTION_ARRAY, p->cert != NULL ? tls : tls + 2,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
 	    MHD_OPTION_URI_LOG_CALLBACK, uri_seen, p,
 	    MHD_OPTION_NOTIFY_COMPLETED, completed, p,
+	    MHD_OPTION_NOTIFY_CONNECTION, conn_notify, p,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONN_MAX,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
 	    MHD_OPTION_THREAD_STACK_SIZE, (size_t)STACK_SIZE,
@@ -858,13 +937,14 @@ portal_start(struct portal *p, int port, char *err, size_t errlen)
 		    "server", port);
 		return -1;
 	}
-	atomic_store(&p->listening, 1);
 	info = MHD_get_daemon_info(p->d, MHD_DAEMON_INFO_BIND_PORT);
 	if (info == NULL || info->port == 0) {
 		snprintf(err, errlen, "listen 127.0.0.1:%d: no bound port",
 		    port);
 		return -1;
 	}
+	p->port = info->port;
+	atomic_store(&p->listening, 1);
 	return info->port;
 }
 

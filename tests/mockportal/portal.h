@@ -11,6 +11,8 @@ struct portal;
 
 /* A portal serving s (borrowed) with seed; logfd is -1 for no log. */
 struct portal *portal_new(const struct scen *s, uint64_t seed, int logfd);
+/* Serve https with this PEM certificate and key (borrowed), before start. */
+void	portal_tls(struct portal *p, const char *cert, const char *key);
 /* Listen on 127.0.0.1:port (0 picks one); the bound port, or -1 and err. */
 int	portal_start(struct portal *p, int port, char *err, size_t errlen);
 /* Cut every sleep short, stop the daemon and wait for its threads. */

@@ -116,15 +116,15 @@ test_check(void)
 		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"headers\":{\"X\":1}}",
 		    "field \"headers\": \"X\" is not a string" },
 		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"headers\":{\"X:Y\":\"1\"}}",
-		    "field \"headers\": bad header name \"X:Y\"" },
+		    "field \"headers\": \"X:Y\": bad header name" },
 		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"headers\":{\"\":\"1\"}}",
-		    "field \"headers\": bad header name \"\"" },
+		    "field \"headers\": \"\": empty header name" },
 		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"headers\":"
 		    "{\"X\":\"a\\r\\nEvil: 1\"}}",
-		    "field \"headers\": CR or LF in the value of \"X\"" },
+		    "field \"headers\": \"X\": CR or LF in the value" },
 		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"headers\":"
 		    "{\"X\":\"a\\nb\"}}",
-		    "field \"headers\": CR or LF in the value of \"X\"" },
+		    "field \"headers\": \"X\": CR or LF in the value" },
 		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"headers\":"
 		    "{\"Authorization\":\"Bearer ${KEY}\"}}", "" },
 		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"body\":5}",

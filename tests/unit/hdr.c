@@ -1,6 +1,7 @@
 /*
  * Unit tests of lib/hdr: HTTP-dates in the three RFC 9110 forms,
- * Retry-After, and the RateLimit / X-RateLimit headers.
+ * Retry-After, the RateLimit / X-RateLimit headers, and the rules for
+ * request headers: which a manifest may set, which follow a redirect.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -182,11 +183,138 @@ test_ratelimit(void)
 	ok(rl.remaining == -1, "ratelimit: a non-number stays absent");
 }
 
+/* Which headers a manifest may set (rfpipe(7) SECURITY). */
+static void
+test_request_headers(void)
+{
+	static const struct {
+		const char *name, *value;
+		size_t vlen;
+		const char *why;	/* NULL: allowed */
+	} t[] = {
+		{ "Accept", "application/json", 16, NULL },
+		{ "Authorization", "Bearer ${TOKEN}", 15, NULL },
+		{ "X-Api-Key", "k", 1, NULL },
+		{ "Content-Type", "text/plain", 10, NULL },
+		{ "x-tab", "a\tb", 3, NULL },
+		{ "Content-Length", "2", 1, "a framing or hop-by-hop header, "
+		    "set by the client only" },
+		{ "content-length", "2", 1, "a framing or hop-by-hop header, "
+		    "set by the client only" },
+		{ "Transfer-Encoding", "chunked", 7, "a framing or hop-by-hop "
+		    "header, set by the client only" },
+		{ "Host", "evil", 4, "a framing or hop-by-hop header, set by "
+		    "the client only" },
+		{ "Connection", "close", 5, "a framing or hop-by-hop header, "
+		    "set by the client only" },
+		{ "Keep-Alive", "1", 1, "a framing or hop-by-hop header, set "
+		    "by the client only" },
+		{ "TE", "trailers", 8, "a framing or hop-by-hop header, set by "
+		    "the client only" },
+		{ "Trailer", "X", 1, "a framing or hop-by-hop header, set by "
+		    "the client only" },
+		{ "Upgrade", "h2c", 3, "a framing or hop-by-hop header, set by "
+		    "the client only" },
+		{ "Expect", "100-continue", 12, "a framing or hop-by-hop "
+		    "header, set by the client only" },
+		{ "HTTP2-Settings", "x", 1, "a framing or hop-by-hop header, "
+		    "set by the client only" },
+		{ "Proxy-Authorization", "x", 1, "a proxy header, set by the "
+		    "client only" },
+		{ "proxy-connection", "x", 1, "a proxy header, set by the "
+		    "client only" },
+		{ "Idempotency-Key", "k", 1, "set by rfp-fetch only" },
+		{ "X-Rfp-Attempt", "9", 1, "set by rfp-fetch only" },
+		{ "", "x", 1, "empty header name" },
+		{ "X:Y", "x", 1, "bad header name" },
+		{ "X Y", "x", 1, "bad header name" },
+		{ "X\r\nY", "x", 1, "bad header name" },
+		{ "X(Y)", "x", 1, "bad header name" },
+		{ "X\xc3\xa9", "x", 1, "bad header name" },
+		{ "X", "a\r\nEvil: 1", 11, "CR or LF in the value" },
+		{ "X", "a\nb", 3, "CR or LF in the value" },
+		{ "X", "a\0b", 3, "NUL in the value" },
+		{ "X", "a\x01", 2, "a control character in the value" },
+		{ "X", "a\x7f", 2, "a control character in the value" },
+	};
+	size_t i;
+	char name[120];
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		snprintf(name, sizeof(name), "hdr_request_check table row %zu",
+		    i + 1);
+		is_str(hdr_request_check(t[i].name, t[i].value, t[i].vlen),
+		    t[i].why, name);
+	}
+	ok(hdr_is_credential("authorization") && hdr_is_credential("Cookie")
+	    && hdr_is_credential("Proxy-Authorization") &&
+	    !hdr_is_credential("X-Api-Key"), "hdr_is_credential");
+}
+
+/* Origins, and what may follow a redirect to one. */
+static void
+test_origins(void)
+{
+	static const struct {
+		const char *url, *origin;	/* NULL: none */
+	} o[] = {
+		{ "http://Example.ORG/a?b", "http://example.org:80" },
+		{ "https://example.org", "https://example.org:443" },
+		{ "https://user:pw@example.org:8443/x",
+		    "https://example.org:8443" },
+		{ "http://127.0.0.1:9/", "http://127.0.0.1:9" },
+		{ "http://[::1]:9/", "http://[::1]:9" },
+		{ "ftp://example.org/", NULL },
+		{ "/relative", NULL },
+	};
+	static const struct {
+		const char *first, *next;
+		int trusted, carry;
+	} r[] = {
+		/* Same origin, whatever the path. */
+		{ "https://a.example/x", "https://a.example/y", 0, 1 },
+		{ "https://a.example/x", "https://A.EXAMPLE:443/y", 0, 1 },
+		/* Another host, port or scheme is another origin. */
+		{ "https://a.example/x", "https://b.example/x", 0, 0 },
+		{ "http://127.0.0.1:80/x", "http://localhost:80/x", 0, 0 },
+		{ "http://127.0.0.1:8080/", "http://127.0.0.1:8081/", 0, 0 },
+		{ "http://a.example/", "https://a.example/", 0, 0 },
+		/* https to http: never, not even to a trusted origin. */
+		{ "https://a.example/", "http://a.example/", 0, 0 },
+		{ "https://a.example/", "http://b.example/", 1, 0 },
+		{ "https://a.example/", "http://c.example:81/", 1, 0 },
+		/* A trusted origin may have them. */
+		{ "https://a.example/", "https://b.example/z", 1, 1 },
+		{ "http://a.example/", "http://b.example/z", 1, 0 },
+		{ "http://a.example/", "http://c.example:81/z", 1, 1 },
+		{ "https://a.example/", "ftp://a.example/", 0, 0 },
+	};
+	char *trusted[] = { "https://b.example", "http://c.example:81/" };
+	char buf[256], name[200];
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof(o) / sizeof(o[0]); i++) {
+		rc = hdr_origin(o[i].url, buf, sizeof(buf));
+		snprintf(name, sizeof(name), "hdr_origin \"%s\"", o[i].url);
+		is_str(rc == 0 ? buf : NULL, o[i].origin, name);
+	}
+	for (i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+		ok(hdr_may_carry(r[i].first, r[i].next, trusted, r[i].trusted ?
+		    2 : 0) == r[i].carry, "hdr_may_carry %s -> %s%s: %d",
+		    r[i].first, r[i].next, r[i].trusted ? " (trusted)" : "",
+		    r[i].carry);
+	ok(hdr_may_carry("http://a.example/", "http://c.example:81/q",
+	    trusted, 2), "a trusted origin given as a URL");
+}
+
 int
 main(void)
 {
 	test_dates();
 	test_retry_after();
 	test_ratelimit();
+	test_request_headers();
+	test_origins();
 	return tap_done();
 }
