@@ -153,17 +153,18 @@ transient(json_t *rec, long lineno)
 	long attempt = rec_int(rec, "attempt", 1), left;
 	int rc;
 
-	if (opts.deadline > 0 && now >= opts.deadline) {
-		dead(rec, "deadline_cut", "transient failure after the "
-		    "deadline");
-		return 0;
-	}
+	/* Whatever else ends it, a submission that may be in is ambiguous. */
 	if (ambiguous(rec)) {
 		dead(rec, "ambiguous_submit", "the submission may have reached "
 		    "the server (%s) and endpoint \"%s\" is not declared to "
 		    "honour Idempotency-Key; not re-sent", rec_str(rec,
 		    "reason") ? rec_str(rec, "reason") : "?", rec_str(rec,
 		    "endpoint") ? rec_str(rec, "endpoint") : "?");
+		return 0;
+	}
+	if (opts.deadline > 0 && now >= opts.deadline) {
+		dead(rec, "deadline_cut", "transient failure after the "
+		    "deadline");
 		return 0;
 	}
 	if (attempt >= c->max_attempts) {

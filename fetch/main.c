@@ -481,6 +481,7 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 	char err[300];
 	const char *fate, *id;
 	json_t *rec, *big;
+	int sent;
 
 	if (rrc == REC_TOOLONG) {
 		msg_line(lineno, "line longer than %d bytes", REC_LINE_MAX);
@@ -500,10 +501,18 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 	}
 	fate = rec_str(rec, "fate");
 	if (fate == NULL || strcmp(fate, "retry") != 0) {
+		/*
+		 * A submission an earlier run sent (a dead letter run again)
+		 * keeps saying so: the ledger gate asks before it is resent.
+		 */
+		sent = doc_is_submission(rec) &&
+		    json_is_true(json_object_get(rec, "sent"));
 		xfer_clear(rec);
 		json_object_del(rec, "attempt");
 		json_object_del(rec, "line");
 		json_object_del(rec, "stage");
+		if (sent)
+			json_object_set_new(rec, "sent", json_true());
 	}
 	id = rec_str(rec, "id");
 	if (admit_size(rec, len, err, sizeof(err)) == -1) {
@@ -922,6 +931,12 @@ ledger_gate(struct job *j)
 	key = doc_idem_key(j->rec);
 	if (ledger_lookup(ledger(), key, &st, &entry, err, sizeof(err)) == -1)
 		state_fail(err);
+	/*
+	 * Sent by an earlier run this ledger did not see (a dead letter fed
+	 * to a new run directory): it may have been committed.
+	 */
+	if (st == LEDGER_NONE && json_is_true(json_object_get(j->rec, "sent")))
+		st = LEDGER_AMBIGUOUS;
 	if (st == LEDGER_SUCCESS) {
 		replay(j, entry);
 		rc = 1;

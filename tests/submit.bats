@@ -98,3 +98,39 @@ submissions() {
 	[ "$(grep -c . "$RUN/state/ledger.ndjson")" -eq 4 ]
 	[ "$(sed -n 3p "$RUN/state/ledger.ndjson" | jq -r .event)" = intent ]
 }
+
+# cut_on_the_wire EXTRA: two submissions to a portal that commits at once
+# and answers only after 50 s, cut by a 5 s deadline while on the wire
+# ({origin} in EXTRA is the mock's).
+cut_on_the_wire() {
+	mock_stop
+	export RFPIPE_TIME_SCALE=0.1
+	printf 'routes:\n  - {match: "/slow/*", endpoint: slow, submit: true, dedupe: true, script: [slow], slow_ms: 50000}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	for i in 1 2; do
+		printf '{"id":"app-%d","url":"%s/slow/app-%d","method":"POST","body":{"n":%d},"endpoint":"slow"%s}\n' \
+		    "$i" "$MOCK_URL" "$i" "$i" "${1:+,$1}"
+	done | sed "s|{origin}|$MOCK_URL|g" >"$BATS_TEST_TMPDIR/m"
+	run timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --deadline +5s "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s '[.[] | select(.committed)] | length' "$MOCK_LOG")" -eq 2 ]
+}
+
+@test "submit: a submission cut by the deadline on the wire is ambiguous_submit, and a re-run in a new run directory does not send it again" {
+	cut_on_the_wire
+	[ "$(jq -s 'map(select(.dead_reason == "ambiguous_submit")) | length' "$RUN/dead.ndjson")" -eq 2 ]
+	# The README's re-run of what is worth another night, in a new directory.
+	jq -c 'select(.dead_reason == "deadline_cut" or .dead_reason == "ambiguous_submit")' "$RUN/dead.ndjson" >"$BATS_TEST_TMPDIR/again"
+	run timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$BATS_TEST_TMPDIR/run2" "$BATS_TEST_TMPDIR/again"
+	[ "$(jq -s '[.[] | select(.committed)] | length' "$MOCK_LOG")" -eq 2 ]
+	[ "$(jq -s 'map(select(.dead_reason == "ambiguous_submit")) | length' "$BATS_TEST_TMPDIR/run2/dead.ndjson")" -eq 2 ]
+}
+
+@test "submit: a submission cut on the wire, re-run from its dead letter in a new run directory, is confirmed through status_url, not sent again" {
+	cut_on_the_wire '"status_url":"{origin}/_status/{key}"'
+	jq -c 'select(.fate == "dead")' "$RUN/dead.ndjson" >"$BATS_TEST_TMPDIR/again"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/again")" -eq 2 ]
+	run timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$BATS_TEST_TMPDIR/run2" "$BATS_TEST_TMPDIR/again"
+	[ "$(jq -s '[.[] | select(.committed)] | length' "$MOCK_LOG")" -eq 2 ]
+	[ "$(jq -s '[.[] | select(.kind == "request" and .method == "POST")] | length' "$MOCK_LOG")" -eq 2 ]
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/run2/results.ndjson")" -eq 2 ]
+}
