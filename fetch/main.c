@@ -774,8 +774,8 @@ ledger(void)
 {
 	char err[512];
 
-	if (S.ledger == NULL && (S.ledger = ledger_open(fo.run_dir, err,
-	    sizeof(err))) == NULL)
+	if (S.ledger == NULL && (S.ledger = ledger_open(fo.run_dir,
+	    fo.conf.ledger, err, sizeof(err))) == NULL)
 		state_fail(err);
 	return S.ledger;
 }

@@ -43,6 +43,7 @@ static const struct key top[] = {
 	{ "connect_timeout", K_DUR, C(connect_timeout), 0.001, 3600 },
 	{ "deadline", K_STR, C(deadline), 0, 0 },
 	{ "endpoints", K_ENDPOINTS, 0, 0, 0 },
+	{ "ledger", K_STR, C(ledger), 0, 0 },
 	{ "max_attempts", K_LONG, C(max_attempts), 1, 1000 },
 	{ "max_body", K_LONG, C(max_body), 1, 1L << 40 },
 	{ "max_redirects", K_LONG, C(max_redirects), 0, 50 },
@@ -534,6 +535,9 @@ conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 	json_incref(eps);
 	json_object_del(cfg->root, "endpoints");
 	rc = apply(&x, top, "", cfg->root, c);
+	/* Shared by the nights of a cycle: not where cron happens to be. */
+	if (rc == 0 && c->ledger != NULL && c->ledger[0] != '/')
+		rc = bad(&x, "ledger", "expected an absolute path");
 	settle(c->defaults.status_class);
 	if (rc == 0 && eps != NULL)
 		rc = endpoints(&x, "endpoints", eps);
@@ -590,8 +594,9 @@ conf_free(struct conf *c)
 	free(c->deadline);
 	free(c->ca_file);
 	free(c->state);
+	free(c->ledger);
 	free(c->body_root);
 	c->eps = NULL;
 	c->neps = 0;
-	c->deadline = c->ca_file = c->state = c->body_root = NULL;
+	c->deadline = c->ca_file = c->state = c->body_root = c->ledger = NULL;
 }

@@ -58,6 +58,8 @@ struct conf {
 	char	*deadline;	/* as written; parsed by lib/deadline */
 	char	*ca_file;
 	char	*state;		/* a postgresql:// URL; NULL: the run dir */
+	char	*ledger;	/* the submission ledger, shared by the runs
+				   of a cycle; NULL: RUNDIR/state/ */
 	char	*body_root;	/* body_file must be under it; NULL: the
 				   manifest's directory */
 	char	**trusted;	/* trusted_origins: may have the secrets */

@@ -190,7 +190,7 @@ lock(struct ledger *l, int how, char *err, size_t errlen)
 }
 
 struct ledger *
-ledger_open(const char *rundir, char *err, size_t errlen)
+ledger_open(const char *rundir, const char *path, char *err, size_t errlen)
 {
 	struct ledger *l = xcalloc(1, sizeof(*l));
 
@@ -200,7 +200,8 @@ ledger_open(const char *rundir, char *err, size_t errlen)
 		l->fd = -1;
 		return l;
 	}
-	l->path = xasprintf("%s/state/ledger.ndjson", rundir);
+	l->path = path != NULL ? xstrdup(path) :
+	    xasprintf("%s/state/ledger.ndjson", rundir);
 	l->fd = state_open(l->path, O_RDWR | O_APPEND | O_CREAT, 0600);
 	if (l->fd == -1) {
 		snprintf(err, errlen, "open %s: %s", l->path, strerror(errno));

@@ -24,8 +24,12 @@ enum ledger_state {
 
 struct ledger;
 
-/* Open (creating) the ledger of rundir; NULL and err on failure. */
-struct ledger *ledger_open(const char *rundir, char *err, size_t errlen);
+/*
+ * Open (creating) the ledger at path, or rundir's when path is NULL; NULL
+ * and err on failure.  With the state in PostgreSQL both are unused.
+ */
+struct ledger *ledger_open(const char *rundir, const char *path, char *err,
+	    size_t errlen);
 /*
  * The latest state of key, after reading what other processes appended.
  * *entry (borrowed, may be NULL) is the entry that set it.  -1 on error.

@@ -134,3 +134,20 @@ cut_on_the_wire() {
 	[ "$(jq -s '[.[] | select(.kind == "request" and .method == "POST")] | length' "$MOCK_LOG")" -eq 2 ]
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/run2/results.ndjson")" -eq 2 ]
 }
+
+@test "submit: runs in different run directories that share a ledger: never send a key twice; retiring the ledger ends it" {
+	submissions submit 3 >"$BATS_TEST_TMPDIR/m"
+	mkdir -m 700 "$BATS_TEST_TMPDIR/cycle"
+	printf 'ledger: %s/cycle/2026-A.ndjson\n' "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/c.yaml"
+	run -0 pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ -s "$BATS_TEST_TMPDIR/cycle/2026-A.ndjson" ]
+	[ ! -e "$RUN/state/ledger.ndjson" ]
+	# The next night, a new run directory, the same manifest.
+	run -0 pipeline.sh -q --run-dir "$BATS_TEST_TMPDIR/run2" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s '[.[] | select(.kind == "request" and .method == "POST")] | length' "$MOCK_LOG")" -eq 3 ]
+	jq -s -e 'length == 3 and all(.replayed == true and .status == 200)' "$BATS_TEST_TMPDIR/run2/results.ndjson"
+	# The cycle over, its ledger moved aside: a third night sends again.
+	mv "$BATS_TEST_TMPDIR/cycle/2026-A.ndjson" "$BATS_TEST_TMPDIR/cycle/2026-A.done"
+	run -0 pipeline.sh -q --run-dir "$BATS_TEST_TMPDIR/run3" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s '[.[] | select(.kind == "request" and .method == "POST")] | length' "$MOCK_LOG")" -eq 6 ]
+}

@@ -129,7 +129,7 @@ through_file(const uint8_t *data, size_t size, json_t *keys)
 	    (first = json_object_iter_key(it)) != NULL)
 		key = first;
 	err[0] = '\0';
-	l = ledger_open(rundir, err, sizeof(err));
+	l = ledger_open(rundir, NULL, err, sizeof(err));
 	FUZZ_CHECK(l != NULL, "ledger_open on a writable run dir");
 	FUZZ_CHECK(ledger_lookup(l, key, &st, &entry, err, sizeof(err)) == 0,
 	    "ledger_lookup");

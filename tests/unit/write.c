@@ -74,7 +74,7 @@ main(void)
 	is_str(slurp(path), text, "write_all: every byte, in order");
 
 	ok(state_mkdirs(dir, err, sizeof(err)) == 0, "ledger: a run dir");
-	l = ledger_open(dir, err, sizeof(err));
+	l = ledger_open(dir, NULL, err, sizeof(err));
 	ok(l != NULL, "ledger: opened");
 	budget = 10;		/* a short write, then a full disk */
 	errno = EAGAIN;		/* stale, as a read left it */
