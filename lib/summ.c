@@ -23,6 +23,7 @@ static const char *reasons[] = { "permanent", "parse_failed", "exhausted",
 
 struct summ {
 	json_t	*t;	/* {"succeeded":n,"dead":n,"dead_by_reason":{},...} */
+	json_t	*tot;	/* the same of the run directory's files, once read */
 	int	 stopped;	/* the signal that stopped the run, or 0 */
 };
 
@@ -309,7 +310,9 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 	if (recount(tot, path) == -1)
 		msg_warnsys("read %s", path), rc = -1;
 	free(path);
-	json_object_set_new(out, "totals", tot);
+	json_object_set(out, "totals", tot);
+	json_decref(s->tot);
+	s->tot = tot;
 	state_report(out, rundir);
 	json_object_set_new(out, "interrupted", json_boolean(s->stopped));
 	if (admitted >= 0 && s->stopped) {
@@ -366,11 +369,23 @@ summ_count(const struct summ *s, const char *what)
 	return (long)json_integer_value(v);
 }
 
+long
+summ_total(const struct summ *s, const char *what)
+{
+	json_t *v = json_object_get(s->tot, what);
+
+	if (v == NULL)
+		v = json_object_get(json_object_get(s->tot, "dead_by_reason"),
+		    what);
+	return (long)json_integer_value(v);
+}
+
 void
 summ_free(struct summ *s)
 {
 	if (s == NULL)
 		return;
 	json_decref(s->t);
+	json_decref(s->tot);
 	free(s);
 }

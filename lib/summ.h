@@ -36,6 +36,8 @@ int	summ_finish(struct summ *s, const char *rundir,
 	    const char *admitted_from, double t0, int quiet);
 /* This run's count of "succeeded", "dead" or a dead reason. */
 long	summ_count(const struct summ *s, const char *what);
+/* The same of the whole run directory, after summ_finish. */
+long	summ_total(const struct summ *s, const char *what);
 /* Free the tally. */
 void	summ_free(struct summ *s);
 

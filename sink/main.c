@@ -41,6 +41,7 @@
 #include <jansson.h>
 
 #include "lib/clk.h"
+#include "lib/dead.h"
 #include "lib/msg.h"
 #include "lib/num.h"
 #include "lib/opt.h"
@@ -70,6 +71,7 @@ static struct opts {
 	int		 quiet;
 	int		 fate_status;
 	int		 fd_done, fd_dead, fd_fifo;
+	int		 fd_lock;	/* state/sink.lock, held shared */
 	struct rec_out	*done_out, *dead_out;	/* records, gathered */
 	struct rec_out	*fifo_out;	/* acks and retries, gathered */
 	double		 last_sync;
@@ -536,6 +538,9 @@ main(int argc, char *argv[])
 		opts.fd_fifo = open_fifo(opts.fifo);
 	if (state_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
+	/* Before dead.ndjson is opened: see lib/dead.h. */
+	if ((opts.fd_lock = dead_hold(opts.run_dir, err, sizeof(err))) == -1)
+		msg_die(1, "%s", err);
 	opts.fd_done = open_out("results.ndjson");
 	opts.fd_dead = open_out("dead.ndjson");
 	opts.done_out = rec_out_new(opts.fd_done);
@@ -568,14 +573,23 @@ main(int argc, char *argv[])
 	close(opts.fd_dead);
 	if (stopped)
 		summ_stopped(opts.run, stopped);
+	/*
+	 * Each id in one of the two files: a dead letter filed since in
+	 * results.ndjson, or dead again later, goes.
+	 */
+	if (dead_compact(opts.run_dir, opts.fd_lock, err, sizeof(err)) == -1)
+		msg_warn("%s/dead.ndjson: %s; left as it was", opts.run_dir,
+		    err);
 	rc = summ_finish(opts.run, opts.run_dir, opts.admitted_from, t0,
 	    opts.quiet);
+	close(opts.fd_lock);
 	opt_fshut();
 	if (rc != 0)
 		return 1;
-	if (opts.fate_status && summ_count(opts.run, "deadline_cut") > 0)
+	/* The whole run directory's, not this run's alone. */
+	if (opts.fate_status && summ_total(opts.run, "deadline_cut") > 0)
 		rc = 4;
-	else if (opts.fate_status && summ_count(opts.run, "dead") > 0)
+	else if (opts.fate_status && summ_total(opts.run, "dead") > 0)
 		rc = 3;
 	summ_free(opts.run);
 	return rc;

@@ -1,0 +1,69 @@
+#!/usr/bin/env bats
+# The run directory is the unit of truth: after any sequence of runs,
+# resumes and --retry-dead, each id stands in exactly one of results.ndjson
+# and dead.ndjson, and the exit status speaks for the whole directory (#19).
+
+load test_helper
+
+setup() {
+	RUN=$BATS_TEST_TMPDIR/run
+	# Three 503s, then 200: two attempts a night are not enough.
+	printf 'routes:\n  - {match: "/ok/*", endpoint: p}\n  - {match: "/late/*", endpoint: p, script: [503, 503, 200]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	{ manifest /ok 6 p; manifest /late 4 p | sed 's/"id":"p-/"id":"late-/'; } >"$BATS_TEST_TMPDIR/m"
+	printf 'max_attempts: 2\nbudget: 100\n' >"$BATS_TEST_TMPDIR/c.yaml"
+}
+
+teardown() {
+	mock_stop
+}
+
+# once: every id of the manifest in exactly one of the two files.
+once() {
+	jq -rs 'map(.id) | sort | .[]' "$RUN/results.ndjson" "$RUN/dead.ndjson" >"$BATS_TEST_TMPDIR/ids"
+	jq -r .id "$BATS_TEST_TMPDIR/m" | sort >"$BATS_TEST_TMPDIR/want"
+	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/ids"
+}
+
+@test "truth: --retry-dead that saves the dead leaves them in results.ndjson alone, and the run exits 0" {
+	run -3 pipeline.sh -q --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/dead.ndjson")" -eq 4 ]
+	once
+	run -0 pipeline.sh -q --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" --retry-dead "$BATS_TEST_TMPDIR/m"
+	once
+	[ ! -s "$RUN/dead.ndjson" ]
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 10 ]
+	jq -e '.totals.dead == 0 and .totals.succeeded == 10' "$RUN/summary.json"
+	# The README's triage now shows nothing dead.
+	[ -z "$(jq -r .dead_reason "$RUN/dead.ndjson")" ]
+}
+
+@test "truth: a resume of a directory with dead letters admits nothing and still exits 3" {
+	run -3 pipeline.sh -q --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	run -3 --separate-stderr pipeline.sh --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[[ $stderr == *"run directory totals: 6 in results.ndjson, 4 in dead.ndjson"* ]]
+	once
+}
+
+@test "truth: a duplicate id in a manifest stands in one file, its first line's" {
+	{ cat "$BATS_TEST_TMPDIR/m"; manifest /ok 1 p; } >"$BATS_TEST_TMPDIR/m2"
+	run pipeline.sh -q --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m2"
+	once
+	jq -se 'map(select(.id == "p-1")) | length == 1 and .[0].fate == "done"' "$RUN/results.ndjson"
+	[ "$(jq -s 'map(select(.id == "p-1")) | length' "$RUN/dead.ndjson")" -eq 0 ]
+}
+
+@test "truth: two sinks on one run directory: the rewrite waits for the last, and no letter is lost" {
+	run -3 pipeline.sh -q --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	# A sink that is still filing holds the directory: the other's end
+	# leaves dead.ndjson as it is, superseded letters and all.
+	exec 8<>"$RUN/state/sink.lock"
+	flock -s 8
+	jq -c 'select(.id == "late-1") | del(.fate, .dead_reason, .dead_detail) + {fate: "done", status: 200}' "$RUN/dead.ndjson" |
+	    rfp-sink --run-dir "$RUN" -q
+	[ "$(jq -s 'map(select(.id == "late-1")) | length' "$RUN/dead.ndjson")" -eq 1 ]
+	exec 8<&-
+	: | rfp-sink --run-dir "$RUN" -q
+	[ "$(jq -s 'map(select(.id == "late-1")) | length' "$RUN/dead.ndjson")" -eq 0 ]
+	[ "$(wc -l <"$RUN/dead.ndjson")" -eq 3 ]
+}
