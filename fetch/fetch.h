@@ -147,4 +147,14 @@ void	xfer_clear(json_t *rec);
 int	check_manifest(int fd, const struct conf *c, const char *config,
 	    double deadline, const char *deadline_text);
 
+/*
+ * Claims (claims.c): which live pipeline on the run directory holds an id.
+ * claims_take: 1 when it is now this process's (or was), 2 the same but
+ * taken from a pipeline that died (it may have filed it), 0 when a live
+ * one holds it (its name in holder).  Fatal errors exit 1.
+ */
+void	claims_open(const char *rundir);
+int	claims_take(const char *id, char *holder, size_t len);
+void	claims_close(void);
+
 #endif

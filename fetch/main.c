@@ -141,6 +141,7 @@ static struct {
 	json_t		*seen;		/* ids admitted from the manifest */
 	json_t		*done;		/* ids already filed (resume) */
 	long		 admitted, skipped, lines;
+	long		 held;		/* ids another live pipeline holds */
 	double		 t0;		/* clk_mono() at start */
 	volatile sig_atomic_t stop;
 } S;
@@ -475,6 +476,9 @@ admit_wait(const json_t *rec, char *err, size_t errlen)
 }
 
 /* Admit one manifest line. */
+static int held(const char *, long);
+static void load_done(void);
+
 static void
 admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 {
@@ -543,6 +547,11 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 	}
 	if (S.done != NULL && json_object_get(S.done, id) != NULL) {
 		S.skipped++;
+		json_decref(rec);
+		return;
+	}
+	if (fo.run_dir != NULL && held(id, lineno)) {
+		S.held++;
 		json_decref(rec);
 		return;
 	}
@@ -1339,6 +1348,35 @@ cut_waiting(void)
 	S.nconfirm = 0;
 }
 
+/*
+ * 1 when another live pipeline on the run directory holds id (it is named
+ * on stderr), or when a dead one held it and has filed it since.
+ */
+static int
+held(const char *id, long lineno)
+{
+	static double reread;
+	char who[64];
+	int rc = claims_take(id, who, sizeof(who));
+
+	if (rc == 0) {
+		/* The first by its line; the count at the end. */
+		if (S.held == 0)
+			msg_line(lineno, "id \"%s\" is being processed by "
+			    "another pipeline on this run directory (%s); "
+			    "skipped, as any other it holds", id, who);
+		return 1;
+	}
+	/* Filed by a pipeline that ended after this one read the files? */
+	if (rc == 2 && S.done != NULL && clk_mono() - reread > 1) {
+		json_decref(S.done);
+		load_done();
+		reread = clk_mono();
+		return json_object_get(S.done, id) != NULL;
+	}
+	return 0;
+}
+
 /* Ids already in results.ndjson (and dead.ndjson unless --retry-dead). */
 static void
 load_done(void)
@@ -1392,8 +1430,9 @@ write_report(void)
 
 	if (S.report == NULL)
 		return;
-	r = json_pack("{s:I,s:I,s:I}", "admitted", (json_int_t)S.admitted,
-	    "skipped", (json_int_t)S.skipped, "pid", (json_int_t)getpid());
+	r = json_pack("{s:I,s:I,s:I,s:I}", "admitted", (json_int_t)S.admitted,
+	    "skipped", (json_int_t)S.skipped, "held", (json_int_t)S.held,
+	    "pid", (json_int_t)getpid());
 	/* rfp-sink reads it: the records not filed are left, not lost. */
 	if (S.stop > 0)
 		json_object_set_new(r, "stopped", json_integer(S.stop));
@@ -1751,6 +1790,8 @@ main(int argc, char *argv[])
 	    fo.conf.concurrency + CONFIRM_MAX);
 	S.seen = json_object();
 	S.confirm_tail = &S.confirm_q;
+	if (fo.run_dir != NULL)
+		claims_open(fo.run_dir);
 	if (S.resume || S.retry_dead)
 		load_done();
 	nonblock(STDIN_FILENO);
@@ -1795,6 +1836,10 @@ main(int argc, char *argv[])
 		close(fo.docs_fd);
 	}
 	store_close();
+	claims_close();
+	if (S.held > 0)
+		msg_warn("%ld ids held by other pipelines on this run "
+		    "directory were left to them", S.held);
 	json_decref(S.seen);
 	json_decref(S.done);
 	free(S.out);

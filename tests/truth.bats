@@ -67,3 +67,49 @@ once() {
 	[ "$(jq -s 'map(select(.id == "late-1")) | length' "$RUN/dead.ndjson")" -eq 0 ]
 	[ "$(wc -l <"$RUN/dead.ndjson")" -eq 3 ]
 }
+
+@test "truth: two overlapping runs of one manifest on one run directory fetch each id once and file it once" {
+	mock_stop
+	export RFPIPE_TIME_SCALE=0.1
+	printf 'routes:\n  - {match: "/slow/*", endpoint: s, delay_ms: 2000}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /slow 30 s >"$BATS_TEST_TMPDIR/m"
+	timeout 120 "$ROOT/pipeline.sh" -q -j 4 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" 2>"$BATS_TEST_TMPDIR/e1" &
+	p=$!
+	# The second cron job starts while the first is on the wire.
+	for i in $(seq 1 200); do
+		[ "$(jq -s 'length' "$MOCK_LOG" 2>/dev/null || echo 0)" -ge 4 ] && break
+		sleep 0.05
+	done
+	run timeout 120 "$ROOT/pipeline.sh" -q -j 4 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	wait "$p"
+	echo "$output" | head -3
+	[[ $output == *'is being processed by another pipeline on this run directory'* ]]
+	[ "$(jq -s '[.[] | select(.kind == "request")] | group_by(.path) | map(length) | max' "$MOCK_LOG")" -eq 1 ]
+	[ "$(jq -s 'map(.id) | unique | length' "$RUN/results.ndjson")" -eq 30 ]
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 30 ]
+	[ ! -s "$RUN/dead.ndjson" ]
+}
+
+@test "truth: the claims of a pipeline that died are nobody's: a re-run takes them" {
+	mock_stop
+	export RFPIPE_TIME_SCALE=0.1
+	printf 'routes:\n  - {match: "/slow/*", endpoint: s, delay_ms: 20000}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /slow 6 s >"$BATS_TEST_TMPDIR/m"
+	setsid "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" 2>/dev/null &
+	p=$!
+	for i in $(seq 1 200); do
+		[ "$(jq -s 'length' "$MOCK_LOG" 2>/dev/null || echo 0)" -ge 2 ] && break
+		sleep 0.05
+	done
+	kill -KILL -- "-$p"
+	wait "$p" || :
+	[ -s "$RUN/state/claims.ndjson" ]
+	mock_stop
+	printf 'routes:\n  - {match: "/slow/*", endpoint: s}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	sed -i "s|127.0.0.1:[0-9]*|127.0.0.1:$MOCK_PORT|" "$BATS_TEST_TMPDIR/m"
+	run -0 timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 6 ]
+}

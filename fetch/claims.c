@@ -1,0 +1,194 @@
+/*
+ * claims: which live pipeline holds which id of a run directory, so that
+ * two pipelines on one run directory (overlapping cron jobs, a re-run
+ * started while the last one still runs) never fetch one id twice.
+ *
+ * Each rfp-fetch with a run directory is an owner: it holds an exclusive
+ * flock on state/owners/OWNER for its life, so the kernel releases it when
+ * the process dies.  Before it admits an id it appends {"id","owner"} to
+ * state/claims.ndjson, under an exclusive flock on that file, unless the
+ * id is already claimed by an owner whose lock is held: then the id is
+ * another pipeline's, and skipped.  The file is emptied when its first
+ * reader finds no owner alive.
+ */
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "fetch/fetch.h"
+#include "lib/msg.h"
+#include "lib/rec.h"
+#include "lib/state.h"
+#include "lib/x.h"
+
+static struct {
+	char	*dir;		/* RUNDIR/state/owners */
+	char	*me;		/* this process's owner name */
+	int	 own_fd;	/* its lock, held */
+	int	 fd;		/* claims.ndjson, O_APPEND */
+	off_t	 off;		/* read up to here */
+	json_t	*by;		/* id -> owner, of what was read */
+	json_t	*alive;		/* owner -> true/false, as last checked */
+} C = { .own_fd = -1, .fd = -1 };
+
+/* 1 when owner's lock is held (by a live process), else 0. */
+static int
+alive(const char *owner)
+{
+	char *path;
+	int fd, held;
+
+	if (strcmp(owner, C.me) == 0)
+		return 1;
+	if (json_object_get(C.alive, owner) != NULL)
+		return json_is_true(json_object_get(C.alive, owner));
+	path = xasprintf("%s/%s", C.dir, owner);
+	held = 0;
+	if ((fd = state_open(path, O_RDONLY, 0)) != -1) {
+		held = flock(fd, LOCK_SH | LOCK_NB) == -1 &&
+		    errno == EWOULDBLOCK;
+		close(fd);
+	}
+	if (!held)
+		unlink(path);	/* its process is gone */
+	free(path);
+	json_object_set_new(C.alive, owner, json_boolean(held));
+	return held;
+}
+
+/* Read the claims appended since the last read (the file locked). */
+static void
+catch_up(void)
+{
+	struct stat st;
+	char *buf, *p, *nl;
+	json_t *rec;
+	ssize_t n;
+
+	if (fstat(C.fd, &st) == -1)
+		msg_diesys(1, "claims: fstat");
+	if (st.st_size < C.off)		/* emptied by another */
+		C.off = 0, json_object_clear(C.by);
+	if (st.st_size == C.off)
+		return;
+	buf = xmalloc((size_t)(st.st_size - C.off) + 1);
+	if ((n = pread(C.fd, buf, (size_t)(st.st_size - C.off), C.off)) < 0)
+		msg_diesys(1, "claims: read");
+	buf[n] = '\0';
+	for (p = buf; (nl = memchr(p, '\n', (size_t)(buf + n - p))) != NULL;
+	    p = nl + 1) {
+		rec = rec_parse(p, (size_t)(nl - p), NULL, 0);
+		if (rec_str(rec, "id") != NULL && rec_str(rec, "owner") != NULL)
+			json_object_set_new(C.by, rec_str(rec, "id"),
+			    json_string(rec_str(rec, "owner")));
+		json_decref(rec);
+	}
+	/* A torn last line (its writer died mid-write) is read again. */
+	C.off += p - buf;
+	free(buf);
+}
+
+void
+claims_open(const char *rundir)
+{
+	char *path, err[256];
+	const char *id;
+	json_t *o;
+	int any = 0;
+
+	C.by = json_object();
+	C.alive = json_object();
+	C.dir = xasprintf("%s/state/owners", rundir);
+	if (state_mkdir(C.dir, err, sizeof(err)) == -1)
+		msg_die(1, "%s", err);
+	C.me = xasprintf("%ld.%ld", (long)getpid(), (long)time(NULL));
+	path = xasprintf("%s/%s", C.dir, C.me);
+	if ((C.own_fd = state_open(path, O_RDWR | O_CREAT, 0600)) == -1 ||
+	    flock(C.own_fd, LOCK_EX) == -1)
+		msg_diesys(1, "open %s", path);
+	free(path);
+	path = xasprintf("%s/state/claims.ndjson", rundir);
+	if ((C.fd = state_open(path, O_RDWR | O_APPEND | O_CREAT, 0600)) ==
+	    -1)
+		msg_diesys(1, "open %s", path);
+	free(path);
+	if (flock(C.fd, LOCK_EX) == -1)
+		msg_diesys(1, "claims: flock");
+	catch_up();
+	json_object_foreach(C.by, id, o)
+		if (alive(json_string_value(o))) {
+			any = 1;
+			break;
+		}
+	/* Nobody else alive: what they claimed is nobody's. */
+	if (!any && C.off > 0) {
+		if (ftruncate(C.fd, 0) == -1)
+			msg_diesys(1, "claims: truncate");
+		C.off = 0;
+		json_object_clear(C.by);
+	}
+	flock(C.fd, LOCK_UN);
+}
+
+int
+claims_take(const char *id, char *holder, size_t len)
+{
+	const char *o;
+	char *line;
+	json_t *rec;
+	int rc = 1;
+
+	if (flock(C.fd, LOCK_EX) == -1)
+		msg_diesys(1, "claims: flock");
+	catch_up();
+	o = json_string_value(json_object_get(C.by, id));
+	if (o != NULL && strcmp(o, C.me) != 0) {
+		/* Checked afresh: the holder may have died since. */
+		json_object_del(C.alive, o);
+		if (alive(o)) {
+			snprintf(holder, len, "%s", o);
+			rc = 0;
+		} else
+			rc = 2;	/* a dead pipeline's: it may have filed it */
+	}
+	if (rc != 0 && (o == NULL || strcmp(o, C.me) != 0)) {
+		rec = json_pack("{s:s,s:s}", "id", id, "owner", C.me);
+		line = json_dumps(rec, JSON_COMPACT);
+		if (rec_write_all(C.fd, line, strlen(line)) == -1 ||
+		    rec_write_all(C.fd, "\n", 1) == -1)
+			msg_diesys(1, "claims: write");
+		C.off += (off_t)strlen(line) + 1;
+		json_object_set_new(C.by, id, json_string(C.me));
+		free(line);
+		json_decref(rec);
+	}
+	flock(C.fd, LOCK_UN);
+	return rc;
+}
+
+void
+claims_close(void)
+{
+	char *path;
+
+	if (C.me == NULL)
+		return;
+	path = xasprintf("%s/%s", C.dir, C.me);
+	unlink(path);
+	free(path);
+	close(C.own_fd);
+	close(C.fd);
+	json_decref(C.by);
+	json_decref(C.alive);
+	free(C.dir);
+	free(C.me);
+	C.me = NULL;
+}
