@@ -48,6 +48,13 @@ static const char usage[] =
     "                 [--owner NAME] [--state URL] [--version]\n"
     "                 load|pull|file|count|summary\n";
 
+/*
+ * file tells pull on this channel, in the statement that files a group,
+ * how many of an owner's records it closed: "N OWNER"; load, that it
+ * added some.
+ */
+#define CHANNEL	"rfp_queue_filed"
+
 static struct opts {
 	long	 batch;
 	double	 lease;		/* real seconds */
@@ -125,16 +132,14 @@ load(void)
 		json_decref(rec);
 	}
 	rec_reader_free(rd);
+	/* A pull waiting for work wakes (owner "": nothing of it closed). */
+	if (added > 0)
+		PQclear(q("SELECT pg_notify('" CHANNEL "', '0 ')", 0, NULL,
+		    PGRES_TUPLES_OK));
 	PQclear(q("COMMIT", 0, NULL, PGRES_COMMAND_OK));
 	printf("{\"added\":%ld,\"present\":%ld,\"bad\":%ld}\n", added,
 	    present, bad);
 }
-
-/*
- * file tells pull on this channel, in the statement that files a group,
- * how many of an owner's records it closed: "N OWNER".
- */
-#define CHANNEL	"rfp_queue_filed"
 
 /*
  * Claim up to $3 records for $1: expired claims of other owners first (a
@@ -206,8 +211,9 @@ claim(const char *const *p)
 /*
  * Hold at most --batch claimed records; claim again, a chunk at a time,
  * when file says it closed some (LISTEN), and renew the leases in one
- * statement a few times per lease.  The wait is bounded so that a dead
- * host's records are claimed soon after its lease runs out.
+ * statement three times per lease.  Without a notification it waits a
+ * quarter of the lease, for a dead host's records to be claimed soon
+ * after the host's lease ran out.
  */
 static void
 pull(void)
@@ -241,7 +247,7 @@ pull(void)
 		}
 		if (n == 0 && held == 0 && q_long(q_left, 0, NULL) == 0)
 			return;
-		if (pg_wait(fmin(opts.lease / 4, 1), filed, NULL, err,
+		if (pg_wait(opts.lease / 4, filed, NULL, err,
 		    sizeof(err)) == -1)
 			msg_die(1, "%s", err);
 	}

@@ -292,3 +292,47 @@ filed() {
 	run -0 rfp-queue --state "$URL" summary
 	echo "$output" | jq -e '.done == 3 and .refiled == 0 and .hosts == {"B": 3} and .reconciled'
 }
+
+@test "queue: pull, idle, asks nothing until a filing wakes it; then it claims again, and ends with the queue" {
+	for i in 1 2 3 4; do
+		printf '{"id":"d%d","url":"http://127.0.0.1:9/d%d"}\n' "$i" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	# Real time, and a lease of an hour: without a wake-up pull would wait
+	# 15 minutes, and it renews its leases only every 20.
+	RFPIPE_TIME_SCALE=1 timeout 20 rfp-queue --state "$URL" --owner A \
+	    --lease 3600 --batch 2 pull >"$BATS_TEST_TMPDIR/out" &
+	p=$!
+	for i in $(seq 1 100); do
+		[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -ge 2 ] && break
+		sleep 0.05
+	done
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 2 ]
+	v=$(sql "SELECT string_agg(xmin::text, ' ' ORDER BY id) FROM rfp_queue WHERE status = 'claimed'")
+	sleep 1
+	[ "$(sql "SELECT string_agg(xmin::text, ' ' ORDER BY id) FROM rfp_queue WHERE status = 'claimed'")" = "$v" ]
+	jq -c '. + {fate: "done"}' "$BATS_TEST_TMPDIR/out" |
+	    rfp-queue --state "$URL" --owner A file >/dev/null
+	for i in $(seq 1 100); do
+		[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -ge 4 ] && break
+		sleep 0.05
+	done
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 4 ]
+	tail -n 2 "$BATS_TEST_TMPDIR/out" | jq -c '. + {fate: "dead"}' |
+	    rfp-queue --state "$URL" --owner A file >/dev/null
+	wait "$p"
+	[ "$(sort "$BATS_TEST_TMPDIR/out" | jq -r .id | paste -sd ' ')" = "d1 d2 d3 d4" ]
+}
+
+@test "queue: file closes the records it reads at once in one transaction" {
+	for i in $(seq 1 100); do
+		printf '{"id":"d%d","url":"http://127.0.0.1:9/d%d"}\n' "$i" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	jq -c '. + {fate: "done"}' "$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/f"
+	run -0 rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/f"
+	[ "${#lines[@]}" -eq 100 ]
+	[ "$(sql "SELECT count(*) FROM rfp_results")" -eq 100 ]
+	[ "$(sql "SELECT count(DISTINCT xmin::text) FROM rfp_results")" -eq 1 ]
+	[ "$(sql "SELECT count(DISTINCT xmin::text) FROM rfp_queue WHERE status = 'done'")" -eq 1 ]
+}
