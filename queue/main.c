@@ -92,16 +92,37 @@ affected(PGresult *r)
 	return n;
 }
 
+#define LOAD_MAX	1000	/* records a statement of load adds */
+
+/* Add the group of records (a JSON array of {id, rec}); how many were new. */
+static long
+load_group(json_t *g)
+{
+	char *s = json_dumps(g, JSON_COMPACT), err[512];
+	const char *p[1] = { s };
+	PGresult *r;
+
+	/* ORDER BY: seq follows the manifest, so pull takes it in order. */
+	if ((r = pg_exec_named("load", "INSERT INTO rfp_queue (id, rec) "
+	    "SELECT e->>'id', e->'rec' FROM jsonb_array_elements($1::jsonb) "
+	    "WITH ORDINALITY AS f(e, i) ORDER BY i ON CONFLICT (id) DO "
+	    "NOTHING", 1, p, PGRES_COMMAND_OK, err,
+	    sizeof(err))) == NULL)
+		msg_die(1, "%s", err);
+	free(s);
+	json_array_clear(g);
+	return affected(r);
+}
+
 static void
 load(void)
 {
 	struct rec_reader *rd = rec_reader_new(STDIN_FILENO, 0);
-	long added = 0, present = 0, bad = 0, lineno;
-	const char *p[2];
+	long added = 0, valid = 0, bad = 0, lineno;
+	json_t *rec, *g = json_array();
 	enum rec_rc rc;
-	char *line, err[256], *s;
+	char *line, err[256];
 	size_t len;
-	json_t *rec;
 
 	PQclear(q("BEGIN", 0, NULL, PGRES_COMMAND_OK));
 	while ((rc = rec_next(rd, &line, &len, &lineno)) != REC_EOF) {
@@ -119,26 +140,23 @@ load(void)
 			bad++;
 			continue;
 		}
-		s = json_dumps(rec, JSON_COMPACT);
-		p[0] = rec_str(rec, "id");
-		p[1] = s;
-		if (affected(q("INSERT INTO rfp_queue (id, rec) VALUES ($1, "
-		    "$2::jsonb) ON CONFLICT (id) DO NOTHING", 2, p,
-		    PGRES_COMMAND_OK)) == 1)
-			added++;
-		else
-			present++;
-		free(s);
-		json_decref(rec);
+		json_array_append_new(g, json_pack("{s:s,s:o}", "id",
+		    rec_str(rec, "id"), "rec", rec));
+		valid++;
+		if (json_array_size(g) >= LOAD_MAX)
+			added += load_group(g);
 	}
 	rec_reader_free(rd);
+	if (json_array_size(g) > 0)
+		added += load_group(g);
+	json_decref(g);
 	/* A pull waiting for work wakes (owner "": nothing of it closed). */
 	if (added > 0)
 		PQclear(q("SELECT pg_notify('" CHANNEL "', '0 ')", 0, NULL,
 		    PGRES_TUPLES_OK));
 	PQclear(q("COMMIT", 0, NULL, PGRES_COMMAND_OK));
 	printf("{\"added\":%ld,\"present\":%ld,\"bad\":%ld}\n", added,
-	    present, bad);
+	    valid - added, bad);
 }
 
 /*
