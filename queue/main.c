@@ -459,7 +459,7 @@ main(int argc, char *argv[])
 
 	msg_init(PROG);
 	opt_check_env();
-	opts.batch = 64;
+	opts.batch = 256;
 	opts.lease = 60;
 	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
 		switch (c) {
