@@ -160,11 +160,20 @@ load(void)
 }
 
 /*
- * Claim up to $3 records for $1: expired claims of other owners first (a
- * dead host's), then queued ones, in load order.  Each part is an index
- * scan on (status, seq); SKIP LOCKED lets hosts claim side by side.
+ * Claim up to $3 records for $1 in load order: queued ones, an index scan
+ * on (status, seq) that SKIP LOCKED lets hosts run side by side; with
+ * q_sweep, first the expired claims of other owners (a dead host's).
+ * Those are looked for once a quarter lease, not at every claim: the scan
+ * of status 'claimed' meets the dead row versions of every record done
+ * since the last vacuum, and cost 3 ms a claim after 5,000 records.
  */
 static const char q_claim[] =
+    "WITH n AS (SELECT id, seq FROM rfp_queue WHERE status = 'queued' "
+    "ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED) "
+    "UPDATE rfp_queue SET status = 'claimed', owner = $1, lease_until = "
+    "now() + $2::float8 * interval '1 second', claims = claims + 1 WHERE "
+    "id IN (SELECT id FROM n) RETURNING rec::text";
+static const char q_sweep[] =
     "WITH e AS (SELECT id, seq FROM rfp_queue WHERE status = 'claimed' AND "
     "lease_until < now() AND owner <> $1 ORDER BY seq LIMIT $3::int FOR "
     "UPDATE SKIP LOCKED), n AS (SELECT id, seq FROM rfp_queue WHERE status "
@@ -196,15 +205,15 @@ filed(const char *channel, const char *payload, void *arg)
 }
 
 static long
-claim(const char *const *p)
+claim(const char *const *p, int sweep)
 {
 	PGresult *r;
 	long i, n;
 	char *buf = NULL, err[512];
 	size_t len = 0, cap = 0, l;
 
-	if ((r = pg_exec_named("claim", q_claim, 3, p, PGRES_TUPLES_OK, err,
-	    sizeof(err))) == NULL)
+	if ((r = pg_exec_named(sweep ? "sweep" : "claim", sweep ? q_sweep :
+	    q_claim, 3, p, PGRES_TUPLES_OK, err, sizeof(err))) == NULL)
 		msg_die(1, "%s", err);
 	n = PQntuples(r);
 	for (i = 0; i < n; i++) {
@@ -239,7 +248,8 @@ pull(void)
 	char lease[32], want[32], err[512];
 	const char *p[3] = { opts.owner, lease, want };
 	long chunk = opts.batch >= 4 ? opts.batch / 4 : 1, n;
-	double renew = 0;
+	double renew = 0, sweep = 0;
+	int swept;
 
 	snprintf(lease, sizeof(lease), "%.3f", opts.lease);
 	/*
@@ -261,7 +271,9 @@ pull(void)
 		n = 0;
 		if (held == 0 || opts.batch - held >= chunk) {
 			snprintf(want, sizeof(want), "%ld", opts.batch - held);
-			held += n = claim(p);
+			if ((swept = clk_mono() >= sweep))
+				sweep = clk_mono() + opts.lease / 4;
+			held += n = claim(p, swept);
 		}
 		if (n == 0 && held == 0 && q_long(q_left, 0, NULL) == 0)
 			return;
