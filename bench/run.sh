@@ -57,8 +57,9 @@ usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
                  (gcra-*, nginx-*, pg-3, ...; see lim_cells_full)
   --scale        documents/s of 1 and 3 pipelines against an unlimited
                  nginx: files state, PostgreSQL state, and the PostgreSQL
-                 queue (--queue); 10,000 documents (--quick: 3,000), one
-                 table on stdout, nothing written to bench/RESULTS.md
+                 queue (--queue; for 3, also with each pipeline's state
+                 apart); 10,000 documents (--quick: 3,000), one table on
+                 stdout, nothing written to bench/RESULTS.md
   --keep         keep the work directory (logs, outputs) and say where
   --work DIR     work in DIR (default: a new directory under \${TMPDIR:-/tmp})
   --results FILE write the report there (default: bench/RESULTS.md after a
@@ -1452,12 +1453,14 @@ lim_checks() {
 # bench/run.sh --scale: documents/s against an unlimited nginx (limit_req
 # at 10^6 r/s, burst 10^6: never refuses) on one PostgreSQL cluster.
 # scale_run NAME HOSTS MODE: HOSTS pipelines, -j 32 each, with MODE files
-# (a run directory each), pg (--state, shared) or queue (--queue, shared).
-# Without the queue each pipeline gets its share of the manifest; with it
-# the manifest is loaded once, inside the timing, and every pipeline pulls.
+# (a run directory each), pg (--state, shared), queue (--queue, the state
+# shared there too) or apart (--queue, each pipeline's state in a database
+# of its own: the queue alone shared).  Without the queue each pipeline
+# gets its share of the manifest; with it the manifest is loaded once,
+# inside the timing, and every pipeline pulls.
 scale_run() {
-	local name=$1 hosts=$2 mode=$3 d=$work/scale/$1 h p t0 url= ew= rcs=
-	local pids= ok uniq
+	local name=$1 hosts=$2 mode=$3 d=$work/scale/$1 h p t0 url='' ew='' rcs=''
+	local pids='' ok uniq
 	mkdir -p "$d"
 	gen_inputs "$d" "$scale_n" /doc/ scale doc-%d
 	if [ "$mode" != files ]; then
@@ -1465,12 +1468,18 @@ scale_run() {
 		    >/dev/null || die "scale: CREATE DATABASE failed"
 		url=$(pg_url "${name//-/_}")
 	fi
+	for h in $(seq 1 "$hosts"); do
+		[ "$mode" = apart ] || break
+		psql -q "$(pg_url postgres)" -c "CREATE DATABASE ${name//-/_}_$h" \
+		    >/dev/null || die "scale: CREATE DATABASE failed"
+	done
 	t0=$(now)
-	[ "$mode" = queue ] && ! "$bin/rfp-queue" --state "$url" load \
-	    <"$d/manifest.ndjson" >/dev/null && ew="load failed; "
+	case $mode in queue|apart) ! "$bin/rfp-queue" --state "$url" load \
+	    <"$d/manifest.ndjson" >/dev/null && ew="load failed; " ;; esac
 	for h in $(seq 1 "$hosts"); do
 		case $mode in
 		queue) set -- --queue "$url" ;;
+		apart) set -- --queue "$url" --state "$(pg_url "${name//-/_}_$h")" ;;
 		*) awk -v h="$h" -v k="$hosts" 'NR % k == h % k' \
 		    "$d/manifest.ndjson" >"$d/m$h.ndjson"
 		   set -- ${url:+--state "$url"} "$d/m$h.ndjson" ;;
@@ -1488,8 +1497,8 @@ scale_run() {
 	cat "$d"/run*/results.ndjson 2>/dev/null | jq -r .id >"$d/ok.ids"
 	ok=$(count_lines "$d/ok.ids")
 	uniq=$(sort -u "$d/ok.ids" | grep -c '')
-	[ "$mode" = queue ] && ! "$bin/rfp-queue" --state "$url" summary |
-	    jq -e .reconciled >/dev/null && ew="${ew}not reconciled; "
+	case $mode in queue|apart) ! "$bin/rfp-queue" --state "$url" summary |
+	    jq -e .reconciled >/dev/null && ew="${ew}not reconciled; " ;; esac
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$hosts" "$mode" \
 	    "$scale_n" "$elapsed" "$(awk -v n="$scale_n" -v e="$elapsed" 'BEGIN { printf "%.0f", n / e }')" \
 	    "$ok/$uniq" "$ew$rcs" >>"$work/scale.tsv"
@@ -1504,7 +1513,7 @@ run_scale() {
 	nginx_start "$work/scale"
 	: >"$work/scale.tsv"
 	for n in files-1:1:files files-3:3:files pg-1:1:pg pg-3:3:pg \
-	    queue-1:1:queue queue-3:3:queue; do
+	    queue-1:1:queue queue-3:3:queue queue-3-apart:3:apart; do
 		IFS=: read -r id h m <<<"$n"
 		scale_run "$id" "$h" "$m"
 	done
@@ -1515,11 +1524,14 @@ run_scale() {
 	    "$work/scale.tsv"
 	rate1=$(awk -F'\t' '$1 == "pg-1" { print $6 }' "$work/scale.tsv")
 	awk -F'\t' -v p="$rate1" '
-	    $1 == "queue-1" { q1 = $6 } $1 == "queue-3" { q3 = $6 }
-	    END { printf "\n    %s  one pipeline through the queue >= 50%% of one with --state (%.0f%%)\n", \
+	    { r[$1] = $6 }
+	    END { q1 = r["queue-1"]; q3 = r["queue-3"]
+		printf "\n    %s  one pipeline through the queue >= 50%% of one with --state (%.0f%%)\n", \
 		(q1 >= p / 2 ? "PASS" : "FAIL"), 100 * q1 / p
 		printf "    %s  three pipelines on one queue >= 1.5 x one (%.2f x)\n", \
-		(q3 >= 1.5 * q1 ? "PASS" : "FAIL"), q3 / q1 }' "$work/scale.tsv"
+		(q3 >= 1.5 * q1 ? "PASS" : "FAIL"), q3 / q1
+		printf "\n    three against one: files %.2f x, --state %.2f x, the queue with each state apart %.2f x\n", \
+		r["files-3"] / r["files-1"], r["pg-3"] / r["pg-1"], r["queue-3-apart"] / q1 }' "$work/scale.tsv"
 	echo
 	echo "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); rfpipe $rev0"
 }
