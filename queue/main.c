@@ -292,16 +292,22 @@ pull(void)
 static const char q_file[] =
     "WITH f AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS f(id text, "
     "fate text, dead_reason text, rec jsonb, line bigint)), "
-    "c AS (UPDATE rfp_queue q SET status = f.fate, lease_until = NULL "
-    "FROM f WHERE q.id = f.id AND (q.status = 'queued' OR (q.status = "
-    "'claimed' AND q.owner = $2)) RETURNING q.id), "
+    "c AS (UPDATE rfp_queue q SET status = f.fate, owner = $2, lease_until "
+    "= NULL FROM f WHERE q.id = f.id AND (q.status = 'queued' OR (q.status "
+    "= 'claimed' AND q.owner = $2)) RETURNING q.id), "
     "r AS (INSERT INTO rfp_results (id, fate, dead_reason, owner, rec) "
     "SELECT f.id, f.fate, f.dead_reason, $2, f.rec FROM f JOIN c USING "
     "(id) ON CONFLICT (id) DO UPDATE SET filings = rfp_results.filings + "
-    "1) "
+    "1), "
+    /* Filed before by this owner: counted, as it was, in refiled. */
+    "d AS (UPDATE rfp_results s SET filings = s.filings + 1 FROM f, "
+    "rfp_queue q WHERE s.id = f.id AND q.id = f.id AND q.owner = $2 AND "
+    "q.status IN ('done', 'dead') AND f.id NOT IN (SELECT id FROM c) "
+    "RETURNING s.id) "
     "SELECT pg_notify('" CHANNEL "', (SELECT count(*) FROM c) || ' ' || $2), "
-    "(SELECT coalesce(json_agg(json_build_array(line, id)), '[]')::text "
-    "FROM f WHERE id NOT IN (SELECT id FROM c))";
+    "(SELECT coalesce(json_agg(json_build_array(line, id, EXISTS (SELECT "
+    "FROM rfp_queue q WHERE q.id = f.id))), '[]')::text FROM f WHERE id NOT "
+    "IN (SELECT id FROM c) AND id NOT IN (SELECT id FROM d))";
 
 #define GROUP_MAX	256
 
@@ -336,8 +342,9 @@ file_flush(void *arg)
 	refused = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
 	json_array_foreach(refused, i, v)
 		msg_line(json_integer_value(json_array_get(v, 0)), "\"%s\": "
-		    "claimed by another host since; not filed",
-		    json_string_value(json_array_get(v, 1)));
+		    "%s; not filed", json_string_value(json_array_get(v, 1)),
+		    json_is_true(json_array_get(v, 2)) ?
+		    "claimed by another host since" : "not in the queue");
 	json_decref(refused);
 	PQclear(r);
 	msg_debug("filed %zu records", json_array_size(grp.recs));

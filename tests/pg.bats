@@ -158,9 +158,10 @@ filed() {
 	mock_start "$FIX/pg/hosts.yaml"
 	docs 270 >"$BATS_TEST_TMPDIR/m"
 	printf 'concurrency: 4\n' >"$BATS_TEST_TMPDIR/c.yaml"
-	host 1 --budget 10 "$BATS_TEST_TMPDIR/m"
-	host 2 --budget 10 "$BATS_TEST_TMPDIR/m"
-	host 3 --budget 10 "$BATS_TEST_TMPDIR/m"
+	# A batch of 16, not 256: each host gets a share of 300.
+	host 1 --batch 16 --budget 10 "$BATS_TEST_TMPDIR/m"
+	host 2 --batch 16 --budget 10 "$BATS_TEST_TMPDIR/m"
+	host 3 --batch 16 --budget 10 "$BATS_TEST_TMPDIR/m"
 	finish 1
 	finish 2
 	finish 3
@@ -192,10 +193,11 @@ filed() {
 	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
 	# Host 3 starts first, and is killed once it has filed some and holds
 	# some claimed.  It is stopped while it is asked, so that what it holds
-	# cannot be filed between the question and the kill.
-	host 3
-	host 1
-	host 2
+	# cannot be filed between the question and the kill.  A batch of 16:
+	# with 256 the first host to claim could take all there is.
+	host 3 --batch 16
+	host 1 --batch 16
+	host 2 --batch 16
 	claimed=0
 	for i in $(seq 1 600); do
 		if [ "$(cat "$BATS_TEST_TMPDIR/h3/results.ndjson" 2>/dev/null | wc -l)" -ge 20 ]; then
@@ -335,4 +337,20 @@ filed() {
 	[ "$(sql "SELECT count(*) FROM rfp_results")" -eq 100 ]
 	[ "$(sql "SELECT count(DISTINCT xmin::text) FROM rfp_results")" -eq 1 ]
 	[ "$(sql "SELECT count(DISTINCT xmin::text) FROM rfp_queue WHERE status = 'done'")" -eq 1 ]
+}
+
+@test "queue: a record its host files twice is counted in refiled; one not in the queue is named, not filed" {
+	printf '{"id":"d1","url":"http://127.0.0.1:9/d1"}\n' >"$BATS_TEST_TMPDIR/m"
+	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	jq -c '. + {fate: "done"}' "$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/f"
+	run -0 --separate-stderr rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/f"
+	[ -z "$stderr" ]
+	run -0 --separate-stderr rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/f"
+	[ -z "$stderr" ]
+	printf '{"id":"zz","fate":"dead","dead_reason":"x"}\n' >"$BATS_TEST_TMPDIR/z"
+	run -0 --separate-stderr rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/z"
+	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/z")" ]
+	[ "$stderr" = 'rfp-queue: line 1: "zz": not in the queue; not filed' ]
+	run -0 rfp-queue --state "$URL" summary
+	echo "$output" | jq -e '.total == 1 and .done == 1 and .refiled == 1 and (.reconciled | not) and .dead_reasons == {}'
 }
