@@ -8,11 +8,13 @@
  * with a string "id" is reported and not loaded.
  * pull claims records with FOR UPDATE SKIP LOCKED (queued ones, and those
  * whose claimant's lease ran out), at most --batch held at a time, and
- * writes them to stdout as a manifest for rfp-fetch.  While it runs it
- * renews the lease of what it holds, so only a dead host's records are
+ * writes them to stdout as a manifest for rfp-fetch; it claims again when
+ * file notifies it that some were filed.  While it runs it renews the
+ * lease of what it holds, so only a dead or stalled host's records are
  * claimed again.  It ends when nothing in the queue is left to do.
  * file passes records through untouched; each one with fate done or dead
- * is recorded in rfp_results and its queue row closed.
+ * is recorded in rfp_results and its queue row closed, a group at a time,
+ * while the claim of --owner on the row stands.
  * count prints how many records the queue holds; summary prints the
  * combined reconciliation of every host as one JSON object.
  *
@@ -22,7 +24,6 @@
  * configuration error.
  */
 #include <getopt.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
