@@ -44,6 +44,7 @@ set -u
 usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
                     [--work DIR] [--results FILE] [--no-build] [--timeout S]
        bench/run.sh --limiters [--quick] [--cells PATTERN[,PATTERN...]] [...]
+       bench/run.sh --scale [--quick] [--no-build] [--keep] [--work DIR]
 
   --quick        smaller N and fewer scenarios: about 2 minutes (with
                  --limiters: 9 of the 28 cells, about 3 minutes)
@@ -54,6 +55,11 @@ usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
                  minutes; a full one writes its section of bench/RESULTS.md
   --cells P      with --limiters: only the cells whose id matches P
                  (gcra-*, nginx-*, pg-3, ...; see lim_cells_full)
+  --scale        documents/s of 1 and 3 pipelines against an unlimited
+                 nginx: files state, PostgreSQL state, and the PostgreSQL
+                 queue (--queue; for 3, also with each pipeline's state
+                 apart); 10,000 documents (--quick: 3,000), one table on
+                 stdout, nothing written to bench/RESULTS.md
   --keep         keep the work directory (logs, outputs) and say where
   --work DIR     work in DIR (default: a new directory under \${TMPDIR:-/tmp})
   --results FILE write the report there (default: bench/RESULTS.md after a
@@ -80,6 +86,7 @@ results_set=
 build=1
 tmo_all=
 cells=
+scale=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-h|--help) printf '%s' "$usage"; exit 0 ;;
@@ -96,6 +103,7 @@ while [ $# -gt 0 ]; do
 	--results=*) results=${1#*=}; results_set=1 ;;
 	--no-build) build= ;;
 	--limiters) only=${only:+$only,}limiters ;;
+	--scale) scale=1; only=scale ;;
 	--cells) [ $# -ge 2 ] || { printf '%s' "$usage" >&2; exit 2; }
 		cells=$2; shift ;;
 	--cells=*) cells=${1#*=} ;;
@@ -110,6 +118,7 @@ done
 # A full run writes bench/RESULTS.md: the default scenarios its main part,
 # the limiter matrix (--limiters alone, all cells) its own section.
 if [ -z "$results_set" ] && [ -z "$quick" ] && [ -z "$cells" ] &&
+    [ -z "$scale" ] &&
     { [ -z "$only" ] || [ "$only" = limiters ]; }; then
 	results=$here/RESULTS.md
 fi
@@ -172,9 +181,9 @@ for p in /usr/bin/python3 python3; do
 		break
 	fi
 done
-[ -n "$py" ] || die "python3 with aiohttp not found after scripts/deps.sh bench"
+[ -n "$py" ] || [ -n "$scale" ] || die "python3 with aiohttp not found after scripts/deps.sh bench"
 nginx=
-if selected limiters; then
+if selected limiters || [ -n "$scale" ]; then
 	for p in nginx /usr/sbin/nginx; do
 		if command -v "$p" >/dev/null 2>&1; then
 			nginx=$(command -v "$p")
@@ -1440,7 +1449,98 @@ lim_checks() {
 	}' "$lim_tsv"
 }
 
+# ---------------------------------------------------------------- scale
+# bench/run.sh --scale: documents/s against an unlimited nginx (limit_req
+# at 10^6 r/s, burst 10^6: never refuses) on one PostgreSQL cluster.
+# scale_run NAME HOSTS MODE: HOSTS pipelines, -j 32 each, with MODE files
+# (a run directory each), pg (--state, shared), queue (--queue, the state
+# shared there too) or apart (--queue, each pipeline's state in a database
+# of its own: the queue alone shared).  Without the queue each pipeline
+# gets its share of the manifest; with it the manifest is loaded once,
+# inside the timing, and every pipeline pulls.
+scale_run() {
+	local name=$1 hosts=$2 mode=$3 d=$work/scale/$1 h p t0 url='' ew='' rcs=''
+	local pids='' ok uniq
+	mkdir -p "$d"
+	gen_inputs "$d" "$scale_n" /doc/ scale doc-%d
+	if [ "$mode" != files ]; then
+		psql -q "$(pg_url postgres)" -c "CREATE DATABASE ${name//-/_}" \
+		    >/dev/null || die "scale: CREATE DATABASE failed"
+		url=$(pg_url "${name//-/_}")
+	fi
+	for h in $(seq 1 "$hosts"); do
+		[ "$mode" = apart ] || break
+		psql -q "$(pg_url postgres)" -c "CREATE DATABASE ${name//-/_}_$h" \
+		    >/dev/null || die "scale: CREATE DATABASE failed"
+	done
+	t0=$(now)
+	case $mode in queue|apart) ! "$bin/rfp-queue" --state "$url" load \
+	    <"$d/manifest.ndjson" >/dev/null && ew="load failed; " ;; esac
+	for h in $(seq 1 "$hosts"); do
+		case $mode in
+		queue) set -- --queue "$url" ;;
+		apart) set -- --queue "$url" --state "$(pg_url "${name//-/_}_$h")" ;;
+		*) awk -v h="$h" -v k="$hosts" 'NR % k == h % k' \
+		    "$d/manifest.ndjson" >"$d/m$h.ndjson"
+		   set -- ${url:+--state "$url"} "$d/m$h.ndjson" ;;
+		esac
+		(cd "$d" && PATH="$bin:$PATH" timeout -k 5 "$scale_tmo" \
+		    "$rfpipe" -j "$jobs" --seed "$h" --progress=none \
+		    --run-dir "$d/run$h" "$@" >"$d/stdout$h" 2>"$d/stderr$h") &
+		pids="$pids $!"
+	done
+	for p in $pids; do
+		wait "$p"
+		rcs="$rcs${rcs:+ }$(exit_word "$?")"
+	done
+	elapsed=$(sub "$(now)" "$t0")
+	cat "$d"/run*/results.ndjson 2>/dev/null | jq -r .id >"$d/ok.ids"
+	ok=$(count_lines "$d/ok.ids")
+	uniq=$(sort -u "$d/ok.ids" | grep -c '')
+	case $mode in queue|apart) ! "$bin/rfp-queue" --state "$url" summary |
+	    jq -e .reconciled >/dev/null && ew="${ew}not reconciled; " ;; esac
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$hosts" "$mode" \
+	    "$scale_n" "$elapsed" "$(awk -v n="$scale_n" -v e="$elapsed" 'BEGIN { printf "%.0f", n / e }')" \
+	    "$ok/$uniq" "$ew$rcs" >>"$work/scale.tsv"
+	say "scale $name: $ok saved ($uniq distinct) of $scale_n in ${elapsed}s, exit $ew$rcs"
+}
+
+run_scale() {
+	local id=scale r=1000000 b=1000000 st=429 extra=nodelay=1 rate1 n
+	scale_n=10000 scale_tmo=600
+	[ -n "$quick" ] && scale_n=3000
+	pg_start || die "scale: $(cat "$lim_notes")"
+	nginx_start "$work/scale"
+	: >"$work/scale.tsv"
+	for n in files-1:1:files files-3:3:files pg-1:1:pg pg-3:3:pg \
+	    queue-1:1:queue queue-3:3:queue queue-3-apart:3:apart; do
+		IFS=: read -r id h m <<<"$n"
+		scale_run "$id" "$h" "$m"
+	done
+	nginx_stop
+	echo "| run | pipelines | state | documents | wall s | documents/s | saved/distinct | exit |"
+	echo "| --- | --: | --- | --: | --: | --: | --: | --- |"
+	awk -F'\t' -v OFS=' | ' '{ print "| " $1, $2, $3, $4, $5, $6, $7, $8 " |" }' \
+	    "$work/scale.tsv"
+	rate1=$(awk -F'\t' '$1 == "pg-1" { print $6 }' "$work/scale.tsv")
+	awk -F'\t' -v p="$rate1" '
+	    { r[$1] = $6 }
+	    END { q1 = r["queue-1"]; q3 = r["queue-3"]
+		printf "\n    %s  one pipeline through the queue >= 50%% of one with --state (%.0f%%)\n", \
+		(q1 >= p / 2 ? "PASS" : "FAIL"), 100 * q1 / p
+		printf "    %s  three pipelines on one queue >= 1.5 x one (%.2f x)\n", \
+		(q3 >= 1.5 * q1 ? "PASS" : "FAIL"), q3 / q1
+		printf "\n    three against one: files %.2f x, --state %.2f x, the queue with each state apart %.2f x\n", \
+		r["files-3"] / r["files-1"], r["pg-3"] / r["pg-1"], r["queue-3-apart"] / q1 }' "$work/scale.tsv"
+	echo
+	echo "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); rfpipe $rev0"
+}
+
 # ---------------------------------------------------------------- run
+if [ -n "$scale" ]; then
+	run_scale
+	exit 0
+fi
 write_scenarios
 for scen in $scenarios; do
 	selected "$scen" || continue

@@ -1,5 +1,7 @@
 /* pg: one libpq connection, the versioned schema, and the statements. */
 #include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 
 static PGconn *conn;
 static char *where;		/* the URL, redacted, for messages */
+static json_t *prepared;	/* names prepared on conn */
 
 #define LIBPQ	"libpq.so.5"	/* Debian's libpq5 */
 
@@ -35,7 +38,10 @@ load(char *err, size_t errlen)
 		SYM(PQresultErrorMessage, resulterrormessage),
 		SYM(PQclear, clear), SYM(PQntuples, ntuples),
 		SYM(PQgetvalue, getvalue), SYM(PQgetisnull, getisnull),
-		SYM(PQcmdTuples, cmdtuples),
+		SYM(PQcmdTuples, cmdtuples), SYM(PQsocket, socket),
+		SYM(PQconsumeInput, consumeinput),
+		SYM(PQnotifies, notifies), SYM(PQfreemem, freemem),
+		SYM(PQprepare, prepare), SYM(PQexecPrepared, execprepared),
 	};
 #undef SYM
 	static void *h;
@@ -106,6 +112,76 @@ pg_exec(const char *sql, int n, const char *const *params,
 		return NULL;
 	}
 	return r;
+}
+
+PGresult *
+pg_exec_named(const char *name, const char *sql, int n,
+    const char *const *params, ExecStatusType want, char *err, size_t errlen)
+{
+	PGresult *r;
+
+	if (prepared == NULL)
+		prepared = json_object();
+	if (json_object_get(prepared, name) == NULL) {
+		r = PQprepare(conn, name, sql, n, NULL);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+			pgerr(err, errlen, "", r ? PQresultErrorMessage(r) :
+			    PQerrorMessage(conn));
+			PQclear(r);
+			return NULL;
+		}
+		PQclear(r);
+		json_object_set_new(prepared, name, json_true());
+	}
+	r = PQexecPrepared(conn, name, n, params, NULL, NULL, 0);
+	if (PQresultStatus(r) != want) {
+		pgerr(err, errlen, "", r ? PQresultErrorMessage(r) :
+		    PQerrorMessage(conn));
+		PQclear(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* Give fn each notification in hand; how many. */
+static int
+notes(pg_note_fn *fn, void *arg)
+{
+	PGnotify *nf;
+	int n = 0;
+
+	while ((nf = PQnotifies(conn)) != NULL) {
+		fn(nf->relname, nf->extra, arg);
+		PQfreemem(nf);
+		n++;
+	}
+	return n;
+}
+
+int
+pg_wait(double secs, pg_note_fn *fn, void *arg, char *err, size_t errlen)
+{
+	struct pollfd pfd;
+	int n;
+
+	/* libpq keeps what came in with a result: look there first. */
+	if (PQconsumeInput(conn) == 0)
+		goto fail;
+	if ((n = notes(fn, arg)) > 0)
+		return n;
+	pfd.fd = PQsocket(conn);
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, secs > 0 ? (int)(secs * 1000 + 0.5) : 0) == -1 &&
+	    errno != EINTR) {
+		snprintf(err, errlen, "%s: poll: %s", where, strerror(errno));
+		return -1;
+	}
+	if (PQconsumeInput(conn) == 0)
+		goto fail;
+	return notes(fn, arg);
+fail:
+	pgerr(err, errlen, "", PQerrorMessage(conn));
+	return -1;
 }
 
 /* Run a statement whose result does not matter; 0 or -1. */
@@ -211,6 +287,8 @@ pg_close(void)
 	if (conn != NULL)
 		PQfinish(conn);
 	conn = NULL;
+	json_decref(prepared);
+	prepared = NULL;
 	free(where);
 	where = NULL;
 }

@@ -34,6 +34,14 @@ struct pg_lib {
 	char	*(*getvalue)(const PGresult *, int, int);
 	int	 (*getisnull)(const PGresult *, int, int);
 	char	*(*cmdtuples)(PGresult *);
+	int	 (*socket)(const PGconn *);
+	int	 (*consumeinput)(PGconn *);
+	PGnotify *(*notifies)(PGconn *);
+	void	 (*freemem)(void *);
+	PGresult *(*prepare)(PGconn *, const char *, const char *, int,
+		    const Oid *);
+	PGresult *(*execprepared)(PGconn *, const char *, int,
+		    const char *const *, const int *, const int *, int);
 };
 extern struct pg_lib pg_lib;
 
@@ -50,6 +58,12 @@ extern struct pg_lib pg_lib;
 #define PQgetvalue		(*pg_lib.getvalue)
 #define PQgetisnull		(*pg_lib.getisnull)
 #define PQcmdTuples		(*pg_lib.cmdtuples)
+#define PQsocket		(*pg_lib.socket)
+#define PQconsumeInput		(*pg_lib.consumeinput)
+#define PQnotifies		(*pg_lib.notifies)
+#define PQfreemem		(*pg_lib.freemem)
+#define PQprepare		(*pg_lib.prepare)
+#define PQexecPrepared		(*pg_lib.execprepared)
 
 /* Connect to url and create or migrate the schema to version want. */
 int	pg_open(const char *url, int want, char *err, size_t errlen);
@@ -64,6 +78,23 @@ void	pg_close(void);
  */
 PGresult *pg_exec(const char *sql, int n, const char *const *params,
 	    ExecStatusType want, char *err, size_t errlen);
+/*
+ * pg_exec for a statement prepared once per connection under name: the
+ * first call prepares sql, the next ones send only the parameters.
+ */
+PGresult *pg_exec_named(const char *name, const char *sql, int n,
+	    const char *const *params, ExecStatusType want, char *err,
+	    size_t errlen);
+/* What pg_wait gives each notification: its channel and payload. */
+typedef void pg_note_fn(const char *channel, const char *payload,
+	    void *arg);
+/*
+ * Give fn the notifications in hand on the channels this connection
+ * listens to or, when there are none, wait at most secs real seconds for
+ * some; how many (0: none came), or -1 with err set.
+ */
+int	pg_wait(double secs, pg_note_fn *fn, void *arg, char *err,
+	    size_t errlen);
 /* Run fn on the jsonb of rfp_state (kind, key) in one transaction. */
 int	pg_update(const char *kind, const char *key, state_fn *fn, void *arg,
 	    char *err, size_t errlen);

@@ -158,9 +158,10 @@ filed() {
 	mock_start "$FIX/pg/hosts.yaml"
 	docs 270 >"$BATS_TEST_TMPDIR/m"
 	printf 'concurrency: 4\n' >"$BATS_TEST_TMPDIR/c.yaml"
-	host 1 --budget 10 "$BATS_TEST_TMPDIR/m"
-	host 2 --budget 10 "$BATS_TEST_TMPDIR/m"
-	host 3 --budget 10 "$BATS_TEST_TMPDIR/m"
+	# A batch of 16, not 256: each host gets a share of 300.
+	host 1 --batch 16 --budget 10 "$BATS_TEST_TMPDIR/m"
+	host 2 --batch 16 --budget 10 "$BATS_TEST_TMPDIR/m"
+	host 3 --batch 16 --budget 10 "$BATS_TEST_TMPDIR/m"
 	finish 1
 	finish 2
 	finish 3
@@ -192,10 +193,11 @@ filed() {
 	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
 	# Host 3 starts first, and is killed once it has filed some and holds
 	# some claimed.  It is stopped while it is asked, so that what it holds
-	# cannot be filed between the question and the kill.
-	host 3
-	host 1
-	host 2
+	# cannot be filed between the question and the kill.  A batch of 16:
+	# with 256 the first host to claim could take all there is.
+	host 3 --batch 16
+	host 1 --batch 16
+	host 2 --batch 16
 	claimed=0
 	for i in $(seq 1 600); do
 		if [ "$(cat "$BATS_TEST_TMPDIR/h3/results.ndjson" 2>/dev/null | wc -l)" -ge 20 ]; then
@@ -218,4 +220,137 @@ filed() {
 	# No document in two hosts' files; no submission committed twice.
 	[ "$(filed | sort | uniq -d | wc -l)" -eq 0 ]
 	[ "$(jq -s '[.[] | select(.committed and .duplicate)] | length' "$MOCK_LOG")" -eq 0 ]
+}
+
+@test "pipeline --queue: a host whose queue stalls past its lease does not file what another host claimed since" {
+	mock_start "$FIX/pg/hosts.yaml"
+	docs 120 >"$BATS_TEST_TMPDIR/m"
+	printf 'concurrency: 4\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	# Host 3's pull and file are stopped while it holds claimed records,
+	# past its lease (its fetch runs on and gives back its slots); host 1
+	# claims them again and finishes the queue; then host 3 goes on.
+	host 3
+	claimed=0
+	for i in $(seq 1 600); do
+		if [ "$(cat "$BATS_TEST_TMPDIR/h3/results.ndjson" 2>/dev/null | wc -l)" -ge 10 ]; then
+			q3=$(ps -s "${HOSTS[3]}" -o pid=,comm= | awk '$2 == "rfp-queue" { print $1 }')
+			kill -STOP $q3
+			claimed=$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'claimed' AND owner LIKE '%.${HOSTS[3]}'")
+			[ "$claimed" -gt 0 ] && break
+			kill -CONT $q3
+		fi
+		sleep 0.01
+	done
+	[ "$claimed" -gt 0 ]
+	[ "$(echo $q3 | wc -w)" -eq 2 ]
+	host 1
+	finish 1
+	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE status NOT IN ('done', 'dead')")" -eq 0 ]
+	kill -CONT $q3
+	finish 3
+	run -0 rfp-queue --state "$URL" summary
+	echo "$output" | jq -e '.total == 150 and .done + .dead == 150 and .refiled == 0 and .reconciled'
+	# Every record host 3 finished is filed under its name, or was refused
+	# on its stderr because host 1 had claimed it since.
+	refused=$(grep -c 'claimed by another host since; not filed$' "$BATS_TEST_TMPDIR/h3.err" || true)
+	[ "$refused" -gt 0 ]
+	cat "$BATS_TEST_TMPDIR"/h3/results.ndjson "$BATS_TEST_TMPDIR"/h3/dead.ndjson | jq -r .id | sort >"$BATS_TEST_TMPDIR/h3.ids"
+	sql "SELECT id FROM rfp_results WHERE owner LIKE '%.${HOSTS[3]}'" >"$BATS_TEST_TMPDIR/h3.filed"
+	sed -n 's/^rfp-queue: line [0-9]*: "\(.*\)": claimed by another host since; not filed$/\1/p' "$BATS_TEST_TMPDIR/h3.err" >"$BATS_TEST_TMPDIR/h3.refused"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/h3.refused")" -eq "$refused" ]
+	run diff "$BATS_TEST_TMPDIR/h3.ids" <(sort "$BATS_TEST_TMPDIR/h3.filed" "$BATS_TEST_TMPDIR/h3.refused")
+	[ "$status" -eq 0 ] || fail "host 3 finished but neither filed nor refused: $output"
+	# What host 3 was refused, host 1 filed.
+	[ "$(sql "SELECT count(*) FROM rfp_results WHERE owner LIKE '%.${HOSTS[1]}' AND id IN ($(sed "s/.*/'&'/" "$BATS_TEST_TMPDIR/h3.refused" | paste -sd,))")" -eq "$refused" ]
+	[ "$(jq -s '[.[] | select(.committed and .duplicate)] | length' "$MOCK_LOG")" -eq 0 ]
+}
+
+@test "queue: file closes a row only under the claim that stands; a claim taken over is refused, named" {
+	for i in 1 2 3; do
+		printf '{"id":"d%d","url":"http://127.0.0.1:9/d%d"}\n' "$i" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	# A claims all three and stalls (here: is stopped) past its lease.
+	run -124 timeout 1 rfp-queue --state "$URL" --owner A --lease 10 pull
+	[ "${#lines[@]}" -eq 3 ]
+	for i in $(seq 1 100); do
+		[ "$(sql "SELECT count(*) FROM rfp_queue WHERE lease_until < now()")" -eq 3 ] && break
+		sleep 0.05
+	done
+	# B claims them again.
+	run -124 timeout 1 rfp-queue --state "$URL" --owner B pull
+	[ "${#lines[@]}" -eq 3 ]
+	# A comes back and files: refused, each named; passed on untouched.
+	jq -c '. + {fate: "done"}' "$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/f"
+	run -0 --separate-stderr rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/f"
+	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/f")" ]
+	[ "${#stderr_lines[@]}" -eq 3 ]
+	[ "${stderr_lines[1]}" = 'rfp-queue: line 2: "d2": claimed by another host since; not filed' ]
+	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'claimed' AND owner = 'B'")" -eq 3 ]
+	# B files them, once.
+	run -0 --separate-stderr rfp-queue --state "$URL" --owner B file <"$BATS_TEST_TMPDIR/f"
+	[ -z "$stderr" ]
+	run -0 rfp-queue --state "$URL" summary
+	echo "$output" | jq -e '.done == 3 and .refiled == 0 and .hosts == {"B": 3} and .reconciled'
+}
+
+@test "queue: pull, idle, asks nothing until a filing wakes it; then it claims again, and ends with the queue" {
+	for i in 1 2 3 4; do
+		printf '{"id":"d%d","url":"http://127.0.0.1:9/d%d"}\n' "$i" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	# Real time, and a lease of an hour: without a wake-up pull would wait
+	# 15 minutes, and it renews its leases only every 20.
+	RFPIPE_TIME_SCALE=1 timeout 20 rfp-queue --state "$URL" --owner A \
+	    --lease 3600 --batch 2 pull >"$BATS_TEST_TMPDIR/out" &
+	p=$!
+	for i in $(seq 1 100); do
+		[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -ge 2 ] && break
+		sleep 0.05
+	done
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 2 ]
+	v=$(sql "SELECT string_agg(xmin::text, ' ' ORDER BY id) FROM rfp_queue WHERE status = 'claimed'")
+	sleep 1
+	[ "$(sql "SELECT string_agg(xmin::text, ' ' ORDER BY id) FROM rfp_queue WHERE status = 'claimed'")" = "$v" ]
+	jq -c '. + {fate: "done"}' "$BATS_TEST_TMPDIR/out" |
+	    rfp-queue --state "$URL" --owner A file >/dev/null
+	for i in $(seq 1 100); do
+		[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -ge 4 ] && break
+		sleep 0.05
+	done
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 4 ]
+	tail -n 2 "$BATS_TEST_TMPDIR/out" | jq -c '. + {fate: "dead"}' |
+	    rfp-queue --state "$URL" --owner A file >/dev/null
+	wait "$p"
+	[ "$(sort "$BATS_TEST_TMPDIR/out" | jq -r .id | paste -sd ' ')" = "d1 d2 d3 d4" ]
+}
+
+@test "queue: file closes the records it reads at once in one transaction" {
+	for i in $(seq 1 100); do
+		printf '{"id":"d%d","url":"http://127.0.0.1:9/d%d"}\n' "$i" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	jq -c '. + {fate: "done"}' "$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/f"
+	run -0 rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/f"
+	[ "${#lines[@]}" -eq 100 ]
+	[ "$(sql "SELECT count(*) FROM rfp_results")" -eq 100 ]
+	[ "$(sql "SELECT count(DISTINCT xmin::text) FROM rfp_results")" -eq 1 ]
+	[ "$(sql "SELECT count(DISTINCT xmin::text) FROM rfp_queue WHERE status = 'done'")" -eq 1 ]
+}
+
+@test "queue: a record its host files twice is counted in refiled; one not in the queue is named, not filed" {
+	printf '{"id":"d1","url":"http://127.0.0.1:9/d1"}\n' >"$BATS_TEST_TMPDIR/m"
+	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	jq -c '. + {fate: "done"}' "$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/f"
+	run -0 --separate-stderr rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/f"
+	[ -z "$stderr" ]
+	run -0 --separate-stderr rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/f"
+	[ -z "$stderr" ]
+	printf '{"id":"zz","fate":"dead","dead_reason":"x"}\n' >"$BATS_TEST_TMPDIR/z"
+	run -0 --separate-stderr rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/z"
+	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/z")" ]
+	[ "$stderr" = 'rfp-queue: line 1: "zz": not in the queue; not filed' ]
+	run -0 rfp-queue --state "$URL" summary
+	echo "$output" | jq -e '.total == 1 and .done == 1 and .refiled == 1 and (.reconciled | not) and .dead_reasons == {}'
 }
