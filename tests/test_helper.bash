@@ -14,6 +14,8 @@ if ! command -v rfp-fetch >/dev/null 2>&1; then
 	PATH=$ROOT/bin:$PATH
 fi
 export PATH
+# What this test starts carries its name, for strays to find.
+export RFP_TEST_TAG=${BATS_TEST_TMPDIR:-}
 # Collapse every protocol delay: 1 s of backoff or Retry-After is 10 ms.
 export RFPIPE_TIME_SCALE=${RFPIPE_TIME_SCALE:-0.01}
 
@@ -42,6 +44,25 @@ mock_stop() {
 		wait "$MOCK_PID" 2>/dev/null
 		MOCK_PID=
 	fi
+	strays
+}
+
+# strays: after a test that did not complete (failed, or cut short by
+# BATS_TEST_TIMEOUT), kill what it started and left running: a hung
+# pipeline would hold bats' output open and the suite would wait for it.
+# Orphans are no one's children any more; they are found by the
+# RFP_TEST_TAG they inherited.
+strays() {
+	local f p
+	[ -z "${BATS_TEST_COMPLETED:-}" ] && [ -n "$RFP_TEST_TAG" ] || return 0
+	for f in /proc/[0-9]*/environ; do
+		p=${f#/proc/}
+		p=${p%/environ}
+		[ "$p" != "$$" ] && [ "$p" != "$BASHPID" ] || continue
+		grep -qzx "RFP_TEST_TAG=$RFP_TEST_TAG" "$f" 2>/dev/null &&
+		    kill -KILL "$p" 2>/dev/null
+	done
+	return 0
 }
 
 # manifest PREFIX N [ENDPOINT] [EXTRA-JSON]: N GET records for PREFIX/doc-i.
