@@ -151,3 +151,16 @@ cut_on_the_wire() {
 	run -0 pipeline.sh -q --run-dir "$BATS_TEST_TMPDIR/run3" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
 	[ "$(jq -s '[.[] | select(.kind == "request" and .method == "POST")] | length' "$MOCK_LOG")" -eq 6 ]
 }
+
+@test "submit: the same id in a new cycle is a new submission, sent and committed under a new key" {
+	submissions submit 2 >"$BATS_TEST_TMPDIR/m"
+	mkdir -m 700 "$BATS_TEST_TMPDIR/cycle"
+	printf 'ledger: %s/cycle/shared.ndjson\n' "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/c.yaml"
+	run -0 pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	sed 's/"cycle":"2026-A"/"cycle":"2026-B"/' "$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/m2"
+	run -0 pipeline.sh -q --run-dir "$BATS_TEST_TMPDIR/run2" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m2"
+	# Two keys per id, each committed once, none a duplicate.
+	[ "$(jq -s '[.[] | select(.committed)] | length' "$MOCK_LOG")" -eq 4 ]
+	[ "$(jq -rs '[.[] | select(.path == "/grants/submit/app-1") | .key] | unique | length' "$MOCK_LOG")" -eq 2 ]
+	[ "$(jq -s '[.[] | select(.duplicate)] | length' "$MOCK_LOG")" -eq 0 ]
+}

@@ -47,20 +47,25 @@ mock_stop() {
 	strays
 }
 
-# strays: after a test that did not complete (failed, or cut short by
-# BATS_TEST_TIMEOUT), kill what it started and left running: a hung
-# pipeline would hold bats' output open and the suite would wait for it.
-# Orphans are no one's children any more; they are found by the
-# RFP_TEST_TAG they inherited.
+# strays: in the teardown of a test that did not complete (failed, or cut
+# short by BATS_TEST_TIMEOUT), kill what it left running: a hung pipeline
+# would hold bats' output open and the suite would wait for it.  bats
+# kills the test's children itself; orphans are no one's children any
+# more, and are found by the RFP_TEST_TAG they inherited.  bats' own
+# processes (its timeout's watchdog) are left alone.
 strays() {
-	local f p
-	[ -z "${BATS_TEST_COMPLETED:-}" ] && [ -n "$RFP_TEST_TAG" ] || return 0
+	local f p pp
+	[ -n "${BATS_TEARDOWN_STARTED:-}" ] && [ -z "${BATS_TEST_COMPLETED:-}" ] &&
+	    [ -n "$RFP_TEST_TAG" ] || return 0
 	for f in /proc/[0-9]*/environ; do
 		p=${f#/proc/}
 		p=${p%/environ}
 		[ "$p" != "$$" ] && [ "$p" != "$BASHPID" ] || continue
-		grep -qzx "RFP_TEST_TAG=$RFP_TEST_TAG" "$f" 2>/dev/null &&
-		    kill -KILL "$p" 2>/dev/null
+		grep -qzx "RFP_TEST_TAG=$RFP_TEST_TAG" "$f" 2>/dev/null || continue
+		pp=$(ps -o ppid= -p "$p" 2>/dev/null) || continue
+		grep -qs bats-exec "/proc/$p/cmdline" "/proc/${pp// /}/cmdline" &&
+		    continue
+		kill -KILL "$p" 2>/dev/null
 	done
 	return 0
 }
