@@ -98,11 +98,13 @@ $(B)/bin/unit-%: $(B)/obj/tests/unit/%.o $(LIBA)
 # Unit tests, then the bats suites with this build's bin/ first in PATH;
 # a test that hangs fails after BATS_TEST_TIMEOUT seconds, and its
 # teardown kills what it left running (tests/test_helper.bash: strays).
+# Four files at once on two cores: the suites mostly wait (scaled sleeps,
+# the mock's delays), and the whole of make check stays under 10 minutes.
 test: all $(UNITS)
 	@for u in $(UNITS); do echo "# $$u"; $$u || exit 1; done
 	PATH="$(abspath $(B))/bin:$$PATH" RFPIPE_ROOT="$(CURDIR)" \
 		BATS_TEST_TIMEOUT=$${BATS_TEST_TIMEOUT:-240} \
-		bats --jobs $${BATS_JOBS:-2} --no-parallelize-within-files tests/
+		bats --jobs $${BATS_JOBS:-4} --no-parallelize-within-files tests/
 
 ASAN = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=all
