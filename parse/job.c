@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE	/* posix_spawn_file_actions_addclosefrom_np */
 #include <sys/types.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +76,33 @@ job_kill_all(void)
 	for (i = 0; i < ngroups; i++)
 		if (groups[i] > 0)
 			kill(-groups[i], SIGKILL);
+}
+
+/*
+ * Open a regular file in dir, read-only: never a symlink, and never a FIFO
+ * or a device, whose open or read could wait for ever (ENODEV, the
+ * nearest errno to "not a regular file", is said as such by the caller).
+ */
+static int
+open_regular(int dir, const char *name)
+{
+	struct stat st;
+	int fd, e;
+
+	if ((fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK)) == -1)
+		return -1;
+	if (fstat(fd, &st) == -1)
+		e = errno;
+	else if (!S_ISREG(st.st_mode))
+		e = ENODEV;
+	else if (fcntl(fd, F_SETFL, 0) == -1)
+		e = errno;
+	else
+		return fd;
+	close(fd);
+	errno = e;
+	return -1;
 }
 
 static int
@@ -150,10 +178,9 @@ job_start(struct job *j, const struct dirs *d, char *err, size_t errlen)
 	sigset_t all, prev;
 
 	j->out = j->err = j->part = -1;
-	if ((body = openat(d->docs, j->id, O_RDONLY | O_CLOEXEC |
-	    O_NOFOLLOW)) == -1) {
+	if ((body = open_regular(d->docs, j->id)) == -1) {
 		snprintf(err, errlen, "open %s/docs/%s: %s", d->run_dir, j->id,
-		    strerror(errno));
+		    errno == ENODEV ? "not a regular file" : strerror(errno));
 		return -1;
 	}
 	if ((j->part = openat(d->part, j->name, O_WRONLY | O_CREAT |
@@ -474,7 +501,7 @@ job_digest(int dir, const char *name, char hex[65])
 	ssize_t n;
 	int fd, rc = -1;
 
-	if ((fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+	if ((fd = open_regular(dir, name)) == -1)
 		return -1;
 	if ((c = EVP_MD_CTX_new()) == NULL ||
 	    !EVP_DigestInit_ex(c, sha256, NULL))

@@ -239,6 +239,30 @@ through() {
 	[ ! -e x ] && [ ! -e "$RUN/x" ]
 }
 
+@test "parse: a body or a parse that is a FIFO or a directory is no hang: bad_input, or parsed again" {
+	conf "parse: {command: [$P/parsers/ok]}"
+	echo body >"$BATS_TEST_TMPDIR/body"
+	{
+		fetched good "$BATS_TEST_TMPDIR/body"
+		fetched fifo "$BATS_TEST_TMPDIR/body"
+		fetched dir "$BATS_TEST_TMPDIR/body"
+		fetched again "$BATS_TEST_TMPDIR/body" \
+		    '"parsed":"docs/again.parsed","parsed_sha256":"'"$(sha256sum <"$BATS_TEST_TMPDIR/body" | cut -c1-64)"'"'
+	} >"$BATS_TEST_TMPDIR/in"
+	rm "$RUN/docs/fifo" "$RUN/docs/dir"
+	mkfifo "$RUN/docs/fifo" "$RUN/docs/again.parsed"
+	mkdir "$RUN/docs/dir"
+	parse_run
+	assert_success
+	[ "${#lines[@]}" -eq 4 ]
+	check good '.parsed == "docs/good.parsed"'
+	check fifo '.fate == "dead" and .dead_reason == "bad_input" and (.dead_detail | endswith("docs/fifo: not a regular file"))'
+	check dir '.fate == "dead" and .dead_reason == "bad_input" and (.dead_detail | endswith("docs/dir: not a regular file"))'
+	check again '.parsed == "docs/again.parsed" and .parsed_bytes == 5'
+	[ -f "$RUN/docs/again.parsed" ]
+	[ "${#stderr_lines[@]}" -eq 2 ]
+}
+
 @test "parse: failures, bodiless records, other endpoints and fated records pass through byte for byte" {
 	conf "endpoints:
   doc: {parse: {command: [$P/parsers/count]}}"
