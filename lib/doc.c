@@ -27,6 +27,9 @@ doc_id_check(const char *id)
 		return "must start with a letter or digit";
 	if (strstr(id, "..") != NULL)
 		return "contains \"..\"";
+	/* docs/ID.parsed is the parse of ID (rfp-parse(1)), never a body. */
+	if (n > 7 && strcmp(id + n - 7, ".parsed") == 0)
+		return "ends in \".parsed\"";
 	for (p = (const unsigned char *)id; *p != '\0'; p++)
 		if (!isalnum(*p) && strchr("._-:@+", *p) == NULL)
 			return "may hold only letters, digits and ._-:@+";
