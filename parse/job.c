@@ -183,11 +183,11 @@ job_start(struct job *j, const struct dirs *d, char *err, size_t errlen)
 		    errno == ENODEV ? "not a regular file" : strerror(errno));
 		return -1;
 	}
-	if ((j->part = openat(d->part, j->name, O_WRONLY | O_CREAT |
+	if ((j->part = openat(d->part, j->pname, O_WRONLY | O_CREAT |
 	    O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) == -1 ||
 	    pipe_cloexec(pout) == -1 || pipe_cloexec(perr) == -1) {
 		snprintf(err, errlen, "%s %s/docs/.part/%s: %s", j->part == -1 ?
-		    "open" : "pipe for", d->run_dir, j->name, strerror(errno));
+		    "open" : "pipe for", d->run_dir, j->pname, strerror(errno));
 		close(body);
 		close_pair(pout);
 		return -1;
@@ -255,7 +255,7 @@ take_out(struct job *j, const char *p, size_t n, const struct dirs *d,
 	}
 	if (rec_write_all(j->part, p, n) == -1) {
 		snprintf(err, errlen, "write %s/docs/.part/%s: %s", d->run_dir,
-		    j->name, strerror(errno));
+		    j->pname, strerror(errno));
 		return -1;
 	}
 	EVP_DigestUpdate(j->sha, p, n);
@@ -425,7 +425,7 @@ parsed(struct job *j, const struct dirs *d, char *err, size_t errlen)
 
 	rc = close(j->part);
 	j->part = -1;
-	if (rc == -1 || renameat(d->part, j->name, d->docs, j->name) == -1) {
+	if (rc == -1 || renameat(d->part, j->pname, d->docs, j->name) == -1) {
 		snprintf(err, errlen, "%s %s/docs/%s: %s", rc == -1 ?
 		    "write" : "rename into", d->run_dir, j->name,
 		    strerror(errno));
@@ -461,7 +461,7 @@ job_finish(struct job *j, const struct dirs *d, char *err, size_t errlen)
 		close(j->part);
 		j->part = -1;
 	}
-	unlinkat(d->part, j->name, 0);
+	unlinkat(d->part, j->pname, 0);
 	last_line(j, line, sizeof(line));
 	if (j->spawn_err != 0) {
 		snprintf(detail, sizeof(detail), "cannot run \"%s\": %s",
@@ -548,5 +548,6 @@ job_free(struct job *j)
 	free(j->id);
 	free(j->ep);
 	free(j->name);
+	free(j->pname);
 	free(j);
 }

@@ -206,6 +206,8 @@ take(json_t *rec, const char *line, size_t len, long lineno)
 		j->ep = ep;
 		j->cp = cp;
 		j->name = xasprintf("%s.parsed", id);
+		/* Another rfp-parse on this run directory has its own. */
+		j->pname = xasprintf("%s.%ld", j->name, (long)getpid());
 		j->out = j->err = j->part = -1;
 		*L.wait_tail = j;
 		L.wait_tail = &j->next;

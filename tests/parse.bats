@@ -345,6 +345,28 @@ through() {
 	[ "$(jq -s '[.[] | select(.parse_error == "timeout")] | length' "$BATS_TEST_TMPDIR/out")" -eq 5 ]
 }
 
+@test "parse: two rfp-parse over one run directory and one record both parse it whole" {
+	local slow=$BATS_TEST_TMPDIR/slow p1 i
+	printf '%s\n' '#!/bin/sh' ': >>"$0.started"' \
+	    'for i in 1 2 3 4 5 6 7 8 9 10; do echo "line $i"; sleep 0.05; done' >"$slow"
+	chmod +x "$slow"
+	conf "parse: {command: [$slow], timeout: 1000s}"
+	fetched a "$P/nih-good.json" >"$BATS_TEST_TMPDIR/in"
+	timeout 30 rfp-parse --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out1" &
+	p1=$!
+	for i in $(seq 1 500); do [ -e "$slow.started" ] && break; sleep 0.01; done
+	sleep 0.1
+	parse_run
+	assert_success
+	wait "$p1"
+	check a '.parsed == "docs/a.parsed" and .parsed_bytes == 71'
+	output=$(cat "$BATS_TEST_TMPDIR/out1")
+	check a '.parsed == "docs/a.parsed" and .parsed_bytes == 71'
+	[ "$(jq -r .parsed_sha256 <<<"$output")" = "$(sha256sum <"$RUN/docs/a.parsed" | cut -c1-64)" ]
+	[ -z "$(ls -A "$RUN/docs/.part")" ]
+}
+
 @test "parse: rfp-parse ended by SIGTERM leaves no parser running" {
 	conf "parse: {command: [$P/parsers/slow], timeout: 10000s}"
 	fetched t1 "$P/nih-good.json" >"$BATS_TEST_TMPDIR/in"
