@@ -44,6 +44,7 @@
 #include "lib/msg.h"
 #include "lib/opt.h"
 #include "lib/rec.h"
+#include "lib/state.h"
 #include "lib/x.h"
 #include "parse/parse.h"
 
@@ -96,25 +97,30 @@ on_term(int sig)
 	raise(sig);
 }
 
+/*
+ * The run directory and docs/.part are made or accepted by the rule every
+ * stage keeps (ours alone, no symbolic link below the run directory), and
+ * opened without following one.
+ */
 static void
 open_dirs(void)
 {
-	char *p;
+	char *p, err[512];
 
 	L.dirs.run_dir = opts.run_dir;
-	if (mkdir(opts.run_dir, 0700) == -1 && errno != EEXIST)
-		msg_diesys(1, "mkdir %s", opts.run_dir);
-	p = xasprintf("%s/docs", opts.run_dir);
-	if (mkdir(p, 0700) == -1 && errno != EEXIST)
-		msg_diesys(1, "mkdir %s", p);
-	if ((L.dirs.docs = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+	if (state_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
+		msg_die(1, "%s", err);
+	p = xasprintf("%s/docs/.part", opts.run_dir);
+	if (state_mkdir(p, err, sizeof(err)) == -1)
+		msg_die(1, "%s", err);
+	if ((L.dirs.part = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		msg_diesys(1, "open %s", p);
+	p[strlen(p) - 6] = '\0';
+	if ((L.dirs.docs = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
 		msg_diesys(1, "open %s", p);
 	free(p);
-	if (mkdirat(L.dirs.docs, ".part", 0700) == -1 && errno != EEXIST)
-		msg_diesys(1, "mkdir %s/docs/.part", opts.run_dir);
-	if ((L.dirs.part = openat(L.dirs.docs, ".part", O_RDONLY |
-	    O_DIRECTORY | O_CLOEXEC)) == -1)
-		msg_diesys(1, "open %s/docs/.part", opts.run_dir);
 }
 
 static void

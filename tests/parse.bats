@@ -263,6 +263,25 @@ through() {
 	[ "${#stderr_lines[@]}" -eq 2 ]
 }
 
+@test "parse: a run directory not ours alone, or a docs/.part that is a symbolic link, is refused before a parser runs" {
+	conf "parse: {command: [$P/parsers/ok]}"
+	echo body >"$BATS_TEST_TMPDIR/body"
+	fetched a "$BATS_TEST_TMPDIR/body" >"$BATS_TEST_TMPDIR/in"
+	mkdir "$BATS_TEST_TMPDIR/elsewhere"
+	ln -s "$BATS_TEST_TMPDIR/elsewhere" "$RUN/docs/.part"
+	parse_run
+	[ "$status" -eq 1 ]
+	[[ ${stderr_lines[0]} == "rfp-parse: "*"$RUN/docs/.part"* ]]
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/elsewhere")" ]
+	[ ! -e "$RUN/docs/a.parsed" ]
+	rm "$RUN/docs/.part"
+	chmod 0777 "$RUN/docs"
+	parse_run
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "rfp-parse: run directory $RUN/docs: writable by others (mode 0777); chmod go-w it" ]
+	[ ! -e "$RUN/docs/a.parsed" ]
+}
+
 @test "parse: failures, bodiless records, other endpoints and fated records pass through byte for byte" {
 	conf "endpoints:
   doc: {parse: {command: [$P/parsers/count]}}"
