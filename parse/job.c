@@ -455,7 +455,8 @@ job_finish(struct job *j, const struct dirs *d, char *err, size_t errlen)
 	int code;
 
 	if (j->spawn_err == 0 && j->why != WHY_TOO_LARGE &&
-	    WIFEXITED(j->status) && WEXITSTATUS(j->status) == 0)
+	    j->why != WHY_STOPPED && WIFEXITED(j->status) &&
+	    WEXITSTATUS(j->status) == 0)
 		return parsed(j, d, err, errlen);
 	if (j->part != -1) {
 		close(j->part);
@@ -471,6 +472,8 @@ job_finish(struct job *j, const struct dirs *d, char *err, size_t errlen)
 		snprintf(detail, sizeof(detail), "output over %ld bytes",
 		    j->cp->output_max);
 		failed(j, "too_large", detail);
+	} else if (j->why == WHY_STOPPED) {
+		failed(j, "tempfail", "stopped before the parse ended");
 	} else if (WIFEXITED(j->status)) {
 		code = WEXITSTATUS(j->status);
 		if (*line == '\0')

@@ -35,6 +35,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <math.h>
+
 #include <jansson.h>
 
 #include "lib/class.h"
@@ -85,6 +87,22 @@ on_chld(int sig)
 
 	(void)sig;
 	n = write(L.chld[1], "", 1);	/* when full, the loop is awake */
+	(void)n;
+	errno = e;
+}
+
+/* SIGINT, SIGTERM: stop parsing, and pass every record on, unparsed. */
+static volatile sig_atomic_t stopping;
+
+static void
+on_stop(int sig)
+{
+	int e = errno;
+	ssize_t n;
+
+	stopping = sig;
+	job_kill_all();
+	n = write(L.chld[1], "", 1);
 	(void)n;
 	errno = e;
 }
@@ -289,6 +307,18 @@ start_waiting(void)
 	char err[512];
 
 	while ((j = *pp) != NULL) {
+		if (stopping) {
+			/* Never started: out at once, to be parsed later. */
+			*pp = j->next;
+			L.nwait--;
+			j->why = WHY_STOPPED;
+			j->exited = 1;
+			if (job_finish(j, &L.dirs, err, sizeof(err)) == -1)
+				msg_die(1, "%s", err);
+			put_json(j->rec);
+			job_free(j);
+			continue;
+		}
 		if (!room(j)) {
 			pp = &j->next;
 			continue;
@@ -319,10 +349,16 @@ tend(void)
 	double now = clk_mono();
 
 	while ((j = *pp) != NULL) {
+		if (stopping && !j->exited && j->pid > 0 &&
+		    j->why == WHY_NONE) {
+			j->why = WHY_STOPPED;
+			kill(-j->pid, SIGKILL);
+		}
 		if (job_read(j, &L.dirs, err, sizeof(err)) == -1)
 			msg_die(1, "%s", err);
 		job_reap(j);
-		job_expire(j, now);
+		/* What left its group holds its pipes: not waited for. */
+		job_expire(j, stopping && j->exited ? INFINITY : now);
 		if (!job_done(j)) {
 			pp = &j->next;
 			continue;
@@ -381,7 +417,7 @@ wait_any(void)
 static void
 setup_signals(void)
 {
-	static const int term[] = { SIGINT, SIGTERM, SIGHUP };
+	static const int stop[] = { SIGINT, SIGTERM };
 	struct sigaction sa, old;
 	int i;
 
@@ -396,17 +432,21 @@ setup_signals(void)
 	sa.sa_handler = on_chld;
 	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
 	sigaction(SIGCHLD, &sa, NULL);
+	/*
+	 * SIGINT and SIGTERM stop parsing even when ignored at the start (a
+	 * stage of rfpipe after rfp-fetch ignores them): the parsers are
+	 * killed, and every record passes on, to be parsed another time,
+	 * until rfp-fetch's end brings EOF.
+	 */
+	sa.sa_handler = on_stop;
+	sa.sa_flags = SA_RESTART;
+	for (i = 0; i < 2; i++)
+		sigaction(stop[i], &sa, NULL);
+	/* SIGHUP, unless ignored at the start (nohup(1)): parsers and all. */
 	sa.sa_handler = on_term;
 	sa.sa_flags = 0;
-	/*
-	 * A signal ignored when it started stays ignored (as nohup(1) has
-	 * it): rfpipe leaves SIGINT and SIGTERM to rfp-fetch, and the stages
-	 * after it drain what is on its way.
-	 */
-	for (i = 0; i < 3; i++)
-		if (sigaction(term[i], NULL, &old) == 0 &&
-		    old.sa_handler != SIG_IGN)
-			sigaction(term[i], &sa, NULL);
+	if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+		sigaction(SIGHUP, &sa, NULL);
 	/* A closed stdout is an error to report, with the parsers ended. */
 	signal(SIGPIPE, SIG_IGN);
 	atexit(job_kill_all);

@@ -386,20 +386,35 @@ through() {
 	[ -z "$(ls -A "$RUN/docs/.part")" ]
 }
 
-@test "parse: rfp-parse ended by SIGTERM leaves no parser running" {
+@test "parse: SIGTERM stops rfp-parse's parsers, passes the record on as tempfail and reads to EOF; SIGHUP ends it" {
 	conf "parse: {command: [$P/parsers/slow], timeout: 10000s}"
 	fetched t1 "$P/nih-good.json" >"$BATS_TEST_TMPDIR/in"
-	rfp-parse --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" \
-	    <"$BATS_TEST_TMPDIR/in" >/dev/null 2>&1 &
-	local pid=$! i
-	for i in $(seq 1 500); do
-		[ -s "$PARSE_PIDS" ] && break
-		sleep 0.01
+	fetched t2 "$P/nih-good.json" >>"$BATS_TEST_TMPDIR/in"
+	local pid i sig rc
+	for sig in TERM HUP; do
+		rm -f "$PARSE_PIDS"
+		rfp-parse -j 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" \
+		    <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>&1 &
+		pid=$!
+		for i in $(seq 1 500); do
+			[ -s "$PARSE_PIDS" ] && break
+			sleep 0.01
+		done
+		[ -s "$PARSE_PIDS" ]
+		kill -"$sig" "$pid"
+		if [ "$sig" = TERM ]; then
+			timeout 10 tail --pid="$pid" -f /dev/null
+			rc=0
+			wait "$pid" || rc=$?
+			[ "$rc" -eq 0 ]
+			output=$(cat "$BATS_TEST_TMPDIR/out")
+			check t1 '.parse_error == "tempfail" and .parse_detail == "stopped before the parse ended"'
+			check t2 '.parse_error == "tempfail"'
+		else
+			run -129 wait "$pid"
+		fi
+		gone "$(cat "$PARSE_PIDS")"
 	done
-	[ -s "$PARSE_PIDS" ]
-	kill -TERM "$pid"
-	run -143 wait "$pid"
-	gone "$(cat "$PARSE_PIDS")"
 }
 
 @test "parse: --list prints each configured parser; a parser not found is a configuration error, exit 2" {
@@ -545,4 +560,49 @@ parse: {command: [$P/parsers/later]}"
 	assert_success
 	# ls itself opens one to read the directory: 3.
 	[ "$(sort -n "$RUN/docs/fd-1.parsed" | tr '\n' ' ')" = "0 1 2 3 " ]
+}
+
+# stop_parsing SIG WHO: rfpipe on a parser that never ends, in its own
+# process group, given SIG (to its PID or its group) once a parser runs.
+stop_parsing() {
+	local sig=$1 who=$2 pid i
+	mock_start "$P/portal.yaml"
+	for i in 1 2 3 4; do
+		printf '{"id":"s%d","url":"%s/pdf/s%d","endpoint":"nsf"}\n' "$i" "$MOCK_URL" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	conf "parse: {command: [$P/parsers/slow], timeout: 86400s}"
+	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" --run-dir "$RUN" \
+	    --config "$BATS_TEST_TMPDIR/c.yaml" --seed 1 "$BATS_TEST_TMPDIR/m" \
+	    >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	for i in $(seq 1 1000); do [ -s "$PARSE_PIDS" ] && break; sleep 0.01; done
+	sleep 0.2
+	if [ "$who" = group ]; then kill -"$sig" -- -"$pid"; else kill -"$sig" "$pid"; fi
+	# A parser runs for 864 s: only a stop ends this in time.
+	if timeout 10 tail --pid="$pid" -f /dev/null; then
+		status=0
+		wait "$pid" || status=$?
+	else
+		kill -KILL -- -"$pid"
+		wait "$pid"
+		status=124
+	fi
+	stderr=$(cat "$BATS_TEST_TMPDIR/err")
+	while read -r i; do gone "$i"; done <"$PARSE_PIDS"
+	[[ $stderr == *"rfpipe: interrupted by SIG$sig; resume with: "* ]]
+	[[ $stderr != *RECONCILIATION* ]] && [[ $stderr != *MISMATCH* ]]
+	jq -e '.interrupted == true and .reconciled == true' "$RUN/summary.json"
+	# Nothing unparsed is filed as done; the rest waits for the resume.
+	[ ! -e "$RUN/results.ndjson" ] || [ "$(jq -s '[.[] | select(has("parsed") | not)] | length' "$RUN/results.ndjson")" -eq 0 ]
+	[ ! -s "$RUN/dead.ndjson" ]
+}
+
+@test "rfpipe: SIGTERM to its PID while a parser runs stops the run at once, the parser ended, exit 143" {
+	stop_parsing TERM pid
+	[ "$status" -eq 143 ]
+}
+
+@test "rfpipe: SIGINT to its process group while a parser runs stops the run at once, exit 130" {
+	stop_parsing INT group
+	[ "$status" -eq 130 ]
 }
