@@ -263,7 +263,7 @@ read_lines(void)
 		}
 		if (rc == REC_TOOLONG) {
 			msg_line(lineno, "line longer than %d bytes",
-			    REC_LINE_MAX);
+			    REC_STREAM_MAX);
 			rec = rec_bad_input(PROG, lineno, "line too long",
 			    line, len);
 			put_json(rec);
@@ -460,7 +460,7 @@ loop(void)
 	fl = fcntl(STDIN_FILENO, F_GETFL);
 	if (fl == -1 || fcntl(STDIN_FILENO, F_SETFL, fl | O_NONBLOCK) == -1)
 		msg_diesys(1, "fcntl stdin");
-	L.in = rec_reader_new(STDIN_FILENO, 0);
+	L.in = rec_reader_new(STDIN_FILENO, REC_STREAM_MAX);
 	L.out = rec_out_new(STDOUT_FILENO);
 	L.wait_tail = &L.wait;
 	for (;;) {

@@ -282,6 +282,25 @@ through() {
 	[ ! -e "$RUN/docs/a.parsed" ]
 }
 
+@test "parse: a record rfp-fetch made longer than a manifest line passes as it came, and is parsed" {
+	conf "parse: {command: [$P/parsers/ok]}"
+	echo body >"$BATS_TEST_TMPDIR/body"
+	local pad
+	# A manifest line at its cap, and what rfp-fetch adds to it.
+	pad=$(head -c 1048500 /dev/zero | tr '\0' x)
+	{
+		fetched big "$BATS_TEST_TMPDIR/body" "\"pad\":\"$pad\""
+		fetched other "$BATS_TEST_TMPDIR/body" "\"fate\":\"dead\",\"pad\":\"$pad\""
+	} >"$BATS_TEST_TMPDIR/in"
+	[ "$(head -n 1 "$BATS_TEST_TMPDIR/in" | wc -c)" -gt 1048577 ]
+	parse_run
+	assert_success
+	[ -z "$stderr" ]
+	check big '.parsed == "docs/big.parsed" and (.pad | length) == 1048500'
+	[ "$(sed -n 2p <<<"$output")" = "$(sed -n 2p "$BATS_TEST_TMPDIR/in")" ] ||
+	    [ "$(sed -n 1p <<<"$output")" = "$(sed -n 2p "$BATS_TEST_TMPDIR/in")" ]
+}
+
 @test "parse: failures, bodiless records, other endpoints and fated records pass through byte for byte" {
 	conf "endpoints:
   doc: {parse: {command: [$P/parsers/count]}}"
