@@ -463,6 +463,8 @@ job_finish(struct job *j, const struct dirs *d, char *err, size_t errlen)
 		j->part = -1;
 	}
 	unlinkat(d->part, j->pname, 0);
+	if (j->why == WHY_STOPPED)
+		return 0;	/* the record is not written */
 	last_line(j, line, sizeof(line));
 	if (j->spawn_err != 0) {
 		snprintf(detail, sizeof(detail), "cannot run \"%s\": %s",
@@ -472,8 +474,6 @@ job_finish(struct job *j, const struct dirs *d, char *err, size_t errlen)
 		snprintf(detail, sizeof(detail), "output over %ld bytes",
 		    j->cp->output_max);
 		failed(j, "too_large", detail);
-	} else if (j->why == WHY_STOPPED) {
-		failed(j, "tempfail", "stopped before the parse ended");
 	} else if (WIFEXITED(j->status)) {
 		code = WEXITSTATUS(j->status);
 		if (*line == '\0')

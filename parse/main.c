@@ -77,6 +77,7 @@ static struct {
 	struct job	*run;
 	long		 nrun;
 	int		 chld[2];	/* a byte per SIGCHLD */
+	long		 nstopped;	/* records left unparsed by a stop */
 } L = { .chld = { -1, -1 } };
 
 static void
@@ -91,7 +92,11 @@ on_chld(int sig)
 	errno = e;
 }
 
-/* SIGINT, SIGTERM: stop parsing, and pass every record on, unparsed. */
+/*
+ * SIGINT, SIGTERM: stop parsing.  The records being parsed or waiting
+ * are dropped, as rfp-fetch drops what it has in flight: the resumed run
+ * fetches and parses them, and no attempt of theirs is spent.
+ */
 static volatile sig_atomic_t stopping;
 
 static void
@@ -308,14 +313,10 @@ start_waiting(void)
 
 	while ((j = *pp) != NULL) {
 		if (stopping) {
-			/* Never started: out at once, to be parsed later. */
+			/* Never started: left for the resumed run. */
 			*pp = j->next;
 			L.nwait--;
-			j->why = WHY_STOPPED;
-			j->exited = 1;
-			if (job_finish(j, &L.dirs, err, sizeof(err)) == -1)
-				msg_die(1, "%s", err);
-			put_json(j->rec);
+			L.nstopped++;
 			job_free(j);
 			continue;
 		}
@@ -367,6 +368,12 @@ tend(void)
 		L.nrun--;
 		if (job_finish(j, &L.dirs, err, sizeof(err)) == -1)
 			msg_die(1, "%s", err);
+		if (j->why == WHY_STOPPED) {
+			/* As rfp-fetch's in flight: not filed, not spent. */
+			L.nstopped++;
+			job_free(j);
+			continue;
+		}
 		msg_debug("line %ld: %s: %s", j->lineno, j->id,
 		    rec_str(j->rec, "parse_error") ? rec_str(j->rec,
 		    "parse_detail") : "parsed");
@@ -476,6 +483,9 @@ loop(void)
 	}
 	if (rec_out_flush(L.out) == -1)
 		msg_diesys(1, "write stdout");
+	if (stopping)
+		msg_warn("stopped by signal %d with %ld records unparsed",
+		    (int)stopping, L.nstopped);
 	/* Leave stdin as it was found: a terminal shares it. */
 	fcntl(STDIN_FILENO, F_SETFL, fl);
 	rec_out_free(L.out);

@@ -15,7 +15,7 @@ enum job_why {
 	WHY_NONE,
 	WHY_TIMEOUT,		/* killed at its timeout */
 	WHY_TOO_LARGE,		/* killed when its output passed output_max */
-	WHY_STOPPED		/* killed, or never started, as rfp-parse stops */
+	WHY_STOPPED		/* killed as rfp-parse stops: its record dropped */
 };
 
 /* One record's parse: the record, the parser, what it has said so far. */
