@@ -346,7 +346,12 @@ forward() {
 		i=$((i + 1))
 	done
 	[ -s "$fetch_pid" ] && kill -TERM "$(cat "$fetch_pid")" 2>/dev/null
-	# rfp-parse stops its parsers and passes the rest on, unparsed.
+	# rfp-parse stops its parsers, their documents left to the resume.
+	[ -n "$parse" ] || return 0
+	while [ ! -s "$parse_pid" ] && [ "$i" -lt 40 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
 	[ -s "$parse_pid" ] && kill -TERM "$(cat "$parse_pid")" 2>/dev/null
 }
 # shellcheck disable=SC2317
