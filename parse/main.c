@@ -28,14 +28,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include <math.h>
 
 #include <jansson.h>
 
@@ -314,7 +313,8 @@ start_waiting(void)
 	while ((j = *pp) != NULL) {
 		if (stopping) {
 			/* Never started: left for the resumed run. */
-			*pp = j->next;
+			if ((*pp = j->next) == NULL)
+				L.wait_tail = pp;
 			L.nwait--;
 			L.nstopped++;
 			job_free(j);

@@ -584,6 +584,33 @@ parse: {command: [$P/parsers/later]}"
 	[ "$(sort -n "$RUN/docs/fd-1.parsed" | tr '\n' ' ')" = "0 1 2 3 " ]
 }
 
+@test "parse: records that come after a stop are dropped or passed as well, and rfp-parse ends at EOF" {
+	conf "parse: {command: [$P/parsers/slow], timeout: 10000s}"
+	local pid rc=0
+	mkfifo "$BATS_TEST_TMPDIR/feed"
+	rfp-parse -j 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    <"$BATS_TEST_TMPDIR/feed" >"$BATS_TEST_TMPDIR/out" \
+	    2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/feed"
+	{ fetched t1 "$P/nih-good.json"; fetched t2 "$P/nih-good.json"; } >&4
+	for i in $(seq 1 500); do [ -s "$PARSE_PIDS" ] && break; sleep 0.01; done
+	kill -TERM "$pid"
+	sleep 0.2
+	{
+		fetched t3 "$P/nih-good.json"
+		printf '{"id":"t4","status":404,"error":null}\n'
+		fetched t5 "$P/nih-good.json"
+	} >&4
+	exec 4>&-
+	timeout 10 tail --pid="$pid" -f /dev/null
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 0 ]
+	[ "$(jq -r .id "$BATS_TEST_TMPDIR/out")" = t4 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/err")" = "rfp-parse: stopped by signal 15 with 4 records unparsed" ]
+	gone "$(cat "$PARSE_PIDS")"
+}
+
 # stop_parsing SIG WHO: rfpipe on a parser that never ends, in its own
 # process group, given SIG (to its PID or its group) once a parser runs.
 stop_parsing() {
