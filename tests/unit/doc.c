@@ -183,6 +183,22 @@ test_names(void)
 	is_str(s, "h.org", "endpoint: stops at ?");
 	free(s);
 	json_decref(r);
+	/* One server, one key: its limits are not doubled by a spelling. */
+	r = json_pack("{s:s}", "url", "http://H.org:80/a");
+	s = doc_endpoint(r);
+	is_str(s, "h.org", "endpoint: http's default port is dropped");
+	free(s);
+	json_decref(r);
+	r = json_pack("{s:s}", "url", "HTTPS://h.org.:443/a");
+	s = doc_endpoint(r);
+	is_str(s, "h.org", "endpoint: https's default port and a root dot");
+	free(s);
+	json_decref(r);
+	r = json_pack("{s:s}", "url", "https://[::1]:80/a");
+	s = doc_endpoint(r);
+	is_str(s, "[::1]:80", "endpoint: another scheme's default is a port");
+	free(s);
+	json_decref(r);
 
 	s = doc_safe_name("nih");
 	is_str(s, "nih", "safe_name: a plain name is kept");
