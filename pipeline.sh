@@ -258,14 +258,15 @@ fifo=$run_dir/state/retry.$$.fifo
 report=$run_dir/state/fetch.$$.json
 status=$run_dir/state/status.$$
 fetch_pid=$run_dir/state/fetch.$$.pid
-rm -f "$fifo" "$report" "$fetch_pid"
+parse_pid=$run_dir/state/parse.$$.pid
+rm -f "$fifo" "$report" "$fetch_pid" "$parse_pid"
 true >"$status" || die 1 "write $status: failed"
 mkfifo -m 600 "$fifo" || die 1 "mkfifo $fifo: failed"
 # rfp-fetch holds the FIFO's read end and rfp-sink its write end, and no one
 # else: when rfp-sink ends, however it ends, rfp-fetch sees EOF and stops.
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
-	rm -f "$fifo" "$status" "$fetch_pid"
+	rm -f "$fifo" "$status" "$fetch_pid" "$parse_pid"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -316,12 +317,19 @@ backoff() {
 	fi
 }
 
-# Run each fetched body through its parser first, when one is configured.
+# Run each fetched body through its parser first, when one is configured;
+# its process id is kept for a signal to stop its parsers (a background
+# job's standard input would be /dev/null: the pipe is passed as fd 3).
 # shellcheck disable=SC2086
 classify() {
 	if [ -n "$parse" ]; then
 		{
-			rfp-parse --run-dir="$run_dir" --config="$config" "$@"
+			exec 3<&0
+			rfp-parse --run-dir="$run_dir" --config="$config" "$@" \
+			    <&3 3<&- &
+			echo "$!" >"$parse_pid"
+			exec 3<&-
+			wait "$!"
 			echo "rfp-parse $?" >>"$status"
 		} | rfp-classify ${config:+"--config=$config"} "$@"
 	else
@@ -338,6 +346,13 @@ forward() {
 		i=$((i + 1))
 	done
 	[ -s "$fetch_pid" ] && kill -TERM "$(cat "$fetch_pid")" 2>/dev/null
+	# rfp-parse stops its parsers, their documents left to the resume.
+	[ -n "$parse" ] || return 0
+	while [ ! -s "$parse_pid" ] && [ "$i" -lt 40 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	[ -s "$parse_pid" ] && kill -TERM "$(cat "$parse_pid")" 2>/dev/null
 }
 # shellcheck disable=SC2317
 stop() {

@@ -184,6 +184,7 @@ bodies_stop(void)
 static struct {
 	int	 fd;		/* the root, opened once; -1: not yet */
 	char	*path;		/* its real path */
+	char	*named;		/* an absolute body_root as configured */
 	char	 err[300];	/* why it cannot be used */
 } R = { .fd = -1 };
 
@@ -196,8 +197,16 @@ root_open(void)
 
 	if (R.fd != -1 || R.err[0] != '\0')
 		return R.fd;
-	if (fo.conf.body_root != NULL)
+	if (fo.conf.body_root != NULL) {
 		dir = xstrdup(fo.conf.body_root);
+		/* Reached through a symbolic link, it has two names. */
+		if (dir[0] == '/') {
+			R.named = xstrdup(dir);
+			for (n = (ssize_t)strlen(R.named); n > 1 &&
+			    R.named[n - 1] == '/'; n--)
+				R.named[n - 1] = '\0';
+		}
+	}
 	else if (fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode) &&
 	    (n = readlink("/proc/self/fd/0", buf, sizeof(buf) - 1)) > 0 &&
 	    buf[0] == '/') {
@@ -301,6 +310,16 @@ walk(const char *p, const char **why)
 	return fd;
 }
 
+/* The length of root when p is root or under it, else 0. */
+static size_t
+under(const char *p, const char *root)
+{
+	size_t rl = strlen(root);
+
+	return strncmp(p, root, rl) == 0 && (p[rl] == '/' || p[rl] == '\0') ?
+	    rl : 0;
+}
+
 int
 bodies_open(const char *path, long max, long *size, char *err,
     size_t errlen)
@@ -314,11 +333,11 @@ bodies_open(const char *path, long max, long *size, char *err,
 		snprintf(err, errlen, "field \"body_file\": %s", R.err);
 		return -1;
 	}
-	if (*p == '/' && strcmp(R.path, "/") != 0) {
-		/* Absolute: only under the root's own path. */
-		rl = strlen(R.path);
-		if (strncmp(p, R.path, rl) != 0 || (p[rl] != '/' &&
-		    p[rl] != '\0'))
+	if (*p == '/' && strcmp(R.path, "/") != 0 && (R.named == NULL ||
+	    strcmp(R.named, "/") != 0)) {
+		/* Absolute: only under the root's real or configured path. */
+		if ((rl = under(p, R.path)) == 0 && (R.named == NULL ||
+		    (rl = under(p, R.named)) == 0))
 			return body_fail(path, "outside body_root", 0, err,
 			    errlen);
 		p += rl;
@@ -349,6 +368,7 @@ bodies_close_root(void)
 	if (R.fd != -1)
 		close(R.fd);
 	free(R.path);
+	free(R.named);
 	R.fd = -1;
-	R.path = NULL;
+	R.path = R.named = NULL;
 }

@@ -1632,6 +1632,7 @@ main(int argc, char *argv[])
 	long jobs = -1, maxbody = -1, maxredir = -1;
 	int check = 0;
 	struct sigaction sa;
+	struct stat st;
 	char err[512], *path;
 	struct ep *e, *en;
 	long i;
@@ -1804,6 +1805,10 @@ main(int argc, char *argv[])
 		if ((S.fd_fifo = open(S.fifo, O_RDONLY | O_NONBLOCK |
 		    O_CLOEXEC)) == -1)
 			msg_diesys(1, "open %s", S.fifo);
+		/* A file there reads as rfp-sink gone: nothing sent. */
+		if (fstat(S.fd_fifo, &st) == -1 || !S_ISFIFO(st.st_mode))
+			msg_die(1, "%s: not a FIFO (make it with mkfifo)",
+			    S.fifo);
 		S.back = rec_reader_new(S.fd_fifo, REC_STREAM_MAX);
 	}
 	run();

@@ -27,6 +27,9 @@ doc_id_check(const char *id)
 		return "must start with a letter or digit";
 	if (strstr(id, "..") != NULL)
 		return "contains \"..\"";
+	/* docs/ID.parsed is the parse of ID (rfp-parse(1)), never a body. */
+	if (n > 7 && strcmp(id + n - 7, ".parsed") == 0)
+		return "ends in \".parsed\"";
 	for (p = (const unsigned char *)id; *p != '\0'; p++)
 		if (!isalnum(*p) && strchr("._-:@+", *p) == NULL)
 			return "may hold only letters, digits and ._-:@+";
@@ -208,6 +211,15 @@ doc_endpoint(const json_t *rec)
 	s[n] = '\0';
 	for (p = s; *p; p++)
 		s[p - s] = (char)tolower((unsigned char)*p);
+	/* The scheme's default port and a root dot name no other server. */
+	if (strncasecmp(url, "http://", 7) == 0 && n > 3 &&
+	    strcmp(s + n - 3, ":80") == 0)
+		s[n -= 3] = '\0';
+	else if (strncasecmp(url, "https://", 8) == 0 && n > 4 &&
+	    strcmp(s + n - 4, ":443") == 0)
+		s[n -= 4] = '\0';
+	if (n > 1 && s[n - 1] == '.')
+		s[--n] = '\0';
 	return s;
 }
 

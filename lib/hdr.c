@@ -188,17 +188,21 @@ int
 hdr_ratelimit_feed(struct hdr_ratelimit *rl, const char *name,
     const char *value, double now)
 {
+	const char *n;
 	long v;
 
-	if (strcasecmp(name, "X-RateLimit-Limit") == 0) {
+	/* X-RateLimit-*, and the draft's first form without the X-. */
+	n = strncasecmp(name, "X-", 2) == 0 ? name + 2 : name;
+
+	if (strcasecmp(n, "RateLimit-Limit") == 0) {
 		rl->limit = leading(value);
 		return 1;
 	}
-	if (strcasecmp(name, "X-RateLimit-Remaining") == 0) {
+	if (strcasecmp(n, "RateLimit-Remaining") == 0) {
 		rl->remaining = leading(value);
 		return 1;
 	}
-	if (strcasecmp(name, "X-RateLimit-Reset") == 0) {
+	if (strcasecmp(n, "RateLimit-Reset") == 0) {
 		if ((v = leading(value)) < 0)
 			return 1;
 		/* Large values are an epoch timestamp, small ones a delta. */

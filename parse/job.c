@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE	/* posix_spawn_file_actions_addclosefrom_np */
 #include <sys/types.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +76,33 @@ job_kill_all(void)
 	for (i = 0; i < ngroups; i++)
 		if (groups[i] > 0)
 			kill(-groups[i], SIGKILL);
+}
+
+/*
+ * Open a regular file in dir, read-only: never a symlink, and never a FIFO
+ * or a device, whose open or read could wait for ever (ENODEV, the
+ * nearest errno to "not a regular file", is said as such by the caller).
+ */
+static int
+open_regular(int dir, const char *name)
+{
+	struct stat st;
+	int fd, e;
+
+	if ((fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK)) == -1)
+		return -1;
+	if (fstat(fd, &st) == -1)
+		e = errno;
+	else if (!S_ISREG(st.st_mode))
+		e = ENODEV;
+	else if (fcntl(fd, F_SETFL, 0) == -1)
+		e = errno;
+	else
+		return fd;
+	close(fd);
+	errno = e;
+	return -1;
 }
 
 static int
@@ -150,17 +178,16 @@ job_start(struct job *j, const struct dirs *d, char *err, size_t errlen)
 	sigset_t all, prev;
 
 	j->out = j->err = j->part = -1;
-	if ((body = openat(d->docs, j->id, O_RDONLY | O_CLOEXEC |
-	    O_NOFOLLOW)) == -1) {
+	if ((body = open_regular(d->docs, j->id)) == -1) {
 		snprintf(err, errlen, "open %s/docs/%s: %s", d->run_dir, j->id,
-		    strerror(errno));
+		    errno == ENODEV ? "not a regular file" : strerror(errno));
 		return -1;
 	}
-	if ((j->part = openat(d->part, j->name, O_WRONLY | O_CREAT |
+	if ((j->part = openat(d->part, j->pname, O_WRONLY | O_CREAT |
 	    O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) == -1 ||
 	    pipe_cloexec(pout) == -1 || pipe_cloexec(perr) == -1) {
 		snprintf(err, errlen, "%s %s/docs/.part/%s: %s", j->part == -1 ?
-		    "open" : "pipe for", d->run_dir, j->name, strerror(errno));
+		    "open" : "pipe for", d->run_dir, j->pname, strerror(errno));
 		close(body);
 		close_pair(pout);
 		return -1;
@@ -228,7 +255,7 @@ take_out(struct job *j, const char *p, size_t n, const struct dirs *d,
 	}
 	if (rec_write_all(j->part, p, n) == -1) {
 		snprintf(err, errlen, "write %s/docs/.part/%s: %s", d->run_dir,
-		    j->name, strerror(errno));
+		    j->pname, strerror(errno));
 		return -1;
 	}
 	EVP_DigestUpdate(j->sha, p, n);
@@ -398,7 +425,7 @@ parsed(struct job *j, const struct dirs *d, char *err, size_t errlen)
 
 	rc = close(j->part);
 	j->part = -1;
-	if (rc == -1 || renameat(d->part, j->name, d->docs, j->name) == -1) {
+	if (rc == -1 || renameat(d->part, j->pname, d->docs, j->name) == -1) {
 		snprintf(err, errlen, "%s %s/docs/%s: %s", rc == -1 ?
 		    "write" : "rename into", d->run_dir, j->name,
 		    strerror(errno));
@@ -428,13 +455,16 @@ job_finish(struct job *j, const struct dirs *d, char *err, size_t errlen)
 	int code;
 
 	if (j->spawn_err == 0 && j->why != WHY_TOO_LARGE &&
-	    WIFEXITED(j->status) && WEXITSTATUS(j->status) == 0)
+	    j->why != WHY_STOPPED && WIFEXITED(j->status) &&
+	    WEXITSTATUS(j->status) == 0)
 		return parsed(j, d, err, errlen);
 	if (j->part != -1) {
 		close(j->part);
 		j->part = -1;
 	}
-	unlinkat(d->part, j->name, 0);
+	unlinkat(d->part, j->pname, 0);
+	if (j->why == WHY_STOPPED)
+		return 0;	/* the record is not written */
 	last_line(j, line, sizeof(line));
 	if (j->spawn_err != 0) {
 		snprintf(detail, sizeof(detail), "cannot run \"%s\": %s",
@@ -474,7 +504,7 @@ job_digest(int dir, const char *name, char hex[65])
 	ssize_t n;
 	int fd, rc = -1;
 
-	if ((fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+	if ((fd = open_regular(dir, name)) == -1)
 		return -1;
 	if ((c = EVP_MD_CTX_new()) == NULL ||
 	    !EVP_DigestInit_ex(c, sha256, NULL))
@@ -521,5 +551,6 @@ job_free(struct job *j)
 	free(j->id);
 	free(j->ep);
 	free(j->name);
+	free(j->pname);
 	free(j);
 }

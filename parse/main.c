@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,6 +45,7 @@
 #include "lib/msg.h"
 #include "lib/opt.h"
 #include "lib/rec.h"
+#include "lib/state.h"
 #include "lib/x.h"
 #include "parse/parse.h"
 
@@ -74,6 +76,7 @@ static struct {
 	struct job	*run;
 	long		 nrun;
 	int		 chld[2];	/* a byte per SIGCHLD */
+	long		 nstopped;	/* records left unparsed by a stop */
 } L = { .chld = { -1, -1 } };
 
 static void
@@ -88,6 +91,26 @@ on_chld(int sig)
 	errno = e;
 }
 
+/*
+ * SIGINT, SIGTERM: stop parsing.  The records being parsed or waiting
+ * are dropped, as rfp-fetch drops what it has in flight: the resumed run
+ * fetches and parses them, and no attempt of theirs is spent.
+ */
+static volatile sig_atomic_t stopping;
+
+static void
+on_stop(int sig)
+{
+	int e = errno;
+	ssize_t n;
+
+	stopping = sig;
+	job_kill_all();
+	n = write(L.chld[1], "", 1);
+	(void)n;
+	errno = e;
+}
+
 static void
 on_term(int sig)
 {
@@ -96,25 +119,30 @@ on_term(int sig)
 	raise(sig);
 }
 
+/*
+ * The run directory and docs/.part are made or accepted by the rule every
+ * stage keeps (ours alone, no symbolic link below the run directory), and
+ * opened without following one.
+ */
 static void
 open_dirs(void)
 {
-	char *p;
+	char *p, err[512];
 
 	L.dirs.run_dir = opts.run_dir;
-	if (mkdir(opts.run_dir, 0700) == -1 && errno != EEXIST)
-		msg_diesys(1, "mkdir %s", opts.run_dir);
-	p = xasprintf("%s/docs", opts.run_dir);
-	if (mkdir(p, 0700) == -1 && errno != EEXIST)
-		msg_diesys(1, "mkdir %s", p);
-	if ((L.dirs.docs = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+	if (state_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
+		msg_die(1, "%s", err);
+	p = xasprintf("%s/docs/.part", opts.run_dir);
+	if (state_mkdir(p, err, sizeof(err)) == -1)
+		msg_die(1, "%s", err);
+	if ((L.dirs.part = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		msg_diesys(1, "open %s", p);
+	p[strlen(p) - 6] = '\0';
+	if ((L.dirs.docs = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
 		msg_diesys(1, "open %s", p);
 	free(p);
-	if (mkdirat(L.dirs.docs, ".part", 0700) == -1 && errno != EEXIST)
-		msg_diesys(1, "mkdir %s/docs/.part", opts.run_dir);
-	if ((L.dirs.part = openat(L.dirs.docs, ".part", O_RDONLY |
-	    O_DIRECTORY | O_CLOEXEC)) == -1)
-		msg_diesys(1, "open %s/docs/.part", opts.run_dir);
 }
 
 static void
@@ -206,6 +234,8 @@ take(json_t *rec, const char *line, size_t len, long lineno)
 		j->ep = ep;
 		j->cp = cp;
 		j->name = xasprintf("%s.parsed", id);
+		/* Another rfp-parse on this run directory has its own. */
+		j->pname = xasprintf("%s.%ld", j->name, (long)getpid());
 		j->out = j->err = j->part = -1;
 		*L.wait_tail = j;
 		L.wait_tail = &j->next;
@@ -237,7 +267,7 @@ read_lines(void)
 		}
 		if (rc == REC_TOOLONG) {
 			msg_line(lineno, "line longer than %d bytes",
-			    REC_LINE_MAX);
+			    REC_STREAM_MAX);
 			rec = rec_bad_input(PROG, lineno, "line too long",
 			    line, len);
 			put_json(rec);
@@ -281,6 +311,15 @@ start_waiting(void)
 	char err[512];
 
 	while ((j = *pp) != NULL) {
+		if (stopping) {
+			/* Never started: left for the resumed run. */
+			if ((*pp = j->next) == NULL)
+				L.wait_tail = pp;
+			L.nwait--;
+			L.nstopped++;
+			job_free(j);
+			continue;
+		}
 		if (!room(j)) {
 			pp = &j->next;
 			continue;
@@ -311,10 +350,16 @@ tend(void)
 	double now = clk_mono();
 
 	while ((j = *pp) != NULL) {
+		if (stopping && !j->exited && j->pid > 0 &&
+		    j->why == WHY_NONE) {
+			j->why = WHY_STOPPED;
+			kill(-j->pid, SIGKILL);
+		}
 		if (job_read(j, &L.dirs, err, sizeof(err)) == -1)
 			msg_die(1, "%s", err);
 		job_reap(j);
-		job_expire(j, now);
+		/* What left its group holds its pipes: not waited for. */
+		job_expire(j, stopping && j->exited ? INFINITY : now);
 		if (!job_done(j)) {
 			pp = &j->next;
 			continue;
@@ -323,6 +368,12 @@ tend(void)
 		L.nrun--;
 		if (job_finish(j, &L.dirs, err, sizeof(err)) == -1)
 			msg_die(1, "%s", err);
+		if (j->why == WHY_STOPPED) {
+			/* As rfp-fetch's in flight: not filed, not spent. */
+			L.nstopped++;
+			job_free(j);
+			continue;
+		}
 		msg_debug("line %ld: %s: %s", j->lineno, j->id,
 		    rec_str(j->rec, "parse_error") ? rec_str(j->rec,
 		    "parse_detail") : "parsed");
@@ -373,7 +424,7 @@ wait_any(void)
 static void
 setup_signals(void)
 {
-	static const int term[] = { SIGINT, SIGTERM, SIGHUP };
+	static const int stop[] = { SIGINT, SIGTERM };
 	struct sigaction sa, old;
 	int i;
 
@@ -388,17 +439,21 @@ setup_signals(void)
 	sa.sa_handler = on_chld;
 	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
 	sigaction(SIGCHLD, &sa, NULL);
+	/*
+	 * SIGINT and SIGTERM stop parsing even when ignored at the start (a
+	 * stage of rfpipe after rfp-fetch ignores them): the parsers are
+	 * killed, and every record passes on, to be parsed another time,
+	 * until rfp-fetch's end brings EOF.
+	 */
+	sa.sa_handler = on_stop;
+	sa.sa_flags = SA_RESTART;
+	for (i = 0; i < 2; i++)
+		sigaction(stop[i], &sa, NULL);
+	/* SIGHUP, unless ignored at the start (nohup(1)): parsers and all. */
 	sa.sa_handler = on_term;
 	sa.sa_flags = 0;
-	/*
-	 * A signal ignored when it started stays ignored (as nohup(1) has
-	 * it): rfpipe leaves SIGINT and SIGTERM to rfp-fetch, and the stages
-	 * after it drain what is on its way.
-	 */
-	for (i = 0; i < 3; i++)
-		if (sigaction(term[i], NULL, &old) == 0 &&
-		    old.sa_handler != SIG_IGN)
-			sigaction(term[i], &sa, NULL);
+	if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+		sigaction(SIGHUP, &sa, NULL);
 	/* A closed stdout is an error to report, with the parsers ended. */
 	signal(SIGPIPE, SIG_IGN);
 	atexit(job_kill_all);
@@ -412,7 +467,7 @@ loop(void)
 	fl = fcntl(STDIN_FILENO, F_GETFL);
 	if (fl == -1 || fcntl(STDIN_FILENO, F_SETFL, fl | O_NONBLOCK) == -1)
 		msg_diesys(1, "fcntl stdin");
-	L.in = rec_reader_new(STDIN_FILENO, 0);
+	L.in = rec_reader_new(STDIN_FILENO, REC_STREAM_MAX);
 	L.out = rec_out_new(STDOUT_FILENO);
 	L.wait_tail = &L.wait;
 	for (;;) {
@@ -428,6 +483,9 @@ loop(void)
 	}
 	if (rec_out_flush(L.out) == -1)
 		msg_diesys(1, "write stdout");
+	if (stopping)
+		msg_warn("stopped by signal %d with %ld records unparsed",
+		    (int)stopping, L.nstopped);
 	/* Leave stdin as it was found: a terminal shares it. */
 	fcntl(STDIN_FILENO, F_SETFL, fl);
 	rec_out_free(L.out);

@@ -14,7 +14,8 @@
 enum job_why {
 	WHY_NONE,
 	WHY_TIMEOUT,		/* killed at its timeout */
-	WHY_TOO_LARGE		/* killed when its output passed output_max */
+	WHY_TOO_LARGE,		/* killed when its output passed output_max */
+	WHY_STOPPED		/* killed as rfp-parse stops: its record dropped */
 };
 
 /* One record's parse: the record, the parser, what it has said so far. */
@@ -25,9 +26,10 @@ struct job {
 	char		*ep;		/* its endpoint key */
 	const struct conf_parse *cp;
 	char		*name;		/* "ID.parsed" */
+	char		*pname;		/* "ID.parsed.PID", in docs/.part */
 	pid_t		 pid;		/* also its process group; 0: none */
 	int		 out, err;	/* pipes from the parser; -1: at EOF */
-	int		 part;		/* docs/.part/ID.parsed; -1: closed */
+	int		 part;		/* docs/.part/pname; -1: closed */
 	EVP_MD_CTX	*sha;
 	long long	 bytes;		/* of standard output */
 	double		 t_end;		/* monotonic, real seconds */

@@ -137,6 +137,7 @@ open_fifo(const char *path)
 {
 	static const char hello[] = "{\"ack\":\"hello\"}\n";
 	double t0 = clk_mono();
+	struct stat st;
 	int fd, fl;
 
 	while ((fd = state_open(path, O_WRONLY | O_NONBLOCK, 0)) == -1) {
@@ -144,6 +145,8 @@ open_fifo(const char *path)
 			msg_diesys(1, "open %s", path);
 		clk_sleep(0.005, NULL);
 	}
+	if (fstat(fd, &st) == -1 || !S_ISFIFO(st.st_mode))
+		msg_die(1, "%s: not a FIFO (make it with mkfifo)", path);
 	if ((fl = fcntl(fd, F_GETFL)) == -1 ||
 	    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1 ||
 	    write(fd, hello, sizeof(hello) - 1) == -1)

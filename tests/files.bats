@@ -187,6 +187,33 @@ body_record() {
 	[[ "$output" != *s3cr3t* ]]
 }
 
+@test "files: fetch: a body_root reached through a symbolic link takes absolute paths by either name, and no more (#24)" {
+	mock_start "$FIX/mock/submit.yaml"
+	local d=$BATS_TEST_TMPDIR/data
+	mkdir -p "$d/bodies" "$BATS_TEST_TMPDIR/srv"
+	ln -s "$d/bodies" "$BATS_TEST_TMPDIR/srv/bodies"
+	echo '{"a":1}' >"$d/bodies/ok.json"
+	echo s3cr3t >"$d/secret"
+	printf 'body_root: %s\n' "$BATS_TEST_TMPDIR/srv/bodies" >"$BATS_TEST_TMPDIR/c.yaml"
+	{
+		body_record named "$BATS_TEST_TMPDIR/srv/bodies/ok.json"
+		body_record real "$d/bodies/ok.json"
+		body_record rel ok.json
+		body_record beside "$BATS_TEST_TMPDIR/srv/bodies2/ok.json"
+		body_record up "$BATS_TEST_TMPDIR/srv/bodies/../../data/secret"
+	} >"$M"
+	run --separate-stderr timeout 20 rfp-fetch --config "$BATS_TEST_TMPDIR/c.yaml" <"$M"
+	assert_success
+	check named '.status == 200'
+	check real '.status == 200'
+	check rel '.status == 200'
+	check beside '.fate == "dead" and .dead_reason == "bad_input"'
+	check up '.fate == "dead" and .dead_reason == "bad_input"'
+	[ "$(requests_for /grants/submit/beside)" -eq 0 ]
+	[ "$(requests_for /grants/submit/up)" -eq 0 ]
+	[[ "$output" != *s3cr3t* ]]
+}
+
 @test "files: fetch: body_root from the config; a body is streamed, not held (#24)" {
 	mock_start "$FIX/mock/submit.yaml"
 	local d=$BATS_TEST_TMPDIR/bodies

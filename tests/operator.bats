@@ -415,3 +415,19 @@ cls() {
 	mistake --queue foo "$M"
 	[ "${stderr_lines[0]}" = 'rfpipe: option --queue: expected a postgresql:// URL' ]
 }
+
+@test "operator: a --retry-fifo that is a regular file is refused by rfp-fetch and rfp-sink, nothing sent" {
+	start_slow 2
+	touch "$BATS_TEST_TMPDIR/retry.fifo"
+	run --separate-stderr timeout 10 rfp-fetch --run-dir "$RUN" \
+	    --retry-fifo "$BATS_TEST_TMPDIR/retry.fifo" <"$M"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "rfp-fetch: $BATS_TEST_TMPDIR/retry.fifo: not a FIFO (make it with mkfifo)" ]
+	[ -z "$output" ]
+	[ "$(requests_for /slow/doc-1)" -eq 0 ]
+	run --separate-stderr timeout 10 rfp-sink --run-dir "$RUN" \
+	    --retry-fifo "$BATS_TEST_TMPDIR/retry.fifo" </dev/null
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "rfp-sink: $BATS_TEST_TMPDIR/retry.fifo: not a FIFO (make it with mkfifo)" ]
+	[ ! -s "$BATS_TEST_TMPDIR/retry.fifo" ]
+}

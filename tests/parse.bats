@@ -239,6 +239,68 @@ through() {
 	[ ! -e x ] && [ ! -e "$RUN/x" ]
 }
 
+@test "parse: a body or a parse that is a FIFO or a directory is no hang: bad_input, or parsed again" {
+	conf "parse: {command: [$P/parsers/ok]}"
+	echo body >"$BATS_TEST_TMPDIR/body"
+	{
+		fetched good "$BATS_TEST_TMPDIR/body"
+		fetched fifo "$BATS_TEST_TMPDIR/body"
+		fetched dir "$BATS_TEST_TMPDIR/body"
+		fetched again "$BATS_TEST_TMPDIR/body" \
+		    '"parsed":"docs/again.parsed","parsed_sha256":"'"$(sha256sum <"$BATS_TEST_TMPDIR/body" | cut -c1-64)"'"'
+	} >"$BATS_TEST_TMPDIR/in"
+	rm "$RUN/docs/fifo" "$RUN/docs/dir"
+	mkfifo "$RUN/docs/fifo" "$RUN/docs/again.parsed"
+	mkdir "$RUN/docs/dir"
+	parse_run
+	assert_success
+	[ "${#lines[@]}" -eq 4 ]
+	check good '.parsed == "docs/good.parsed"'
+	check fifo '.fate == "dead" and .dead_reason == "bad_input" and (.dead_detail | endswith("docs/fifo: not a regular file"))'
+	check dir '.fate == "dead" and .dead_reason == "bad_input" and (.dead_detail | endswith("docs/dir: not a regular file"))'
+	check again '.parsed == "docs/again.parsed" and .parsed_bytes == 5'
+	[ -f "$RUN/docs/again.parsed" ]
+	[ "${#stderr_lines[@]}" -eq 2 ]
+}
+
+@test "parse: a run directory not ours alone, or a docs/.part that is a symbolic link, is refused before a parser runs" {
+	conf "parse: {command: [$P/parsers/ok]}"
+	echo body >"$BATS_TEST_TMPDIR/body"
+	fetched a "$BATS_TEST_TMPDIR/body" >"$BATS_TEST_TMPDIR/in"
+	mkdir "$BATS_TEST_TMPDIR/elsewhere"
+	ln -s "$BATS_TEST_TMPDIR/elsewhere" "$RUN/docs/.part"
+	parse_run
+	[ "$status" -eq 1 ]
+	[[ ${stderr_lines[0]} == "rfp-parse: "*"$RUN/docs/.part"* ]]
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/elsewhere")" ]
+	[ ! -e "$RUN/docs/a.parsed" ]
+	rm "$RUN/docs/.part"
+	chmod 0777 "$RUN/docs"
+	parse_run
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "rfp-parse: run directory $RUN/docs: writable by others (mode 0777); chmod go-w it" ]
+	[ ! -e "$RUN/docs/a.parsed" ]
+}
+
+@test "parse: a record rfp-fetch made longer than a manifest line passes as it came, and is parsed" {
+	conf "parse: {command: [$P/parsers/ok]}"
+	echo body >"$BATS_TEST_TMPDIR/body"
+	local pad
+	# A manifest line at its cap, and what rfp-fetch adds to it.
+	pad=$(head -c 1048500 /dev/zero | tr '\0' x)
+	{
+		fetched big "$BATS_TEST_TMPDIR/body" "\"pad\":\"$pad\""
+		fetched other "$BATS_TEST_TMPDIR/body" "\"fate\":\"dead\",\"pad\":\"$pad\""
+	} >"$BATS_TEST_TMPDIR/in"
+	[ "$(head -n 1 "$BATS_TEST_TMPDIR/in" | wc -c)" -gt 1048577 ]
+	parse_run
+	assert_success
+	[ -z "$stderr" ]
+	check big '.parsed == "docs/big.parsed" and (.pad | length) == 1048500'
+	[ "$(sed -n 2p <<<"$output")" = "$(sed -n 2p "$BATS_TEST_TMPDIR/in")" ] ||
+	    [ "$(sed -n 1p <<<"$output")" = "$(sed -n 2p "$BATS_TEST_TMPDIR/in")" ]
+}
+
 @test "parse: failures, bodiless records, other endpoints and fated records pass through byte for byte" {
 	conf "endpoints:
   doc: {parse: {command: [$P/parsers/count]}}"
@@ -321,20 +383,60 @@ through() {
 	[ "$(jq -s '[.[] | select(.parse_error == "timeout")] | length' "$BATS_TEST_TMPDIR/out")" -eq 5 ]
 }
 
-@test "parse: rfp-parse ended by SIGTERM leaves no parser running" {
+@test "parse: two rfp-parse over one run directory and one record both parse it whole" {
+	local slow=$BATS_TEST_TMPDIR/slow p1 i
+	printf '%s\n' '#!/bin/sh' ': >>"$0.started"' \
+	    'for i in 1 2 3 4 5 6 7 8 9 10; do echo "line $i"; sleep 0.05; done' >"$slow"
+	chmod +x "$slow"
+	conf "parse: {command: [$slow], timeout: 1000s}"
+	fetched a "$P/nih-good.json" >"$BATS_TEST_TMPDIR/in"
+	timeout 30 rfp-parse --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out1" &
+	p1=$!
+	for i in $(seq 1 500); do [ -e "$slow.started" ] && break; sleep 0.01; done
+	sleep 0.1
+	parse_run
+	assert_success
+	wait "$p1"
+	check a '.parsed == "docs/a.parsed" and .parsed_bytes == 71'
+	output=$(cat "$BATS_TEST_TMPDIR/out1")
+	check a '.parsed == "docs/a.parsed" and .parsed_bytes == 71'
+	[ "$(jq -r .parsed_sha256 <<<"$output")" = "$(sha256sum <"$RUN/docs/a.parsed" | cut -c1-64)" ]
+	[ -z "$(ls -A "$RUN/docs/.part")" ]
+}
+
+@test "parse: SIGTERM stops rfp-parse's parsers, drops their records as rfp-fetch its in flight, and reads to EOF; SIGHUP ends it" {
 	conf "parse: {command: [$P/parsers/slow], timeout: 10000s}"
 	fetched t1 "$P/nih-good.json" >"$BATS_TEST_TMPDIR/in"
-	rfp-parse --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" \
-	    <"$BATS_TEST_TMPDIR/in" >/dev/null 2>&1 &
-	local pid=$! i
-	for i in $(seq 1 500); do
-		[ -s "$PARSE_PIDS" ] && break
-		sleep 0.01
+	fetched t2 "$P/nih-good.json" >>"$BATS_TEST_TMPDIR/in"
+	printf '{"id":"t3","status":404,"error":null}\n' >>"$BATS_TEST_TMPDIR/in"
+	local pid i sig rc
+	for sig in TERM HUP; do
+		rm -f "$PARSE_PIDS"
+		rfp-parse -j 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" \
+		    <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" \
+		    2>"$BATS_TEST_TMPDIR/err" &
+		pid=$!
+		for i in $(seq 1 500); do
+			[ -s "$PARSE_PIDS" ] && break
+			sleep 0.01
+		done
+		[ -s "$PARSE_PIDS" ]
+		kill -"$sig" "$pid"
+		if [ "$sig" = TERM ]; then
+			timeout 10 tail --pid="$pid" -f /dev/null
+			rc=0
+			wait "$pid" || rc=$?
+			[ "$rc" -eq 0 ]
+			# The record not to be parsed passes; the two are left.
+			[ "$(jq -r .id "$BATS_TEST_TMPDIR/out")" = t3 ]
+			[ "$(cat "$BATS_TEST_TMPDIR/err")" = "rfp-parse: stopped by signal 15 with 2 records unparsed" ]
+			[ -z "$(ls -A "$RUN/docs/.part")" ]
+		else
+			run -129 wait "$pid"
+		fi
+		gone "$(cat "$PARSE_PIDS")"
 	done
-	[ -s "$PARSE_PIDS" ]
-	kill -TERM "$pid"
-	run -143 wait "$pid"
-	gone "$(cat "$PARSE_PIDS")"
 }
 
 @test "parse: --list prints each configured parser; a parser not found is a configuration error, exit 2" {
@@ -480,4 +582,76 @@ parse: {command: [$P/parsers/later]}"
 	assert_success
 	# ls itself opens one to read the directory: 3.
 	[ "$(sort -n "$RUN/docs/fd-1.parsed" | tr '\n' ' ')" = "0 1 2 3 " ]
+}
+
+@test "parse: records that come after a stop are dropped or passed as well, and rfp-parse ends at EOF" {
+	conf "parse: {command: [$P/parsers/slow], timeout: 10000s}"
+	local pid rc=0
+	mkfifo "$BATS_TEST_TMPDIR/feed"
+	rfp-parse -j 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    <"$BATS_TEST_TMPDIR/feed" >"$BATS_TEST_TMPDIR/out" \
+	    2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/feed"
+	{ fetched t1 "$P/nih-good.json"; fetched t2 "$P/nih-good.json"; } >&4
+	for i in $(seq 1 500); do [ -s "$PARSE_PIDS" ] && break; sleep 0.01; done
+	kill -TERM "$pid"
+	sleep 0.2
+	{
+		fetched t3 "$P/nih-good.json"
+		printf '{"id":"t4","status":404,"error":null}\n'
+		fetched t5 "$P/nih-good.json"
+	} >&4
+	exec 4>&-
+	timeout 10 tail --pid="$pid" -f /dev/null
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 0 ]
+	[ "$(jq -r .id "$BATS_TEST_TMPDIR/out")" = t4 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/err")" = "rfp-parse: stopped by signal 15 with 4 records unparsed" ]
+	gone "$(cat "$PARSE_PIDS")"
+}
+
+# stop_parsing SIG WHO: rfpipe on a parser that never ends, in its own
+# process group, given SIG (to its PID or its group) once a parser runs.
+stop_parsing() {
+	local sig=$1 who=$2 pid i
+	mock_start "$P/portal.yaml"
+	for i in 1 2 3 4; do
+		printf '{"id":"s%d","url":"%s/pdf/s%d","endpoint":"nsf"}\n' "$i" "$MOCK_URL" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	conf "parse: {command: [$P/parsers/slow], timeout: 86400s}"
+	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" --run-dir "$RUN" \
+	    --config "$BATS_TEST_TMPDIR/c.yaml" --seed 1 "$BATS_TEST_TMPDIR/m" \
+	    >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	for i in $(seq 1 1000); do [ -s "$PARSE_PIDS" ] && break; sleep 0.01; done
+	sleep 0.2
+	if [ "$who" = group ]; then kill -"$sig" -- -"$pid"; else kill -"$sig" "$pid"; fi
+	# A parser runs for 864 s: only a stop ends this in time.
+	if timeout 10 tail --pid="$pid" -f /dev/null; then
+		status=0
+		wait "$pid" || status=$?
+	else
+		kill -KILL -- -"$pid"
+		wait "$pid"
+		status=124
+	fi
+	stderr=$(cat "$BATS_TEST_TMPDIR/err")
+	while read -r i; do gone "$i"; done <"$PARSE_PIDS"
+	[[ $stderr == *"rfpipe: interrupted by SIG$sig; resume with: "* ]]
+	[[ $stderr != *RECONCILIATION* ]] && [[ $stderr != *MISMATCH* ]]
+	jq -e '.interrupted == true and .reconciled == true' "$RUN/summary.json"
+	# Nothing unparsed is filed as done; the rest waits for the resume.
+	[ ! -e "$RUN/results.ndjson" ] || [ "$(jq -s '[.[] | select(has("parsed") | not)] | length' "$RUN/results.ndjson")" -eq 0 ]
+	[ ! -s "$RUN/dead.ndjson" ]
+}
+
+@test "rfpipe: SIGTERM to its PID while a parser runs stops the run at once, the parser ended, exit 143" {
+	stop_parsing TERM pid
+	[ "$status" -eq 143 ]
+}
+
+@test "rfpipe: SIGINT to its process group while a parser runs stops the run at once, exit 130" {
+	stop_parsing INT group
+	[ "$status" -eq 130 ]
 }

@@ -20,7 +20,8 @@ test_ids(void)
 		"x:y@z+1_2", NULL };
 	static const char *bad[] = { "", "../x", "../../x", "..", ".hidden",
 		"a/b", "/etc/passwd", "a\\b", "a b", "a\tb", "-rf", "_x",
-		"a..b", "A..", "x/..", "caf\xc3\xa9", "a\nb", "a%2fb", "~root", NULL };
+		"a..b", "A..", "x/..", "caf\xc3\xa9", "a\nb", "a%2fb", "~root",
+		"a.parsed", "NSF-1.parsed", NULL };
 	char id[300];
 	int i;
 
@@ -40,6 +41,10 @@ test_ids(void)
 	    "an id of 201 bytes is refused");
 	is_str(doc_id_check(".hidden"), "must start with a letter or digit",
 	    "the reason for .hidden");
+	is_str(doc_id_check("a.parsed"), "ends in \".parsed\"",
+	    "the reason for a.parsed: the name of a's parse");
+	ok(doc_id_check("a.parsed2") == NULL && doc_id_check("parsed") == NULL,
+	    "\".parsed\" only at the end is refused");
 	is_str(doc_id_check("a/b"),
 	    "may hold only letters, digits and ._-:@+", "the reason for a/b");
 }
@@ -176,6 +181,22 @@ test_names(void)
 	r = json_pack("{s:s}", "url", "https://h.org?x=1");
 	s = doc_endpoint(r);
 	is_str(s, "h.org", "endpoint: stops at ?");
+	free(s);
+	json_decref(r);
+	/* One server, one key: its limits are not doubled by a spelling. */
+	r = json_pack("{s:s}", "url", "http://H.org:80/a");
+	s = doc_endpoint(r);
+	is_str(s, "h.org", "endpoint: http's default port is dropped");
+	free(s);
+	json_decref(r);
+	r = json_pack("{s:s}", "url", "HTTPS://h.org.:443/a");
+	s = doc_endpoint(r);
+	is_str(s, "h.org", "endpoint: https's default port and a root dot");
+	free(s);
+	json_decref(r);
+	r = json_pack("{s:s}", "url", "https://[::1]:80/a");
+	s = doc_endpoint(r);
+	is_str(s, "[::1]:80", "endpoint: another scheme's default is a port");
 	free(s);
 	json_decref(r);
 

@@ -175,6 +175,14 @@ test_ratelimit(void)
 	hdr_ratelimit_feed(&rl, "RateLimit-Policy", "q=99;w=1", now);
 	ok(rl.limit == 10, "ratelimit: a policy does not override a limit");
 
+	/* The draft's first form: three fields, the reset a delta. */
+	hdr_ratelimit_init(&rl);
+	ok(hdr_ratelimit_feed(&rl, "RateLimit-Limit", "60", now) == 1 &&
+	    hdr_ratelimit_feed(&rl, "ratelimit-remaining", "0", now) == 1 &&
+	    hdr_ratelimit_feed(&rl, "RateLimit-Reset", "50", now) == 1 &&
+	    rl.limit == 60 && rl.remaining == 0 && rl.reset_s == 50,
+	    "ratelimit: RateLimit-Limit, -Remaining, -Reset");
+
 	hdr_ratelimit_init(&rl);
 	hdr_ratelimit_feed(&rl, "RateLimit", "xlimit=5, myreset=3", now);
 	ok(rl.limit == -1 && rl.reset_s == -1,
