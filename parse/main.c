@@ -25,6 +25,7 @@
  * or configuration error (a parse command that is not found included).
  */
 #include <sys/stat.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -120,6 +121,38 @@ on_term(int sig)
 }
 
 /*
+ * Parts a process left that is gone (killed mid-parse): ID.parsed.PID,
+ * removed when no process PID is.
+ */
+static void
+sweep_parts(void)
+{
+	struct dirent *e;
+	const char *dot;
+	char *end;
+	DIR *d;
+	long pid;
+	int fd;
+
+	if ((fd = dup(L.dirs.part)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if ((dot = strrchr(e->d_name, '.')) == NULL ||
+		    dot - e->d_name < 7 || strncmp(dot - 7, ".parsed", 7) != 0)
+			continue;
+		pid = strtol(dot + 1, &end, 10);
+		if (*end != '\0' || pid <= 0 || pid == (long)getpid() ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		unlinkat(L.dirs.part, e->d_name, 0);
+	}
+	closedir(d);
+}
+
+/*
  * The run directory and docs/.part are made or accepted by the rule every
  * stage keeps (ours alone, no symbolic link below the run directory), and
  * opened without following one.
@@ -143,6 +176,7 @@ open_dirs(void)
 	    O_CLOEXEC)) == -1)
 		msg_diesys(1, "open %s", p);
 	free(p);
+	sweep_parts();
 }
 
 static void

@@ -655,3 +655,17 @@ stop_parsing() {
 	stop_parsing INT group
 	[ "$status" -eq 130 ]
 }
+
+@test "parse: a part file left by a parse killed mid-way is swept by the next run" {
+	conf "parse: {command: [cat]}"
+	printf 'x\n' >"$BATS_TEST_TMPDIR/body"
+	fetched sw-1 "$BATS_TEST_TMPDIR/body" >"$BATS_TEST_TMPDIR/in"
+	mkdir -p "$RUN/docs/.part"
+	# A pid that is gone, and one that is alive (this shell's).
+	: >"$RUN/docs/.part/old.parsed.999999999"
+	: >"$RUN/docs/.part/live.parsed.$$"
+	parse_run
+	assert_success
+	[ ! -e "$RUN/docs/.part/old.parsed.999999999" ]
+	[ -e "$RUN/docs/.part/live.parsed.$$" ]
+}
