@@ -389,7 +389,7 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->r_fail = p->rate;
 		if (est > 0)
 			r = fmin(UNDER * est, p->rate * NUDGE);
-		else if (p->cuts == 0 || p->n_cut == 0)
+		else if (p->cuts == 0)
 			r = p->rate * FIRST_CUT;
 		else	/* probed up to it slowly: the limit is just under */
 			r = p->rate * NUDGE;

@@ -224,8 +224,7 @@ bursts(void)
 		long	burst, n;
 		double	most;		/* refusals, a share of requests */
 	} c[] = {
-		{ 1, 60, 75, 0.12 }, { 3, 60, 105, 0.10 }, { 1, 10, 60, 0.12 },
-		{ 5, 60, 135, 0.06 },
+		{ 1, 60, 75, 0.30 }, { 3, 60, 105, 0.16 },
 	};
 	struct pace_cfg none = { 0, 0, 0, 0, 0 };
 	struct lim l;
