@@ -393,6 +393,12 @@ xfer_confirm_start(struct job *job, const char *url)
 	hdr_ratelimit_init(&x->rl);
 	easy_setup(x);
 	/*
+	 * On a connection of its own: the submission it asks about may have
+	 * been dropped with its connection, and a pooled one the portal has
+	 * closed fails the question ("Failed sending data to the peer").
+	 */
+	curl_easy_setopt(x->easy, CURLOPT_FRESH_CONNECT, 1L);
+	/*
 	 * The record's own headers (a portal may want its API key), as to
 	 * any other URL: secrets by origin.  No attempt, no key: nothing of
 	 * the submission is sent.  They passed when the submission was sent.
