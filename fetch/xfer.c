@@ -388,6 +388,7 @@ xfer_confirm_start(struct job *job, const char *url)
 	x->job = job;
 	x->slot = -1;
 	x->fd = -1;
+	x->body_fd = -1;
 	x->confirm = 1;
 	x->url = xstrdup(url);
 	hdr_ratelimit_init(&x->rl);

@@ -344,3 +344,22 @@ TABLE
 	[ "$(requests_for /f/1)" -eq 1 ]
 	check f-1 '.status == 503 and .dead_reason == null'
 }
+
+@test "wire: a status check leaves the manifest's stream open: lines after it still come in" {
+	mock_start "$FIX/wire/status.yaml"
+	mkdir -p "$RUN/state"
+	printf '{"key":"key-1","id":"s-1","event":"intent","t":1}\n' >"$RUN/state/ledger.ndjson"
+	# The manifest arrives over a pipe, the rest of it after the check.
+	{
+		printf '{"id":"s-1","url":"%s/f/1","method":"POST","body":{},"endpoint":"s","idempotency_key":"key-1","status_url":"%s/_status/{key}"}\n' \
+		    "$MOCK_URL" "$MOCK_URL"
+		for _ in $(seq 1 500); do
+			[ "$(jq -s 'map(select(.kind == "control")) | length' "$MOCK_LOG")" -ge 1 ] && break
+			sleep 0.01
+		done
+		sleep 0.3
+		manifest /g 5 g
+	} | { run -0 --separate-stderr timeout 60 rfp-fetch --run-dir "$RUN"; echo "$output" >"$BATS_TEST_TMPDIR/out"; }
+	[ "$(jq -s 'map(select(.endpoint == "g" and .status == 200)) | length' "$BATS_TEST_TMPDIR/out")" -eq 5 ]
+	jq -s -e 'map(select(.id == "s-1"))[0].status == 503' "$BATS_TEST_TMPDIR/out"
+}
