@@ -96,8 +96,9 @@ $(B)/bin/unit-%: $(B)/obj/tests/unit/%.o $(LIBA)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Unit tests, then the bats suites with this build's bin/ first in PATH;
-# a test that hangs fails after BATS_TEST_TIMEOUT seconds, and its
-# teardown kills what it left running (tests/test_helper.bash: strays).
+# a test that hangs fails after BATS_TEST_TIMEOUT seconds, even when the
+# hung command runs inside "run", and what it left running is killed
+# (tests/test_helper.bash: hang_guard, strays; tests/harness.bats).
 # Four files at once on two cores: the suites mostly wait (scaled sleeps,
 # the mock's delays), and the whole of make check stays under 10 minutes.
 test: all $(UNITS)

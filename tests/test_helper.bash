@@ -47,16 +47,11 @@ mock_stop() {
 	strays
 }
 
-# strays: in the teardown of a test that did not complete (failed, or cut
-# short by BATS_TEST_TIMEOUT), kill what it left running: a hung pipeline
-# would hold bats' output open and the suite would wait for it.  bats
-# kills the test's children itself; orphans are no one's children any
-# more, and are found by the RFP_TEST_TAG they inherited.  bats' own
-# processes (its timeout's watchdog) are left alone.
-strays() {
+# kill_tagged: kill every process that carries this test's RFP_TEST_TAG,
+# but for the caller and bats' own processes (its timeout's watchdog).
+kill_tagged() {
 	local f p pp
-	[ -n "${BATS_TEARDOWN_STARTED:-}" ] && [ -z "${BATS_TEST_COMPLETED:-}" ] &&
-	    [ -n "$RFP_TEST_TAG" ] || return 0
+	[ -n "$RFP_TEST_TAG" ] || return 0
 	for f in /proc/[0-9]*/environ; do
 		p=${f#/proc/}
 		p=${p%/environ}
@@ -69,6 +64,38 @@ strays() {
 	done
 	return 0
 }
+
+# strays: in the teardown of a test that did not complete (failed, or cut
+# short by BATS_TEST_TIMEOUT), kill what it left running: a hung pipeline
+# would hold bats' output open and the suite would wait for it.  bats
+# kills the test's children itself; orphans are no one's children any
+# more, and are found by the RFP_TEST_TAG they inherited.
+strays() {
+	[ -n "${BATS_TEARDOWN_STARTED:-}" ] && [ -z "${BATS_TEST_COMPLETED:-}" ] ||
+	    return 0
+	kill_tagged
+}
+
+# hang_guard PID SECONDS: when the test PID still runs SECONDS from now,
+# kill what it started.  bats' own timeout kills only the test's children:
+# a command hung inside "run" is a grandchild, and the test would wait on
+# its output for ever.  Once that command is killed, the test fails.
+hang_guard() {
+	local pid=$1 left=$2
+	while [ "$left" -gt 0 ]; do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 1
+		left=$((left - 1))
+	done
+	echo "# hang_guard: still running after ${2} s: killing what it started" >&2
+	kill_tagged
+}
+if [ -n "${BATS_TEST_TIMEOUT:-}" ] && [ -n "${BATS_TEST_NAME:-}" ] &&
+    [ -n "$RFP_TEST_TAG" ]; then
+	# Not the test's child, or bats' timeout would kill it first.
+	(hang_guard "$$" "$((BATS_TEST_TIMEOUT + 2))" </dev/null >/dev/null \
+	    2>&1 3>&- &)
+fi
 
 # manifest PREFIX N [ENDPOINT] [EXTRA-JSON]: N GET records for PREFIX/doc-i.
 manifest() {
