@@ -37,6 +37,17 @@ submit_init(const struct fopts *o)
 }
 
 
+/*
+ * j's submission may have reached the server, and its dead letter says so:
+ * fed to any later run, even one without this ledger, it is asked about,
+ * never sent blind.
+ */
+static void
+in_doubt(json_t *rec)
+{
+	json_object_set_new(rec, "sent", json_true());
+}
+
 static void
 state_fail(const char *err)
 {
@@ -146,6 +157,7 @@ submit_confirmed(struct xfer *x)
 	xfer_free(x);
 	if (cut) {
 		/* Not "cannot tell": not asked in time; a resume asks again. */
+		in_doubt(j->rec);
 		out_kill(j->rec, 0, "deadline_cut", "its status_url did not "
 		    "answer by the deadline");
 		job_free(j);
@@ -167,6 +179,7 @@ submit_confirmed(struct xfer *x)
 	} else {
 		snprintf(err, sizeof(err), "an earlier attempt may have reached "
 		    "the server, and its status_url cannot tell: %s", why);
+		in_doubt(j->rec);
 		out_kill(j->rec, 0, "ambiguous_submit", err);
 	}
 	free(key);
@@ -211,6 +224,7 @@ submit_gate(struct job *j)
 			snprintf(err, sizeof(err), "an earlier attempt may "
 			    "have reached the server (ledger: %s)",
 			    ledger_name(st));
+			in_doubt(j->rec);
 			out_kill(j->rec, 0, "ambiguous_submit", err);
 			rc = 1;
 		}
@@ -290,6 +304,7 @@ submit_cut(void)
 
 	while ((j = U.q) != NULL) {
 		U.q = j->next;
+		in_doubt(j->rec);
 		out_kill(j->rec, 0, "deadline_cut", "its status_url not asked "
 		    "by the deadline");
 		job_free(j);
