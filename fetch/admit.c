@@ -34,12 +34,14 @@ static struct {
 	int		 retry_dead;
 	json_t		*seen;		/* ids admitted from the manifest */
 	json_t		*done;		/* ids already filed (resume) */
+	off_t		 done_size[2];	/* ... the sizes of the files read */
 	struct admit_counts n;
 } A = { .fd_fifo = -1 };
 static const struct fopts *fo;	/* set by admit_open */
 
 static int held(const char *, long);
 static void load_done(void);
+static int done_grew(void);
 
 
 /*
@@ -257,7 +259,6 @@ read_lines(struct rec_reader *r, int manifest)
 static int
 held(const char *id, long lineno)
 {
-	static double reread;
 	char who[64];
 	int rc = claims_take(id, who, sizeof(who));
 
@@ -269,11 +270,15 @@ held(const char *id, long lineno)
 			    "skipped, as any other it holds", id, who);
 		return 1;
 	}
-	/* Filed by a pipeline that ended after this one read the files? */
-	if (rc == 2 && A.done != NULL && clk_mono() - reread > 1) {
+	/*
+	 * Held by a pipeline that has ended since this one read the files:
+	 * filed by it, if the files grew.  Read them again whenever they did
+	 * (a stat each), never on a timer: an id met a moment after another
+	 * pipeline filed it must not be fetched again.
+	 */
+	if (rc == 2 && A.done != NULL && done_grew()) {
 		json_decref(A.done);
 		load_done();
-		reread = clk_mono();
 		return json_object_get(A.done, id) != NULL;
 	}
 	return 0;
@@ -289,9 +294,11 @@ load_done(void)
 	size_t len;
 	long lineno;
 	json_t *rec;
+	struct stat st;
 	int i, fd, rc;
 
 	A.done = json_object();
+	A.done_size[0] = A.done_size[1] = 0;
 	for (i = 0; i < (A.retry_dead ? 1 : 2); i++) {
 		path = xasprintf("%s/%s", fo->run_dir, files[i]);
 		if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
@@ -300,6 +307,8 @@ load_done(void)
 			free(path);
 			continue;
 		}
+		if (fstat(fd, &st) == 0)
+			A.done_size[i] = st.st_size;
 		r = rec_reader_new(fd, REC_STREAM_MAX);
 		while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF &&
 		    rc != REC_ERR) {
@@ -322,6 +331,23 @@ load_done(void)
 		close(fd);
 		free(path);
 	}
+}
+
+/* Whether the files load_done read have grown since. */
+static int
+done_grew(void)
+{
+	static const char *files[] = { "results.ndjson", "dead.ndjson" };
+	struct stat st;
+	char *path;
+	int i, grew = 0;
+
+	for (i = 0; i < (A.retry_dead ? 1 : 2) && !grew; i++) {
+		path = xasprintf("%s/%s", fo->run_dir, files[i]);
+		grew = stat(path, &st) == 0 && st.st_size != A.done_size[i];
+		free(path);
+	}
+	return grew;
 }
 
 void
