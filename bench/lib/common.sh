@@ -125,12 +125,19 @@ tools_with() {
 	    END { print "" }' "$here/tools.tsv"
 }
 
-# tool_name ID [lim]: its name in the main table (lim: the limiter table).
+# tool_names [lim]: "ID<TAB>NAME" for each tool of bench/tools.tsv, NAME
+# its name in the main table (lim: in the limiter table).
+tool_names() {
+	awk -F'\t' -v OFS='\t' -v lim="${1:-}" '
+	    !/^#/ { print $1, (lim != "" && $4 != "-") ? $4 : $3 }' \
+	    "$here/tools.tsv"
+}
+
+# tool_name ID [lim]: the name of one tool, or ID when the table has none.
 tool_name() {
-	awk -F'\t' -v id="$1" -v lim="${2:-}" '
-	    /^#/ || $1 != id { next }
-	    { print (lim != "" && $4 != "-") ? $4 : $3; found = 1; exit }
-	    END { if (!found) print id }' "$here/tools.tsv"
+	tool_names "${2:-}" | awk -F'\t' -v id="$1" '
+	    $1 == id { print $2; found = 1; exit }
+	    END { if (!found) print id }'
 }
 
 # render FILE KEY=VALUE...: FILE with each @KEY@ replaced by VALUE; a

@@ -285,18 +285,14 @@ lim_rfpipe_notes() {
 
 # lim_table: the matrix as one Markdown table.
 lim_table() {
-	awk -F'\t' -v tools="$here/tools.tsv" '
+	awk -F'\t' '
 	BEGIN {
-		while ((getline l < tools) > 0) {
-			if (l ~ /^#/) continue
-			split(l, w, "\t")
-			nm[w[1]] = w[4] != "-" ? w[4] : w[3]
-		}
 		print "| cell (shape · rate · burst · status · Retry-After) | clock | tool | saved/N | refusals ÷ requests | makespan ÷ ideal (logical s) | CPU s | exit |"
 		print "|---|---|---|--:|--:|--:|--:|---|"
 	}
 	function name(t) { return (t in nm) ? nm[t] : t }
-	NR == FNR { desc[$1] = $2; next }
+	FILENAME == ARGV[1] { nm[$1] = $2; next }
+	FILENAME == ARGV[2] { desc[$1] = $2; next }
 	FNR == 1 { next }
 	{
 		id = $1; t = $2; n = $3; al = $4; ideal = $5; ms = $6; sc = $7
@@ -313,7 +309,7 @@ lim_table() {
 		ref = rf "/" rq (rq + 0 > 0 ? sprintf(" (%.1f %%)", 100 * rf / rq) : "")
 		mk = (ideal + 0 > 0) ? sprintf("%.2f (%.1f / %.1f s)", ms / ideal, ms, ideal) : sprintf("— (%.1f / 0 s)", ms)
 		printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", cell, clock, t3, saved, ref, mk, cpu, ex
-	}' "$lim_desc_tsv" "$lim_tsv"
+	}' <(tool_names lim) "$lim_desc_tsv" "$lim_tsv"
 }
 
 # lim_checks: the targets, for every rfpipe row: not told, every document

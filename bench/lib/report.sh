@@ -7,14 +7,7 @@
 # main_table: the rows of $tsv, with ratios against the reference row of
 # their scenario, as one Markdown table.
 main_table() {
-	awk -F'\t' -v tools="$here/tools.tsv" '
-	BEGIN {
-		while ((getline l < tools) > 0) {
-			if (l ~ /^#/) continue
-			split(l, w, "\t")
-			nm[w[1]] = w[3]
-		}
-	}
+	awk -F'\t' '
 	function name(t) { return (t in nm) ? nm[t] : t }
 	function f(x, p) { return (x == "-" || x == "") ? "—" : sprintf(p, x) }
 	function ratio(a, b) {
@@ -22,7 +15,8 @@ main_table() {
 		if (b + 0 == 0) return (a + 0 == 0) ? "—" : "∞"
 		return sprintf("%.2f", a / b)
 	}
-	NR == 1 { next }
+	FILENAME == ARGV[1] { nm[$1] = $2; next }
+	FNR == 1 { next }
 	{
 		n++; s[n] = $1; t[n] = $2; N[n] = $3; id[n] = $4; ms[n] = $5
 		rq[n] = $6; r4[n] = $7; ok[n] = $8; fl[n] = $9; lo[n] = $10
@@ -45,7 +39,7 @@ main_table() {
 			    (r ? ratio(ms[i], ms[r]) : "—"),
 			    (r && !stage ? ratio(r4[i], r4[r]) : "—"), ex[i]
 		}
-	}' "$tsv"
+	}' <(tool_names) "$tsv"
 }
 
 # report: the tables and checks on stdout; bench/RESULTS.md (or --results)
