@@ -30,8 +30,8 @@ scale_scenario() {
 # gets its share of the manifest; with it the manifest is loaded once,
 # inside the timing, and every pipeline pulls.
 scale_run() {
-	local name=$1 hosts=$2 mode=$3 d=$work/scale/$1 db=${1//-/_} h p s t0
-	local url='' ew='' rcs='' pids='' ok uniq
+	local name=$1 hosts=$2 mode=$3 d=$work/scale/$1 db=${1//-/_} h
+	local url='' ew='' rcs ok uniq t0
 	mkdir -p "$d"
 	gen_inputs "$d" "$scale_n" /doc/ scale doc-%d
 	if [ "$mode" != files ]; then
@@ -48,6 +48,26 @@ scale_run() {
 		"$bin/rfp-queue" --state "$url" load <"$d/manifest.ndjson" \
 		    >/dev/null || ew="load failed; " ;;
 	esac
+	rcs=$(scale_pipelines "$d" "$hosts" "$mode" "$url" "$db")
+	elapsed=$(sub "$(now)" "$t0")
+	{ cat "$d"/run*/results.ndjson 2>/dev/null || true; } | jq -r .id \
+	    >"$d/ok.ids"
+	ok=$(count_lines "$d/ok.ids")
+	uniq=$(sort -u "$d/ok.ids" | nlines)
+	case $mode in queue|apart)
+		"$bin/rfp-queue" --state "$url" summary |
+		    jq -e .reconciled >/dev/null || ew="${ew}not reconciled; " ;;
+	esac
+	tsv_row "$work/scale.tsv" "$name" "$hosts" "$mode" "$scale_n" \
+	    "$elapsed" "$(awk -v n="$scale_n" -v e="$elapsed" 'BEGIN { printf "%.0f", n / e }')" \
+	    "$ok/$uniq" "$ew$rcs"
+	say "scale $name: $ok saved ($uniq distinct) of $scale_n in ${elapsed}s, exit $ew$rcs"
+}
+
+# scale_pipelines DIR HOSTS MODE URL DB: HOSTS pipelines at once, as
+# scale_run says; prints their exits.
+scale_pipelines() {
+	local d=$1 hosts=$2 mode=$3 url=$4 db=$5 h p s pids='' rcs=''
 	for h in $(seq 1 "$hosts"); do
 		case $mode in
 		queue) set -- --queue "$url" ;;
@@ -66,19 +86,7 @@ scale_run() {
 		wait "$p" || s=$?
 		rcs="$rcs${rcs:+ }$(exit_word "$s")"
 	done
-	elapsed=$(sub "$(now)" "$t0")
-	{ cat "$d"/run*/results.ndjson 2>/dev/null || true; } | jq -r .id \
-	    >"$d/ok.ids"
-	ok=$(count_lines "$d/ok.ids")
-	uniq=$(sort -u "$d/ok.ids" | nlines)
-	case $mode in queue|apart)
-		"$bin/rfp-queue" --state "$url" summary |
-		    jq -e .reconciled >/dev/null || ew="${ew}not reconciled; " ;;
-	esac
-	tsv_row "$work/scale.tsv" "$name" "$hosts" "$mode" "$scale_n" \
-	    "$elapsed" "$(awk -v n="$scale_n" -v e="$elapsed" 'BEGIN { printf "%.0f", n / e }')" \
-	    "$ok/$uniq" "$ew$rcs"
-	say "scale $name: $ok saved ($uniq distinct) of $scale_n in ${elapsed}s, exit $ew$rcs"
+	echo "$rcs"
 }
 
 # scale_table: the runs as a Markdown table, and the checks.
