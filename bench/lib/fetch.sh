@@ -224,6 +224,16 @@ peer_failed() {
 	esac
 }
 
+# fetch_config SCEN TOOL MAXTIME: rfpipe's configuration in a fetch
+# scenario: the peers' per-request timeout, and for rfpipe-rate the rate of
+# the stampede, told.
+fetch_config() {
+	echo "# bench: $1"
+	[ -z "$3" ] || echo "timeout: $3"
+	[ "$2" != rfpipe-rate ] ||
+		sed '/^#/d' "$here/scenarios/stampede-rfpipe-rate.yaml"
+}
+
 # run_fetch_once SCEN TOOL N PREFIX ENDPOINT IDFMT TIMEOUT MAXTIME IDEAL
 # [SHUFFLE]: one run in $work/SCEN/TOOL, its row in its file row.
 run_fetch_once() {
@@ -234,12 +244,7 @@ run_fetch_once() {
 	: >"$d/row"
 	start_mock "$here/scenarios/$scen.yaml" "$d"
 	gen_inputs "$d" "$n" "$prefix" "$ep" "$idfmt" "$shuffle"
-	{
-		echo "# bench: $scen"
-		[ -z "$maxtime" ] || echo "timeout: $maxtime"
-		[ "$tool" != rfpipe-rate ] ||
-			sed '/^#/d' "$here/scenarios/stampede-rfpipe-rate.yaml"
-	} >"$d/rfpipe.yaml"
+	fetch_config "$scen" "$tool" "$maxtime" >"$d/rfpipe.yaml"
 	run_tool "$tool" "$d" "$tmo" "$maxtime" ""
 	ew=$(exit_word "$rc" "$d/time.txt")
 	if ! stop_mock; then
