@@ -38,10 +38,20 @@
 # Target checks print PASS/FAIL under the table; a FAIL does not change the
 # exit status (0 unless the bench itself could not run).
 #
-# The parts live in bench/lib/*.sh (functions only), sourced whole before
-# anything runs; this file ends in one line that calls main and exits, so
-# an edit to any of them during a 10-minute run cannot shift what bash
-# reads next.
+# Layout: this file is the runner (usage, options, main); the rest is read
+# from files:
+#   bench/lib/*.sh        the parts, functions only: common, servers (mock,
+#                         nginx, PostgreSQL), fetch, stage, limiters, scale,
+#                         report
+#   bench/tools.tsv       every tool once: where it runs, its names
+#   bench/scenarios/      what the tools run against: the mock's scenarios,
+#                         rfpipe's configurations, and in limiters/ the
+#                         matrix's cells with a template per limiter shape
+#   bench/peer_*, naive_fetch.sh   the peers the bench writes itself
+#   bench/report/         the fixed text of bench/RESULTS.md
+# The parts are sourced whole before anything runs, and this file ends in
+# one line that calls main and exits, so an edit to any file during a
+# 10-minute run cannot shift what bash reads next.
 # shellcheck source-path=SCRIPTDIR
 set -eu
 
