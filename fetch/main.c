@@ -44,6 +44,7 @@
 #include "lib/clk.h"
 #include "lib/conf.h"
 #include "lib/doc.h"
+#include "lib/fate.h"
 #include "lib/ledger.h"
 #include "lib/msg.h"
 #include "lib/opt.h"
@@ -404,7 +405,8 @@ schedule(struct job *j)
 
 /* A record leaves now without a request: dead with reason and detail. */
 static void
-kill_now(json_t *rec, long lineno, const char *reason, const char *detail)
+kill_now(json_t *rec, long lineno, enum fate_reason reason,
+    const char *detail)
 {
 	if (lineno > 0)
 		json_object_set_new(rec, "line", json_integer(lineno));
@@ -540,7 +542,7 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 	}
 	if (doc_check(rec, err, sizeof(err)) == -1) {
 		msg_line(lineno, "%s", err);
-		kill_now(rec, lineno, "bad_input", err);
+		kill_now(rec, lineno, FATE_BAD_INPUT, err);
 		json_decref(rec);
 		S.admitted++;
 		return;
@@ -558,7 +560,7 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 	S.admitted++;
 	if (admit_wait(rec, err, sizeof(err)) == -1) {
 		msg_line(lineno, "%s", err);
-		kill_now(rec, lineno, "bad_input", err);
+		kill_now(rec, lineno, FATE_BAD_INPUT, err);
 		json_decref(rec);
 		return;
 	}
@@ -567,7 +569,7 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 		    "(first on line %ld)", id, (long)json_integer_value(
 		    json_object_get(S.seen, id)));
 		msg_line(lineno, "%s", err);
-		kill_now(rec, lineno, "bad_input", err);
+		kill_now(rec, lineno, FATE_BAD_INPUT, err);
 		json_decref(rec);
 		return;
 	}
@@ -659,7 +661,7 @@ quota_kill(struct job *j, double until)
 	clk_iso(until, when, sizeof(when));
 	snprintf(why, sizeof(why), "the portal's quota for \"%s\" is spent; "
 	    "it said to come back at %s", j->ep->name, when);
-	kill_now(j->rec, 0, "quota", why);
+	kill_now(j->rec, 0, FATE_QUOTA, why);
 }
 
 /*
@@ -769,7 +771,7 @@ gate(struct job *j, int *slot, int *probe)
 		    e->name, fo.on_open_dead ? " (on_open dead)" :
 		    fo.deadline > 0 && until >= fo.deadline ?
 		    " past the deadline" : " longer than max_open");
-		kill_now(j->rec, 0, "circuit_open", err);
+		kill_now(j->rec, 0, FATE_CIRCUIT_OPEN, err);
 		return -1;
 	}
 	j->held = 1;
@@ -806,8 +808,8 @@ replay(struct job *j, const json_t *entry)
 	    json_object_get(entry, "reply") : json_null());
 	path = xasprintf("%s/docs/%s", fo.run_dir, rec_str(rec, "id"));
 	if (access(path, F_OK) == 0)
-		json_object_set_new(rec, "body_path", json_string(strrchr(
-		    path, '/') - 4));
+		json_object_set_new(rec, "body_path", json_string(path +
+		    strlen(fo.run_dir) + 1));
 	free(path);
 	emit(rec);
 }
@@ -892,7 +894,7 @@ confirm_done(struct xfer *x)
 	xfer_free(x);
 	if (cut) {
 		/* Not "cannot tell": not asked in time; a resume asks again. */
-		kill_now(j->rec, 0, "deadline_cut", "its status_url did not "
+		kill_now(j->rec, 0, FATE_DEADLINE_CUT, "its status_url did not "
 		    "answer by the deadline");
 		job_free(j);
 		return;
@@ -913,7 +915,7 @@ confirm_done(struct xfer *x)
 	} else {
 		snprintf(err, sizeof(err), "an earlier attempt may have reached "
 		    "the server, and its status_url cannot tell: %s", why);
-		kill_now(j->rec, 0, "ambiguous_submit", err);
+		kill_now(j->rec, 0, FATE_AMBIGUOUS_SUBMIT, err);
 	}
 	free(key);
 	job_free(j);
@@ -957,7 +959,7 @@ ledger_gate(struct job *j)
 			snprintf(err, sizeof(err), "an earlier attempt may "
 			    "have reached the server (ledger: %s)",
 			    ledger_name(st));
-			kill_now(j->rec, 0, "ambiguous_submit", err);
+			kill_now(j->rec, 0, FATE_AMBIGUOUS_SUBMIT, err);
 			rc = 1;
 		}
 	}
@@ -1049,7 +1051,7 @@ start_ready(void)
 		if ((x = xfer_start(j, err, sizeof(err))) == NULL) {
 			slot_give(j->ep, slot);
 			msg_line(j->lineno, "%s", err);
-			kill_now(j->rec, j->lineno, "bad_input", err);
+			kill_now(j->rec, j->lineno, FATE_BAD_INPUT, err);
 			job_free(j);
 			continue;
 		}
@@ -1325,14 +1327,14 @@ cut_waiting(void)
 
 	while (S.nwait > 0) {
 		j = heap_pop();
-		kill_now(j->rec, 0, "deadline_cut", "held for a retry at the "
-		    "deadline");
+		kill_now(j->rec, 0, FATE_DEADLINE_CUT, "held for a retry at "
+		    "the deadline");
 		job_free(j);
 	}
 	while ((j = S.ready) != NULL) {
 		S.ready = j->next;
 		j->ep->nready--;
-		kill_now(j->rec, 0, "deadline_cut", "not started by the "
+		kill_now(j->rec, 0, FATE_DEADLINE_CUT, "not started by the "
 		    "deadline");
 		job_free(j);
 	}
@@ -1340,8 +1342,8 @@ cut_waiting(void)
 	S.nready = 0;
 	while ((j = S.confirm_q) != NULL) {
 		S.confirm_q = j->next;
-		kill_now(j->rec, 0, "deadline_cut", "its status_url not asked "
-		    "by the deadline");
+		kill_now(j->rec, 0, FATE_DEADLINE_CUT, "its status_url not "
+		    "asked by the deadline");
 		job_free(j);
 	}
 	S.confirm_tail = &S.confirm_q;

@@ -772,8 +772,8 @@ xfer_finish(struct xfer *x, CURLcode cc)
 	if (x->renamed) {
 		free(x->part);
 		x->part = NULL;
-		json_object_set_new(rec, "body_path", json_string(strrchr(
-		    x->final, '/') - 4));
+		json_object_set_new(rec, "body_path", json_string(x->final +
+		    strlen(fo.run_dir) + 1));
 	}
 }
 

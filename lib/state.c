@@ -70,7 +70,7 @@ state_mkdirs(const char *rundir, char *err, size_t errlen)
 {
 	static const char *subs[] = { "state", "docs", "logs", NULL };
 	char path[4096];
-	int i;
+	size_t i;
 
 	if (mkdir_ours(rundir, 1, err, errlen) == -1)
 		return -1;

@@ -10,16 +10,13 @@
 #include <jansson.h>
 
 #include "lib/clk.h"
+#include "lib/fate.h"
 #include "lib/msg.h"
 #include "lib/rec.h"
 #include "lib/scan.h"
 #include "lib/state.h"
 #include "lib/summ.h"
 #include "lib/x.h"
-
-static const char *reasons[] = { "permanent", "parse_failed", "exhausted",
-	"budget_spent", "circuit_open", "quota", "deadline_cut",
-	"ambiguous_submit", "bad_input", NULL };
 
 struct summ {
 	json_t	*t;	/* {"succeeded":n,"dead":n,"dead_by_reason":{},...} */
@@ -35,8 +32,8 @@ tally(void)
 
 	json_object_set_new(t, "succeeded", json_integer(0));
 	json_object_set_new(t, "dead", json_integer(0));
-	for (i = 0; reasons[i] != NULL; i++)
-		json_object_set_new(r, reasons[i], json_integer(0));
+	for (i = 0; i < FATE_NREASONS; i++)
+		json_object_set_new(r, fate_reason(i), json_integer(0));
 	json_object_set_new(t, "dead_by_reason", r);
 	return t;
 }
@@ -67,12 +64,12 @@ summ_new(void)
 static void
 count(json_t *t, const char *fate, const char *why)
 {
-	if (fate != NULL && strcmp(fate, "done") == 0)
+	if (fate_of(fate) == FATE_DONE)
 		inc(t, "succeeded", 1);
 	else {
 		inc(t, "dead", 1);
 		inc(json_object_get(t, "dead_by_reason"), why ? why :
-		    "bad_input", 1);
+		    fate_reason(FATE_BAD_INPUT), 1);
 	}
 }
 
@@ -86,7 +83,7 @@ summ_add_in(struct summ *s, const struct summ_in *in)
 		inc(s->t, "attempts", 1);
 	if (in->http_429)
 		inc(s->t, "http_429", 1);
-	if (in->fate != NULL && strcmp(in->fate, "retry") == 0) {
+	if (fate_of(in->fate) == FATE_RETRY) {
 		inc(s->t, "retries", 1);
 		return;
 	}
@@ -98,8 +95,7 @@ summ_add_in(struct summ *s, const struct summ_in *in)
 	}
 	count(e, in->fate, in->dead_reason);
 	/* What the operator reads first of an endpoint that never answered. */
-	if (in->fate != NULL && strcmp(in->fate, "dead") == 0 &&
-	    in->reason != NULL)
+	if (fate_of(in->fate) == FATE_DEAD && in->reason != NULL)
 		json_object_set_new(e, "last_error", json_string(
 		    strcmp(in->reason, "connect") == 0 || strcmp(in->reason,
 		    "dns") == 0 ? "unreachable" : in->reason));
@@ -229,10 +225,12 @@ table(const json_t *s, const char *rundir)
 		P("  admitted        %7ld\n", (long)json_integer_value(adm));
 	P("  succeeded       %7ld\n", geti(run, "succeeded"));
 	P("  dead-lettered   %7ld\n", geti(run, "dead"));
-	for (i = 0; reasons[i] != NULL; i++)
-		if (geti(by, reasons[i]) > 0)
-			P("    %-16s%5ld\n", reasons[i], geti(by, reasons[i]));
-	P("  cut (deadline)  %7ld\n", geti(by, "deadline_cut"));
+	for (i = 0; i < FATE_NREASONS; i++)
+		if (geti(by, fate_reason(i)) > 0)
+			P("    %-16s%5ld\n", fate_reason(i), geti(by,
+			    fate_reason(i)));
+	P("  cut (deadline)  %7ld\n", geti(by,
+	    fate_reason(FATE_DEADLINE_CUT)));
 	P("  attempts %ld, retries %ld, 429s %ld", geti(run, "attempts"),
 	    geti(run, "retries"), geti(run, "http_429"));
 	if ((b = json_object_get(s, "budget")) != NULL && json_is_object(b))

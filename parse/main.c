@@ -43,6 +43,7 @@
 #include "lib/clk.h"
 #include "lib/conf.h"
 #include "lib/doc.h"
+#include "lib/fate.h"
 #include "lib/msg.h"
 #include "lib/opt.h"
 #include "lib/rec.h"
@@ -198,7 +199,7 @@ static void
 put_bad(json_t *rec, long lineno, const char *detail)
 {
 	msg_line(lineno, "%s", detail);
-	rec_kill(rec, "bad_input", detail);
+	rec_kill(rec, FATE_BAD_INPUT, detail);
 	json_object_set_new(rec, "line", json_integer(lineno));
 	json_object_set_new(rec, "stage", json_string(PROG));
 	put_json(rec);
@@ -234,8 +235,8 @@ take(json_t *rec, const char *line, size_t len, long lineno)
 	char reason[64], *ep, *want;
 	struct job *j;
 
-	if ((json_object_get(rec, "fate") != NULL && (fate == NULL ||
-	    strcmp(fate, "done") != 0)) ||
+	if ((json_object_get(rec, "fate") != NULL &&
+	    fate_of(fate) != FATE_DONE) ||
 	    json_object_get(rec, "body_path") == NULL ||
 	    class_of_fetch(rec, reason, sizeof(reason)) != CLASS_OK) {
 		put_line(line, len);

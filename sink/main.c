@@ -42,6 +42,7 @@
 
 #include "lib/clk.h"
 #include "lib/dead.h"
+#include "lib/fate.h"
 #include "lib/msg.h"
 #include "lib/num.h"
 #include "lib/opt.h"
@@ -159,7 +160,7 @@ ack(const char *fate)
 {
 	static const char done[] = REC_ACK_DONE "\n";
 	static const char dead[] = REC_ACK_DEAD "\n";
-	const char *s = strcmp(fate, "done") == 0 ? done : dead;
+	const char *s = fate_of(fate) == FATE_DONE ? done : dead;
 
 	if (opts.fd_fifo == -1)
 		return 0;
@@ -332,9 +333,9 @@ static int
 file(const char *fate, const json_t *rec, const char *t, size_t len,
     struct rec_out *out)
 {
-	int done = strcmp(fate, "done") == 0;
+	int done = fate_of(fate) == FATE_DONE;
 
-	if (strcmp(fate, "retry") == 0) {
+	if (fate_of(fate) == FATE_RETRY) {
 		if (opts.fd_fifo == -1)
 			return rec != NULL ? 0 :
 			    rec_out_line(out, t, len) == -1 ? -1 : 1;
@@ -360,16 +361,15 @@ sink(json_t *rec, long lineno, void *arg)
 	const char *fate = rec_str(rec, "fate");
 
 	(void)arg;
-	if (fate == NULL || (strcmp(fate, "done") && strcmp(fate, "dead") &&
-	    strcmp(fate, "retry"))) {
+	if (fate_of(fate) == -1) {
 		progress_clear();
 		msg_line(lineno, fate ? "field \"fate\": unknown fate "
 		    "\"%.20s\"" : "missing field \"fate\"%.0s", fate ? fate :
 		    "");
-		rec_kill(rec, "bad_input", fate ? "unknown fate" :
+		rec_kill(rec, FATE_BAD_INPUT, fate ? "unknown fate" :
 		    "missing field \"fate\"");
 		json_object_set_new(rec, "line", json_integer(lineno));
-		fate = "dead";
+		fate = fate_name(FATE_DEAD);
 	}
 	summ_add(opts.run, rec);
 	progress();
@@ -393,8 +393,7 @@ sink_line(const char *line, size_t len, long lineno, struct rec_out *out,
 	(void)arg;
 	if (scan_record(line, len, &s) == -1 ||
 	    scan_field(&s, "fate", fb, sizeof(fb), &in.fate) != 0 ||
-	    (strcmp(in.fate, "done") && strcmp(in.fate, "dead") &&
-	    strcmp(in.fate, "retry")) ||
+	    fate_of(in.fate) == -1 ||
 	    scan_field(&s, "endpoint", eb, sizeof(eb), &in.endpoint) == -1 ||
 	    scan_field(&s, "dead_reason", wb, sizeof(wb),
 	    &in.dead_reason) == -1 ||
@@ -590,7 +589,8 @@ main(int argc, char *argv[])
 	if (rc != 0)
 		return 1;
 	/* The whole run directory's, not this run's alone. */
-	if (opts.fate_status && summ_total(opts.run, "deadline_cut") > 0)
+	if (opts.fate_status && summ_total(opts.run,
+	    fate_reason(FATE_DEADLINE_CUT)) > 0)
 		rc = 4;
 	else if (opts.fate_status && summ_total(opts.run, "dead") > 0)
 		rc = 3;
