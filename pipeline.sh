@@ -249,16 +249,20 @@ umask 077
 if [ -e "$run_dir" ] || [ -L "$run_dir" ]; then
 	rfp-backoff --run-dir="$run_dir" </dev/null >/dev/null || exit 2
 fi
-if ! err=$(mkdir -p "$run_dir/state" "$run_dir/docs" "$run_dir/logs" 2>&1); then
+# The run directory's names, the only ones this script spells: the stages
+# make and open the rest through lib/rundir.c, which lays it out (see
+# doc/design.md, "The run directory").  These files are the driver's own.
+state_dir=$run_dir/state
+fifo=$state_dir/retry.$$.fifo
+report=$state_dir/fetch.$$.json
+status=$state_dir/status.$$
+fetch_pid=$state_dir/fetch.$$.pid
+parse_pid=$state_dir/parse.$$.pid
+if ! err=$(mkdir -p "$state_dir" "$run_dir/docs" "$run_dir/logs" 2>&1); then
 	# mkdir says it once per directory: the first is the cause.
 	err=$(printf '%s\n' "$err" | head -n 1)
 	die 2 "mkdir $run_dir: ${err##*: }"
 fi
-fifo=$run_dir/state/retry.$$.fifo
-report=$run_dir/state/fetch.$$.json
-status=$run_dir/state/status.$$
-fetch_pid=$run_dir/state/fetch.$$.pid
-parse_pid=$run_dir/state/parse.$$.pid
 rm -f "$fifo" "$report" "$fetch_pid" "$parse_pid"
 true >"$status" || die 1 "write $status: failed"
 mkfifo -m 600 "$fifo" || die 1 "mkfifo $fifo: failed"

@@ -50,6 +50,7 @@
 #include "lib/opt.h"
 #include "lib/pace.h"
 #include "lib/rec.h"
+#include "lib/rundir.h"
 #include "lib/state.h"
 #include "lib/store.h"
 #include "lib/x.h"
@@ -806,7 +807,7 @@ replay(struct job *j, const json_t *entry)
 	json_object_set_new(rec, "replayed", json_true());
 	json_object_set(rec, "reply", json_object_get(entry, "reply") ?
 	    json_object_get(entry, "reply") : json_null());
-	path = xasprintf("%s/docs/%s", fo.run_dir, rec_str(rec, "id"));
+	path = rundir_path(fo.run_dir, RUNDIR_DOCS, rec_str(rec, "id"));
 	if (access(path, F_OK) == 0)
 		json_object_set_new(rec, "body_path", json_string(path +
 		    strlen(fo.run_dir) + 1));
@@ -1383,7 +1384,7 @@ held(const char *id, long lineno)
 static void
 load_done(void)
 {
-	const char *files[] = { "results.ndjson", "dead.ndjson" };
+	const enum rundir_file files[] = { RUNDIR_RESULTS, RUNDIR_DEAD };
 	struct rec_reader *r;
 	char *path, *line, err[64];
 	size_t len;
@@ -1393,7 +1394,7 @@ load_done(void)
 
 	S.done = json_object();
 	for (i = 0; i < (S.retry_dead ? 1 : 2); i++) {
-		path = xasprintf("%s/%s", fo.run_dir, files[i]);
+		path = rundir_path(fo.run_dir, files[i], NULL);
 		if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
 			if (errno != ENOENT)
 				msg_diesys(1, "open %s", path);
@@ -1758,7 +1759,7 @@ main(int argc, char *argv[])
 			static const char *sub[] = { "slots", "rate",
 			    "breaker" };
 
-			path = xasprintf("%s/state/%s", fo.run_dir, sub[i]);
+			path = rundir_path(fo.run_dir, RUNDIR_STATE, sub[i]);
 			if (state_mkdir(path, err, sizeof(err)) == -1)
 				msg_die(1, "%s", err);
 			free(path);
@@ -1768,13 +1769,14 @@ main(int argc, char *argv[])
 		 * whole: docs/ID is never a partial body, and the large
 		 * directory sees one entry made per document, not three.
 		 */
-		path = xasprintf("%s/docs/.part", fo.run_dir);
+		path = rundir_path(fo.run_dir, RUNDIR_PART, NULL);
 		if (state_mkdir(path, err, sizeof(err)) == -1)
 			msg_die(1, "%s", err);
 		if ((fo.part_fd = open(path, O_RDONLY | O_DIRECTORY |
 		    O_NOFOLLOW | O_CLOEXEC)) == -1)
 			msg_diesys(1, "open %s", path);
-		path[strlen(path) - 6] = '\0';
+		free(path);
+		path = rundir_path(fo.run_dir, RUNDIR_DOCS, NULL);
 		if ((fo.docs_fd = open(path, O_RDONLY | O_DIRECTORY |
 		    O_NOFOLLOW | O_CLOEXEC)) == -1)
 			msg_diesys(1, "open %s", path);

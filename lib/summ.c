@@ -13,6 +13,7 @@
 #include "lib/fate.h"
 #include "lib/msg.h"
 #include "lib/rec.h"
+#include "lib/rundir.h"
 #include "lib/scan.h"
 #include "lib/state.h"
 #include "lib/summ.h"
@@ -166,13 +167,13 @@ state_report(json_t *out, const char *rundir)
 	struct dirent *de;
 	DIR *d;
 
-	path = xasprintf("%s/state/budget.json", rundir);
+	path = rundir_state(rundir, "budget", NULL);
 	if (state_read(path, &doc, err, sizeof(err)) == 0 && doc != NULL)
 		json_object_set_new(out, "budget", doc);
 	else
 		json_object_set_new(out, "budget", json_null());
 	free(path);
-	path = xasprintf("%s/state/breaker", rundir);
+	path = rundir_path(rundir, RUNDIR_STATE, "breaker");
 	if ((d = opendir(path)) != NULL) {
 		while ((de = readdir(d)) != NULL) {
 			char *p;
@@ -262,8 +263,9 @@ table(const json_t *s, const char *rundir)
 		    (long)json_integer_value(adm), geti(run, "succeeded"),
 		    geti(run, "dead"), json_is_true(json_object_get(s,
 		    "reconciled")) ? "ok" : "MISMATCH");
-	P("  run directory totals: %ld in results.ndjson, %ld in dead.ndjson\n",
-	    geti(tot, "succeeded"), geti(tot, "dead"));
+	P("  run directory totals: %ld in %s, %ld in %s\n", geti(tot,
+	    "succeeded"), rundir_name(RUNDIR_RESULTS), geti(tot, "dead"),
+	    rundir_name(RUNDIR_DEAD));
 #undef P
 	(void)!write(STDERR_FILENO, buf, n);
 }
@@ -300,11 +302,11 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 		json_decref(rep);
 	}
 	json_object_set(out, "run", s->t);
-	path = xasprintf("%s/results.ndjson", rundir);
+	path = rundir_path(rundir, RUNDIR_RESULTS, NULL);
 	if (recount(tot, path) == -1)
 		msg_warnsys("read %s", path), rc = -1;
 	free(path);
-	path = xasprintf("%s/dead.ndjson", rundir);
+	path = rundir_path(rundir, RUNDIR_DEAD, NULL);
 	if (recount(tot, path) == -1)
 		msg_warnsys("read %s", path), rc = -1;
 	free(path);
@@ -336,8 +338,8 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 		}
 	} else
 		json_object_set_new(out, "reconciled", json_null());
-	path = xasprintf("%s/summary.json", rundir);
-	tmp = xasprintf("%s/summary.json.%ld", rundir, (long)getpid());
+	path = rundir_path(rundir, RUNDIR_SUMMARY, NULL);
+	tmp = xasprintf("%s.%ld", path, (long)getpid());
 	if (state_dump(out, path, tmp, JSON_INDENT(2)) == -1) {
 		msg_warnsys("write %s", path);
 		rc = -1;

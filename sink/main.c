@@ -47,6 +47,7 @@
 #include "lib/num.h"
 #include "lib/opt.h"
 #include "lib/rec.h"
+#include "lib/rundir.h"
 #include "lib/scan.h"
 #include "lib/state.h"
 #include "lib/summ.h"
@@ -109,11 +110,13 @@ static int
 flush_files(void)
 {
 	if (rec_out_flush(opts.done_out) == -1) {
-		msg_warnsys("write %s/results.ndjson", opts.run_dir);
+		msg_warnsys("write %s/%s", opts.run_dir,
+		    rundir_name(RUNDIR_RESULTS));
 		return -1;
 	}
 	if (rec_out_flush(opts.dead_out) == -1) {
-		msg_warnsys("write %s/dead.ndjson", opts.run_dir);
+		msg_warnsys("write %s/%s", opts.run_dir,
+		    rundir_name(RUNDIR_DEAD));
 		return -1;
 	}
 	return 0;
@@ -346,8 +349,8 @@ file(const char *fate, const json_t *rec, const char *t, size_t len,
 		return 1;
 	}
 	if (put(done ? opts.done_out : opts.dead_out, rec, t, len) == -1) {
-		msg_warnsys("write %s/%s", opts.run_dir, done ?
-		    "results.ndjson" : "dead.ndjson");
+		msg_warnsys("write %s/%s", opts.run_dir, rundir_name(done ?
+		    RUNDIR_RESULTS : RUNDIR_DEAD));
 		return -1;
 	}
 	if (clk_mono() - opts.last_sync > 1 && sync_files() == -1)
@@ -428,9 +431,9 @@ plain_every(void)
 }
 
 static int
-open_out(const char *name)
+open_out(enum rundir_file f)
 {
-	char *path = xasprintf("%s/%s", opts.run_dir, name);
+	char *path = rundir_path(opts.run_dir, f, NULL);
 	int fd;
 
 	fd = state_open(path, O_WRONLY | O_APPEND | O_CREAT, 0600);
@@ -543,8 +546,8 @@ main(int argc, char *argv[])
 	/* Before dead.ndjson is opened: see lib/dead.h. */
 	if ((opts.fd_lock = dead_hold(opts.run_dir, err, sizeof(err))) == -1)
 		msg_die(1, "%s", err);
-	opts.fd_done = open_out("results.ndjson");
-	opts.fd_dead = open_out("dead.ndjson");
+	opts.fd_done = open_out(RUNDIR_RESULTS);
+	opts.fd_dead = open_out(RUNDIR_DEAD);
 	opts.done_out = rec_out_new(opts.fd_done);
 	opts.dead_out = rec_out_new(opts.fd_dead);
 	if (opts.fd_fifo != -1)
@@ -580,8 +583,8 @@ main(int argc, char *argv[])
 	 * results.ndjson, or dead again later, goes.
 	 */
 	if (dead_compact(opts.run_dir, opts.fd_lock, err, sizeof(err)) == -1)
-		msg_warn("%s/dead.ndjson: %s; left as it was", opts.run_dir,
-		    err);
+		msg_warn("%s/%s: %s; left as it was", opts.run_dir,
+		    rundir_name(RUNDIR_DEAD), err);
 	rc = summ_finish(opts.run, opts.run_dir, opts.admitted_from, t0,
 	    opts.quiet);
 	close(opts.fd_lock);
