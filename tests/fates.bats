@@ -28,7 +28,8 @@ man_reasons() {
 # design_reasons: doc/design.md's "Dead reasons, and who gives them", the
 # names only (its other words in backquotes are fields and keys).
 design_reasons() {
-	sed -n '/^Dead reasons, and who gives them/,/^$/p' "$ROOT/doc/design.md" |
+	sed -n '/^Dead reasons, and who gives them/,/no known fate)/p' \
+	    "$ROOT/doc/design.md" |
 	    grep -oE '`[a-z_]+`' | tr -d '`' |
 	    grep -vxE 'dead_detail|parse_error|max_retry_after'
 }
