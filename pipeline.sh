@@ -218,9 +218,12 @@ fi
 # config names, the deadline.  --check prints it; a run stops on a config
 # none of whose endpoints any record has, or a deadline past, and warns of
 # an endpoint tonight's records do not reach (a site's config names every
-# portal).  Bad lines are the run's to file.  Without a config the run
-# itself names each bad line: no second reading.
-if [ -n "$manifest" ] && { [ -n "$check" ] || [ -n "$config" ]; }; then
+# portal).  Bad lines are the run's to file.  The same reading counts the
+# manifest's records as rfp-fetch admits them (its "manifest: N lines"),
+# bad ones included: the count the budget and the progress line are given
+# before the run, and that rfp-fetch's --report gives rfp-sink after it.
+admitted=
+if [ -n "$manifest" ]; then
 	# shellcheck disable=SC2086
 	if [ -n "$check" ]; then
 		rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
@@ -231,16 +234,19 @@ if [ -n "$manifest" ] && { [ -n "$check" ] || [ -n "$config" ]; }; then
 		esac
 	fi
 	# shellcheck disable=SC2086
-	problems=$(rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
-	    ${deadline:+"--deadline=$deadline"} <"$manifest" 2>&1 >/dev/null)
-	if [ $? -eq 2 ]; then
-		problems=$(printf '%s\n' "$problems" |
+	checked=$(rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
+	    ${deadline:+"--deadline=$deadline"} <"$manifest" 2>&1)
+	if [ $? -eq 2 ] && [ -n "$config" ]; then
+		problems=$(printf '%s\n' "$checked" | grep '^rfp-fetch: ' |
 		    grep -v '^rfp-fetch: line [0-9]*: ')
 		printf '%s\n' "$problems" >&2
 		printf '%s\n' "$problems" |
 		    grep -qv "matches no record; the records' endpoints are" &&
 		    exit 2
 	fi
+	admitted=$(printf '%s\n' "$checked" |
+	    sed -n 's/^manifest: \([0-9]*\) lines, .*/\1/p')
+	[ -n "$admitted" ] || die 1 "rfp-fetch --check: no count of $manifest"
 fi
 
 umask 077
@@ -285,8 +291,6 @@ if [ -n "$queue" ]; then
 	admitted=$(rfp-queue --state="$queue" count) ||
 		die 1 "rfp-queue count failed"
 	owner=$(uname -n).$$
-else
-	admitted=$(grep -c '[^[:space:]]' "$manifest")
 fi
 
 # The manifest, from the file or claimed from the shared queue; rfp-fetch's
