@@ -41,28 +41,24 @@ design_reasons() {
 	assert_line --index 8 bad_input
 }
 
-@test "fates: the README lists the dead reasons of the table, in its order" {
+# as_table WHAT LISTER: LISTER prints the reasons of the table, in order.
+as_table() {
 	local want got
 	want=$(table_reasons)
-	got=$(readme_reasons)
-	[ "$got" = "$want" ] ||
-	    fail "README.md: $(echo $got); the table: $(echo $want)"
+	got=$("$2")
+	[ "$got" = "$want" ] || fail "$1: $(echo $got); the table: $(echo $want)"
+}
+
+@test "fates: the README lists the dead reasons of the table, in its order" {
+	as_table README.md readme_reasons
 }
 
 @test "fates: rfpipe(7) describes the dead reasons of the table, in its order" {
-	local want got
-	want=$(table_reasons)
-	got=$(man_reasons)
-	[ "$got" = "$want" ] ||
-	    fail "rfpipe.7: $(echo $got); the table: $(echo $want)"
+	as_table rfpipe.7 man_reasons
 }
 
 @test "fates: doc/design.md says who gives each dead reason of the table" {
-	local want got
-	want=$(table_reasons)
-	got=$(design_reasons)
-	[ "$got" = "$want" ] ||
-	    fail "doc/design.md: $(echo $got); the table: $(echo $want)"
+	as_table doc/design.md design_reasons
 }
 
 @test "fates: rfp-sink counts a letter of each reason under its own key" {
