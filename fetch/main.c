@@ -44,11 +44,13 @@
 #include "lib/clk.h"
 #include "lib/conf.h"
 #include "lib/doc.h"
+#include "lib/fate.h"
 #include "lib/ledger.h"
 #include "lib/msg.h"
 #include "lib/opt.h"
 #include "lib/pace.h"
 #include "lib/rec.h"
+#include "lib/rundir.h"
 #include "lib/state.h"
 #include "lib/store.h"
 #include "lib/x.h"
@@ -404,7 +406,8 @@ schedule(struct job *j)
 
 /* A record leaves now without a request: dead with reason and detail. */
 static void
-kill_now(json_t *rec, long lineno, const char *reason, const char *detail)
+kill_now(json_t *rec, long lineno, enum fate_reason reason,
+    const char *detail)
 {
 	if (lineno > 0)
 		json_object_set_new(rec, "line", json_integer(lineno));
@@ -540,7 +543,7 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 	}
 	if (doc_check(rec, err, sizeof(err)) == -1) {
 		msg_line(lineno, "%s", err);
-		kill_now(rec, lineno, "bad_input", err);
+		kill_now(rec, lineno, FATE_BAD_INPUT, err);
 		json_decref(rec);
 		S.admitted++;
 		return;
@@ -558,7 +561,7 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 	S.admitted++;
 	if (admit_wait(rec, err, sizeof(err)) == -1) {
 		msg_line(lineno, "%s", err);
-		kill_now(rec, lineno, "bad_input", err);
+		kill_now(rec, lineno, FATE_BAD_INPUT, err);
 		json_decref(rec);
 		return;
 	}
@@ -567,7 +570,7 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 		    "(first on line %ld)", id, (long)json_integer_value(
 		    json_object_get(S.seen, id)));
 		msg_line(lineno, "%s", err);
-		kill_now(rec, lineno, "bad_input", err);
+		kill_now(rec, lineno, FATE_BAD_INPUT, err);
 		json_decref(rec);
 		return;
 	}
@@ -659,7 +662,7 @@ quota_kill(struct job *j, double until)
 	clk_iso(until, when, sizeof(when));
 	snprintf(why, sizeof(why), "the portal's quota for \"%s\" is spent; "
 	    "it said to come back at %s", j->ep->name, when);
-	kill_now(j->rec, 0, "quota", why);
+	kill_now(j->rec, 0, FATE_QUOTA, why);
 }
 
 /*
@@ -769,7 +772,7 @@ gate(struct job *j, int *slot, int *probe)
 		    e->name, fo.on_open_dead ? " (on_open dead)" :
 		    fo.deadline > 0 && until >= fo.deadline ?
 		    " past the deadline" : " longer than max_open");
-		kill_now(j->rec, 0, "circuit_open", err);
+		kill_now(j->rec, 0, FATE_CIRCUIT_OPEN, err);
 		return -1;
 	}
 	j->held = 1;
@@ -804,10 +807,10 @@ replay(struct job *j, const json_t *entry)
 	json_object_set_new(rec, "replayed", json_true());
 	json_object_set(rec, "reply", json_object_get(entry, "reply") ?
 	    json_object_get(entry, "reply") : json_null());
-	path = xasprintf("%s/docs/%s", fo.run_dir, rec_str(rec, "id"));
+	path = rundir_path(fo.run_dir, RUNDIR_DOCS, rec_str(rec, "id"));
 	if (access(path, F_OK) == 0)
-		json_object_set_new(rec, "body_path", json_string(strrchr(
-		    path, '/') - 4));
+		json_object_set_new(rec, "body_path", json_string(path +
+		    strlen(fo.run_dir) + 1));
 	free(path);
 	emit(rec);
 }
@@ -892,7 +895,7 @@ confirm_done(struct xfer *x)
 	xfer_free(x);
 	if (cut) {
 		/* Not "cannot tell": not asked in time; a resume asks again. */
-		kill_now(j->rec, 0, "deadline_cut", "its status_url did not "
+		kill_now(j->rec, 0, FATE_DEADLINE_CUT, "its status_url did not "
 		    "answer by the deadline");
 		job_free(j);
 		return;
@@ -913,7 +916,7 @@ confirm_done(struct xfer *x)
 	} else {
 		snprintf(err, sizeof(err), "an earlier attempt may have reached "
 		    "the server, and its status_url cannot tell: %s", why);
-		kill_now(j->rec, 0, "ambiguous_submit", err);
+		kill_now(j->rec, 0, FATE_AMBIGUOUS_SUBMIT, err);
 	}
 	free(key);
 	job_free(j);
@@ -957,7 +960,7 @@ ledger_gate(struct job *j)
 			snprintf(err, sizeof(err), "an earlier attempt may "
 			    "have reached the server (ledger: %s)",
 			    ledger_name(st));
-			kill_now(j->rec, 0, "ambiguous_submit", err);
+			kill_now(j->rec, 0, FATE_AMBIGUOUS_SUBMIT, err);
 			rc = 1;
 		}
 	}
@@ -1049,7 +1052,7 @@ start_ready(void)
 		if ((x = xfer_start(j, err, sizeof(err))) == NULL) {
 			slot_give(j->ep, slot);
 			msg_line(j->lineno, "%s", err);
-			kill_now(j->rec, j->lineno, "bad_input", err);
+			kill_now(j->rec, j->lineno, FATE_BAD_INPUT, err);
 			job_free(j);
 			continue;
 		}
@@ -1325,14 +1328,14 @@ cut_waiting(void)
 
 	while (S.nwait > 0) {
 		j = heap_pop();
-		kill_now(j->rec, 0, "deadline_cut", "held for a retry at the "
-		    "deadline");
+		kill_now(j->rec, 0, FATE_DEADLINE_CUT, "held for a retry at "
+		    "the deadline");
 		job_free(j);
 	}
 	while ((j = S.ready) != NULL) {
 		S.ready = j->next;
 		j->ep->nready--;
-		kill_now(j->rec, 0, "deadline_cut", "not started by the "
+		kill_now(j->rec, 0, FATE_DEADLINE_CUT, "not started by the "
 		    "deadline");
 		job_free(j);
 	}
@@ -1340,8 +1343,8 @@ cut_waiting(void)
 	S.nready = 0;
 	while ((j = S.confirm_q) != NULL) {
 		S.confirm_q = j->next;
-		kill_now(j->rec, 0, "deadline_cut", "its status_url not asked "
-		    "by the deadline");
+		kill_now(j->rec, 0, FATE_DEADLINE_CUT, "its status_url not "
+		    "asked by the deadline");
 		job_free(j);
 	}
 	S.confirm_tail = &S.confirm_q;
@@ -1381,7 +1384,7 @@ held(const char *id, long lineno)
 static void
 load_done(void)
 {
-	const char *files[] = { "results.ndjson", "dead.ndjson" };
+	const enum rundir_file files[] = { RUNDIR_RESULTS, RUNDIR_DEAD };
 	struct rec_reader *r;
 	char *path, *line, err[64];
 	size_t len;
@@ -1391,7 +1394,7 @@ load_done(void)
 
 	S.done = json_object();
 	for (i = 0; i < (S.retry_dead ? 1 : 2); i++) {
-		path = xasprintf("%s/%s", fo.run_dir, files[i]);
+		path = rundir_path(fo.run_dir, files[i], NULL);
 		if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
 			if (errno != ENOENT)
 				msg_diesys(1, "open %s", path);
@@ -1756,7 +1759,7 @@ main(int argc, char *argv[])
 			static const char *sub[] = { "slots", "rate",
 			    "breaker" };
 
-			path = xasprintf("%s/state/%s", fo.run_dir, sub[i]);
+			path = rundir_path(fo.run_dir, RUNDIR_STATE, sub[i]);
 			if (state_mkdir(path, err, sizeof(err)) == -1)
 				msg_die(1, "%s", err);
 			free(path);
@@ -1766,13 +1769,14 @@ main(int argc, char *argv[])
 		 * whole: docs/ID is never a partial body, and the large
 		 * directory sees one entry made per document, not three.
 		 */
-		path = xasprintf("%s/docs/.part", fo.run_dir);
+		path = rundir_path(fo.run_dir, RUNDIR_PART, NULL);
 		if (state_mkdir(path, err, sizeof(err)) == -1)
 			msg_die(1, "%s", err);
 		if ((fo.part_fd = open(path, O_RDONLY | O_DIRECTORY |
 		    O_NOFOLLOW | O_CLOEXEC)) == -1)
 			msg_diesys(1, "open %s", path);
-		path[strlen(path) - 6] = '\0';
+		free(path);
+		path = rundir_path(fo.run_dir, RUNDIR_DOCS, NULL);
 		if ((fo.docs_fd = open(path, O_RDONLY | O_DIRECTORY |
 		    O_NOFOLLOW | O_CLOEXEC)) == -1)
 			msg_diesys(1, "open %s", path);

@@ -19,6 +19,7 @@
 #include "lib/hdr.h"
 #include "lib/msg.h"
 #include "lib/rec.h"
+#include "lib/rundir.h"
 #include "lib/state.h"
 #include "lib/x.h"
 #include "fetch/fetch.h"
@@ -469,8 +470,8 @@ xfer_start(struct job *job, char *err, size_t errlen)
 		return NULL;
 	}
 	if (fo.run_dir != NULL) {
-		x->final = xasprintf("%s/docs/%s", fo.run_dir, id);
-		x->part = xasprintf("%s/docs/.part/%s", fo.run_dir, id);
+		x->final = rundir_path(fo.run_dir, RUNDIR_DOCS, id);
+		x->part = rundir_path(fo.run_dir, RUNDIR_PART, id);
 		x->bid = xstrdup(id);
 		/*
 		 * A submission's partial file is opened before it is sent, so
@@ -772,8 +773,8 @@ xfer_finish(struct xfer *x, CURLcode cc)
 	if (x->renamed) {
 		free(x->part);
 		x->part = NULL;
-		json_object_set_new(rec, "body_path", json_string(strrchr(
-		    x->final, '/') - 4));
+		json_object_set_new(rec, "body_path", json_string(x->final +
+		    strlen(fo.run_dir) + 1));
 	}
 }
 
