@@ -69,6 +69,19 @@ once() {
 	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/ids"
 }
 
+# refetched: the ids of the documents (GET) of the mock's log on stdin
+# that were fetched again: asked for after the mock had answered them for
+# good (200 or 404), or more than max_attempts (5) times, the poison ones
+# (each answer a 500, which libcurl never sends again on its own, as it
+# may after a reset).
+refetched() {
+	jq -rs '[.[] | select(.kind == "request" and .method == "GET")] |
+	    group_by(.path)[] | select(
+	        (map(.status == 200 or .status == 404) | index(true)) as $f |
+	        ($f != null and length > $f + 1) or length > 5) |
+	    .[0].path | sub("^/c/"; "c-")' | sort
+}
+
 # commits: the most times one key was committed, by the mock's log.
 commits() {
 	jq -s '[.[] | select(.committed == true) | .key] | group_by(.) | map(length) | max // 0' "$MOCK_LOG"
@@ -210,4 +223,65 @@ commits() {
 	    "$(jq -c '.totals.dead_by_reason | with_entries(select(.value > 0))' "$RUN/summary.json")" \
 	    "$(jq -s '[.[] | select(.dead_reason == "ambiguous_submit" and .sent != true)] | length' "$RUN/dead.ndjson")" \
 	    "$(jq -c '{succeeded: .totals.succeeded, dead: (.totals.dead_by_reason | with_entries(select(.value > 0)))}' "$run2/summary.json")" >&3
+}
+
+@test "chaos: two pipelines of one manifest on one run directory, one killed, then a resume: no id fetched twice but the dead one's" {
+	local seed=${CHAOS_SEED:-7} stages=(fetch classify backoff sink) stage a b p pids victim fetch owner at i
+	stage=${stages[$(((seed / 2) % 4))]}
+	chaos_start chaos-again.yaml
+	timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$FIX/pipeline/chaos-again-rfpipe.yaml" \
+	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" 2>"$BATS_TEST_TMPDIR/e1" &
+	a=$!
+	# The second cron job starts once a seeded share (0-20 %) is filed,
+	filed "$RUN" "$(share "$seed" 2 0 0.2)"
+	timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$FIX/pipeline/chaos-again-rfpipe.yaml" \
+	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" 2>"$BATS_TEST_TMPDIR/e2" &
+	b=$!
+	pids=("$a" "$b")
+	# and once both own the directory and a further seeded share (5-25 %)
+	# is filed, a seeded stage of one of them is killed.
+	for i in $(seq 1 3000); do
+		[ "$(ls "$RUN/state/owners" 2>/dev/null | wc -l)" -ge 2 ] && break
+		sleep 0.01
+	done
+	[ "$(ls "$RUN/state/owners" 2>/dev/null | wc -l)" -ge 2 ]
+	filed "$RUN" "$(($(share "$seed" 2 0 0.2) + $(share "$seed" 3 0.05 0.2)))"
+	p=${pids[$((seed % 2))]}
+	fetch=$(stage_of "$p" fetch)
+	victim=$(stage_of "$p" "$stage")
+	[ -n "$fetch" ] && [ -n "$victim" ]
+	# What the mock logged before this line, it logged while both lived.
+	at=$(wc -l <"$MOCK_LOG")
+	kill -KILL "$victim"
+	wait "$a" || :
+	wait "$b" || :
+	# Who claimed what, before the resume finds no owner alive and empties it.
+	owner=$(jq -r --arg f "$fetch" 'select(.owner | startswith($f + ".")) | .owner' \
+	    "$RUN/state/claims.ndjson" | sort -u)
+	[ "$(wc -l <<<"$owner")" -eq 1 ]
+	jq -r --arg o "$owner" 'select(.owner == $o) | .id' "$RUN/state/claims.ndjson" |
+	    sort -u >"$BATS_TEST_TMPDIR/victims"
+	run timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$FIX/pipeline/chaos-again-rfpipe.yaml" \
+	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
+
+	# 1. Every id exactly once across results and dead.
+	once "$RUN" "$BATS_TEST_TMPDIR/m"
+	# 2. While both pipelines lived no document was fetched twice; over
+	# the whole story, only ids the killed pipeline had claimed were.
+	[ -z "$(head -n "$at" "$MOCK_LOG" | refetched)" ]
+	refetched <"$MOCK_LOG" >"$BATS_TEST_TMPDIR/refetched"
+	[ -z "$(comm -23 "$BATS_TEST_TMPDIR/refetched" "$BATS_TEST_TMPDIR/victims")" ]
+	# 3. No key committed twice.
+	[ "$(commits)" -le 1 ]
+	# 4. The summary of the resume speaks for the whole directory.
+	jq -e '.reconciled == true and .totals.succeeded + .totals.dead == '"$N" "$RUN/summary.json"
+	# They met: one skipped ids the other held, and said so.
+	cat "$BATS_TEST_TMPDIR/e1" "$BATS_TEST_TMPDIR/e2" |
+	    grep -q 'is being processed by another pipeline on this run directory'
+
+	printf '# killed rfp-%s of pipeline %d; it had claimed %d ids, %d fetched again; %s\n' \
+	    "$stage" "$((seed % 2 + 1))" "$(wc -l <"$BATS_TEST_TMPDIR/victims")" \
+	    "$(wc -l <"$BATS_TEST_TMPDIR/refetched")" \
+	    "$(jq -c '{succeeded: .totals.succeeded, dead: (.totals.dead_by_reason | with_entries(select(.value > 0)))}' "$RUN/summary.json")" >&3
 }
