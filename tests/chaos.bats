@@ -158,7 +158,7 @@ commits() {
 }
 
 @test "chaos: the dead letters re-run in a new run directory that shares the ledger: no key committed twice, run 1 untouched" {
-	local seed=${CHAOS_SEED:-7} run2=$BATS_TEST_TMPDIR/run2 pid victim n0 n1 i
+	local seed=${CHAOS_SEED:-7} run2=$BATS_TEST_TMPDIR/run2 pid victim n0 n1
 	chaos_start chaos-again.yaml
 	mkdir -m 700 "$BATS_TEST_TMPDIR/cycle"
 	{ cat "$FIX/pipeline/chaos-again-rfpipe.yaml"
@@ -171,7 +171,7 @@ commits() {
 	# (a "slow" one waits 1 s): its key is left in doubt.
 	filed "$RUN" "$(share "$seed" 1 0.1 0.5)"
 	n0=$(wc -l <"$MOCK_LOG")
-	for i in $(seq 1 1000); do
+	for _ in $(seq 1 1000); do
 		tail -n +"$((n0 + 1))" "$MOCK_LOG" | grep -q '"method":"POST".*"action":"slow"' && break
 		sleep 0.01
 	done
@@ -226,7 +226,7 @@ commits() {
 }
 
 @test "chaos: two pipelines of one manifest on one run directory, one killed, then a resume: no id fetched twice but the dead one's" {
-	local seed=${CHAOS_SEED:-7} stages=(fetch classify backoff sink) stage a b p pids victim fetch owner at held i
+	local seed=${CHAOS_SEED:-7} stages=(fetch classify backoff sink) stage a b p pids victim fetch owner at held
 	stage=${stages[$(((seed / 2) % 4))]}
 	chaos_start chaos-again.yaml
 	timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$FIX/pipeline/chaos-again-rfpipe.yaml" \
@@ -240,7 +240,7 @@ commits() {
 	pids=("$a" "$b")
 	# and once both own the directory and a further seeded share (5-25 %)
 	# is filed, a seeded stage of one of them is killed.
-	for i in $(seq 1 3000); do
+	for _ in $(seq 1 3000); do
 		[ "$(ls "$RUN/state/owners" 2>/dev/null | wc -l)" -ge 2 ] && break
 		sleep 0.01
 	done
