@@ -218,9 +218,12 @@ fi
 # config names, the deadline.  --check prints it; a run stops on a config
 # none of whose endpoints any record has, or a deadline past, and warns of
 # an endpoint tonight's records do not reach (a site's config names every
-# portal).  Bad lines are the run's to file.  Without a config the run
-# itself names each bad line: no second reading.
-if [ -n "$manifest" ] && { [ -n "$check" ] || [ -n "$config" ]; }; then
+# portal).  Bad lines are the run's to file.  The same reading counts the
+# manifest's records as rfp-fetch admits them (its "manifest: N lines"),
+# bad ones included: the count the budget and the progress line are given
+# before the run, and that rfp-fetch's --report gives rfp-sink after it.
+admitted=
+if [ -n "$manifest" ]; then
 	# shellcheck disable=SC2086
 	if [ -n "$check" ]; then
 		rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
@@ -231,16 +234,19 @@ if [ -n "$manifest" ] && { [ -n "$check" ] || [ -n "$config" ]; }; then
 		esac
 	fi
 	# shellcheck disable=SC2086
-	problems=$(rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
-	    ${deadline:+"--deadline=$deadline"} <"$manifest" 2>&1 >/dev/null)
-	if [ $? -eq 2 ]; then
-		problems=$(printf '%s\n' "$problems" |
+	checked=$(rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
+	    ${deadline:+"--deadline=$deadline"} <"$manifest" 2>&1)
+	if [ $? -eq 2 ] && [ -n "$config" ]; then
+		problems=$(printf '%s\n' "$checked" | grep '^rfp-fetch: ' |
 		    grep -v '^rfp-fetch: line [0-9]*: ')
 		printf '%s\n' "$problems" >&2
 		printf '%s\n' "$problems" |
 		    grep -qv "matches no record; the records' endpoints are" &&
 		    exit 2
 	fi
+	admitted=$(printf '%s\n' "$checked" |
+	    sed -n 's/^manifest: \([0-9]*\) lines, .*/\1/p')
+	[ -n "$admitted" ] || die 1 "rfp-fetch --check: no count of $manifest"
 fi
 
 umask 077
@@ -249,16 +255,20 @@ umask 077
 if [ -e "$run_dir" ] || [ -L "$run_dir" ]; then
 	rfp-backoff --run-dir="$run_dir" </dev/null >/dev/null || exit 2
 fi
-if ! err=$(mkdir -p "$run_dir/state" "$run_dir/docs" "$run_dir/logs" 2>&1); then
+# The run directory's names, the only ones this script spells: the stages
+# make and open the rest through lib/rundir.c, which lays it out (see
+# doc/design.md, "The run directory").  These files are the driver's own.
+state_dir=$run_dir/state
+fifo=$state_dir/retry.$$.fifo
+report=$state_dir/fetch.$$.json
+status=$state_dir/status.$$
+fetch_pid=$state_dir/fetch.$$.pid
+parse_pid=$state_dir/parse.$$.pid
+if ! err=$(mkdir -p "$state_dir" "$run_dir/docs" "$run_dir/logs" 2>&1); then
 	# mkdir says it once per directory: the first is the cause.
 	err=$(printf '%s\n' "$err" | head -n 1)
 	die 2 "mkdir $run_dir: ${err##*: }"
 fi
-fifo=$run_dir/state/retry.$$.fifo
-report=$run_dir/state/fetch.$$.json
-status=$run_dir/state/status.$$
-fetch_pid=$run_dir/state/fetch.$$.pid
-parse_pid=$run_dir/state/parse.$$.pid
 rm -f "$fifo" "$report" "$fetch_pid" "$parse_pid"
 true >"$status" || die 1 "write $status: failed"
 mkfifo -m 600 "$fifo" || die 1 "mkfifo $fifo: failed"
@@ -281,8 +291,6 @@ if [ -n "$queue" ]; then
 	admitted=$(rfp-queue --state="$queue" count) ||
 		die 1 "rfp-queue count failed"
 	owner=$(uname -n).$$
-else
-	admitted=$(grep -c '[^[:space:]]' "$manifest")
 fi
 
 # The manifest, from the file or claimed from the shared queue; rfp-fetch's

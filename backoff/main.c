@@ -33,6 +33,7 @@
 #include "lib/clk.h"
 #include "lib/conf.h"
 #include "lib/doc.h"
+#include "lib/fate.h"
 #include "lib/msg.h"
 #include "lib/opt.h"
 #include "lib/rec.h"
@@ -98,11 +99,11 @@ spend(long *left)
 	return rc;
 }
 
-static void dead(json_t *, const char *, const char *, ...)
+static void dead(json_t *, enum fate_reason, const char *, ...)
     __attribute__((format(printf, 3, 4)));
 
 static void
-dead(json_t *rec, const char *reason, const char *fmt, ...)
+dead(json_t *rec, enum fate_reason reason, const char *fmt, ...)
 {
 	char detail[200];
 	va_list ap;
@@ -155,20 +156,20 @@ transient(json_t *rec, long lineno)
 
 	/* Whatever else ends it, a submission that may be in is ambiguous. */
 	if (ambiguous(rec)) {
-		dead(rec, "ambiguous_submit", "the submission may have reached "
-		    "the server (%s) and endpoint \"%s\" is not declared to "
-		    "honour Idempotency-Key; not re-sent", rec_str(rec,
-		    "reason") ? rec_str(rec, "reason") : "?", rec_str(rec,
-		    "endpoint") ? rec_str(rec, "endpoint") : "?");
+		dead(rec, FATE_AMBIGUOUS_SUBMIT, "the submission may have "
+		    "reached the server (%s) and endpoint \"%s\" is not "
+		    "declared to honour Idempotency-Key; not re-sent",
+		    rec_str(rec, "reason") ? rec_str(rec, "reason") : "?",
+		    rec_str(rec, "endpoint") ? rec_str(rec, "endpoint") : "?");
 		return 0;
 	}
 	if (opts.deadline > 0 && now >= opts.deadline) {
-		dead(rec, "deadline_cut", "transient failure after the "
+		dead(rec, FATE_DEADLINE_CUT, "transient failure after the "
 		    "deadline");
 		return 0;
 	}
 	if (attempt >= c->max_attempts) {
-		dead(rec, "exhausted", "%ld of %ld attempts failed; %s",
+		dead(rec, FATE_EXHAUSTED, "%ld of %ld attempts failed; %s",
 		    attempt, c->max_attempts, cause(rec));
 		return 0;
 	}
@@ -176,10 +177,10 @@ transient(json_t *rec, long lineno)
 		ra = rec_num(rec, "retry_after_s", -1);
 	if (conf_wait_past(ra, c->max_retry_after)) {
 		if (opts.deadline > 0 && now + clk_real(ra) > opts.deadline)
-			dead(rec, "deadline_cut", "Retry-After %.0f s lands "
+			dead(rec, FATE_DEADLINE_CUT, "Retry-After %.0f s lands "
 			    "past the deadline", ra);
 		else
-			dead(rec, "quota", "the portal said to come back in "
+			dead(rec, FATE_QUOTA, "the portal said to come back in "
 			    "%.0f s, past max_retry_after %.0f s; its other "
 			    "documents are held unsent", ra, c->max_retry_after);
 		return 0;
@@ -187,21 +188,21 @@ transient(json_t *rec, long lineno)
 	d = delay_for(rec, attempt, ra);
 	nb = now + clk_real(d);
 	if (opts.deadline > 0 && nb >= opts.deadline) {
-		dead(rec, "deadline_cut", "retry due %.1f s after the "
+		dead(rec, FATE_DEADLINE_CUT, "retry due %.1f s after the "
 		    "deadline", nb - opts.deadline);
 		return 0;
 	}
 	if ((rc = spend(&left)) == -1)
 		return -1;
 	if (rc == 0) {
-		dead(rec, "budget_spent", "the run's retry budget is "
+		dead(rec, FATE_BUDGET_SPENT, "the run's retry budget is "
 		    "spent; %s", cause(rec));
 		return 0;
 	}
 	msg_debug("line %ld: %s: retry in %.3f s (attempt %ld, %ld retries "
 	    "left)", lineno, rec_str(rec, "id") ? rec_str(rec, "id") : "?", d,
 	    attempt, left);
-	json_object_set_new(rec, "fate", json_string("retry"));
+	json_object_set_new(rec, "fate", json_string(fate_name(FATE_RETRY)));
 	json_object_set_new(rec, "not_before", json_real(nb));
 	json_object_set_new(rec, "delay_s", json_real(round(d * 1000) /
 	    1000));
@@ -222,12 +223,13 @@ decide(json_t *rec, long lineno, void *arg)
 	cls = rec_str(rec, "class");
 	if (cls == NULL) {
 		msg_line(lineno, "missing field \"class\"");
-		rec_kill(rec, "bad_input", "missing field \"class\"");
+		rec_kill(rec, FATE_BAD_INPUT, "missing field \"class\"");
 		json_object_set_new(rec, "line", json_integer(lineno));
 		return 0;
 	}
 	if (strcmp(cls, "ok") == 0) {
-		json_object_set_new(rec, "fate", json_string("done"));
+		json_object_set_new(rec, "fate", json_string(
+		    fate_name(FATE_DONE)));
 		return 0;
 	}
 	if (strcmp(cls, "transient") == 0)
@@ -236,11 +238,11 @@ decide(json_t *rec, long lineno, void *arg)
 	if (json_is_string(json_object_get(rec, "parse_error")) &&
 	    strncmp(rec_str(rec, "reason") ? rec_str(rec, "reason") : "",
 	    "parse_", 6) == 0) {
-		rec_kill(rec, "parse_failed", rec_str(rec, "parse_detail") ?
+		rec_kill(rec, FATE_PARSE_FAILED, rec_str(rec, "parse_detail") ?
 		    rec_str(rec, "parse_detail") : rec_str(rec, "reason"));
 		return 0;
 	}
-	rec_kill(rec, "permanent", rec_str(rec, "reason"));
+	rec_kill(rec, FATE_PERMANENT, rec_str(rec, "reason"));
 	return 0;
 }
 

@@ -18,8 +18,10 @@
 #include "lib/clk.h"
 #include "lib/conf.h"
 #include "lib/doc.h"
+#include "lib/fate.h"
 #include "lib/msg.h"
 #include "lib/rec.h"
+#include "lib/rundir.h"
 #include "lib/state.h"
 #include "lib/x.h"
 #include "fetch/fetch.h"
@@ -100,7 +102,8 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 
 	if (rrc == REC_TOOLONG) {
 		msg_line(lineno, "line longer than %d bytes", REC_LINE_MAX);
-		rec = rec_bad_input("rfp-fetch", lineno, "line too long", line, len);
+		rec = rec_bad_input("rfp-fetch", lineno, "line too long", line,
+		    len);
 		out_emit(rec);
 		json_decref(rec);
 		A.n.admitted++;
@@ -151,7 +154,7 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 	}
 	if (doc_check(rec, err, sizeof(err)) == -1) {
 		msg_line(lineno, "%s", err);
-		out_kill(rec, lineno, "bad_input", err);
+		out_kill(rec, lineno, FATE_BAD_INPUT, err);
 		json_decref(rec);
 		A.n.admitted++;
 		return;
@@ -169,7 +172,7 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 	A.n.admitted++;
 	if (admit_wait(rec, err, sizeof(err)) == -1) {
 		msg_line(lineno, "%s", err);
-		out_kill(rec, lineno, "bad_input", err);
+		out_kill(rec, lineno, FATE_BAD_INPUT, err);
 		json_decref(rec);
 		return;
 	}
@@ -178,7 +181,7 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 		    "(first on line %ld)", id, (long)json_integer_value(
 		    json_object_get(A.seen, id)));
 		msg_line(lineno, "%s", err);
-		out_kill(rec, lineno, "bad_input", err);
+		out_kill(rec, lineno, FATE_BAD_INPUT, err);
 		json_decref(rec);
 		return;
 	}
@@ -288,7 +291,7 @@ held(const char *id, long lineno)
 static void
 load_done(void)
 {
-	const char *files[] = { "results.ndjson", "dead.ndjson" };
+	const enum rundir_file files[] = { RUNDIR_RESULTS, RUNDIR_DEAD };
 	struct rec_reader *r;
 	char *path, *line, err[64];
 	size_t len;
@@ -300,7 +303,7 @@ load_done(void)
 	A.done = json_object();
 	A.done_size[0] = A.done_size[1] = 0;
 	for (i = 0; i < (A.retry_dead ? 1 : 2); i++) {
-		path = xasprintf("%s/%s", fo->run_dir, files[i]);
+		path = rundir_path(fo->run_dir, files[i], NULL);
 		if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
 			if (errno != ENOENT)
 				msg_diesys(1, "open %s", path);
@@ -337,13 +340,14 @@ load_done(void)
 static int
 done_grew(void)
 {
-	static const char *files[] = { "results.ndjson", "dead.ndjson" };
+	static const enum rundir_file files[] = { RUNDIR_RESULTS,
+	    RUNDIR_DEAD };
 	struct stat st;
 	char *path;
 	int i, grew = 0;
 
 	for (i = 0; i < (A.retry_dead ? 1 : 2) && !grew; i++) {
-		path = xasprintf("%s/%s", fo->run_dir, files[i]);
+		path = rundir_path(fo->run_dir, files[i], NULL);
 		grew = stat(path, &st) == 0 && st.st_size != A.done_size[i];
 		free(path);
 	}

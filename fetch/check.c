@@ -102,6 +102,9 @@ check_manifest(int fd, const struct conf *c, const char *config,
 			problems++;
 			break;
 		}
+		/* As a run reads it: an empty line is no record. */
+		if (rc == REC_LINE && len == 0)
+			continue;
 		lines++;
 		if (rc == REC_TOOLONG) {
 			msg_line(lineno, "line longer than %d bytes",

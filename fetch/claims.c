@@ -26,6 +26,7 @@
 #include "fetch/fetch.h"
 #include "lib/msg.h"
 #include "lib/rec.h"
+#include "lib/rundir.h"
 #include "lib/state.h"
 #include "lib/x.h"
 
@@ -106,7 +107,7 @@ claims_open(const char *rundir)
 
 	C.by = json_object();
 	C.alive = json_object();
-	C.dir = xasprintf("%s/state/owners", rundir);
+	C.dir = rundir_path(rundir, RUNDIR_OWNERS, NULL);
 	if (state_mkdir(C.dir, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	C.me = xasprintf("%ld.%ld", (long)getpid(), (long)time(NULL));
@@ -115,7 +116,7 @@ claims_open(const char *rundir)
 	    flock(C.own_fd, LOCK_EX) == -1)
 		msg_diesys(1, "open %s", path);
 	free(path);
-	path = xasprintf("%s/state/claims.ndjson", rundir);
+	path = rundir_path(rundir, RUNDIR_CLAIMS, NULL);
 	if ((C.fd = state_open(path, O_RDWR | O_APPEND | O_CREAT, 0600)) ==
 	    -1)
 		msg_diesys(1, "open %s", path);

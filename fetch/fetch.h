@@ -9,6 +9,7 @@
 #include <openssl/evp.h>
 
 #include "lib/conf.h"
+#include "lib/fate.h"
 #include "lib/hdr.h"
 
 struct ep;
@@ -103,7 +104,7 @@ deadline_come(double deadline, double now)
 /* Queue rec for stdout (it stays the caller's); counted until acked. */
 void	out_emit(json_t *rec);
 /* rec leaves now without a request: dead with reason and detail. */
-void	out_kill(json_t *rec, long lineno, const char *reason,
+void	out_kill(json_t *rec, long lineno, enum fate_reason reason,
 	    const char *detail);
 /* Write what stdout takes without blocking, whole records at most
    PIPE_BUF bytes a write (atomic on a pipe); -1 when it is gone. */

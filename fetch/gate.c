@@ -14,6 +14,7 @@
 #include "lib/conf.h"
 #include "lib/doc.h"
 #include "lib/hdr.h"
+#include "lib/fate.h"
 #include "lib/msg.h"
 #include "lib/pace.h"
 #include "lib/rec.h"
@@ -182,7 +183,7 @@ quota_kill(struct job *j, double until)
 	clk_iso(until, when, sizeof(when));
 	snprintf(why, sizeof(why), "the portal's quota for \"%s\" is spent; "
 	    "it said to come back at %s", j->ep->name, when);
-	out_kill(j->rec, 0, "quota", why);
+	out_kill(j->rec, 0, FATE_QUOTA, why);
 }
 
 /*
@@ -292,7 +293,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 		    e->name, fo->on_open_dead ? " (on_open dead)" :
 		    fo->deadline > 0 && until >= fo->deadline ?
 		    " past the deadline" : " longer than max_open");
-		out_kill(j->rec, 0, "circuit_open", err);
+		out_kill(j->rec, 0, FATE_CIRCUIT_OPEN, err);
 		return -1;
 	}
 	j->held = 1;

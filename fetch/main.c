@@ -45,9 +45,11 @@
 #include "lib/clk.h"
 #include "lib/conf.h"
 #include "lib/doc.h"
+#include "lib/fate.h"
 #include "lib/msg.h"
 #include "lib/opt.h"
 #include "lib/rec.h"
+#include "lib/rundir.h"
 #include "lib/state.h"
 #include "lib/store.h"
 #include "lib/x.h"
@@ -133,7 +135,7 @@ start_one(struct job *j, void *arg)
 	if ((x = xfer_start(j, err, sizeof(err))) == NULL) {
 		gate_give(j->ep, slot);
 		msg_line(j->lineno, "%s", err);
-		out_kill(j->rec, j->lineno, "bad_input", err);
+		out_kill(j->rec, j->lineno, FATE_BAD_INPUT, err);
 		job_free(j);
 		return 1;
 	}
@@ -560,18 +562,19 @@ run_dir_open(void)
 	if (state_mkdirs(fo.run_dir, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
-		path = xasprintf("%s/state/%s", fo.run_dir, sub[i]);
+		path = rundir_path(fo.run_dir, RUNDIR_STATE, sub[i]);
 		if (state_mkdir(path, err, sizeof(err)) == -1)
 			msg_die(1, "%s", err);
 		free(path);
 	}
-	path = xasprintf("%s/docs/.part", fo.run_dir);
+	path = rundir_path(fo.run_dir, RUNDIR_PART, NULL);
 	if (state_mkdir(path, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	if ((fo.part_fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		msg_diesys(1, "open %s", path);
-	path[strlen(path) - 6] = '\0';
+	free(path);
+	path = rundir_path(fo.run_dir, RUNDIR_DOCS, NULL);
 	if ((fo.docs_fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		msg_diesys(1, "open %s", path);

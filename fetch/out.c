@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "lib/clk.h"
+#include "lib/fate.h"
 #include "lib/msg.h"
 #include "lib/rec.h"
 #include "fetch/fetch.h"
@@ -49,7 +50,8 @@ out_emit(json_t *rec)
 }
 
 void
-out_kill(json_t *rec, long lineno, const char *reason, const char *detail)
+out_kill(json_t *rec, long lineno, enum fate_reason reason,
+    const char *detail)
 {
 	if (lineno > 0)
 		json_object_set_new(rec, "line", json_integer(lineno));

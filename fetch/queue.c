@@ -115,7 +115,7 @@ queue_scan(int (*visit)(struct job *, void *), void *arg)
 	struct ep *ep;
 
 	while ((j = *pp) != NULL) {
-		/* A visit that takes the job may free it, or queue it elsewhere. */
+		/* A visit that takes the job may free it, or queue it anew. */
 		next = j->next;
 		ep = j->ep;
 		if (!visit(j, arg)) {
@@ -157,14 +157,14 @@ queue_cut(void)
 
 	while (Q.nwait > 0) {
 		j = heap_pop();
-		out_kill(j->rec, 0, "deadline_cut", "held for a retry at the "
-		    "deadline");
+		out_kill(j->rec, 0, FATE_DEADLINE_CUT, "held for a retry at "
+		    "the deadline");
 		job_free(j);
 	}
 	while ((j = Q.ready) != NULL) {
 		Q.ready = j->next;
 		gate_ready(j->ep, -1);
-		out_kill(j->rec, 0, "deadline_cut", "not started by the "
+		out_kill(j->rec, 0, FATE_DEADLINE_CUT, "not started by the "
 		    "deadline");
 		job_free(j);
 	}

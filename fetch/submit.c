@@ -15,8 +15,10 @@
 #include "lib/clk.h"
 #include "lib/doc.h"
 #include "lib/ledger.h"
+#include "lib/fate.h"
 #include "lib/msg.h"
 #include "lib/rec.h"
+#include "lib/rundir.h"
 #include "lib/state.h"
 #include "lib/x.h"
 #include "fetch/fetch.h"
@@ -80,10 +82,10 @@ replay(struct job *j, const json_t *entry)
 	json_object_set_new(rec, "replayed", json_true());
 	json_object_set(rec, "reply", json_object_get(entry, "reply") ?
 	    json_object_get(entry, "reply") : json_null());
-	path = xasprintf("%s/docs/%s", fo->run_dir, rec_str(rec, "id"));
+	path = rundir_path(fo->run_dir, RUNDIR_DOCS, rec_str(rec, "id"));
 	if (access(path, F_OK) == 0)
-		json_object_set_new(rec, "body_path", json_string(strrchr(
-		    path, '/') - 4));
+		json_object_set_new(rec, "body_path", json_string(path +
+		    strlen(fo->run_dir) + 1));
 	free(path);
 	out_emit(rec);
 }
@@ -120,8 +122,8 @@ submit_confirm_start(void)
 	struct job *j;
 	char *key, *url;
 
-	while (U.asking < CONFIRM_MAX && !deadline_come(fo->deadline, clk_now()) &&
-	    (j = U.q) != NULL) {
+	while (U.asking < CONFIRM_MAX && !deadline_come(fo->deadline,
+	    clk_now()) && (j = U.q) != NULL) {
 		if ((U.q = j->next) == NULL)
 			U.tail = &U.q;
 		U.nq--;
@@ -158,7 +160,7 @@ submit_confirmed(struct xfer *x)
 	if (cut) {
 		/* Not "cannot tell": not asked in time; a resume asks again. */
 		in_doubt(j->rec);
-		out_kill(j->rec, 0, "deadline_cut", "its status_url did not "
+		out_kill(j->rec, 0, FATE_DEADLINE_CUT, "its status_url did not "
 		    "answer by the deadline");
 		job_free(j);
 		return;
@@ -180,7 +182,7 @@ submit_confirmed(struct xfer *x)
 		snprintf(err, sizeof(err), "an earlier attempt may have reached "
 		    "the server, and its status_url cannot tell: %s", why);
 		in_doubt(j->rec);
-		out_kill(j->rec, 0, "ambiguous_submit", err);
+		out_kill(j->rec, 0, FATE_AMBIGUOUS_SUBMIT, err);
 	}
 	free(key);
 	job_free(j);
@@ -225,7 +227,7 @@ submit_gate(struct job *j)
 			    "have reached the server (ledger: %s)",
 			    ledger_name(st));
 			in_doubt(j->rec);
-			out_kill(j->rec, 0, "ambiguous_submit", err);
+			out_kill(j->rec, 0, FATE_AMBIGUOUS_SUBMIT, err);
 			rc = 1;
 		}
 	}
@@ -255,7 +257,8 @@ submit_outcome(const struct xfer *x)
 		s = LEDGER_AMBIGUOUS;
 	if (s == LEDGER_SUCCESS && rec_str(rec, "body_path") != NULL &&
 	    rec_int(rec, "bytes", 0) <= 65536) {
-		path = xasprintf("%s/%s", fo->run_dir, rec_str(rec, "body_path"));
+		path = xasprintf("%s/%s", fo->run_dir, rec_str(rec,
+		    "body_path"));
 		reply = state_load(path, JSON_DECODE_ANY, NULL);
 		free(path);
 	}
@@ -305,8 +308,8 @@ submit_cut(void)
 	while ((j = U.q) != NULL) {
 		U.q = j->next;
 		in_doubt(j->rec);
-		out_kill(j->rec, 0, "deadline_cut", "its status_url not asked "
-		    "by the deadline");
+		out_kill(j->rec, 0, FATE_DEADLINE_CUT, "its status_url not "
+		    "asked by the deadline");
 		job_free(j);
 	}
 	U.tail = &U.q;

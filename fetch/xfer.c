@@ -19,6 +19,7 @@
 #include "lib/hdr.h"
 #include "lib/msg.h"
 #include "lib/rec.h"
+#include "lib/rundir.h"
 #include "lib/state.h"
 #include "lib/x.h"
 #include "fetch/fetch.h"
@@ -359,7 +360,8 @@ easy_setup(struct xfer *x)
 	curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS,
 	    (long)(clk_real(fo->conf.connect_timeout) * 1000));
-	if (fo->deadline > 0 && (left = fo->deadline - clk_now()) < clk_real(tmo)) {
+	if (fo->deadline > 0 && (left = fo->deadline - clk_now()) <
+	    clk_real(tmo)) {
 		x->capped_at = fo->deadline;
 		tmo = left > 0.001 ? left : 0.001;
 	} else
@@ -372,8 +374,10 @@ easy_setup(struct xfer *x)
 	curl_easy_setopt(x->easy, CURLOPT_HEADERDATA, x);
 	curl_easy_setopt(x->easy, CURLOPT_USERAGENT, "rfpipe/" RFP_VERSION);
 	curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
-	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYPEER, fo->insecure ? 0L : 1L);
-	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYHOST, fo->insecure ? 0L : 2L);
+	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYPEER,
+	    fo->insecure ? 0L : 1L);
+	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYHOST,
+	    fo->insecure ? 0L : 2L);
 	if (fo->conf.ca_file != NULL)
 		curl_easy_setopt(x->easy, CURLOPT_CAINFO, fo->conf.ca_file);
 }
@@ -469,8 +473,8 @@ xfer_start(struct job *job, char *err, size_t errlen)
 		return NULL;
 	}
 	if (fo->run_dir != NULL) {
-		x->final = xasprintf("%s/docs/%s", fo->run_dir, id);
-		x->part = xasprintf("%s/docs/.part/%s", fo->run_dir, id);
+		x->final = rundir_path(fo->run_dir, RUNDIR_DOCS, id);
+		x->part = rundir_path(fo->run_dir, RUNDIR_PART, id);
 		x->bid = xstrdup(id);
 		/*
 		 * A submission's partial file is opened before it is sent, so
@@ -604,8 +608,8 @@ error_of(CURLcode cc, const struct xfer *x)
 	case CURLE_OK:
 		return NULL;
 	case CURLE_OPERATION_TIMEDOUT:
-		return x->capped_at > 0 && deadline_come(fo->deadline, clk_now()) ?
-		    "deadline" : "timeout";
+		return x->capped_at > 0 && deadline_come(fo->deadline,
+		    clk_now()) ? "deadline" : "timeout";
 	case CURLE_COULDNT_CONNECT:
 		return "connect";
 	case CURLE_COULDNT_RESOLVE_HOST:
@@ -772,8 +776,8 @@ xfer_finish(struct xfer *x, CURLcode cc)
 	if (x->renamed) {
 		free(x->part);
 		x->part = NULL;
-		json_object_set_new(rec, "body_path", json_string(strrchr(
-		    x->final, '/') - 4));
+		json_object_set_new(rec, "body_path", json_string(x->final +
+		    strlen(fo->run_dir) + 1));
 	}
 }
 

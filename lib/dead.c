@@ -11,6 +11,7 @@
 
 #include "lib/dead.h"
 #include "lib/rec.h"
+#include "lib/rundir.h"
 #include "lib/scan.h"
 #include "lib/state.h"
 #include "lib/x.h"
@@ -18,7 +19,7 @@
 int
 dead_hold(const char *rundir, char *err, size_t errlen)
 {
-	char *path = xasprintf("%s/state/sink.lock", rundir);
+	char *path = rundir_path(rundir, RUNDIR_SINK_LOCK, NULL);
 	int fd;
 
 	if ((fd = state_open(path, O_RDWR | O_CREAT, 0600)) == -1 ||
@@ -142,9 +143,9 @@ long
 dead_compact(const char *rundir, int fd, char *err, size_t errlen)
 {
 	struct letters l;
-	char *done = xasprintf("%s/results.ndjson", rundir);
-	char *dead = xasprintf("%s/dead.ndjson", rundir);
-	char *tmp = xasprintf("%s/dead.ndjson.compact", rundir);
+	char *done = rundir_path(rundir, RUNDIR_RESULTS, NULL);
+	char *dead = rundir_path(rundir, RUNDIR_DEAD, NULL);
+	char *tmp = xasprintf("%s.compact", dead);
 	long dropped = 0, i;
 	int out = -1;
 

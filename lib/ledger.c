@@ -16,6 +16,7 @@
 #include "lib/msg.h"
 #include "lib/pg.h"
 #include "lib/rec.h"
+#include "lib/rundir.h"
 #include "lib/store.h"
 #include "lib/x.h"
 
@@ -201,7 +202,7 @@ ledger_open(const char *rundir, const char *path, char *err, size_t errlen)
 		return l;
 	}
 	l->path = path != NULL ? xstrdup(path) :
-	    xasprintf("%s/state/ledger.ndjson", rundir);
+	    rundir_path(rundir, RUNDIR_LEDGER, NULL);
 	l->fd = state_open(l->path, O_RDWR | O_APPEND | O_CREAT, 0600);
 	if (l->fd == -1) {
 		snprintf(err, errlen, "open %s: %s", l->path, strerror(errno));

@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "lib/fate.h"
 #include "lib/msg.h"
 #include "lib/rec.h"
 #include "lib/x.h"
@@ -566,15 +567,16 @@ rec_bad_input(const char *stage, long lineno, const char *detail,
 	json_object_set_new(rec, "line", json_integer(lineno));
 	json_object_set_new(rec, "stage", json_string(stage));
 	json_object_set_new(rec, "raw", raw ? raw : json_null());
-	rec_kill(rec, "bad_input", detail);
+	rec_kill(rec, FATE_BAD_INPUT, detail);
 	return rec;
 }
 
 void
-rec_kill(json_t *rec, const char *reason, const char *detail)
+rec_kill(json_t *rec, enum fate_reason reason, const char *detail)
 {
-	json_object_set_new(rec, "fate", json_string("dead"));
-	json_object_set_new(rec, "dead_reason", json_string(reason));
+	json_object_set_new(rec, "fate", json_string(fate_name(FATE_DEAD)));
+	json_object_set_new(rec, "dead_reason", json_string(
+	    fate_reason(reason)));
 	if (detail != NULL)
 		json_object_set_new(rec, "dead_detail", json_string(detail));
 }

@@ -12,6 +12,8 @@
 
 #include <jansson.h>
 
+#include "lib/fate.h"
+
 /*
  * Two caps, so that a record admitted is never refused later.  A manifest
  * line, and a record as rfp-fetch admits it (written compact, with its
@@ -98,7 +100,7 @@ void	rec_reader_idle(struct rec_reader *r, double secs,
 json_t	*rec_bad_input(const char *stage, long lineno, const char *detail,
 	    const char *line, size_t len);
 /* Mark rec dead with reason and detail (detail may be NULL). */
-void	rec_kill(json_t *rec, const char *reason, const char *detail);
+void	rec_kill(json_t *rec, enum fate_reason reason, const char *detail);
 
 /* The text jansson writes for the real d, into buf; its length or -1. */
 int	rec_real(double d, char *buf, size_t len);

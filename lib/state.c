@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "lib/rundir.h"
 #include "lib/state.h"
 #include "lib/x.h"
 
@@ -68,19 +69,22 @@ mkdir_ours(const char *path, int follow, char *err, size_t errlen)
 int
 state_mkdirs(const char *rundir, char *err, size_t errlen)
 {
-	static const char *subs[] = { "state", "docs", "logs", NULL };
+	static const enum rundir_file subs[] = { RUNDIR_STATE, RUNDIR_DOCS,
+	    RUNDIR_LOGS };
 	char path[4096];
-	int i;
+	size_t i;
 
 	if (mkdir_ours(rundir, 1, err, errlen) == -1)
 		return -1;
-	for (i = 0; subs[i] != NULL; i++) {
-		snprintf(path, sizeof(path), "%s/%s", rundir, subs[i]);
+	for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", rundir,
+		    rundir_name(subs[i]));
 		if (mkdir_ours(path, 0, err, errlen) == -1)
 			return -1;
 	}
 	/* Writable by us: a read-only run directory fails here, at once. */
-	snprintf(path, sizeof(path), "%s/state", rundir);
+	snprintf(path, sizeof(path), "%s/%s", rundir,
+	    rundir_name(RUNDIR_STATE));
 	if (access(path, W_OK) == -1 || access(rundir, W_OK) == -1) {
 		snprintf(err, errlen, "run directory %s: %s", rundir,
 		    strerror(errno));

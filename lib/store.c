@@ -12,6 +12,7 @@
 
 #include "lib/doc.h"
 #include "lib/pg.h"
+#include "lib/rundir.h"
 #include "lib/store.h"
 #include "lib/x.h"
 
@@ -125,10 +126,10 @@ store_update(const char *rundir, const char *kind, const char *key,
 	if (rundir == NULL)
 		return mem_update(kind, key, fn, arg, err, errlen);
 	if (key == NULL) {
-		path = xasprintf("%s/state/%s.json", rundir, kind);
+		path = rundir_state(rundir, kind, NULL);
 	} else {
 		safe = doc_safe_name(key);
-		path = xasprintf("%s/state/%s/%s.json", rundir, kind, safe);
+		path = rundir_state(rundir, kind, safe);
 		free(safe);
 	}
 	rc = state_update(path, fn, arg, err, errlen);
@@ -154,7 +155,7 @@ store_slot_take(const char *rundir, const char *ep, long i, char *err,
 	if ((v = json_object_get(slots, name)) != NULL) {
 		fd = (int)json_integer_value(v);
 	} else {
-		path = xasprintf("%s/state/slots/%s", rundir, name);
+		path = rundir_path(rundir, RUNDIR_SLOTS, name);
 		fd = state_open(path, O_RDWR | O_CREAT, 0600);
 		if (fd == -1) {
 			snprintf(err, errlen, "open %s: %s", path,

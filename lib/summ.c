@@ -10,16 +10,14 @@
 #include <jansson.h>
 
 #include "lib/clk.h"
+#include "lib/fate.h"
 #include "lib/msg.h"
 #include "lib/rec.h"
+#include "lib/rundir.h"
 #include "lib/scan.h"
 #include "lib/state.h"
 #include "lib/summ.h"
 #include "lib/x.h"
-
-static const char *reasons[] = { "permanent", "parse_failed", "exhausted",
-	"budget_spent", "circuit_open", "quota", "deadline_cut",
-	"ambiguous_submit", "bad_input", NULL };
 
 struct summ {
 	json_t	*t;	/* {"succeeded":n,"dead":n,"dead_by_reason":{},...} */
@@ -35,8 +33,8 @@ tally(void)
 
 	json_object_set_new(t, "succeeded", json_integer(0));
 	json_object_set_new(t, "dead", json_integer(0));
-	for (i = 0; reasons[i] != NULL; i++)
-		json_object_set_new(r, reasons[i], json_integer(0));
+	for (i = 0; i < FATE_NREASONS; i++)
+		json_object_set_new(r, fate_reason(i), json_integer(0));
 	json_object_set_new(t, "dead_by_reason", r);
 	return t;
 }
@@ -67,12 +65,12 @@ summ_new(void)
 static void
 count(json_t *t, const char *fate, const char *why)
 {
-	if (fate != NULL && strcmp(fate, "done") == 0)
+	if (fate_of(fate) == FATE_DONE)
 		inc(t, "succeeded", 1);
 	else {
 		inc(t, "dead", 1);
 		inc(json_object_get(t, "dead_by_reason"), why ? why :
-		    "bad_input", 1);
+		    fate_reason(FATE_BAD_INPUT), 1);
 	}
 }
 
@@ -86,7 +84,7 @@ summ_add_in(struct summ *s, const struct summ_in *in)
 		inc(s->t, "attempts", 1);
 	if (in->http_429)
 		inc(s->t, "http_429", 1);
-	if (in->fate != NULL && strcmp(in->fate, "retry") == 0) {
+	if (fate_of(in->fate) == FATE_RETRY) {
 		inc(s->t, "retries", 1);
 		return;
 	}
@@ -98,8 +96,7 @@ summ_add_in(struct summ *s, const struct summ_in *in)
 	}
 	count(e, in->fate, in->dead_reason);
 	/* What the operator reads first of an endpoint that never answered. */
-	if (in->fate != NULL && strcmp(in->fate, "dead") == 0 &&
-	    in->reason != NULL)
+	if (fate_of(in->fate) == FATE_DEAD && in->reason != NULL)
 		json_object_set_new(e, "last_error", json_string(
 		    strcmp(in->reason, "connect") == 0 || strcmp(in->reason,
 		    "dns") == 0 ? "unreachable" : in->reason));
@@ -170,13 +167,13 @@ state_report(json_t *out, const char *rundir)
 	struct dirent *de;
 	DIR *d;
 
-	path = xasprintf("%s/state/budget.json", rundir);
+	path = rundir_state(rundir, "budget", NULL);
 	if (state_read(path, &doc, err, sizeof(err)) == 0 && doc != NULL)
 		json_object_set_new(out, "budget", doc);
 	else
 		json_object_set_new(out, "budget", json_null());
 	free(path);
-	path = xasprintf("%s/state/breaker", rundir);
+	path = rundir_path(rundir, RUNDIR_STATE, "breaker");
 	if ((d = opendir(path)) != NULL) {
 		while ((de = readdir(d)) != NULL) {
 			char *p;
@@ -229,10 +226,12 @@ table(const json_t *s, const char *rundir)
 		P("  admitted        %7ld\n", (long)json_integer_value(adm));
 	P("  succeeded       %7ld\n", geti(run, "succeeded"));
 	P("  dead-lettered   %7ld\n", geti(run, "dead"));
-	for (i = 0; reasons[i] != NULL; i++)
-		if (geti(by, reasons[i]) > 0)
-			P("    %-16s%5ld\n", reasons[i], geti(by, reasons[i]));
-	P("  cut (deadline)  %7ld\n", geti(by, "deadline_cut"));
+	for (i = 0; i < FATE_NREASONS; i++)
+		if (geti(by, fate_reason(i)) > 0)
+			P("    %-16s%5ld\n", fate_reason(i), geti(by,
+			    fate_reason(i)));
+	P("  cut (deadline)  %7ld\n", geti(by,
+	    fate_reason(FATE_DEADLINE_CUT)));
 	P("  attempts %ld, retries %ld, 429s %ld", geti(run, "attempts"),
 	    geti(run, "retries"), geti(run, "http_429"));
 	if ((b = json_object_get(s, "budget")) != NULL && json_is_object(b))
@@ -264,8 +263,9 @@ table(const json_t *s, const char *rundir)
 		    (long)json_integer_value(adm), geti(run, "succeeded"),
 		    geti(run, "dead"), json_is_true(json_object_get(s,
 		    "reconciled")) ? "ok" : "MISMATCH");
-	P("  run directory totals: %ld in results.ndjson, %ld in dead.ndjson\n",
-	    geti(tot, "succeeded"), geti(tot, "dead"));
+	P("  run directory totals: %ld in %s, %ld in %s\n", geti(tot,
+	    "succeeded"), rundir_name(RUNDIR_RESULTS), geti(tot, "dead"),
+	    rundir_name(RUNDIR_DEAD));
 #undef P
 	(void)!write(STDERR_FILENO, buf, n);
 }
@@ -302,11 +302,11 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 		json_decref(rep);
 	}
 	json_object_set(out, "run", s->t);
-	path = xasprintf("%s/results.ndjson", rundir);
+	path = rundir_path(rundir, RUNDIR_RESULTS, NULL);
 	if (recount(tot, path) == -1)
 		msg_warnsys("read %s", path), rc = -1;
 	free(path);
-	path = xasprintf("%s/dead.ndjson", rundir);
+	path = rundir_path(rundir, RUNDIR_DEAD, NULL);
 	if (recount(tot, path) == -1)
 		msg_warnsys("read %s", path), rc = -1;
 	free(path);
@@ -338,8 +338,8 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 		}
 	} else
 		json_object_set_new(out, "reconciled", json_null());
-	path = xasprintf("%s/summary.json", rundir);
-	tmp = xasprintf("%s/summary.json.%ld", rundir, (long)getpid());
+	path = rundir_path(rundir, RUNDIR_SUMMARY, NULL);
+	tmp = xasprintf("%s.%ld", path, (long)getpid());
 	if (state_dump(out, path, tmp, JSON_INDENT(2)) == -1) {
 		msg_warnsys("write %s", path);
 		rc = -1;

@@ -24,6 +24,7 @@
 #include <openssl/evp.h>
 
 #include "lib/rec.h"
+#include "lib/rundir.h"
 #include "lib/x.h"
 #include "parse/parse.h"
 
@@ -179,15 +180,16 @@ job_start(struct job *j, const struct dirs *d, char *err, size_t errlen)
 
 	j->out = j->err = j->part = -1;
 	if ((body = open_regular(d->docs, j->id)) == -1) {
-		snprintf(err, errlen, "open %s/docs/%s: %s", d->run_dir, j->id,
-		    errno == ENODEV ? "not a regular file" : strerror(errno));
+		snprintf(err, errlen, "open %s/%s/%s: %s", d->run_dir,
+		    rundir_name(RUNDIR_DOCS), j->id, errno == ENODEV ? "not a regular file" : strerror(errno));
 		return -1;
 	}
 	if ((j->part = openat(d->part, j->pname, O_WRONLY | O_CREAT |
 	    O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) == -1 ||
 	    pipe_cloexec(pout) == -1 || pipe_cloexec(perr) == -1) {
-		snprintf(err, errlen, "%s %s/docs/.part/%s: %s", j->part == -1 ?
-		    "open" : "pipe for", d->run_dir, j->pname, strerror(errno));
+		snprintf(err, errlen, "%s %s/%s/%s: %s", j->part == -1 ?
+		    "open" : "pipe for", d->run_dir, rundir_name(RUNDIR_PART),
+		    j->pname, strerror(errno));
 		close(body);
 		close_pair(pout);
 		return -1;
@@ -254,8 +256,8 @@ take_out(struct job *j, const char *p, size_t n, const struct dirs *d,
 		return 0;
 	}
 	if (rec_write_all(j->part, p, n) == -1) {
-		snprintf(err, errlen, "write %s/docs/.part/%s: %s", d->run_dir,
-		    j->pname, strerror(errno));
+		snprintf(err, errlen, "write %s/%s/%s: %s", d->run_dir,
+		    rundir_name(RUNDIR_PART), j->pname, strerror(errno));
 		return -1;
 	}
 	EVP_DigestUpdate(j->sha, p, n);
@@ -426,9 +428,9 @@ parsed(struct job *j, const struct dirs *d, char *err, size_t errlen)
 	rc = close(j->part);
 	j->part = -1;
 	if (rc == -1 || renameat(d->part, j->pname, d->docs, j->name) == -1) {
-		snprintf(err, errlen, "%s %s/docs/%s: %s", rc == -1 ?
-		    "write" : "rename into", d->run_dir, j->name,
-		    strerror(errno));
+		snprintf(err, errlen, "%s %s/%s/%s: %s", rc == -1 ?
+		    "write" : "rename into", d->run_dir,
+		    rundir_name(RUNDIR_DOCS), j->name, strerror(errno));
 		return -1;
 	}
 	EVP_DigestFinal_ex(j->sha, md, &mdlen);
@@ -439,7 +441,7 @@ parsed(struct job *j, const struct dirs *d, char *err, size_t errlen)
 	hex[2 * mdlen] = '\0';
 	json_object_del(j->rec, "parse_error");
 	json_object_del(j->rec, "parse_detail");
-	path = xasprintf("docs/%s", j->name);
+	path = rundir_path(NULL, RUNDIR_DOCS, j->name);
 	json_object_set_new(j->rec, "parsed", json_string(path));
 	free(path);
 	json_object_set_new(j->rec, "parsed_bytes", json_integer(j->bytes));

@@ -43,9 +43,11 @@
 #include "lib/clk.h"
 #include "lib/conf.h"
 #include "lib/doc.h"
+#include "lib/fate.h"
 #include "lib/msg.h"
 #include "lib/opt.h"
 #include "lib/rec.h"
+#include "lib/rundir.h"
 #include "lib/state.h"
 #include "lib/x.h"
 #include "parse/parse.h"
@@ -165,13 +167,14 @@ open_dirs(void)
 	L.dirs.run_dir = opts.run_dir;
 	if (state_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
-	p = xasprintf("%s/docs/.part", opts.run_dir);
+	p = rundir_path(opts.run_dir, RUNDIR_PART, NULL);
 	if (state_mkdir(p, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	if ((L.dirs.part = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		msg_diesys(1, "open %s", p);
-	p[strlen(p) - 6] = '\0';
+	free(p);
+	p = rundir_path(opts.run_dir, RUNDIR_DOCS, NULL);
 	if ((L.dirs.docs = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		msg_diesys(1, "open %s", p);
@@ -198,7 +201,7 @@ static void
 put_bad(json_t *rec, long lineno, const char *detail)
 {
 	msg_line(lineno, "%s", detail);
-	rec_kill(rec, "bad_input", detail);
+	rec_kill(rec, FATE_BAD_INPUT, detail);
 	json_object_set_new(rec, "line", json_integer(lineno));
 	json_object_set_new(rec, "stage", json_string(PROG));
 	put_json(rec);
@@ -209,14 +212,16 @@ static int
 already_parsed(const json_t *rec, const char *id)
 {
 	const char *p = rec_str(rec, "parsed"), *sum;
-	char *want, hex[65];
+	char *want, *name, hex[65];
 	int same;
 
 	if (p == NULL || (sum = rec_str(rec, "parsed_sha256")) == NULL)
 		return 0;
-	want = xasprintf("docs/%s.parsed", id);
-	same = strcmp(p, want) == 0 && job_digest(L.dirs.docs, want + 5,
-	    hex) == 0 && strcmp(hex, sum) == 0;
+	name = xasprintf("%s.parsed", id);
+	want = rundir_path(NULL, RUNDIR_DOCS, name);
+	same = strcmp(p, want) == 0 && job_digest(L.dirs.docs, name, hex) ==
+	    0 && strcmp(hex, sum) == 0;
+	free(name);
 	free(want);
 	return same;
 }
@@ -234,8 +239,8 @@ take(json_t *rec, const char *line, size_t len, long lineno)
 	char reason[64], *ep, *want;
 	struct job *j;
 
-	if ((json_object_get(rec, "fate") != NULL && (fate == NULL ||
-	    strcmp(fate, "done") != 0)) ||
+	if ((json_object_get(rec, "fate") != NULL &&
+	    fate_of(fate) != FATE_DONE) ||
 	    json_object_get(rec, "body_path") == NULL ||
 	    class_of_fetch(rec, reason, sizeof(reason)) != CLASS_OK) {
 		put_line(line, len);
@@ -251,7 +256,7 @@ take(json_t *rec, const char *line, size_t len, long lineno)
 	}
 	id = rec_str(rec, "id");
 	bp = rec_str(rec, "body_path");
-	want = id ? xasprintf("docs/%s", id) : NULL;
+	want = id ? rundir_path(NULL, RUNDIR_DOCS, id) : NULL;
 	if (id == NULL || doc_id_check(id) != NULL)
 		put_bad(rec, lineno, id == NULL ? "missing field \"id\"" :
 		    "field \"id\": not a safe file name");

@@ -35,6 +35,7 @@
 
 #include "lib/clk.h"
 #include "lib/conf.h"
+#include "lib/fate.h"
 #include "lib/msg.h"
 #include "lib/opt.h"
 #include "lib/pg.h"
@@ -372,8 +373,8 @@ file1(json_t *rec, long lineno, void *arg)
 {
 	const char *fate = rec_str(rec, "fate"), *id = rec_str(rec, "id");
 
-	if (fate == NULL || id == NULL ||
-	    (strcmp(fate, "done") != 0 && strcmp(fate, "dead") != 0))
+	if (id == NULL || (fate_of(fate) != FATE_DONE &&
+	    fate_of(fate) != FATE_DEAD))
 		return 0;
 	if (json_object_get(grp.ids, id) != NULL &&
 	    file_flush(arg) == -1)

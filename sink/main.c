@@ -42,10 +42,12 @@
 
 #include "lib/clk.h"
 #include "lib/dead.h"
+#include "lib/fate.h"
 #include "lib/msg.h"
 #include "lib/num.h"
 #include "lib/opt.h"
 #include "lib/rec.h"
+#include "lib/rundir.h"
 #include "lib/scan.h"
 #include "lib/state.h"
 #include "lib/summ.h"
@@ -108,11 +110,13 @@ static int
 flush_files(void)
 {
 	if (rec_out_flush(opts.done_out) == -1) {
-		msg_warnsys("write %s/results.ndjson", opts.run_dir);
+		msg_warnsys("write %s/%s", opts.run_dir,
+		    rundir_name(RUNDIR_RESULTS));
 		return -1;
 	}
 	if (rec_out_flush(opts.dead_out) == -1) {
-		msg_warnsys("write %s/dead.ndjson", opts.run_dir);
+		msg_warnsys("write %s/%s", opts.run_dir,
+		    rundir_name(RUNDIR_DEAD));
 		return -1;
 	}
 	return 0;
@@ -159,7 +163,7 @@ ack(const char *fate)
 {
 	static const char done[] = REC_ACK_DONE "\n";
 	static const char dead[] = REC_ACK_DEAD "\n";
-	const char *s = strcmp(fate, "done") == 0 ? done : dead;
+	const char *s = fate_of(fate) == FATE_DONE ? done : dead;
 
 	if (opts.fd_fifo == -1)
 		return 0;
@@ -332,9 +336,9 @@ static int
 file(const char *fate, const json_t *rec, const char *t, size_t len,
     struct rec_out *out)
 {
-	int done = strcmp(fate, "done") == 0;
+	int done = fate_of(fate) == FATE_DONE;
 
-	if (strcmp(fate, "retry") == 0) {
+	if (fate_of(fate) == FATE_RETRY) {
 		if (opts.fd_fifo == -1)
 			return rec != NULL ? 0 :
 			    rec_out_line(out, t, len) == -1 ? -1 : 1;
@@ -345,8 +349,8 @@ file(const char *fate, const json_t *rec, const char *t, size_t len,
 		return 1;
 	}
 	if (put(done ? opts.done_out : opts.dead_out, rec, t, len) == -1) {
-		msg_warnsys("write %s/%s", opts.run_dir, done ?
-		    "results.ndjson" : "dead.ndjson");
+		msg_warnsys("write %s/%s", opts.run_dir, rundir_name(done ?
+		    RUNDIR_RESULTS : RUNDIR_DEAD));
 		return -1;
 	}
 	if (clk_mono() - opts.last_sync > 1 && sync_files() == -1)
@@ -360,16 +364,15 @@ sink(json_t *rec, long lineno, void *arg)
 	const char *fate = rec_str(rec, "fate");
 
 	(void)arg;
-	if (fate == NULL || (strcmp(fate, "done") && strcmp(fate, "dead") &&
-	    strcmp(fate, "retry"))) {
+	if (fate_of(fate) == -1) {
 		progress_clear();
 		msg_line(lineno, fate ? "field \"fate\": unknown fate "
 		    "\"%.20s\"" : "missing field \"fate\"%.0s", fate ? fate :
 		    "");
-		rec_kill(rec, "bad_input", fate ? "unknown fate" :
+		rec_kill(rec, FATE_BAD_INPUT, fate ? "unknown fate" :
 		    "missing field \"fate\"");
 		json_object_set_new(rec, "line", json_integer(lineno));
-		fate = "dead";
+		fate = fate_name(FATE_DEAD);
 	}
 	summ_add(opts.run, rec);
 	progress();
@@ -393,8 +396,7 @@ sink_line(const char *line, size_t len, long lineno, struct rec_out *out,
 	(void)arg;
 	if (scan_record(line, len, &s) == -1 ||
 	    scan_field(&s, "fate", fb, sizeof(fb), &in.fate) != 0 ||
-	    (strcmp(in.fate, "done") && strcmp(in.fate, "dead") &&
-	    strcmp(in.fate, "retry")) ||
+	    fate_of(in.fate) == -1 ||
 	    scan_field(&s, "endpoint", eb, sizeof(eb), &in.endpoint) == -1 ||
 	    scan_field(&s, "dead_reason", wb, sizeof(wb),
 	    &in.dead_reason) == -1 ||
@@ -429,9 +431,9 @@ plain_every(void)
 }
 
 static int
-open_out(const char *name)
+open_out(enum rundir_file f)
 {
-	char *path = xasprintf("%s/%s", opts.run_dir, name);
+	char *path = rundir_path(opts.run_dir, f, NULL);
 	int fd;
 
 	fd = state_open(path, O_WRONLY | O_APPEND | O_CREAT, 0600);
@@ -544,8 +546,8 @@ main(int argc, char *argv[])
 	/* Before dead.ndjson is opened: see lib/dead.h. */
 	if ((opts.fd_lock = dead_hold(opts.run_dir, err, sizeof(err))) == -1)
 		msg_die(1, "%s", err);
-	opts.fd_done = open_out("results.ndjson");
-	opts.fd_dead = open_out("dead.ndjson");
+	opts.fd_done = open_out(RUNDIR_RESULTS);
+	opts.fd_dead = open_out(RUNDIR_DEAD);
 	opts.done_out = rec_out_new(opts.fd_done);
 	opts.dead_out = rec_out_new(opts.fd_dead);
 	if (opts.fd_fifo != -1)
@@ -581,8 +583,8 @@ main(int argc, char *argv[])
 	 * results.ndjson, or dead again later, goes.
 	 */
 	if (dead_compact(opts.run_dir, opts.fd_lock, err, sizeof(err)) == -1)
-		msg_warn("%s/dead.ndjson: %s; left as it was", opts.run_dir,
-		    err);
+		msg_warn("%s/%s: %s; left as it was", opts.run_dir,
+		    rundir_name(RUNDIR_DEAD), err);
 	rc = summ_finish(opts.run, opts.run_dir, opts.admitted_from, t0,
 	    opts.quiet);
 	close(opts.fd_lock);
@@ -590,7 +592,8 @@ main(int argc, char *argv[])
 	if (rc != 0)
 		return 1;
 	/* The whole run directory's, not this run's alone. */
-	if (opts.fate_status && summ_total(opts.run, "deadline_cut") > 0)
+	if (opts.fate_status && summ_total(opts.run,
+	    fate_reason(FATE_DEADLINE_CUT)) > 0)
 		rc = 4;
 	else if (opts.fate_status && summ_total(opts.run, "dead") > 0)
 		rc = 3;

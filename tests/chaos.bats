@@ -2,7 +2,10 @@
 # Chaos: a seeded mix of transient, permanent, poison and slow answers,
 # submissions committed and then dropped with no reply, a stage killed with
 # SIGKILL at a random moment, and a resume.  CHAOS_N documents (500 in
-# make check, 5,000 in make chaos), a fifth of them submissions.
+# make check, 5,000 in make chaos), a fifth of them submissions.  Then
+# what the operator does next (#19): the dead letters run again in a new
+# run directory that shares the ledger, and a second pipeline of the same
+# manifest on the same run directory, one of the two killed.
 
 load test_helper
 
@@ -10,7 +13,13 @@ setup() {
 	RUN=$BATS_TEST_TMPDIR/run
 	N=${CHAOS_N:-500}
 	export RFPIPE_TIME_SCALE=${CHAOS_SCALE:-0.05}
-	mock_start "$FIX/pipeline/chaos.yaml"
+}
+
+# chaos_start SCENARIO: the mock portal playing SCENARIO (of
+# fixtures/pipeline/), and the manifest of N documents, a fifth of them
+# submissions, in $BATS_TEST_TMPDIR/m.
+chaos_start() {
+	mock_start "$FIX/pipeline/$1"
 	awk -v n="$N" -v u="$MOCK_URL" 'BEGIN {
 	    for (i = 1; i <= n; i++)
 	        if (i % 5 == 0)
@@ -24,9 +33,64 @@ teardown() {
 	mock_stop
 }
 
+# filed DIR K: wait (30 s at most) until DIR's results and dead letters
+# hold K lines between them.
+filed() {
+	local i
+	for i in $(seq 1 3000); do
+		[ "$(cat "$1/results.ndjson" "$1/dead.ndjson" 2>/dev/null | wc -l)" -ge "$2" ] && return 0
+		sleep 0.01
+	done
+	echo "# $1: fewer than $2 filed after 30 s" >&2
+	return 1
+}
+
+# share SEED SALT LO SPAN: a seeded number of documents, N * (LO + SPAN * u)
+# with u uniform in [0, 1) from SEED and SALT.
+share() {
+	awk -v s="$1" -v t="$2" -v lo="$3" -v w="$4" -v n="$N" \
+	    'BEGIN { srand(s * 7919 + t); printf "%d", n * (lo + rand() * w) }'
+}
+
+# stage_of PID NAME: the pid of rfp-NAME under PID, if it still runs.
+stage_of() {
+	local p
+	for p in $(descendants "$1"); do
+		[ "$(ps -o comm= -p "$p" 2>/dev/null)" = "rfp-$2" ] && echo "$p"
+	done
+	return 0
+}
+
+# once DIR MANIFEST: every id of MANIFEST in exactly one of DIR's results
+# and dead letters, and nothing else there.
+once() {
+	jq -r .id "$2" | sort >"$BATS_TEST_TMPDIR/want"
+	cat "$1/results.ndjson" "$1/dead.ndjson" | jq -r .id | sort >"$BATS_TEST_TMPDIR/ids"
+	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/ids"
+}
+
+# refetched: the ids of the documents (GET) of the mock's log on stdin
+# that were fetched again: asked for after the mock had answered them for
+# good (200 or 404), or more than max_attempts (5) times, the poison ones
+# (each answer a 500, which libcurl never sends again on its own, as it
+# may after a reset).
+refetched() {
+	jq -rs '[.[] | select(.kind == "request" and .method == "GET")] |
+	    group_by(.path)[] | select(
+	        (map(.status == 200 or .status == 404) | index(true)) as $f |
+	        ($f != null and length > $f + 1) or length > 5) |
+	    .[0].path | sub("^/c/"; "c-")' | sort
+}
+
+# commits: the most times one key was committed, by the mock's log.
+commits() {
+	jq -s '[.[] | select(.committed == true) | .key] | group_by(.) | map(length) | max // 0' "$MOCK_LOG"
+}
+
 @test "chaos: a seeded storm with a SIGKILL and a resume keeps every invariant" {
 	local seed=${CHAOS_SEED:-7} stages=(fetch classify backoff sink) stage victim p pid
 	stage=${stages[$((seed % 4))]}
+	chaos_start chaos.yaml
 	pipeline.sh -q --seed "$seed" --config "$FIX/pipeline/chaos-rfpipe.yaml" \
 	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" &
 	pid=$!
@@ -91,4 +155,137 @@ teardown() {
 	    "$(jq -s '[.[] | select(.status == 429)] | length' "$MOCK_LOG")" >&3
 	# The summary of the resumed run reconciles.
 	jq -e '.reconciled == true and .totals.succeeded + .totals.dead == '"$N" "$RUN/summary.json"
+}
+
+@test "chaos: the dead letters re-run in a new run directory that shares the ledger: no key committed twice, run 1 untouched" {
+	local seed=${CHAOS_SEED:-7} run2=$BATS_TEST_TMPDIR/run2 pid victim n0 n1
+	chaos_start chaos-again.yaml
+	mkdir -m 700 "$BATS_TEST_TMPDIR/cycle"
+	{ cat "$FIX/pipeline/chaos-again-rfpipe.yaml"
+	  printf 'ledger: %s/cycle/2026-A.ndjson\n' "$BATS_TEST_TMPDIR"; } >"$BATS_TEST_TMPDIR/c.yaml"
+	timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" &
+	pid=$!
+	# Once a seeded share (10-60 %) is filed, kill rfp-fetch, the ledger's
+	# writer, while a submission it sent is committed and not yet answered
+	# (a "slow" one waits 1 s): its key is left in doubt.
+	filed "$RUN" "$(share "$seed" 1 0.1 0.5)"
+	n0=$(wc -l <"$MOCK_LOG")
+	for _ in $(seq 1 1000); do
+		tail -n +"$((n0 + 1))" "$MOCK_LOG" | grep -q '"method":"POST".*"action":"slow"' && break
+		sleep 0.01
+	done
+	victim=$(stage_of "$pid" fetch)
+	[ -n "$victim" ]
+	kill -KILL "$victim"
+	wait "$pid" || :
+	run timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
+	once "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ ! -e "$RUN/state/ledger.ndjson" ]
+
+	# The README's re-run of the dead letters worth another night, the
+	# next night, in a new run directory, with the same config.
+	jq -c 'select(.dead_reason == "exhausted" or .dead_reason == "ambiguous_submit")' \
+	    "$RUN/dead.ndjson" >"$BATS_TEST_TMPDIR/again"
+	jq -r 'select(.dead_reason == "ambiguous_submit") | .id' "$RUN/dead.ndjson" |
+	    sort >"$BATS_TEST_TMPDIR/ambiguous"
+	[ -s "$BATS_TEST_TMPDIR/ambiguous" ]
+	(cd "$RUN" && find . -type f -exec sha256sum {} + | sort) >"$BATS_TEST_TMPDIR/run1.sums"
+	n1=$(wc -l <"$MOCK_LOG")
+	run timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$run2" "$BATS_TEST_TMPDIR/again"
+	[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
+
+	# 1. No key committed twice, across both run directories.
+	[ "$(commits)" -le 1 ]
+	# 2. No submission run 1 left ambiguous is sent again: run 2 asks
+	# (these have no status_url, so it cannot) or leaves it ambiguous.
+	[ "$(tail -n +"$((n1 + 1))" "$MOCK_LOG" | jq -s --rawfile amb "$BATS_TEST_TMPDIR/ambiguous" '
+	    ($amb | split("\n") | map(select(. != "") | sub("^s-"; "/s/"))) as $p |
+	    [.[] | select(.kind == "request" and .method == "POST" and
+	        (.path as $x | $p | index($x)))] | length')" -eq 0 ]
+	jq -s -e --rawfile amb "$BATS_TEST_TMPDIR/ambiguous" '
+	    ($amb | split("\n") | map(select(. != ""))) as $a |
+	    [.[] | select(.id as $i | $a | index($i))] |
+	    length == ($a | length) and all(
+	        (.fate == "dead" and .dead_reason == "ambiguous_submit") or
+	        (.fate == "done" and .replayed == true))' \
+	    "$run2/results.ndjson" "$run2/dead.ndjson"
+	# 3. Every id of run 2 stands once in run 2's files.
+	once "$run2" "$BATS_TEST_TMPDIR/again"
+	jq -e '.reconciled == true' "$run2/summary.json"
+	# 4. Run 1's directory is as run 1 left it.
+	(cd "$RUN" && find . -type f -exec sha256sum {} + | sort) | diff "$BATS_TEST_TMPDIR/run1.sums" -
+
+	printf '# run 1: %s, of them cut by the kill %s; run 2: %s\n' \
+	    "$(jq -c '.totals.dead_by_reason | with_entries(select(.value > 0))' "$RUN/summary.json")" \
+	    "$(jq -s '[.[] | select(.dead_reason == "ambiguous_submit" and .sent != true)] | length' "$RUN/dead.ndjson")" \
+	    "$(jq -c '{succeeded: .totals.succeeded, dead: (.totals.dead_by_reason | with_entries(select(.value > 0)))}' "$run2/summary.json")" >&3
+}
+
+@test "chaos: two pipelines of one manifest on one run directory, one killed, then a resume: no id fetched twice but the dead one's" {
+	local seed=${CHAOS_SEED:-7} stages=(fetch classify backoff sink) stage a b p pids victim fetch owner at held
+	stage=${stages[$(((seed / 2) % 4))]}
+	chaos_start chaos-again.yaml
+	timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$FIX/pipeline/chaos-again-rfpipe.yaml" \
+	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" 2>"$BATS_TEST_TMPDIR/e1" &
+	a=$!
+	# The second cron job starts once a seeded share (0-20 %) is filed,
+	filed "$RUN" "$(share "$seed" 2 0 0.2)"
+	timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$FIX/pipeline/chaos-again-rfpipe.yaml" \
+	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" 2>"$BATS_TEST_TMPDIR/e2" &
+	b=$!
+	pids=("$a" "$b")
+	# and once both own the directory and a further seeded share (5-25 %)
+	# is filed, a seeded stage of one of them is killed.
+	for _ in $(seq 1 3000); do
+		[ "$(ls "$RUN/state/owners" 2>/dev/null | wc -l)" -ge 2 ] && break
+		sleep 0.01
+	done
+	[ "$(ls "$RUN/state/owners" 2>/dev/null | wc -l)" -ge 2 ]
+	filed "$RUN" "$(($(share "$seed" 2 0 0.2) + $(share "$seed" 3 0.05 0.2)))"
+	p=${pids[$((seed % 2))]}
+	fetch=$(stage_of "$p" fetch)
+	victim=$(stage_of "$p" "$stage")
+	[ -n "$fetch" ] && [ -n "$victim" ]
+	# What the mock logged before this line, it logged while both lived.
+	at=$(wc -l <"$MOCK_LOG")
+	kill -KILL "$victim"
+	wait "$p" || :
+	# Who claimed what (a pipeline that finds no owner alive empties it).
+	owner=$(jq -r --arg f "$fetch" 'select(.owner | startswith($f + ".")) | .owner' \
+	    "$RUN/state/claims.ndjson" | sort -u)
+	[ "$(wc -l <<<"$owner")" -eq 1 ]
+	jq -r --arg o "$owner" 'select(.owner == $o) | .id' "$RUN/state/claims.ndjson" |
+	    sort -u >"$BATS_TEST_TMPDIR/victims"
+	# The next cron job, a resume, starts at once: the other pipeline may
+	# still hold ids, the dead one's claims are nobody's.
+	run timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$FIX/pipeline/chaos-again-rfpipe.yaml" \
+	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
+	held=$output
+	wait "${pids[$((1 - seed % 2))]}" || :
+
+	# 1. Every id exactly once across results and dead.
+	once "$RUN" "$BATS_TEST_TMPDIR/m"
+	# 2. While both pipelines lived no document was fetched twice; over
+	# the whole story, only ids the killed pipeline had claimed were.
+	[ -z "$(head -n "$at" "$MOCK_LOG" | refetched)" ]
+	refetched <"$MOCK_LOG" >"$BATS_TEST_TMPDIR/refetched"
+	[ -z "$(comm -23 "$BATS_TEST_TMPDIR/refetched" "$BATS_TEST_TMPDIR/victims")" ]
+	# 3. No key committed twice.
+	[ "$(commits)" -le 1 ]
+	# 4. The summary of the last to end speaks for the whole directory.
+	jq -e '.reconciled == true and .totals.succeeded + .totals.dead == '"$N" "$RUN/summary.json"
+	# They met: one skipped ids the other held, and said so.
+	cat "$BATS_TEST_TMPDIR/e1" "$BATS_TEST_TMPDIR/e2" |
+	    grep -q 'is being processed by another pipeline on this run directory'
+
+	printf '# killed rfp-%s of pipeline %d; it had claimed %d ids, %d fetched again; the resume left %d to the other; %s\n' \
+	    "$stage" "$((seed % 2 + 1))" "$(wc -l <"$BATS_TEST_TMPDIR/victims")" \
+	    "$(wc -l <"$BATS_TEST_TMPDIR/refetched")" \
+	    "$(grep -o '[0-9]* ids held by other pipelines' <<<"$held" | cut -d' ' -f1)" \
+	    "$(jq -c '{succeeded: .totals.succeeded, dead: (.totals.dead_by_reason | with_entries(select(.value > 0)))}' "$RUN/summary.json")" >&3
 }

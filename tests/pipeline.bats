@@ -346,3 +346,15 @@ dead_count() {
 	jq -s -e 'length == 6 and all(.dead_reason == "quota" and (.dead_detail | test("come back")))' "$RUN/dead.ndjson"
 	jq -s -e '[.[] | select(.status == null)] | length >= 4' "$RUN/dead.ndjson"
 }
+
+@test "pipeline: the budget and the summary count the same admitted records, blank and white lines as rfp-fetch counts them" {
+	# An empty line is no record; a line of spaces is a bad one.
+	{ printf '{"id":"a","url":"http://127.0.0.1:1/a"}\n\n   \n'
+	  printf '{"id":"b","url":"http://127.0.0.1:1/b"}\n'; } >"$BATS_TEST_TMPDIR/m"
+	run -3 --separate-stderr pipeline.sh -q --run-dir "$RUN" \
+	    --seed 1 --max-attempts 2 "$BATS_TEST_TMPDIR/m"
+	jq -e '.admitted == 3 and .run.dead == 3 and .reconciled == true' "$RUN/summary.json"
+	[ "$(dead_count "$RUN" bad_input)" -eq 1 ]
+	# 3x of what was admitted, as the summary reconciles it.
+	jq -e '.total == 9' "$RUN/state/budget.json"
+}

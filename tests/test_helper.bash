@@ -55,7 +55,9 @@ kill_tagged() {
 	for f in /proc/[0-9]*/environ; do
 		p=${f#/proc/}
 		p=${p%/environ}
-		[ "$p" != "$$" ] && [ "$p" != "$BASHPID" ] || continue
+		if [ "$p" = "$$" ] || [ "$p" = "$BASHPID" ]; then
+			continue
+		fi
 		grep -qzx "RFP_TEST_TAG=$RFP_TEST_TAG" "$f" 2>/dev/null || continue
 		pp=$(ps -o ppid= -p "$p" 2>/dev/null) || continue
 		grep -qs bats-exec "/proc/$p/cmdline" "/proc/${pp// /}/cmdline" &&

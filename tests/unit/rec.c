@@ -430,7 +430,7 @@ test_getters_and_write(void)
 	    errno == EBADF, "rec_out_flush: -1 with errno on a bad fd");
 	rec_out_free(o);
 
-	rec_kill(r, "permanent", NULL);
+	rec_kill(r, FATE_PERMANENT, NULL);
 	ok(json_object_get(r, "dead_detail") == NULL &&
 	    strcmp(rec_str(r, "dead_reason"), "permanent") == 0,
 	    "rec_kill: NULL detail adds no dead_detail");

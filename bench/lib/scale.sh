@@ -1,0 +1,111 @@
+# bench/lib/scale.sh: bench/run.sh --scale: documents/s of 1 and 3
+# pipelines against an unlimited nginx (limit_req at 10^6 r/s, burst 10^6:
+# never refuses) on one PostgreSQL cluster; one table on stdout.
+# Its globals are set by bench/run.sh (checked whole with it).
+# shellcheck shell=bash disable=SC2034,SC2154
+
+# The runs: name, pipelines, mode (see scale_run).
+scale_runs='files-1:1:files files-3:3:files pg-1:1:pg pg-3:3:pg
+queue-1:1:queue queue-3:3:queue queue-3-apart:3:apart'
+
+scale_scenario() {
+	local spec name h m
+	scale_n=10000 scale_tmo=600
+	[ -z "$quick" ] || scale_n=3000
+	pg_start || die "scale: $(cat "$lim_notes")"
+	nginx_start "$work/scale" 1000000 1000000 1 429
+	: >"$work/scale.tsv"
+	for spec in $scale_runs; do
+		IFS=: read -r name h m <<<"$spec"
+		scale_run "$name" "$h" "$m"
+	done
+	nginx_stop
+	scale_table
+}
+
+# scale_run NAME HOSTS MODE: HOSTS pipelines, -j 32 each, with MODE files
+# (a run directory each), pg (--state, shared), queue (--queue, the state
+# shared there too) or apart (--queue, each pipeline's state in a database
+# of its own: the queue alone shared).  Without the queue each pipeline
+# gets its share of the manifest; with it the manifest is loaded once,
+# inside the timing, and every pipeline pulls.
+scale_run() {
+	local name=$1 hosts=$2 mode=$3 d=$work/scale/$1 db=${1//-/_} h
+	local url='' ew='' rcs ok uniq t0
+	mkdir -p "$d"
+	gen_inputs "$d" "$scale_n" /doc/ scale doc-%d
+	if [ "$mode" != files ]; then
+		pg_createdb "$db" || die "scale: CREATE DATABASE failed"
+		url=$(pg_url "$db")
+	fi
+	if [ "$mode" = apart ]; then
+		for h in $(seq 1 "$hosts"); do
+			pg_createdb "${db}_$h" || die "scale: CREATE DATABASE failed"
+		done
+	fi
+	t0=$(now)
+	case $mode in queue|apart)
+		"$bin/rfp-queue" --state "$url" load <"$d/manifest.ndjson" \
+		    >/dev/null || ew="load failed; " ;;
+	esac
+	rcs=$(scale_pipelines "$d" "$hosts" "$mode" "$url" "$db")
+	elapsed=$(sub "$(now)" "$t0")
+	{ cat "$d"/run*/results.ndjson 2>/dev/null || true; } | jq -r .id \
+	    >"$d/ok.ids"
+	ok=$(count_lines "$d/ok.ids")
+	uniq=$(sort -u "$d/ok.ids" | nlines)
+	case $mode in queue|apart)
+		"$bin/rfp-queue" --state "$url" summary |
+		    jq -e .reconciled >/dev/null || ew="${ew}not reconciled; " ;;
+	esac
+	tsv_row "$work/scale.tsv" "$name" "$hosts" "$mode" "$scale_n" \
+	    "$elapsed" "$(awk -v n="$scale_n" -v e="$elapsed" 'BEGIN { printf "%.0f", n / e }')" \
+	    "$ok/$uniq" "$ew$rcs"
+	say "scale $name: $ok saved ($uniq distinct) of $scale_n in ${elapsed}s, exit $ew$rcs"
+}
+
+# scale_pipelines DIR HOSTS MODE URL DB: HOSTS pipelines at once, as
+# scale_run says; prints their exits.
+scale_pipelines() {
+	local d=$1 hosts=$2 mode=$3 url=$4 db=$5 h p s pids='' rcs=''
+	for h in $(seq 1 "$hosts"); do
+		case $mode in
+		queue) set -- --queue "$url" ;;
+		apart) set -- --queue "$url" --state "$(pg_url "${db}_$h")" ;;
+		*) awk -v h="$h" -v k="$hosts" 'NR % k == h % k' \
+		    "$d/manifest.ndjson" >"$d/m$h.ndjson"
+		   set -- ${url:+--state "$url"} "$d/m$h.ndjson" ;;
+		esac
+		(cd "$d" && PATH="$bin:$PATH" timeout -k 5 "$scale_tmo" \
+		    "$rfpipe" -j "$jobs" --seed "$h" --progress=none \
+		    --run-dir "$d/run$h" "$@" >"$d/stdout$h" 2>"$d/stderr$h") &
+		pids="$pids $!"
+	done
+	for p in $pids; do
+		s=0
+		wait "$p" || s=$?
+		rcs="$rcs${rcs:+ }$(exit_word "$s")"
+	done
+	echo "$rcs"
+}
+
+# scale_table: the runs as a Markdown table, and the checks.
+scale_table() {
+	local rate1
+	echo "| run | pipelines | state | documents | wall s | documents/s | saved/distinct | exit |"
+	echo "| --- | --: | --- | --: | --: | --: | --: | --- |"
+	awk -F'\t' -v OFS=' | ' '{ print "| " $1, $2, $3, $4, $5, $6, $7, $8 " |" }' \
+	    "$work/scale.tsv"
+	rate1=$(awk -F'\t' '$1 == "pg-1" { print $6 }' "$work/scale.tsv")
+	awk -F'\t' -v p="$rate1" '
+	    { r[$1] = $6 }
+	    END { q1 = r["queue-1"]; q3 = r["queue-3"]
+		printf "\n    %s  one pipeline through the queue >= 50%% of one with --state (%.0f%%)\n", \
+		(q1 >= p / 2 ? "PASS" : "FAIL"), 100 * q1 / p
+		printf "    %s  three pipelines on one queue >= 1.5 x one (%.2f x)\n", \
+		(q3 >= 1.5 * q1 ? "PASS" : "FAIL"), q3 / q1
+		printf "\n    three against one: files %.2f x, --state %.2f x, the queue with each state apart %.2f x\n", \
+		r["files-3"] / r["files-1"], r["pg-3"] / r["pg-1"], r["queue-3-apart"] / q1 }' "$work/scale.tsv"
+	echo
+	echo "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); rfpipe $rev0"
+}
