@@ -49,11 +49,20 @@ static struct {
 	.wake = { -1, -1 },
 };
 
+static const struct fopts *fo;	/* set by bodies_init */
+
+int
+bodies_open_part(const struct xfer *x)
+{
+	return openat(fo->part_fd, x->bid, O_WRONLY | O_CREAT | O_TRUNC |
+	    O_CLOEXEC | O_NOFOLLOW, 0600);
+}
+
 static void
 file_one(struct xfer *x)
 {
 	x->wr_err = 0;
-	if (x->fd == -1 && (x->fd = xfer_open_part(x)) == -1) {
+	if (x->fd == -1 && (x->fd = bodies_open_part(x)) == -1) {
 		x->wr_err = errno;
 		return;
 	}
@@ -62,7 +71,7 @@ file_one(struct xfer *x)
 	if (close(x->fd) == -1 && x->wr_err == 0)
 		x->wr_err = errno;
 	x->fd = -1;
-	if (x->wr_err == 0 && renameat(fo.part_fd, x->bid, fo.docs_fd,
+	if (x->wr_err == 0 && renameat(fo->part_fd, x->bid, fo->docs_fd,
 	    x->bid) == 0)
 		x->renamed = 1;
 }
@@ -94,6 +103,12 @@ loop(void *arg)
 	}
 	pthread_mutex_unlock(&B.mu);
 	return NULL;
+}
+
+void
+bodies_init(const struct fopts *o)
+{
+	fo = o;
 }
 
 int
@@ -197,8 +212,8 @@ root_open(void)
 
 	if (R.fd != -1 || R.err[0] != '\0')
 		return R.fd;
-	if (fo.conf.body_root != NULL) {
-		dir = xstrdup(fo.conf.body_root);
+	if (fo->conf.body_root != NULL) {
+		dir = xstrdup(fo->conf.body_root);
 		/* Reached through a symbolic link, it has two names. */
 		if (dir[0] == '/') {
 			R.named = xstrdup(dir);

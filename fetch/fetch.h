@@ -1,4 +1,4 @@
-/* rfp-fetch internals shared by main.c (the loop) and xfer.c (one transfer). */
+/* rfp-fetch internals: the rooms of fetch/ and what they share. */
 #ifndef RFP_FETCH_H
 #define RFP_FETCH_H
 
@@ -9,6 +9,7 @@
 #include <openssl/evp.h>
 
 #include "lib/conf.h"
+#include "lib/fate.h"
 #include "lib/hdr.h"
 
 struct ep;
@@ -77,8 +78,6 @@ struct fopts {
 	int		 on_open_dead;
 };
 
-extern struct fopts fo;
-
 /*
  * Within this many real seconds of the deadline, it has come: a transfer
  * whose timeout was capped to the deadline ends up to a millisecond early
@@ -86,9 +85,136 @@ extern struct fopts fo;
  */
 #define DEADLINE_SLACK	0.01
 
-/* Whether the deadline has come (within DEADLINE_SLACK) at wall time now. */
-int	deadline_come(double now);
+/* Whether the deadline (epoch; 0: none) has come at wall time now. */
+static inline int
+deadline_come(double deadline, double now)
+{
+	return deadline > 0 && now >= deadline - DEADLINE_SLACK;
+}
 
+/*
+ * The rooms of rfp-fetch, each a file, calls running one way: main.c (the
+ * loop) -> admit.c -> submit.c -> queue.c -> gate.c -> out.c, and
+ * submit.c -> wire.c, xfer.c -> bodies.c (claims.c and check.c stand
+ * alone).  Each takes the options it needs from main.c's fopts, handed
+ * over once by its init call; none reaches back up.
+ */
+
+/* out.c: records leaving on stdout. */
+/* Queue rec for stdout (it stays the caller's); counted until acked. */
+void	out_emit(json_t *rec);
+/* rec leaves now without a request: dead with reason and detail. */
+void	out_kill(json_t *rec, long lineno, enum fate_reason reason,
+	    const char *detail);
+/* Write what stdout takes without blocking, whole records at most
+   PIPE_BUF bytes a write (atomic on a pipe); -1 when it is gone. */
+int	out_flush(void);
+/* Whether pending output is to be written now; idle: nothing will come
+   soon to fill a piece (nothing on the wire, or stopping). */
+int	out_due(int idle);
+/* Real seconds until pending output falls due by age. */
+double	out_due_in(void);
+int	out_pending(void);
+void	out_acked(void);	/* rfp-sink acknowledged one */
+long	out_outstanding(void);
+void	out_free(void);
+
+/* gate.c: endpoints, slots, pace and breaker. */
+void	gate_init(const struct fopts *o);
+/* The endpoint named name, made on first use. */
+struct ep *gate_endpoint(const char *name);
+/*
+ * Slot, pace, breaker, in that order, for j with room more transfers
+ * allowed at all.  1: go (*slot, *probe set); 0: not yet (the endpoint is
+ * blocked a while); -1: j was dead-lettered (circuit_open, quota).
+ */
+int	gate_try(struct job *j, long room, int *slot, int *probe);
+/* Done with slot i of e: held until gate_release, at the end of the turn. */
+void	gate_give(struct ep *e, int i);
+/* Give back every slot held with no transfer (before the loop waits). */
+void	gate_release(void);
+/* What x's answer says of its endpoint, for its pace and breaker. */
+void	gate_feedback(const struct xfer *x);
+/* Tell the shared pace and breaker the news; force: all of it now. */
+void	gate_flush(int force);
+void	gate_pass(void);	/* a pass over the ready jobs begins */
+void	gate_pass_end(void);	/* ... and ends */
+double	gate_wake(double now, double t, int ready);
+const char *gate_name(const struct ep *e);
+int	gate_idempotent(const struct ep *e);
+void	gate_ready(struct ep *e, long n);	/* its ready jobs, +n */
+int	gate_blocked(const struct ep *e, double now);
+long	gate_sent(struct ep *e);	/* one more in flight: how many now */
+void	gate_done(struct ep *e);	/* ... one less */
+void	gate_free(void);
+
+/* wire.c: what is in flight, on one libcurl multi handle. */
+void	wire_init(long max_connections);
+void	wire_add(struct xfer *x);
+void	wire_perform(void);
+/* The next transfer that ended (x->cc set), off the wire; NULL: none. */
+struct xfer *wire_done(void);
+/* Any transfer still on the wire, taken off it; NULL: none (stopping). */
+struct xfer *wire_pop(void);
+void	wire_poll(struct curl_waitfd *w, unsigned int nw, int ms);
+void	wire_free(void);
+
+/* queue.c: jobs held until their not_before, and jobs ready. */
+void	job_free(struct job *j);
+/* Make rec (owned from now on) a job of its endpoint, held or ready. */
+void	queue_add(json_t *rec, long lineno);
+/* Hold or queue j by its not_before. */
+void	queue_put(struct job *j);
+/* Held jobs whose time has come (at epoch now) become ready. */
+void	queue_due(double now);
+/* Visit the ready jobs in order; a visit that returns 1 took the job. */
+void	queue_scan(int (*visit)(struct job *, void *), void *arg);
+long	queue_ready(void);
+long	queue_held(void);
+double	queue_next(void);	/* the soonest not_before held, or 0 */
+/* The deadline: every job held or ready leaves dead deadline_cut. */
+void	queue_cut(void);
+void	queue_drop(void);	/* stopping: every job freed */
+
+/* submit.c: the ledger and status checks. */
+#define CONFIRM_MAX 4	/* status checks at once, beyond -j */
+void	submit_init(const struct fopts *o);
+/*
+ * Before a submission is sent: 0 to send it, 1 when the ledger settled it
+ * (replayed, or dead ambiguous_submit; the caller frees j), 2 when its
+ * status_url is to be asked first (j is submit.c's now).
+ */
+int	submit_gate(struct job *j);
+void	submit_intent(const struct job *j);
+void	submit_outcome(const struct xfer *x);
+/* Start the status checks that may start (at most a few at once). */
+void	submit_confirm_start(void);
+/* A status check x ended: its submission is settled, sent or dead. */
+void	submit_confirmed(struct xfer *x);
+long	submit_busy(void);	/* checks waiting or on the wire */
+long	submit_waiting(void);	/* ... waiting */
+void	submit_cut(void);	/* the deadline: those waiting dead */
+void	submit_close(void);
+
+/* admit.c: the manifest and rfp-sink's FIFO. */
+struct admit_counts {
+	long	admitted, skipped, held;
+};
+void	admit_open(const struct fopts *o, const char *fifo, int resume,
+	    int retry_dead);
+int	admit_wants(void);	/* the manifest is to be read */
+void	admit_manifest(void);	/* read what stdin has */
+void	admit_back(void);	/* read what the FIFO has */
+int	admit_fifo_fd(void);	/* -1: none */
+const char *admit_fifo(void);
+int	admit_eof(void);
+int	admit_sink_seen(void);
+int	admit_sink_gone(void);
+void	admit_counts(struct admit_counts *n);
+void	admit_close(void);
+
+/* xfer.c: one transfer. */
+void	xfer_init(const struct fopts *o);
 /* Set up a transfer for job's next attempt; NULL and *err on a local error. */
 struct xfer *xfer_start(struct job *job, char *err, size_t errlen);
 /*
@@ -117,12 +243,13 @@ void	xfer_free(struct xfer *x);
 /* Handles kept for reuse: at most this many, freed by xfer_pool_free. */
 #define XFER_POOL	64
 void	xfer_pool_free(void);
-/* Create (truncate) x's partial body file: the fd, or -1 with errno. */
-int	xfer_open_part(const struct xfer *x);
 /* 1 when the finished x has a body for the body thread to file. */
 int	xfer_files_body(const struct xfer *x);
 
 /* bodies.c: the body thread.  bodies_start returns the fd to poll. */
+void	bodies_init(const struct fopts *o);
+/* Create (truncate) x's partial body file: the fd, or -1 with errno. */
+int	bodies_open_part(const struct xfer *x);
 int	bodies_start(void);
 void	bodies_put(struct xfer *list);
 struct xfer *bodies_take(void);

@@ -40,7 +40,14 @@ static const char *attempt_fields[] = { "status", "error", "error_detail",
 static CURL *easy_pool[XFER_POOL];
 static EVP_MD_CTX *sha_pool[XFER_POOL];
 static int neasy, nsha;
+static const struct fopts *fo;	/* set by xfer_init */
 static EVP_MD *sha256;
+
+void
+xfer_init(const struct fopts *o)
+{
+	fo = o;
+}
 
 void
 xfer_clear(json_t *rec)
@@ -49,13 +56,6 @@ xfer_clear(json_t *rec)
 
 	for (i = 0; attempt_fields[i] != NULL; i++)
 		json_object_del(rec, attempt_fields[i]);
-}
-
-int
-xfer_open_part(const struct xfer *x)
-{
-	return openat(fo.part_fd, x->bid, O_WRONLY | O_CREAT | O_TRUNC |
-	    O_CLOEXEC | O_NOFOLLOW, 0600);
 }
 
 static size_t
@@ -75,7 +75,7 @@ on_body(char *p, size_t size, size_t nmemb, void *arg)
 		x->mlen += len;
 		return len;
 	}
-	if (x->bytes + (long)len > fo.conf.max_body) {
+	if (x->bytes + (long)len > fo->conf.max_body) {
 		x->too_large = 1;
 		return 0;	/* abort: CURLE_WRITE_ERROR */
 	}
@@ -97,7 +97,7 @@ on_body(char *p, size_t size, size_t nmemb, void *arg)
 			return len;
 		}
 		/* Larger: to the partial file from here on, held part first. */
-		if (x->fd == -1 && (x->fd = xfer_open_part(x)) == -1)
+		if (x->fd == -1 && (x->fd = bodies_open_part(x)) == -1)
 			return 0;	/* abort: CURLE_WRITE_ERROR */
 		if (rec_write_all(x->fd, x->mem, x->mlen) == -1)
 			return 0;
@@ -226,8 +226,8 @@ record_headers(struct xfer *x, const json_t *rec, int *ctype, char *err,
 	int carry;
 
 	carry = strcmp(x->url, rec_str(rec, "url")) == 0 ||
-	    hdr_may_carry(rec_str(rec, "url"), x->url, fo.conf.trusted,
-	    fo.conf.ntrusted);
+	    hdr_may_carry(rec_str(rec, "url"), x->url, fo->conf.trusted,
+	    fo->conf.ntrusted);
 	json_object_foreach(h, k, v) {
 		if (!carry && secret(k, json_string_value(v)))
 			continue;
@@ -298,7 +298,7 @@ load_body(struct xfer *x, const json_t *rec, char *err, size_t errlen)
 		x->body_len = strlen(x->body);
 	} else if (bf != NULL) {
 		/* Streamed by on_read, never held (fetch/bodies.c). */
-		if ((x->body_fd = bodies_open(bf, fo.conf.max_body, &size, err,
+		if ((x->body_fd = bodies_open(bf, fo->conf.max_body, &size, err,
 		    errlen)) == -1)
 			return -1;
 		x->body_len = (size_t)size;
@@ -339,7 +339,7 @@ on_seek(void *arg, curl_off_t off, int origin)
 static void
 easy_setup(struct xfer *x)
 {
-	double tmo = fo.conf.timeout, left;
+	double tmo = fo->conf.timeout, left;
 
 	if (sha256 == NULL && (sha256 = EVP_MD_fetch(NULL, "SHA256",
 	    NULL)) == NULL)
@@ -359,9 +359,10 @@ easy_setup(struct xfer *x)
 	curl_easy_setopt(x->easy, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS,
-	    (long)(clk_real(fo.conf.connect_timeout) * 1000));
-	if (fo.deadline > 0 && (left = fo.deadline - clk_now()) < clk_real(tmo)) {
-		x->capped_at = fo.deadline;
+	    (long)(clk_real(fo->conf.connect_timeout) * 1000));
+	if (fo->deadline > 0 && (left = fo->deadline - clk_now()) <
+	    clk_real(tmo)) {
+		x->capped_at = fo->deadline;
 		tmo = left > 0.001 ? left : 0.001;
 	} else
 		tmo = clk_real(tmo);
@@ -373,10 +374,12 @@ easy_setup(struct xfer *x)
 	curl_easy_setopt(x->easy, CURLOPT_HEADERDATA, x);
 	curl_easy_setopt(x->easy, CURLOPT_USERAGENT, "rfpipe/" RFP_VERSION);
 	curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
-	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYPEER, fo.insecure ? 0L : 1L);
-	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYHOST, fo.insecure ? 0L : 2L);
-	if (fo.conf.ca_file != NULL)
-		curl_easy_setopt(x->easy, CURLOPT_CAINFO, fo.conf.ca_file);
+	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYPEER,
+	    fo->insecure ? 0L : 1L);
+	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYHOST,
+	    fo->insecure ? 0L : 2L);
+	if (fo->conf.ca_file != NULL)
+		curl_easy_setopt(x->easy, CURLOPT_CAINFO, fo->conf.ca_file);
 }
 
 struct xfer *
@@ -469,9 +472,9 @@ xfer_start(struct job *job, char *err, size_t errlen)
 		xfer_free(x);
 		return NULL;
 	}
-	if (fo.run_dir != NULL) {
-		x->final = rundir_path(fo.run_dir, RUNDIR_DOCS, id);
-		x->part = rundir_path(fo.run_dir, RUNDIR_PART, id);
+	if (fo->run_dir != NULL) {
+		x->final = rundir_path(fo->run_dir, RUNDIR_DOCS, id);
+		x->part = rundir_path(fo->run_dir, RUNDIR_PART, id);
 		x->bid = xstrdup(id);
 		/*
 		 * A submission's partial file is opened before it is sent, so
@@ -480,7 +483,7 @@ xfer_start(struct job *job, char *err, size_t errlen)
 		 * when it is small).
 		 */
 		if (doc_is_submission(rec) &&
-		    (x->fd = xfer_open_part(x)) == -1) {
+		    (x->fd = bodies_open_part(x)) == -1) {
 			snprintf(err, errlen, "open %s: %s", x->part,
 			    strerror(errno));
 			xfer_free(x);
@@ -540,7 +543,7 @@ xfer_redirect(struct xfer *x)
 	if (curl_easy_getinfo(x->easy, CURLINFO_REDIRECT_URL, &loc) !=
 	    CURLE_OK || loc == NULL || doc_is_submission(rec))
 		return 0;
-	if (x->hops >= fo.conf.max_redirects) {
+	if (x->hops >= fo->conf.max_redirects) {
 		x->cc = CURLE_TOO_MANY_REDIRECTS;
 		return 0;
 	}
@@ -605,8 +608,8 @@ error_of(CURLcode cc, const struct xfer *x)
 	case CURLE_OK:
 		return NULL;
 	case CURLE_OPERATION_TIMEDOUT:
-		return x->capped_at > 0 && deadline_come(clk_now()) ?
-		    "deadline" : "timeout";
+		return x->capped_at > 0 && deadline_come(fo->deadline,
+		    clk_now()) ? "deadline" : "timeout";
 	case CURLE_COULDNT_CONNECT:
 		return "connect";
 	case CURLE_COULDNT_RESOLVE_HOST:
@@ -774,7 +777,7 @@ xfer_finish(struct xfer *x, CURLcode cc)
 		free(x->part);
 		x->part = NULL;
 		json_object_set_new(rec, "body_path", json_string(x->final +
-		    strlen(fo.run_dir) + 1));
+		    strlen(fo->run_dir) + 1));
 	}
 }
 

@@ -164,3 +164,18 @@ cut_on_the_wire() {
 	[ "$(jq -rs '[.[] | select(.path == "/grants/submit/app-1") | .key] | unique | length' "$MOCK_LOG")" -eq 2 ]
 	[ "$(jq -s '[.[] | select(.duplicate)] | length' "$MOCK_LOG")" -eq 0 ]
 }
+
+@test "submit: a dead letter the ledger left in doubt says sent, so a new run directory without that ledger does not send it" {
+	printf '{"id":"app-1","url":"%s/grants/submit/app-1","method":"POST","body":{},"endpoint":"grants","idempotency_key":"key-1"}\n' \
+	    "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
+	mkdir -p "$RUN/state"
+	# An earlier run sent it and died before the answer.
+	printf '{"key":"key-1","id":"app-1","event":"intent","t":1}\n' >"$RUN/state/ledger.ndjson"
+	run -3 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	jq -s -e 'length == 1 and .[0].dead_reason == "ambiguous_submit" and .[0].sent == true' "$RUN/dead.ndjson"
+	# The README's re-run, in a new directory with a ledger of its own.
+	jq -c 'select(.dead_reason == "ambiguous_submit")' "$RUN/dead.ndjson" >"$BATS_TEST_TMPDIR/again"
+	run -3 timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$BATS_TEST_TMPDIR/run2" "$BATS_TEST_TMPDIR/again"
+	[ "$(requests_for /grants/submit/app-1)" -eq 0 ]
+	jq -s -e 'length == 1 and .[0].dead_reason == "ambiguous_submit"' "$BATS_TEST_TMPDIR/run2/dead.ndjson"
+}

@@ -113,3 +113,31 @@ once() {
 	run -0 timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 6 ]
 }
+
+@test "truth: an id another pipeline filed a moment ago is not fetched again, however soon after the files were read" {
+	mkdir -p "$RUN/state"
+	: >"$RUN/results.ndjson"
+	# A pipeline still alive (its owner file locked) holds an id, so the
+	# claims are kept; p-1 is held by one that has ended.
+	mkdir -p "$RUN/state/owners"
+	: >"$RUN/state/owners/3.3"
+	flock "$RUN/state/owners/3.3" sleep 60 &
+	holder=$!
+	printf '{"id":"elsewhere","owner":"3.3"}\n{"id":"p-1","owner":"1.1"}\n' >"$RUN/state/claims.ndjson"
+	manifest /ok 2 p >"$BATS_TEST_TMPDIR/m"
+	{
+		sed -n 1p "$BATS_TEST_TMPDIR/m"
+		# p-1 met, the files were read; now another pipeline files p-2
+		# and ends, and p-2 comes here at once.
+		for _ in $(seq 1 500); do
+			[ "$(requests_for /ok/doc-1)" -ge 1 ] && break
+			sleep 0.01
+		done
+		sed -n 2p "$BATS_TEST_TMPDIR/m" | jq -c '. + {fate: "done", status: 200}' >>"$RUN/results.ndjson"
+		printf '{"id":"p-2","owner":"2.2"}\n' >>"$RUN/state/claims.ndjson"
+		sed -n 2p "$BATS_TEST_TMPDIR/m"
+	} | timeout 60 rfp-fetch --resume --run-dir "$RUN" >"$BATS_TEST_TMPDIR/out" 2>/dev/null
+	kill "$holder"
+	[ "$(requests_for /ok/doc-2)" -eq 0 ]
+	jq -s -e 'map(.id) == ["p-1"]' "$BATS_TEST_TMPDIR/out"
+}

@@ -1,0 +1,451 @@
+/*
+ * rfp-fetch's admission: manifest lines on stdin become jobs, or leave at
+ * once as dead bad_input records; ids already filed (a resume) or held by
+ * another live pipeline are skipped.  With --retry-fifo, rfp-sink's
+ * retries and acknowledgements come back here too.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lib/clk.h"
+#include "lib/conf.h"
+#include "lib/doc.h"
+#include "lib/fate.h"
+#include "lib/msg.h"
+#include "lib/rec.h"
+#include "lib/rundir.h"
+#include "lib/state.h"
+#include "lib/x.h"
+#include "fetch/fetch.h"
+
+static struct {
+	const char	*fifo;		/* --retry-fifo, or NULL */
+	struct rec_reader *in, *back;
+	int		 fd_fifo;
+	int		 in_eof;
+	int		 sink_seen;	/* rfp-sink said hello */
+	int		 sink_gone;	/* ... and later closed the FIFO */
+	int		 retry_dead;
+	json_t		*seen;		/* ids admitted from the manifest */
+	json_t		*done;		/* ids already filed (resume) */
+	off_t		 done_size[2];	/* ... the sizes of the files read */
+	struct admit_counts n;
+} A = { .fd_fifo = -1 };
+static const struct fopts *fo;	/* set by admit_open */
+
+static int held(const char *, long);
+static void load_done(void);
+static int done_grew(void);
+
+
+/*
+ * Whether rec, written as it will be (numbers as jansson writes them, with
+ * its endpoint), fits REC_LINE_MAX, so that it leaves whole whatever the
+ * stages add (lib/rec.h).  0, or -1 with err set.
+ */
+static int
+admit_size(const json_t *rec, size_t len, char *err, size_t errlen)
+{
+	char *ep, *s;
+	size_t n;
+
+	/* A number takes at most 25 bytes written, at least 3 read. */
+	if (len <= REC_LINE_MAX / 9)
+		return 0;
+	ep = json_object_get(rec, "endpoint") ? NULL : doc_endpoint(rec);
+	n = (s = json_dumps(rec, JSON_COMPACT)) ? strlen(s) : 0;
+	n += ep ? strlen(ep) + sizeof(",\"endpoint\":\"\"") : 0;
+	free(s);
+	free(ep);
+	if (n <= REC_LINE_MAX)
+		return 0;
+	snprintf(err, errlen, "record \"%.200s\" is %zu bytes as written, "
+	    "over %d", rec_str(rec, "id") ? rec_str(rec, "id") : "", n,
+	    REC_LINE_MAX);
+	return -1;
+}
+
+/*
+ * A not_before within the one bound on waits (conf_wait_past), or past
+ * the deadline, which cuts the wait; 0 or -1.
+ */
+static int
+admit_wait(const json_t *rec, char *err, size_t errlen)
+{
+	json_t *nb = json_object_get(rec, "not_before");
+
+	if (nb == NULL || (json_is_number(nb) && ((fo->deadline > 0 &&
+	    json_number_value(nb) >= fo->deadline) || !conf_wait_past(
+	    json_number_value(nb) - clk_now(),
+	    clk_real(fo->conf.max_retry_after)))))
+		return 0;
+	snprintf(err, errlen, "field \"not_before\": not a time within "
+	    "max_retry_after (%.0f s) of now", fo->conf.max_retry_after);
+	return -1;
+}
+
+static void
+admit(char *line, size_t len, long lineno, enum rec_rc rrc)
+{
+	char err[300];
+	const char *fate, *id;
+	json_t *rec, *big;
+	int sent;
+
+	if (rrc == REC_TOOLONG) {
+		msg_line(lineno, "line longer than %d bytes", REC_LINE_MAX);
+		rec = rec_bad_input("rfp-fetch", lineno, "line too long", line,
+		    len);
+		out_emit(rec);
+		json_decref(rec);
+		A.n.admitted++;
+		return;
+	}
+	if ((rec = rec_parse(line, len, err, sizeof(err))) == NULL) {
+		msg_line(lineno, "%s", err);
+		rec = rec_bad_input("rfp-fetch", lineno, err, line, len);
+		out_emit(rec);
+		json_decref(rec);
+		A.n.admitted++;
+		return;
+	}
+	fate = rec_str(rec, "fate");
+	if (fate == NULL || strcmp(fate, "retry") != 0) {
+		/*
+		 * A submission an earlier run sent (a dead letter run again)
+		 * keeps saying so: the ledger gate asks before it is resent.
+		 */
+		sent = doc_is_submission(rec) &&
+		    json_is_true(json_object_get(rec, "sent"));
+		xfer_clear(rec);
+		json_object_del(rec, "attempt");
+		json_object_del(rec, "line");
+		json_object_del(rec, "stage");
+		if (sent)
+			json_object_set_new(rec, "sent", json_true());
+	}
+	id = rec_str(rec, "id");
+	if (admit_size(rec, len, err, sizeof(err)) == -1) {
+		/* Too long to pass on whole: its id and its start. */
+		if (id != NULL && A.done != NULL &&
+		    json_object_get(A.done, id) != NULL) {
+			A.n.skipped++;
+			json_decref(rec);
+			return;
+		}
+		msg_line(lineno, "%s", err);
+		big = rec;
+		rec = rec_bad_input("rfp-fetch", lineno, err, line, len);
+		if (json_is_string(json_object_get(big, "id")))
+			json_object_set(rec, "id", json_object_get(big, "id"));
+		json_decref(big);
+		out_emit(rec);
+		json_decref(rec);
+		A.n.admitted++;
+		return;
+	}
+	if (doc_check(rec, err, sizeof(err)) == -1) {
+		msg_line(lineno, "%s", err);
+		out_kill(rec, lineno, FATE_BAD_INPUT, err);
+		json_decref(rec);
+		A.n.admitted++;
+		return;
+	}
+	if (A.done != NULL && json_object_get(A.done, id) != NULL) {
+		A.n.skipped++;
+		json_decref(rec);
+		return;
+	}
+	if (fo->run_dir != NULL && held(id, lineno)) {
+		A.n.held++;
+		json_decref(rec);
+		return;
+	}
+	A.n.admitted++;
+	if (admit_wait(rec, err, sizeof(err)) == -1) {
+		msg_line(lineno, "%s", err);
+		out_kill(rec, lineno, FATE_BAD_INPUT, err);
+		json_decref(rec);
+		return;
+	}
+	if (json_object_get(A.seen, id) != NULL) {
+		snprintf(err, sizeof(err), "field \"id\": duplicate id \"%s\" "
+		    "(first on line %ld)", id, (long)json_integer_value(
+		    json_object_get(A.seen, id)));
+		msg_line(lineno, "%s", err);
+		out_kill(rec, lineno, FATE_BAD_INPUT, err);
+		json_decref(rec);
+		return;
+	}
+	json_object_set_new(A.seen, id, json_integer(lineno));
+	queue_add(rec, lineno);
+}
+
+/* A retry or an acknowledgement from rfp-sink. */
+static void
+take_back(char *line, size_t len, long lineno)
+{
+	static const char done[] = REC_ACK_DONE;
+	static const char dead[] = REC_ACK_DEAD;
+	char err[300];
+	json_t *rec;
+
+	/* rfp-sink's acks, word for word: no need to parse them. */
+	if (len == sizeof(done) - 1 && (memcmp(line, done, len) == 0 ||
+	    memcmp(line, dead, len) == 0)) {
+		out_acked();
+		return;
+	}
+	if ((rec = rec_parse(line, len, err, sizeof(err))) == NULL) {
+		msg_warn("%s:%ld: %s", A.fifo, lineno, err);
+		return;
+	}
+	if (json_is_string(json_object_get(rec, "ack"))) {
+		A.sink_seen = 1;	/* "hello": rfp-sink holds the FIFO */
+		json_decref(rec);
+		return;
+	}
+	out_acked();
+	if (json_is_true(json_object_get(rec, "ack"))) {
+		json_decref(rec);
+		return;
+	}
+	queue_add(rec, lineno);
+}
+
+static void
+read_lines(struct rec_reader *r, int manifest)
+{
+	enum rec_rc rc;
+	size_t len;
+	long lineno;
+	char *line;
+
+	for (;;) {
+		if (manifest && !admit_wants())
+			return;	/* back-pressure: enough work queued */
+		rc = rec_next(r, &line, &len, &lineno);
+		if (rc == REC_AGAIN)
+			return;
+		if (rc == REC_EOF || rc == REC_ERR) {
+			if (rc == REC_ERR)
+				msg_warnsys("read %s", manifest ? "stdin" :
+				    A.fifo);
+			if (manifest)
+				A.in_eof = 1;
+			else if (A.sink_seen)
+				A.sink_gone = 1;
+			return;
+		}
+		if (rc == REC_LINE && len == 0)
+			continue;
+		if (manifest)
+			admit(line, len, lineno, rc);
+		else if (rc == REC_LINE)
+			take_back(line, len, lineno);
+	}
+}
+
+
+/*
+ * 1 when another live pipeline on the run directory holds id (it is named
+ * on stderr), or when a dead one held it and has filed it since.
+ */
+static int
+held(const char *id, long lineno)
+{
+	char who[64];
+	int rc = claims_take(id, who, sizeof(who));
+
+	if (rc == 0) {
+		/* The first by its line; the count at the end. */
+		if (A.n.held == 0)
+			msg_line(lineno, "id \"%s\" is being processed by "
+			    "another pipeline on this run directory (%s); "
+			    "skipped, as any other it holds", id, who);
+		return 1;
+	}
+	/*
+	 * Held by a pipeline that has ended since this one read the files:
+	 * filed by it, if the files grew.  Read them again whenever they did
+	 * (a stat each), never on a timer: an id met a moment after another
+	 * pipeline filed it must not be fetched again.
+	 */
+	if (rc == 2 && A.done != NULL && done_grew()) {
+		json_decref(A.done);
+		load_done();
+		return json_object_get(A.done, id) != NULL;
+	}
+	return 0;
+}
+
+/* Ids already in results.ndjson (and dead.ndjson unless --retry-dead). */
+static void
+load_done(void)
+{
+	const enum rundir_file files[] = { RUNDIR_RESULTS, RUNDIR_DEAD };
+	struct rec_reader *r;
+	char *path, *line, err[64];
+	size_t len;
+	long lineno;
+	json_t *rec;
+	struct stat st;
+	int i, fd, rc;
+
+	A.done = json_object();
+	A.done_size[0] = A.done_size[1] = 0;
+	for (i = 0; i < (A.retry_dead ? 1 : 2); i++) {
+		path = rundir_path(fo->run_dir, files[i], NULL);
+		if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
+			if (errno != ENOENT)
+				msg_diesys(1, "open %s", path);
+			free(path);
+			continue;
+		}
+		if (fstat(fd, &st) == 0)
+			A.done_size[i] = st.st_size;
+		r = rec_reader_new(fd, REC_STREAM_MAX);
+		while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF &&
+		    rc != REC_ERR) {
+			if (rc != REC_LINE)
+				continue;
+			if ((rec = rec_parse(line, len, err, sizeof(err))) ==
+			    NULL) {
+				/* A torn last line from a crash: refetch it. */
+				msg_warn("%s:%ld: unreadable record, its "
+				    "document will be fetched again", path,
+				    lineno);
+				continue;
+			}
+			if (rec_str(rec, "id") != NULL)
+				json_object_set_new(A.done, rec_str(rec, "id"),
+				    json_true());
+			json_decref(rec);
+		}
+		rec_reader_free(r);
+		close(fd);
+		free(path);
+	}
+}
+
+/* Whether the files load_done read have grown since. */
+static int
+done_grew(void)
+{
+	static const enum rundir_file files[] = { RUNDIR_RESULTS,
+	    RUNDIR_DEAD };
+	struct stat st;
+	char *path;
+	int i, grew = 0;
+
+	for (i = 0; i < (A.retry_dead ? 1 : 2) && !grew; i++) {
+		path = rundir_path(fo->run_dir, files[i], NULL);
+		grew = stat(path, &st) == 0 && st.st_size != A.done_size[i];
+		free(path);
+	}
+	return grew;
+}
+
+void
+admit_open(const struct fopts *o, const char *fifo, int resume,
+    int retry_dead)
+{
+	struct stat st;
+
+	fo = o;
+	A.fifo = fifo;
+	A.retry_dead = retry_dead;
+	A.seen = json_object();
+	if (resume || retry_dead)
+		load_done();
+	A.in = rec_reader_new(STDIN_FILENO, 0);
+	if (fifo != NULL) {
+		if ((A.fd_fifo = open(fifo, O_RDONLY | O_NONBLOCK |
+		    O_CLOEXEC)) == -1)
+			msg_diesys(1, "open %s", fifo);
+		/* A file there reads as rfp-sink gone: nothing sent. */
+		if (fstat(A.fd_fifo, &st) == -1 || !S_ISFIFO(st.st_mode))
+			msg_die(1, "%s: not a FIFO (make it with mkfifo)", fifo);
+		A.back = rec_reader_new(A.fd_fifo, REC_STREAM_MAX);
+	}
+}
+
+/* Whether the manifest is to be read: not at its end, and work not piled up. */
+int
+admit_wants(void)
+{
+	return !A.in_eof && queue_ready() + queue_held() <=
+	    4 * fo->conf.concurrency + 64;
+}
+
+void
+admit_manifest(void)
+{
+	if (!A.in_eof)
+		read_lines(A.in, 1);
+}
+
+void
+admit_back(void)
+{
+	if (A.back != NULL)
+		read_lines(A.back, 0);
+}
+
+int
+admit_fifo_fd(void)
+{
+	return A.fd_fifo;
+}
+
+int
+admit_eof(void)
+{
+	return A.in_eof;
+}
+
+int
+admit_sink_seen(void)
+{
+	return A.sink_seen;
+}
+
+int
+admit_sink_gone(void)
+{
+	return A.sink_gone;
+}
+
+const char *
+admit_fifo(void)
+{
+	return A.fifo;
+}
+
+void
+admit_counts(struct admit_counts *n)
+{
+	*n = A.n;
+}
+
+void
+admit_close(void)
+{
+	rec_reader_free(A.in);
+	rec_reader_free(A.back);
+	if (A.fd_fifo != -1)
+		close(A.fd_fifo);
+	json_decref(A.seen);
+	json_decref(A.done);
+	A.in = A.back = NULL;
+	A.fd_fifo = -1;
+	A.seen = A.done = NULL;
+}

@@ -1,0 +1,525 @@
+/*
+ * rfp-fetch's gate: endpoints, their slots (shared through lib/store),
+ * their pace and breaker, and what answers tell those two.  Whether a
+ * ready job may start now is decided here and nowhere else.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "lib/breaker.h"
+#include "lib/class.h"
+#include "lib/clk.h"
+#include "lib/conf.h"
+#include "lib/doc.h"
+#include "lib/hdr.h"
+#include "lib/fate.h"
+#include "lib/msg.h"
+#include "lib/pace.h"
+#include "lib/rec.h"
+#include "lib/store.h"
+#include "lib/x.h"
+#include "fetch/fetch.h"
+
+#define FB_DEFER 0.05	/* real seconds news may wait before it is told */
+#define FREE_S	0.05	/* ... and a free pace or closed breaker is trusted */
+#define FREE_RATE 2000.0	/* a pace this fast holds nothing back */
+#define UP_S	10.0	/* logical s a success says an endpoint is up */
+
+struct ep {
+	char		*name;
+	int		 down;		/* said to be not answering */
+	double		 open_said;	/* breaker opening warned of */
+	char		*safe;
+	const struct conf_ep *cf;
+	long		 ceiling;
+	long		 window;	/* the pace's in-flight limit; 0: none */
+	long		 inflight;
+	double		 ok_at;		/* clk_now of its last success */
+	struct pace_cfg	 pace;		/* in real seconds */
+	double		 blocked_until;	/* no slot, pace or breaker until then */
+	int		 paced;		/* ... and it was the pace */
+	char		*slot_held;
+	long		*idle;		/* slots held with no transfer */
+	long		 nidle;
+	long		 nready;	/* its jobs in the ready queue */
+	/* Good for one pass of start_ready only. */
+	long		 credit;	/* pace sends reserved, not yet used */
+	long		 seq;		/* ... the next one's grant number */
+	double		 pace_wait;	/* the pace granted fewer than asked */
+	int		 brk_closed;	/* the breaker let a request by */
+	/* Outcomes not yet told to the shared pace and breaker. */
+	struct pace_ev	*pev;
+	struct brk_ev	*bev;
+	size_t		 npev, nbev, capev;
+	int		 fb_now;	/* ... one of which may not wait */
+	double		 fb_at;		/* clk_mono of the last telling */
+	/* clk_mono until which the pace, the breaker, need not be asked. */
+	double		 pace_free, brk_free;
+	struct ep	*next;
+};
+
+static struct ep *eps;
+static const struct fopts *fo;	/* set by gate_init */
+
+void
+gate_init(const struct fopts *o)
+{
+	fo = o;
+}
+
+struct ep *
+gate_endpoint(const char *name)
+{
+	struct ep *e;
+
+	for (e = eps; e != NULL; e = e->next)
+		if (strcmp(e->name, name) == 0)
+			return e;
+	e = xcalloc(1, sizeof(*e));
+	e->name = xstrdup(name);
+	e->safe = doc_safe_name(name);
+	e->cf = conf_endpoint(&fo->conf, name);
+	e->ceiling = e->cf->concurrency > 0 ? e->cf->concurrency :
+	    fo->conf.concurrency;
+	e->pace.rate = e->cf->rate / clk_scale();
+	e->pace.burst = e->cf->burst;
+	e->pace.quota_after = clk_real(fo->conf.max_retry_after);
+	e->pace.deadline = fo->deadline;
+	e->pace.conc_told = e->cf->concurrency > 0;
+	e->slot_held = xcalloc((size_t)e->ceiling, 1);
+	e->idle = xcalloc((size_t)e->ceiling, sizeof(*e->idle));
+	e->next = eps;
+	eps = e;
+	return e;
+}
+
+/* Requests e may have in flight: its ceiling, or the pace's window. */
+static long
+ep_limit(const struct ep *e)
+{
+	return e->window > 0 && e->window < e->ceiling ? e->window :
+	    e->ceiling;
+}
+
+/*
+ * Take a free slot of e shared through lib/store; its index or -1.  Slots
+ * past the pace's window are not taken, so the window holds across every
+ * process on the run directory.  A slot
+ * whose transfer ended in this turn of the loop is still held: it passes
+ * to the next transfer without a lock round trip.
+ */
+static int
+slot_take(struct ep *e)
+{
+	char err[512];
+	long i;
+	int rc;
+
+	if (e->inflight >= ep_limit(e))
+		return -1;
+	if (e->nidle > 0)
+		return (int)e->idle[--e->nidle];
+	for (i = 0; i < ep_limit(e); i++) {
+		if (e->slot_held[i])
+			continue;
+		if (fo->run_dir == NULL && !store_shared())
+			rc = 1;
+		else if ((rc = store_slot_take(fo->run_dir, e->name, i, err,
+		    sizeof(err))) == -1)
+			msg_die(1, "%s", err);
+		if (rc == 1) {
+			e->slot_held[i] = 1;
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+/* Done with slot i of e: held until gate_release, at the end of the turn. */
+void
+gate_give(struct ep *e, int i)
+{
+	if (i >= 0)
+		e->idle[e->nidle++] = i;
+}
+
+/*
+ * Give back every slot held with no transfer.  Called before the loop
+ * waits, so a slot is never held while nothing of it is on the wire.
+ */
+void
+gate_release(void)
+{
+	struct ep *e;
+	long i;
+
+	for (e = eps; e != NULL; e = e->next) {
+		while (e->nidle > 0) {
+			i = e->idle[--e->nidle];
+			if (fo->run_dir != NULL || store_shared())
+				store_slot_give(e->name, i);
+			e->slot_held[i] = 0;
+		}
+	}
+}
+
+static void
+state_fail(const char *err)
+{
+	msg_die(1, "%s", err);
+}
+
+/*
+ * The pace holds e past its quota: j leaves dead, unsent, saying when the
+ * portal said to come back.
+ */
+static void
+quota_kill(struct job *j, double until)
+{
+	char when[64], why[200];
+
+	clk_iso(until, when, sizeof(when));
+	snprintf(why, sizeof(why), "the portal's quota for \"%s\" is spent; "
+	    "it said to come back at %s", j->ep->name, when);
+	out_kill(j->rec, 0, FATE_QUOTA, why);
+}
+
+/*
+ * Slot, pace, breaker, in that order.  Returns 1 (go; *slot, *probe set),
+ * 0 (not yet: the endpoint is blocked until ep->blocked_until) or -1 (the
+ * job was dead-lettered circuit_open).
+ */
+int
+gate_try(struct job *j, long room, int *slot, int *probe)
+{
+	struct ep *e = j->ep;
+	const struct conf_breaker *bc = &e->cf->breaker;
+	double now = clk_now(), until, opened;
+	struct pace_grant g;
+	enum brk_verdict v;
+	char err[512];
+	long want;
+
+	*probe = 0;
+	if ((*slot = slot_take(e)) == -1) {
+		e->blocked_until = now + 0.005;
+		e->paced = 0;
+		return 0;
+	}
+	if (e->credit == 0 && e->pace_wait > 0) {
+		gate_give(e, *slot);
+		e->blocked_until = now + e->pace_wait;
+		e->paced = 1;
+		return 0;
+	}
+	if (e->credit == 0) {
+		/* As many sends as could start now, in one reservation. */
+		want = e->nready;
+		if (want > ep_limit(e) - e->inflight)
+			want = ep_limit(e) - e->inflight;
+		if (want > room)
+			want = room;
+		if (want < 1)
+			want = 1;
+		/*
+		 * A pace so fast that it granted all a moment ago holds
+		 * nothing back: not asked again for FREE_S (unless an answer
+		 * since had news for it), a locked update saved per turn.
+		 */
+		if (clk_mono() < e->pace_free) {
+			e->credit = want;
+			e->seq = -1;	/* not numbered by the pace */
+		} else {
+			if (pace_take_n(fo->run_dir, e->name, &e->pace, now,
+			    want, &g, err, sizeof(err)) == -1)
+				state_fail(err);
+			if (g.quota_until > 0) {
+				gate_give(e, *slot);
+				quota_kill(j, g.quota_until);
+				return -1;
+			}
+			e->credit = g.granted;
+			e->seq = g.seq;
+			e->window = g.window;
+			if (g.granted == want && (g.rate == 0 ||
+			    g.rate >= FREE_RATE))
+				e->pace_free = clk_mono() + FREE_S;
+			if (g.granted < want)
+				e->pace_wait = g.wait;
+		}
+		if (e->credit == 0) {
+			gate_give(e, *slot);
+			e->blocked_until = now + e->pace_wait;
+			e->paced = 1;
+			return 0;
+		}
+	}
+	e->credit--;
+	j->seq = e->seq < 0 ? -1 : e->seq++;
+	/*
+	 * Closed a moment ago (in this pass, or within FREE_S with no failure
+	 * or probe since): closed still, for this process.
+	 */
+	if (e->brk_closed || clk_mono() < e->brk_free)
+		return 1;
+	if (brk_allow(fo->run_dir, e->name, bc, now, clk_real(
+	    fo->conf.timeout + fo->conf.connect_timeout) + 1, !j->held,
+	    rec_int(j->rec, "attempt", 0) == 0, &v,
+	    &until, &opened, err, sizeof(err)) == -1)
+		state_fail(err);
+	*probe = v == BRK_PROBE;
+	e->brk_closed = v == BRK_ALLOW;
+	if (v == BRK_ALLOW)
+		e->brk_free = clk_mono() + FREE_S;
+	if (v == BRK_ALLOW || v == BRK_PROBE)
+		return 1;
+	gate_give(e, *slot);
+	if (v == BRK_DENY && opened > 0 && opened != e->open_said) {
+		e->open_said = opened;
+		msg_warn("endpoint \"%s\": the breaker is open; its documents "
+		    "wait %.0f s for a probe", e->name, until > now ?
+		    until - now : 0);
+	}
+	if (v == BRK_FRESH_FIRST) {
+		j->held = 1;
+		return 0;	/* and a fresh record behind it may go */
+	}
+	if (fo->on_open_dead || (bc->max_open > 0 && now - opened >
+	    clk_real(bc->max_open)) || (fo->deadline > 0 &&
+	    until >= fo->deadline)) {
+		snprintf(err, sizeof(err), "the breaker of \"%s\" is open%s",
+		    e->name, fo->on_open_dead ? " (on_open dead)" :
+		    fo->deadline > 0 && until >= fo->deadline ?
+		    " past the deadline" : " longer than max_open");
+		out_kill(j->rec, 0, FATE_CIRCUIT_OPEN, err);
+		return -1;
+	}
+	j->held = 1;
+	e->blocked_until = until;
+	e->paced = 0;
+	return 0;
+}
+
+/* Note what this answer says of the endpoint for its pace and breaker. */
+void
+gate_feedback(const struct xfer *x)
+{
+	const json_t *rec = x->job->rec;
+	struct ep *e = x->job->ep;
+	long st = rec_int(rec, "status", 0);
+	/*
+	 * The pace learns of an answer now, not when it came: what was sent
+	 * in between went at the old pace, and must not count as sent after
+	 * a cut (one cut per round).
+	 */
+	double now = clk_now();
+	const struct conf_ep *ce = conf_endpoint(&fo->conf, e->name);
+	struct class_in in;
+	enum class_kind k;
+	struct pace_ev *pe;
+	struct brk_ev *be;
+	char reason[64];
+	double ra;
+	int slow, up;
+
+	/* As rfp-classify will, the endpoint's own status lists first. */
+	class_read(rec, &in);
+	if (in.has_status && in.status >= 0 && in.status <= CONF_STATUS_MAX &&
+	    ce->status_class[in.status] != 0)
+		in.over = ce->status_class[in.status] == CONF_TRANSIENT ?
+		    CLASS_TRANSIENT : CLASS_PERMANENT;
+	k = class_decide(&in, reason, sizeof(reason));
+	if (strcmp(reason, "deadline") == 0)
+		return;
+	if (e->npev == e->capev || e->nbev == e->capev) {
+		e->capev = e->capev ? 2 * e->capev : 16;
+		e->pev = xrealloc(e->pev, e->capev * sizeof(*e->pev));
+		e->bev = xrealloc(e->bev, e->capev * sizeof(*e->bev));
+	}
+	/*
+	 * Throttling slows the pace: a 429, or a 503 with a Retry-After or
+	 * from an endpoint that had a success a moment ago (nginx's limit_req
+	 * answers 503 by default).  A 429, and a 503 from an endpoint that is
+	 * answering, say it is up: only a 503 from one that serves nothing
+	 * is an outage, the breaker's business.
+	 */
+	/* Said once, the moment it happens: cron mails it. */
+	if (!e->down && (strcmp(reason, "connect") == 0 ||
+	    strcmp(reason, "dns") == 0)) {
+		e->down = 1;
+		msg_warn("endpoint \"%s\" is not answering: %s (%s)", e->name,
+		    reason, rec_str(rec, "error_detail") ? rec_str(rec,
+		    "error_detail") : "?");
+	} else if (e->down && k == CLASS_OK) {
+		e->down = 0;
+		msg_warn("endpoint \"%s\" answers again", e->name);
+	}
+	up = e->ok_at > 0 && now - e->ok_at < clk_real(UP_S);
+	slow = st == 429 || (st == 503 && (x->retry_after != NULL || up));
+	if (k == CLASS_OK)
+		e->ok_at = now;
+	if (slow || k == CLASS_OK) {
+		pe = &e->pev[e->npev++];
+		pe->ev = slow ? PACE_SLOW : PACE_OK;
+		pe->sent_at = x->t0;
+		pe->now = now;
+		pe->inflight = x->inflight;
+		pe->seq = x->job->seq;
+		pe->retry_after = -1;
+		if (x->retry_after != NULL && hdr_retry_after(x->retry_after,
+		    now, &ra) == 0)
+			pe->retry_after = clk_real(ra);
+		pe->rl = x->rl;
+		pe->rl_seen = x->rl_seen;
+	}
+	be = &e->bev[e->nbev++];
+	be->out = k == CLASS_TRANSIENT && st != 429 && !(st == 503 && up) ?
+	    BRK_FAILURE : BRK_SUCCESS;
+	be->probe = x->probe;
+	be->fresh = rec_int(rec, "attempt", 1) == 1;
+	be->now = now;
+	be->sent_at = x->t0;
+	if (slow || be->out == BRK_FAILURE || be->probe || x->rl_seen) {
+		e->fb_now = 1;
+		e->pace_free = e->brk_free = 0;
+	}
+}
+
+/*
+ * Tell the shared pace and breaker, one locked update each per endpoint,
+ * what the answers since the last telling said, in the order they came.
+ * News that changes nothing at once may wait up to FB_DEFER: successes
+ * while the endpoint waits on its slots, not on its pace.  A 429, a
+ * failure, a probe's answer, an endpoint the pace holds back, and force
+ * (the end of the run) are told at once.
+ */
+void
+gate_flush(int force)
+{
+	struct ep *e;
+	char err[512];
+	double now = clk_mono();
+
+	for (e = eps; e != NULL; e = e->next) {
+		if (e->npev == 0 && e->nbev == 0)
+			continue;
+		if (!force && !e->fb_now && now - e->fb_at < FB_DEFER &&
+		    e->pace_wait == 0 && !(e->paced && e->blocked_until >
+		    clk_now()))
+			continue;
+		e->fb_now = 0;
+		e->fb_at = now;
+		if (pace_feedback_n(fo->run_dir, e->name, &e->pace, e->pev,
+		    e->npev, err, sizeof(err)) == -1 ||
+		    brk_record_n(fo->run_dir, e->name, &e->cf->breaker, e->bev,
+		    e->nbev, err, sizeof(err)) == -1)
+			state_fail(err);
+		/* What the pace said before this news, it may now say otherwise. */
+		if (e->npev > 0 && e->paced)
+			e->blocked_until = 0;
+		e->npev = e->nbev = 0;
+	}
+}
+
+const char *
+gate_name(const struct ep *e)
+{
+	return e->name;
+}
+
+int
+gate_idempotent(const struct ep *e)
+{
+	return e->cf->idempotency_keys;
+}
+
+void
+gate_ready(struct ep *e, long n)
+{
+	e->nready += n;
+}
+
+int
+gate_blocked(const struct ep *e, double now)
+{
+	return e->blocked_until > now;
+}
+
+long
+gate_sent(struct ep *e)
+{
+	return ++e->inflight;
+}
+
+void
+gate_done(struct ep *e)
+{
+	e->inflight--;
+}
+
+/* A new pass over the ready queue: no reservation is carried into it. */
+void
+gate_pass(void)
+{
+	struct ep *e;
+
+	for (e = eps; e != NULL; e = e->next) {
+		e->credit = 0;
+		e->pace_wait = 0;
+		e->brk_closed = 0;
+	}
+}
+
+/* The pass is over: a reservation not used now is dropped (it could burst). */
+void
+gate_pass_end(void)
+{
+	struct ep *e;
+
+	for (e = eps; e != NULL; e = e->next)
+		e->credit = 0;
+}
+
+/*
+ * Real seconds from now to the soonest the gate may let a ready job by
+ * (when work waits on it) or news is to be told, or t if later.
+ */
+double
+gate_wake(double now, double t, int ready)
+{
+	struct ep *e;
+	double soon = now + t;
+
+	if (ready) {
+		for (e = eps; e != NULL; e = e->next)
+			if (e->nready > 0 && e->inflight < ep_limit(e) &&
+			    e->blocked_until < soon)
+				soon = e->blocked_until;
+		t = soon - now < 0.001 ? 0.001 : soon - now;
+	}
+	for (e = eps; e != NULL; e = e->next)
+		if ((e->npev > 0 || e->nbev > 0) && e->fb_at + FB_DEFER -
+		    clk_mono() < t)
+			t = e->fb_at + FB_DEFER - clk_mono();
+	return t;
+}
+
+void
+gate_free(void)
+{
+	struct ep *e, *en;
+
+	for (e = eps; e != NULL; e = en) {
+		en = e->next;
+		free(e->slot_held);
+		free(e->idle);
+		free(e->pev);
+		free(e->bev);
+		free(e->name);
+		free(e->safe);
+		free(e);
+	}
+	eps = NULL;
+}

@@ -1,0 +1,191 @@
+/*
+ * rfp-fetch's queue: jobs held until their not_before (a min-heap), and
+ * jobs ready to start, in the order they came.  The gate decides which
+ * ready job starts; the queue only keeps them.
+ */
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "lib/clk.h"
+#include "lib/doc.h"
+#include "lib/rec.h"
+#include "lib/x.h"
+#include "fetch/fetch.h"
+
+static struct {
+	struct job	*ready, *ready_tail;
+	long		 nready;
+	struct job	**wait;		/* min-heap on not_before */
+	long		 nwait, capwait;
+} Q;
+
+static void
+heap_push(struct job *j)
+{
+	long i = Q.nwait++, p;
+
+	if (Q.nwait > Q.capwait) {
+		Q.capwait = Q.capwait ? Q.capwait * 2 : 64;
+		Q.wait = xrealloc(Q.wait, (size_t)Q.capwait * sizeof(*Q.wait));
+	}
+	while (i > 0 && Q.wait[p = (i - 1) / 2]->not_before > j->not_before) {
+		Q.wait[i] = Q.wait[p];
+		i = p;
+	}
+	Q.wait[i] = j;
+}
+
+static struct job *
+heap_pop(void)
+{
+	struct job *top = Q.wait[0], *last = Q.wait[--Q.nwait];
+	long i = 0, c;
+
+	while ((c = 2 * i + 1) < Q.nwait) {
+		if (c + 1 < Q.nwait &&
+		    Q.wait[c + 1]->not_before < Q.wait[c]->not_before)
+			c++;
+		if (last->not_before <= Q.wait[c]->not_before)
+			break;
+		Q.wait[i] = Q.wait[c];
+		i = c;
+	}
+	if (Q.nwait > 0)
+		Q.wait[i] = last;
+	return top;
+}
+
+static void
+ready_push(struct job *j)
+{
+	gate_ready(j->ep, 1);
+	j->next = NULL;
+	if (Q.ready_tail != NULL)
+		Q.ready_tail->next = j;
+	else
+		Q.ready = j;
+	Q.ready_tail = j;
+	Q.nready++;
+}
+
+void
+job_free(struct job *j)
+{
+	json_decref(j->rec);
+	free(j);
+}
+
+void
+queue_put(struct job *j)
+{
+	if (j->not_before > clk_now())
+		heap_push(j);
+	else
+		ready_push(j);
+}
+
+void
+queue_add(json_t *rec, long lineno)
+{
+	struct job *j = xcalloc(1, sizeof(*j));
+	char *ep = doc_endpoint(rec);
+
+	if (json_object_get(rec, "endpoint") == NULL)
+		json_object_set_new(rec, "endpoint", json_string(ep));
+	j->rec = rec;
+	j->ep = gate_endpoint(ep);
+	j->lineno = lineno;
+	j->not_before = rec_num(rec, "not_before", 0);
+	free(ep);
+	queue_put(j);
+}
+
+void
+queue_due(double now)
+{
+	while (Q.nwait > 0 && Q.wait[0]->not_before <= now)
+		ready_push(heap_pop());
+}
+
+void
+queue_scan(int (*visit)(struct job *, void *), void *arg)
+{
+	struct job *j, *next, **pp = &Q.ready;
+	struct ep *ep;
+
+	while ((j = *pp) != NULL) {
+		/* A visit that takes the job may free it, or queue it anew. */
+		next = j->next;
+		ep = j->ep;
+		if (!visit(j, arg)) {
+			pp = &j->next;
+			continue;
+		}
+		*pp = next;
+		Q.nready--;
+		gate_ready(ep, -1);
+	}
+	/* Re-find the tail after unlinking. */
+	Q.ready_tail = NULL;
+	for (j = Q.ready; j != NULL; j = j->next)
+		Q.ready_tail = j;
+}
+
+long
+queue_ready(void)
+{
+	return Q.nready;
+}
+
+long
+queue_held(void)
+{
+	return Q.nwait;
+}
+
+double
+queue_next(void)
+{
+	return Q.nwait > 0 ? Q.wait[0]->not_before : 0;
+}
+
+void
+queue_cut(void)
+{
+	struct job *j;
+
+	while (Q.nwait > 0) {
+		j = heap_pop();
+		out_kill(j->rec, 0, FATE_DEADLINE_CUT, "held for a retry at "
+		    "the deadline");
+		job_free(j);
+	}
+	while ((j = Q.ready) != NULL) {
+		Q.ready = j->next;
+		gate_ready(j->ep, -1);
+		out_kill(j->rec, 0, FATE_DEADLINE_CUT, "not started by the "
+		    "deadline");
+		job_free(j);
+	}
+	Q.ready_tail = NULL;
+	Q.nready = 0;
+}
+
+void
+queue_drop(void)
+{
+	struct job *j;
+
+	while (Q.nwait > 0)
+		job_free(heap_pop());
+	while ((j = Q.ready) != NULL) {
+		Q.ready = j->next;
+		job_free(j);
+	}
+	Q.ready_tail = NULL;
+	Q.nready = 0;
+	free(Q.wait);
+	Q.wait = NULL;
+	Q.capwait = 0;
+}
