@@ -19,12 +19,12 @@ struct op {
 	const struct conf_breaker *c;
 	const char	*ep;
 	double		 now, lease;
-	int		 allow;		/* 1: breaker_allow, 0: breaker_record */
+	int		 allow;		/* 1: breaker_allow; 0: record */
 	int		 held, probe;
 	int		 fresh;		/* the request is a document's first */
 	enum breaker_outcome out;
 	double		 sent_at;
-	const struct breaker_ev *ev;	/* breaker_record: the outcomes, in order */
+	const struct breaker_ev *ev;	/* record: the outcomes, in order */
 	size_t		 nev;
 	enum breaker_verdict v;
 	double		 until, opened_at;
@@ -280,8 +280,7 @@ apply(const char *rundir, struct op *o, char *err, size_t errlen)
 int
 breaker_allow(const char *rundir, const char *ep, const struct conf_breaker *c,
     double now, double lease, int held, int fresh, enum breaker_verdict *v,
-    double *until,
-    double *opened_at, char *err, size_t errlen)
+    double *until, double *opened_at, char *err, size_t errlen)
 {
 	struct op o;
 

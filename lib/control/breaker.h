@@ -16,7 +16,8 @@ enum breaker_verdict {
 	BREAKER_ALLOW,	/* closed: send */
 	BREAKER_PROBE,	/* half-open: send, this request is the probe */
 	BREAKER_DENY,	/* open, or a probe is out: hold or dead-letter */
-	BREAKER_FRESH_FIRST	/* half-open: not this retry, a fresh request may probe */
+	/* half-open: not this retry; a fresh request may probe */
+	BREAKER_FRESH_FIRST
 };
 
 enum breaker_outcome {
@@ -32,8 +33,8 @@ enum breaker_outcome {
  */
 int	breaker_allow(const char *rundir, const char *ep,
 	    const struct conf_breaker *c, double now, double lease, int held,
-	    int fresh, enum breaker_verdict *v, double *until, double *opened_at,
-	    char *err, size_t errlen);
+	    int fresh, enum breaker_verdict *v, double *until,
+	    double *opened_at, char *err, size_t errlen);
 /*
  * Record an outcome; probe is 1 when the request was the probe, fresh when
  * it was a document's first (only those can open a closed breaker: a
@@ -57,7 +58,8 @@ struct breaker_ev {
 	double		 sent_at;
 };
 
-/* Record n outcomes in order under one lock, as n breaker_record calls would. */
+/* Record n outcomes in order under one lock, as n breaker_record calls
+   would. */
 int	breaker_record_n(const char *rundir, const char *ep,
 	    const struct conf_breaker *c, const struct breaker_ev *ev, size_t n,
 	    char *err, size_t errlen);
