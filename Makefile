@@ -37,7 +37,7 @@ endif
 
 PKGS = $(foreach d,$(DEPS),$(firstword $(subst :, ,$d)))
 override CFLAGS += $(shell pkg-config --cflags $(PKGS))
-# libpq is loaded at run time (lib/pg.c), only for a postgresql:// state.
+# libpq is loaded at run time (lib/state/pg.c), only for a postgresql:// state.
 LDLIBS = $(shell pkg-config --libs $(filter-out libpq,$(PKGS))) -lm -pthread
 MOCKLIBS = $(shell pkg-config --libs libmicrohttpd) -lpthread
 
@@ -46,7 +46,7 @@ STAGES = fetch parse classify backoff sink queue
 BINS = $(STAGES:%=$(B)/bin/rfp-%)
 DRIVER = $(B)/bin/rfpipe
 MOCK = $(B)/bin/rfp-mockportal
-LIBSRC = $(wildcard lib/*.c)
+LIBSRC = $(wildcard lib/*/*.c)
 LIBOBJ = $(LIBSRC:%.c=$(B)/obj/%.o)
 LIBA = $(B)/obj/lib/librfp.a
 UNITSRC = $(wildcard tests/unit/*.c)
@@ -66,7 +66,7 @@ $(B)/obj/%.o: %.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # What prints the version (--version, the user agent) is rebuilt with it.
-$(B)/obj/lib/opt.o $(B)/obj/fetch/xfer.o: debian/changelog
+$(B)/obj/lib/base/opt.o $(B)/obj/fetch/xfer.o: debian/changelog
 
 # rfpipe is pipeline.sh with the version filled in; the copy in the source
 # tree reads it from debian/changelog when asked.

@@ -256,7 +256,7 @@ if [ -e "$run_dir" ] || [ -L "$run_dir" ]; then
 	rfp-backoff --run-dir="$run_dir" </dev/null >/dev/null || exit 2
 fi
 # The run directory's names, the only ones this script spells: the stages
-# make and open the rest through lib/rundir.c, which lays it out (see
+# make and open the rest through lib/state/rundir.c, which lays it out (see
 # doc/design.md, "The run directory").  These files are the driver's own.
 state_dir=$run_dir/state
 fifo=$state_dir/retry.$$.fifo

@@ -30,16 +30,16 @@
 
 #include <jansson.h>
 
-#include "lib/clk.h"
-#include "lib/conf.h"
-#include "lib/doc.h"
-#include "lib/fate.h"
-#include "lib/msg.h"
-#include "lib/opt.h"
-#include "lib/rec.h"
-#include "lib/scan.h"
-#include "lib/state.h"
-#include "lib/store.h"
+#include "lib/base/clk.h"
+#include "lib/config/conf.h"
+#include "lib/record/doc.h"
+#include "lib/record/fate.h"
+#include "lib/base/msg.h"
+#include "lib/base/opt.h"
+#include "lib/record/rec.h"
+#include "lib/record/scan.h"
+#include "lib/state/state.h"
+#include "lib/state/store.h"
 
 #define PROG	"rfp-backoff"
 
@@ -88,11 +88,11 @@ spend(long *left)
 	 * is never a silent 0.  A count is a count: it never refills.
 	 */
 	if (opts.admitted < 0 && opts.conf.budget < 0)
-		rc = state_budget_spend_grown(opts.run_dir,
+		rc = budget_spend_grown(opts.run_dir,
 		    conf_budget_total(&opts.conf, opts.docs), left, err,
 		    sizeof(err));
 	else
-		rc = state_budget_spend(opts.run_dir, conf_budget_total(
+		rc = budget_spend(opts.run_dir, conf_budget_total(
 		    &opts.conf, opts.admitted), left, err, sizeof(err));
 	if (rc == -1)
 		msg_warn("%s", err);

@@ -24,13 +24,13 @@
 
 #include <jansson.h>
 
-#include "lib/class.h"
-#include "lib/conf.h"
-#include "lib/hdr.h"
-#include "lib/msg.h"
-#include "lib/opt.h"
-#include "lib/rec.h"
-#include "lib/scan.h"
+#include "lib/record/class.h"
+#include "lib/config/conf.h"
+#include "lib/record/hdr.h"
+#include "lib/base/msg.h"
+#include "lib/base/opt.h"
+#include "lib/record/rec.h"
+#include "lib/record/scan.h"
 
 #define PROG	"rfp-classify"
 #define RA_MAX	86400.0		/* a Retry-After past a day is absurd */

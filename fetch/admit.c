@@ -15,15 +15,15 @@
 
 #include <jansson.h>
 
-#include "lib/clk.h"
-#include "lib/conf.h"
-#include "lib/doc.h"
-#include "lib/fate.h"
-#include "lib/msg.h"
-#include "lib/rec.h"
-#include "lib/rundir.h"
-#include "lib/state.h"
-#include "lib/x.h"
+#include "lib/base/clk.h"
+#include "lib/config/conf.h"
+#include "lib/record/doc.h"
+#include "lib/record/fate.h"
+#include "lib/base/msg.h"
+#include "lib/record/rec.h"
+#include "lib/state/rundir.h"
+#include "lib/state/state.h"
+#include "lib/base/x.h"
 #include "fetch/fetch.h"
 
 static struct {
@@ -49,7 +49,7 @@ static int done_grew(void);
 /*
  * Whether rec, written as it will be (numbers as jansson writes them, with
  * its endpoint), fits REC_LINE_MAX, so that it leaves whole whatever the
- * stages add (lib/rec.h).  0, or -1 with err set.
+ * stages add (lib/record/rec.h).  0, or -1 with err set.
  */
 static int
 admit_size(const json_t *rec, size_t len, char *err, size_t errlen)

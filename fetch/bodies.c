@@ -29,9 +29,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/msg.h"
-#include "lib/rec.h"
-#include "lib/x.h"
+#include "lib/base/msg.h"
+#include "lib/record/rec.h"
+#include "lib/base/x.h"
 #include "fetch/fetch.h"
 
 static struct {

@@ -12,12 +12,12 @@
 #include <jansson.h>
 
 #include "fetch/fetch.h"
-#include "lib/clk.h"
-#include "lib/conf.h"
-#include "lib/doc.h"
-#include "lib/msg.h"
-#include "lib/rec.h"
-#include "lib/x.h"
+#include "lib/base/clk.h"
+#include "lib/config/conf.h"
+#include "lib/record/doc.h"
+#include "lib/base/msg.h"
+#include "lib/record/rec.h"
+#include "lib/base/x.h"
 
 #define SHOW_MAX	10	/* endpoints named in one message */
 

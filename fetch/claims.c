@@ -24,11 +24,11 @@
 #include <jansson.h>
 
 #include "fetch/fetch.h"
-#include "lib/msg.h"
-#include "lib/rec.h"
-#include "lib/rundir.h"
-#include "lib/state.h"
-#include "lib/x.h"
+#include "lib/base/msg.h"
+#include "lib/record/rec.h"
+#include "lib/state/rundir.h"
+#include "lib/state/state.h"
+#include "lib/base/x.h"
 
 static struct {
 	char	*dir;		/* RUNDIR/state/owners */

@@ -8,9 +8,9 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "lib/conf.h"
-#include "lib/fate.h"
-#include "lib/hdr.h"
+#include "lib/config/conf.h"
+#include "lib/record/fate.h"
+#include "lib/record/hdr.h"
 
 struct ep;
 

@@ -8,18 +8,18 @@
 
 #include <jansson.h>
 
-#include "lib/breaker.h"
-#include "lib/class.h"
-#include "lib/clk.h"
-#include "lib/conf.h"
-#include "lib/doc.h"
-#include "lib/hdr.h"
-#include "lib/fate.h"
-#include "lib/msg.h"
-#include "lib/pace.h"
-#include "lib/rec.h"
-#include "lib/store.h"
-#include "lib/x.h"
+#include "lib/control/breaker.h"
+#include "lib/record/class.h"
+#include "lib/base/clk.h"
+#include "lib/config/conf.h"
+#include "lib/record/doc.h"
+#include "lib/record/hdr.h"
+#include "lib/record/fate.h"
+#include "lib/base/msg.h"
+#include "lib/control/pace.h"
+#include "lib/record/rec.h"
+#include "lib/state/store.h"
+#include "lib/base/x.h"
 #include "fetch/fetch.h"
 
 #define FB_DEFER 0.05	/* real seconds news may wait before it is told */
@@ -51,7 +51,7 @@ struct ep {
 	int		 brk_closed;	/* the breaker let a request by */
 	/* Outcomes not yet told to the shared pace and breaker. */
 	struct pace_ev	*pev;
-	struct brk_ev	*bev;
+	struct breaker_ev	*bev;
 	size_t		 npev, nbev, capev;
 	int		 fb_now;	/* ... one of which may not wait */
 	double		 fb_at;		/* clk_mono of the last telling */
@@ -198,7 +198,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	const struct conf_breaker *bc = &e->cf->breaker;
 	double now = clk_now(), until, opened;
 	struct pace_grant g;
-	enum brk_verdict v;
+	enum breaker_verdict v;
 	char err[512];
 	long want;
 
@@ -264,25 +264,25 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	 */
 	if (e->brk_closed || clk_mono() < e->brk_free)
 		return 1;
-	if (brk_allow(fo->run_dir, e->name, bc, now, clk_real(
+	if (breaker_allow(fo->run_dir, e->name, bc, now, clk_real(
 	    fo->conf.timeout + fo->conf.connect_timeout) + 1, !j->held,
 	    rec_int(j->rec, "attempt", 0) == 0, &v,
 	    &until, &opened, err, sizeof(err)) == -1)
 		state_fail(err);
-	*probe = v == BRK_PROBE;
-	e->brk_closed = v == BRK_ALLOW;
-	if (v == BRK_ALLOW)
+	*probe = v == BREAKER_PROBE;
+	e->brk_closed = v == BREAKER_ALLOW;
+	if (v == BREAKER_ALLOW)
 		e->brk_free = clk_mono() + FREE_S;
-	if (v == BRK_ALLOW || v == BRK_PROBE)
+	if (v == BREAKER_ALLOW || v == BREAKER_PROBE)
 		return 1;
 	gate_give(e, *slot);
-	if (v == BRK_DENY && opened > 0 && opened != e->open_said) {
+	if (v == BREAKER_DENY && opened > 0 && opened != e->open_said) {
 		e->open_said = opened;
 		msg_warn("endpoint \"%s\": the breaker is open; its documents "
 		    "wait %.0f s for a probe", e->name, until > now ?
 		    until - now : 0);
 	}
-	if (v == BRK_FRESH_FIRST) {
+	if (v == BREAKER_FRESH_FIRST) {
 		j->held = 1;
 		return 0;	/* and a fresh record behind it may go */
 	}
@@ -319,7 +319,7 @@ gate_feedback(const struct xfer *x)
 	struct class_in in;
 	enum class_kind k;
 	struct pace_ev *pe;
-	struct brk_ev *be;
+	struct breaker_ev *be;
 	char reason[64];
 	double ra;
 	int slow, up;
@@ -376,12 +376,12 @@ gate_feedback(const struct xfer *x)
 	}
 	be = &e->bev[e->nbev++];
 	be->out = k == CLASS_TRANSIENT && st != 429 && !(st == 503 && up) ?
-	    BRK_FAILURE : BRK_SUCCESS;
+	    BREAKER_FAILURE : BREAKER_SUCCESS;
 	be->probe = x->probe;
 	be->fresh = rec_int(rec, "attempt", 1) == 1;
 	be->now = now;
 	be->sent_at = x->t0;
-	if (slow || be->out == BRK_FAILURE || be->probe || x->rl_seen) {
+	if (slow || be->out == BREAKER_FAILURE || be->probe || x->rl_seen) {
 		e->fb_now = 1;
 		e->pace_free = e->brk_free = 0;
 	}
@@ -413,8 +413,8 @@ gate_flush(int force)
 		e->fb_at = now;
 		if (pace_feedback_n(fo->run_dir, e->name, &e->pace, e->pev,
 		    e->npev, err, sizeof(err)) == -1 ||
-		    brk_record_n(fo->run_dir, e->name, &e->cf->breaker, e->bev,
-		    e->nbev, err, sizeof(err)) == -1)
+		    breaker_record_n(fo->run_dir, e->name, &e->cf->breaker,
+		    e->bev, e->nbev, err, sizeof(err)) == -1)
 			state_fail(err);
 		/* What the pace said before this news, it may now say otherwise. */
 		if (e->npev > 0 && e->paced)

@@ -42,17 +42,17 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "lib/clk.h"
-#include "lib/conf.h"
-#include "lib/doc.h"
-#include "lib/fate.h"
-#include "lib/msg.h"
-#include "lib/opt.h"
-#include "lib/rec.h"
-#include "lib/rundir.h"
-#include "lib/state.h"
-#include "lib/store.h"
-#include "lib/x.h"
+#include "lib/base/clk.h"
+#include "lib/config/conf.h"
+#include "lib/record/doc.h"
+#include "lib/record/fate.h"
+#include "lib/base/msg.h"
+#include "lib/base/opt.h"
+#include "lib/record/rec.h"
+#include "lib/state/rundir.h"
+#include "lib/state/state.h"
+#include "lib/state/store.h"
+#include "lib/base/x.h"
 #include "fetch/fetch.h"
 
 #define PROG	"rfp-fetch"

@@ -9,10 +9,10 @@
 
 #include <jansson.h>
 
-#include "lib/clk.h"
-#include "lib/fate.h"
-#include "lib/msg.h"
-#include "lib/rec.h"
+#include "lib/base/clk.h"
+#include "lib/record/fate.h"
+#include "lib/base/msg.h"
+#include "lib/record/rec.h"
 #include "fetch/fetch.h"
 
 #define OUT_PIECE (64 * 1024)	/* stdout is written in pieces this big */

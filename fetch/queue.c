@@ -7,10 +7,10 @@
 
 #include <jansson.h>
 
-#include "lib/clk.h"
-#include "lib/doc.h"
-#include "lib/rec.h"
-#include "lib/x.h"
+#include "lib/base/clk.h"
+#include "lib/record/doc.h"
+#include "lib/record/rec.h"
+#include "lib/base/x.h"
 #include "fetch/fetch.h"
 
 static struct {

@@ -12,15 +12,15 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "lib/clk.h"
-#include "lib/doc.h"
-#include "lib/ledger.h"
-#include "lib/fate.h"
-#include "lib/msg.h"
-#include "lib/rec.h"
-#include "lib/rundir.h"
-#include "lib/state.h"
-#include "lib/x.h"
+#include "lib/base/clk.h"
+#include "lib/record/doc.h"
+#include "lib/accounts/ledger.h"
+#include "lib/record/fate.h"
+#include "lib/base/msg.h"
+#include "lib/record/rec.h"
+#include "lib/state/rundir.h"
+#include "lib/state/state.h"
+#include "lib/base/x.h"
 #include "fetch/fetch.h"
 
 static struct {

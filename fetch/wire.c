@@ -5,7 +5,7 @@
  */
 #include <curl/curl.h>
 
-#include "lib/msg.h"
+#include "lib/base/msg.h"
 #include "fetch/fetch.h"
 
 static struct {

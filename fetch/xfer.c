@@ -14,14 +14,14 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "lib/clk.h"
-#include "lib/doc.h"
-#include "lib/hdr.h"
-#include "lib/msg.h"
-#include "lib/rec.h"
-#include "lib/rundir.h"
-#include "lib/state.h"
-#include "lib/x.h"
+#include "lib/base/clk.h"
+#include "lib/record/doc.h"
+#include "lib/record/hdr.h"
+#include "lib/base/msg.h"
+#include "lib/record/rec.h"
+#include "lib/state/rundir.h"
+#include "lib/state/state.h"
+#include "lib/base/x.h"
 #include "fetch/fetch.h"
 
 static const char *attempt_fields[] = { "status", "error", "error_detail",

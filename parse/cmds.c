@@ -9,9 +9,9 @@
 
 #include <jansson.h>
 
-#include "lib/conf.h"
-#include "lib/msg.h"
-#include "lib/x.h"
+#include "lib/config/conf.h"
+#include "lib/base/msg.h"
+#include "lib/base/x.h"
 #include "parse/parse.h"
 
 /* 1 when prog names an executable: itself with a '/', else in PATH. */

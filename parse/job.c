@@ -23,9 +23,9 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "lib/rec.h"
-#include "lib/rundir.h"
-#include "lib/x.h"
+#include "lib/record/rec.h"
+#include "lib/state/rundir.h"
+#include "lib/base/x.h"
 #include "parse/parse.h"
 
 #define DETAIL_MAX	200	/* bytes of a parser's words in the record */

@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "lib/conf.h"
+#include "lib/config/conf.h"
 
 #define TAIL_MAX	1024	/* bytes of a parser's stderr kept */
 

@@ -33,15 +33,15 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
-#include "lib/clk.h"
-#include "lib/conf.h"
-#include "lib/fate.h"
-#include "lib/msg.h"
-#include "lib/opt.h"
-#include "lib/pg.h"
-#include "lib/rec.h"
-#include "lib/store.h"
-#include "lib/x.h"
+#include "lib/base/clk.h"
+#include "lib/config/conf.h"
+#include "lib/record/fate.h"
+#include "lib/base/msg.h"
+#include "lib/base/opt.h"
+#include "lib/state/pg.h"
+#include "lib/record/rec.h"
+#include "lib/state/store.h"
+#include "lib/base/x.h"
 
 #define PROG	"rfp-queue"
 

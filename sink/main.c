@@ -40,18 +40,18 @@
 
 #include <jansson.h>
 
-#include "lib/clk.h"
-#include "lib/dead.h"
-#include "lib/fate.h"
-#include "lib/msg.h"
-#include "lib/num.h"
-#include "lib/opt.h"
-#include "lib/rec.h"
-#include "lib/rundir.h"
-#include "lib/scan.h"
-#include "lib/state.h"
-#include "lib/summ.h"
-#include "lib/x.h"
+#include "lib/base/clk.h"
+#include "lib/accounts/dead.h"
+#include "lib/record/fate.h"
+#include "lib/base/msg.h"
+#include "lib/base/num.h"
+#include "lib/base/opt.h"
+#include "lib/record/rec.h"
+#include "lib/state/rundir.h"
+#include "lib/record/scan.h"
+#include "lib/state/state.h"
+#include "lib/accounts/summ.h"
+#include "lib/base/x.h"
 
 #define PROG	"rfp-sink"
 
@@ -543,7 +543,7 @@ main(int argc, char *argv[])
 		opts.fd_fifo = open_fifo(opts.fifo);
 	if (state_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
-	/* Before dead.ndjson is opened: see lib/dead.h. */
+	/* Before dead.ndjson is opened: see lib/accounts/dead.h. */
 	if ((opts.fd_lock = dead_hold(opts.run_dir, err, sizeof(err))) == -1)
 		msg_die(1, "%s", err);
 	opts.fd_done = open_out(RUNDIR_RESULTS);

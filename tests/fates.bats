@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The dead reasons of lib/fate.c, as the summary's dead_by_reason keys show
+# The dead reasons of lib/record/fate.c, as the summary's dead_by_reason keys show
 # them, against the lists the README, rfpipe(7) and doc/design.md give: a
 # reason added, dropped or misspelt in one place and not the others fails.
 

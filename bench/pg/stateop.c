@@ -1,7 +1,7 @@
 /*
  * stateop: microseconds per shared-state operation, files versus
  * PostgreSQL.  usage: stateop RUNDIR [URL] [N]
- * Times N pace_take, N brk_allow and N budget spends on RUNDIR's flock'd
+ * Times N pace_take, N breaker_allow and N budget spends on RUNDIR's flock'd
  * files, or with URL in that database, and prints one line of results.
  */
 #include <sys/stat.h>
@@ -9,12 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "lib/breaker.h"
-#include "lib/clk.h"
-#include "lib/conf.h"
-#include "lib/pace.h"
-#include "lib/state.h"
-#include "lib/store.h"
+#include "lib/control/breaker.h"
+#include "lib/base/clk.h"
+#include "lib/config/conf.h"
+#include "lib/control/pace.h"
+#include "lib/state/state.h"
+#include "lib/state/store.h"
 
 int
 main(int argc, char *argv[])
@@ -22,7 +22,7 @@ main(int argc, char *argv[])
 	struct pace_cfg pc = { 1e9, 1000000 };
 	const char *rundir, *url;
 	struct conf conf;
-	enum brk_verdict v;
+	enum breaker_verdict v;
 	double t0, tp, tb, tg, wait, until, opened;
 	char err[512], path[4096];
 	long n, i, left;
@@ -51,17 +51,17 @@ main(int argc, char *argv[])
 			goto fail;
 	tp = clk_mono();
 	for (i = 0; i < n; i++)
-		if (brk_allow(rundir, "bench", &conf.defaults.breaker,
+		if (breaker_allow(rundir, "bench", &conf.defaults.breaker,
 		    clk_now(), 1, 0, 1, &v, &until, &opened, err,
 		    sizeof(err)) == -1)
 			goto fail;
 	tb = clk_mono();
 	for (i = 0; i < n; i++)
-		if (state_budget_spend(rundir, 10 * n, &left, err,
+		if (budget_spend(rundir, 10 * n, &left, err,
 		    sizeof(err)) == -1)
 			goto fail;
 	tg = clk_mono();
-	printf("%-10s pace_take %7.1f us  brk_allow %7.1f us  budget %7.1f "
+	printf("%-10s pace_take %7.1f us  breaker_allow %7.1f us  budget %7.1f "
 	    "us  (per operation, n=%ld)\n", url ? "postgresql" : "files",
 	    (tp - t0) * 1e6 / (double)n, (tb - tp) * 1e6 / (double)n,
 	    (tg - tb) * 1e6 / (double)n, n);

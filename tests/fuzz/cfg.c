@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "lib/cfg.h"
+#include "lib/config/cfg.h"
 #include "tests/fuzz/fuzz.h"
 
 int

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/conf.h"
+#include "lib/config/conf.h"
 #include "tests/fuzz/fuzz.h"
 
 static int fd = -1;

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/x.h"
+#include "lib/base/x.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int	LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lib/hdr.h"
+#include "lib/record/hdr.h"
 #include "tests/fuzz/fuzz.h"
 
 #define NOW	1700000000.0	/* 2023-11-14T22:13:20Z */

@@ -15,8 +15,8 @@
 
 #include <jansson.h>
 
-#include "lib/doc.h"
-#include "lib/rec.h"
+#include "lib/record/doc.h"
+#include "lib/record/rec.h"
 #include "tests/fuzz/fuzz.h"
 
 int

@@ -23,7 +23,7 @@
 
 #include <jansson.h>
 
-#include "lib/ledger.h"
+#include "lib/accounts/ledger.h"
 #include "tests/fuzz/fuzz.h"
 
 static char rundir[256], statedir[300], file[350];

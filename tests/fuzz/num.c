@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "lib/clk.h"
-#include "lib/conf.h"
-#include "lib/num.h"
+#include "lib/base/clk.h"
+#include "lib/config/conf.h"
+#include "lib/base/num.h"
 #include "tests/fuzz/fuzz.h"
 
 #define NOW	1700000000.0	/* 2023-11-14T22:13:20Z */

@@ -26,7 +26,7 @@
 
 #include <jansson.h>
 
-#include "lib/rec.h"
+#include "lib/record/rec.h"
 #include "tests/fuzz/fuzz.h"
 
 #define SHORT_CAP	64

@@ -13,8 +13,8 @@
 
 #include <jansson.h>
 
-#include "lib/rec.h"
-#include "lib/scan.h"
+#include "lib/record/rec.h"
+#include "lib/record/scan.h"
 #include "tests/fuzz/fuzz.h"
 
 static struct scan_rec s;

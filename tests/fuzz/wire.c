@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "lib/hdr.h"
+#include "lib/record/hdr.h"
 #include "tests/fuzz/fuzz.h"
 
 int

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/x.h"
+#include "lib/base/x.h"
 #include "limit.h"
 #include "scen.h"
 #include "tab.h"

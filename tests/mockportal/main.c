@@ -32,9 +32,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/msg.h"
-#include "lib/opt.h"
-#include "lib/x.h"
+#include "lib/base/msg.h"
+#include "lib/base/opt.h"
+#include "lib/base/x.h"
 #include "limit.h"
 #include "portal.h"
 #include "scen.h"

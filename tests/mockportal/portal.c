@@ -20,9 +20,9 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
-#include "lib/clk.h"
-#include "lib/msg.h"
-#include "lib/x.h"
+#include "lib/base/clk.h"
+#include "lib/base/msg.h"
+#include "lib/base/x.h"
 #include "limit.h"
 #include "portal.h"
 #include "scen.h"

@@ -10,10 +10,10 @@
 
 #include <jansson.h>
 
-#include "lib/cfg.h"
-#include "lib/msg.h"
-#include "lib/num.h"
-#include "lib/x.h"
+#include "lib/config/cfg.h"
+#include "lib/base/msg.h"
+#include "lib/base/num.h"
+#include "lib/base/x.h"
 #include "limit.h"
 #include "scen.h"
 

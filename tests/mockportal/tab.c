@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/clk.h"
-#include "lib/x.h"
+#include "lib/base/clk.h"
+#include "lib/base/x.h"
 #include "tab.h"
 
 struct slot *

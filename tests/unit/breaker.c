@@ -12,10 +12,10 @@
 
 #include <jansson.h>
 
-#include "lib/breaker.h"
-#include "lib/conf.h"
-#include "lib/state.h"
-#include "lib/x.h"
+#include "lib/control/breaker.h"
+#include "lib/config/conf.h"
+#include "lib/state/state.h"
+#include "lib/base/x.h"
 #include "tests/unit/tap.h"
 
 static char dir[] = "/tmp/unit-breaker.XXXXXX";
@@ -40,25 +40,25 @@ state(const char *ep)
 }
 
 static void
-record(const char *ep, enum brk_outcome o, int probe, int fresh, double t)
+record(const char *ep, enum breaker_outcome o, int probe, int fresh, double t)
 {
 	char err[256];
 
-	if (brk_record(dir, ep, &bc, o, probe, fresh, t0 + t, err,
+	if (breaker_record(dir, ep, &bc, o, probe, fresh, t0 + t, err,
 	    sizeof(err)) == -1)
-		ok(0, "brk_record: %s", err);
+		ok(0, "breaker_record: %s", err);
 }
 
-static enum brk_verdict
+static enum breaker_verdict
 allow(const char *ep, int fresh, double t)
 {
-	enum brk_verdict v;
+	enum breaker_verdict v;
 	double until, opened;
 	char err[256];
 
-	if (brk_allow(dir, ep, &bc, t0 + t, 60, 0, fresh, &v, &until, &opened,
+	if (breaker_allow(dir, ep, &bc, t0 + t, 60, 0, fresh, &v, &until, &opened,
 	    err, sizeof(err)) == -1)
-		ok(0, "brk_allow: %s", err);
+		ok(0, "breaker_allow: %s", err);
 	return v;
 }
 
@@ -79,49 +79,49 @@ main(void)
 	t0 = 1e9;
 
 	for (i = 0; i < 4; i++)
-		record("a", BRK_FAILURE, 0, 1, i);
+		record("a", BREAKER_FAILURE, 0, 1, i);
 	ok(strcmp(state("a"), "closed") == 0, "4 fresh failures leave it closed");
-	record("a", BRK_FAILURE, 0, 1, 4);
+	record("a", BREAKER_FAILURE, 0, 1, 4);
 	ok(strcmp(state("a"), "open") == 0, "the 5th opens it");
-	ok(allow("a", 1, 5) == BRK_DENY, "open: a request is turned away");
+	ok(allow("a", 1, 5) == BREAKER_DENY, "open: a request is turned away");
 
 	for (i = 0; i < 10; i++)
-		record("b", BRK_FAILURE, 0, 0, i);
+		record("b", BREAKER_FAILURE, 0, 0, i);
 	ok(strcmp(state("b"), "closed") == 0,
 	    "retries failing again never open it (a poison document)");
 	for (i = 0; i < 4; i++)
-		record("c", BRK_FAILURE, 0, 1, i);
-	record("c", BRK_SUCCESS, 0, 1, 4);
-	record("c", BRK_FAILURE, 0, 1, 5);
+		record("c", BREAKER_FAILURE, 0, 1, i);
+	record("c", BREAKER_SUCCESS, 0, 1, 4);
+	record("c", BREAKER_FAILURE, 0, 1, 5);
 	ok(strcmp(state("c"), "closed") == 0, "a success between resets the count");
 
-	record("a", BRK_SUCCESS, 0, 1, 6);
+	record("a", BREAKER_SUCCESS, 0, 1, 6);
 	ok(strcmp(state("a"), "closed") == 0,
 	    "a success from a request already on the wire closes it");
 	for (i = 0; i < 5; i++)
-		record("a", BRK_FAILURE, 0, 1, 10 + i);
+		record("a", BREAKER_FAILURE, 0, 1, 10 + i);
 	ok(strcmp(state("a"), "open") == 0, "open again");
-	ok(allow("a", 0, 100) == BRK_FRESH_FIRST,
+	ok(allow("a", 0, 100) == BREAKER_FRESH_FIRST,
 	    "after the cooldown, a retry leaves the probe to a fresh one");
-	ok(allow("a", 1, 100) == BRK_PROBE, "a fresh request is the probe");
-	ok(allow("a", 1, 100.1) == BRK_DENY, "one probe at a time");
-	record("a", BRK_FAILURE, 1, 1, 101);
+	ok(allow("a", 1, 100) == BREAKER_PROBE, "a fresh request is the probe");
+	ok(allow("a", 1, 100.1) == BREAKER_DENY, "one probe at a time");
+	record("a", BREAKER_FAILURE, 1, 1, 101);
 	ok(strcmp(state("a"), "open") == 0, "a failed probe re-opens it");
-	ok(allow("a", 1, 102) == BRK_DENY, "and the cooldown starts again");
-	ok(allow("a", 1, 140) == BRK_PROBE, "a probe after the next cooldown");
-	record("a", BRK_SUCCESS, 1, 1, 141);
+	ok(allow("a", 1, 102) == BREAKER_DENY, "and the cooldown starts again");
+	ok(allow("a", 1, 140) == BREAKER_PROBE, "a probe after the next cooldown");
+	record("a", BREAKER_SUCCESS, 1, 1, 141);
 	ok(strcmp(state("a"), "closed") == 0, "a successful probe closes it");
-	ok(allow("a", 0, 142) == BRK_ALLOW, "closed: everything passes");
+	ok(allow("a", 0, 142) == BREAKER_ALLOW, "closed: everything passes");
 
 	for (i = 0; i < 5; i++)
-		record("d", BRK_FAILURE, 0, 1, i);
-	ok(allow("d", 0, 40) == BRK_FRESH_FIRST, "d open, then half-open");
-	ok(allow("d", 0, 42) == BRK_PROBE,
+		record("d", BREAKER_FAILURE, 0, 1, i);
+	ok(allow("d", 0, 40) == BREAKER_FRESH_FIRST, "d open, then half-open");
+	ok(allow("d", 0, 42) == BREAKER_PROBE,
 	    "with no fresh request about, a retry probes");
-	record("d", BRK_FAILURE, 1, 0, 43);
+	record("d", BREAKER_FAILURE, 1, 0, 43);
 	ok(strcmp(state("d"), "half_open") == 0,
 	    "a retry's failed probe does not re-open it (a poison document)");
-	ok(allow("d", 0, 43.1) == BRK_PROBE, "and the next may probe at once");
+	ok(allow("d", 0, 43.1) == BREAKER_PROBE, "and the next may probe at once");
 
 	/*
 	 * Failures of requests sent before one answered since do not count:
@@ -129,22 +129,22 @@ main(void)
 	 * against ten sent after it ("h").
 	 */
 	{
-		struct brk_ev ev[11];
+		struct breaker_ev ev[11];
 		char err[256];
 
 		for (i = 0; i < 11; i++) {
-			ev[i].out = i == 0 ? BRK_SUCCESS : BRK_FAILURE;
+			ev[i].out = i == 0 ? BREAKER_SUCCESS : BREAKER_FAILURE;
 			ev[i].probe = 0;
 			ev[i].fresh = 1;
 			ev[i].now = t0 + 100 + i;
 			ev[i].sent_at = t0 + (i == 0 ? 50 : 40 + i);
 		}
-		brk_record_n(dir, "g", &bc, ev, 11, err, sizeof(err));
+		breaker_record_n(dir, "g", &bc, ev, 11, err, sizeof(err));
 		ok(strcmp(state("g"), "closed") == 0, "ten failures of requests "
 		    "sent before a success's leave it closed");
 		for (i = 1; i < 11; i++)
 			ev[i].sent_at = t0 + 50 + i;
-		brk_record_n(dir, "h", &bc, ev, 11, err, sizeof(err));
+		breaker_record_n(dir, "h", &bc, ev, 11, err, sizeof(err));
 		ok(strcmp(state("h"), "open") == 0, "five of requests sent after "
 		    "it open it");
 	}
@@ -152,20 +152,20 @@ main(void)
 	/* The same outcomes one by one ("e") and in one batch ("f"). */
 	{
 		static const int fails[] = { 1, 1, 0, 1, 1, 1, 1, 1, 0, 0 };
-		struct brk_ev ev[10];
+		struct breaker_ev ev[10];
 		char err[256], *pe, *pf;
 		json_t *de, *df;
 
 		for (i = 0; i < 10; i++) {
-			ev[i].out = fails[i] ? BRK_FAILURE : BRK_SUCCESS;
+			ev[i].out = fails[i] ? BREAKER_FAILURE : BREAKER_SUCCESS;
 			ev[i].probe = 0;
 			ev[i].fresh = 1;
 			ev[i].now = t0 + i;
 			ev[i].sent_at = t0 + i;
 			record("e", ev[i].out, 0, 1, i);
 		}
-		ok(brk_record_n(dir, "f", &bc, ev, 10, err, sizeof(err)) == 0,
-		    "brk_record_n: ten outcomes at once");
+		ok(breaker_record_n(dir, "f", &bc, ev, 10, err, sizeof(err)) == 0,
+		    "breaker_record_n: ten outcomes at once");
 		pe = xasprintf("%s/state/breaker/e.json", dir);
 		pf = xasprintf("%s/state/breaker/f.json", dir);
 		de = json_load_file(pe, 0, NULL);
@@ -173,7 +173,7 @@ main(void)
 		json_object_set_new(de, "endpoint", json_string("f"));
 		ok(de != NULL && json_equal(de, df) && json_integer_value(
 		    json_object_get(df, "openings")) == 1,
-		    "brk_record_n: the file is what ten brk_record calls make");
+		    "breaker_record_n: the file is what ten breaker_record calls make");
 		json_decref(de);
 		json_decref(df);
 		free(pe);

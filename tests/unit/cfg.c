@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "lib/cfg.h"
+#include "lib/config/cfg.h"
 #include "tests/unit/tap.h"
 
 static struct cfg *

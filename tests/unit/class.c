@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "lib/class.h"
+#include "lib/record/class.h"
 #include "tests/unit/tap.h"
 
 static void

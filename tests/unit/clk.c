@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/clk.h"
+#include "lib/base/clk.h"
 #include "tests/unit/tap.h"
 
 static void

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/conf.h"
+#include "lib/config/conf.h"
 #include "tests/unit/tap.h"
 
 static char dir[] = "/tmp/unit-conf.XXXXXX";

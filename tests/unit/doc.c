@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "lib/doc.h"
+#include "lib/record/doc.h"
 #include "tests/unit/tap.h"
 
 static void

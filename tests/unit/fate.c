@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/fate.h"
+#include "lib/record/fate.h"
 #include "tests/unit/tap.h"
 
 int

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/hdr.h"
+#include "lib/record/hdr.h"
 #include "tests/unit/tap.h"
 
 #define T1994	784111777.0	/* Sun, 06 Nov 1994 08:49:37 GMT */

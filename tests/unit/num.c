@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/num.h"
+#include "lib/base/num.h"
 #include "tests/unit/tap.h"
 
 /* s with control characters shown as '?', for test names. */

@@ -14,9 +14,9 @@
 
 #include <jansson.h>
 
-#include "lib/pace.h"
-#include "lib/state.h"
-#include "lib/x.h"
+#include "lib/control/pace.h"
+#include "lib/state/state.h"
+#include "lib/base/x.h"
 #include "tests/unit/tap.h"
 
 #define J	32		/* the client's -j */

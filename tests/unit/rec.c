@@ -16,8 +16,8 @@
 
 #include <jansson.h>
 
-#include "lib/msg.h"
-#include "lib/rec.h"
+#include "lib/base/msg.h"
+#include "lib/record/rec.h"
 #include "tests/unit/tap.h"
 
 /* A readable fd holding exactly len bytes of s. */

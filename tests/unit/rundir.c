@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/rundir.h"
+#include "lib/state/rundir.h"
 #include "tests/unit/tap.h"
 
 static void

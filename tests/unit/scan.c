@@ -8,8 +8,8 @@
 
 #include <jansson.h>
 
-#include "lib/rec.h"
-#include "lib/scan.h"
+#include "lib/record/rec.h"
+#include "lib/record/scan.h"
 #include "tests/unit/tap.h"
 
 static struct scan_rec s;

@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "lib/state.h"
+#include "lib/state/state.h"
 #include "tests/unit/tap.h"
 
 static char dir[] = "/tmp/unit-state.XXXXXX";
@@ -235,7 +235,7 @@ test_budget(void)
 	snprintf(rd, sizeof(rd), "%s/budget-run", dir);
 	state_mkdirs(rd, NULL, 0);
 	for (i = 0; i < 5; i++)
-		rc[i] = state_budget_spend(rd, 3, &lefts[i], err, sizeof(err));
+		rc[i] = budget_spend(rd, 3, &lefts[i], err, sizeof(err));
 	ok(rc[0] == 1 && rc[1] == 1 && rc[2] == 1 && rc[3] == 0 && rc[4] == 0,
 	    "budget: 3 granted, then none");
 	ok(lefts[0] == 2 && lefts[1] == 1 && lefts[2] == 0 && lefts[3] == 0,
@@ -250,29 +250,29 @@ test_budget(void)
 		    "budget: the file says total 3, left 0");
 		json_decref(d);
 	}
-	ok(state_budget_spend(rd, 100, &left, err, sizeof(err)) == 0,
+	ok(budget_spend(rd, 100, &left, err, sizeof(err)) == 0,
 	    "budget: a later process's total does not refill it");
 
 	put(p, "garbage");
-	ok(state_budget_spend(rd, 3, &left, err, sizeof(err)) == -1 &&
+	ok(budget_spend(rd, 3, &left, err, sizeof(err)) == -1 &&
 	    strstr(err, "budget.json") != NULL,
 	    "budget: a corrupt file is an error naming it: %s", err);
 	ok(strcmp(get(p), "garbage") == 0, "budget: and is never reset");
 	put(p, "{\"total\":3,\"left\":5}\n");
-	ok(state_budget_spend(rd, 3, &left, err, sizeof(err)) == -1 &&
+	ok(budget_spend(rd, 3, &left, err, sizeof(err)) == -1 &&
 	    strstr(err, "budget.json") != NULL,
 	    "budget: left > total is corrupt");
 	put(p, "{\"total\":3,\"left\":-1}\n");
-	ok(state_budget_spend(rd, 3, &left, err, sizeof(err)) == -1,
+	ok(budget_spend(rd, 3, &left, err, sizeof(err)) == -1,
 	    "budget: a negative left is corrupt");
 	put(p, "{\"total\":\"3\",\"left\":1}\n");
-	ok(state_budget_spend(rd, 3, &left, err, sizeof(err)) == -1,
+	ok(budget_spend(rd, 3, &left, err, sizeof(err)) == -1,
 	    "budget: a string total is corrupt");
 	ok(strcmp(get(p), "{\"total\":\"3\",\"left\":1}\n") == 0,
 	    "budget: a corrupt file is left as it was");
 
 	snprintf(rd, sizeof(rd), "%s/no-such-run", dir);
-	ok(state_budget_spend(rd, 3, &left, err, sizeof(err)) == -1 &&
+	ok(budget_spend(rd, 3, &left, err, sizeof(err)) == -1 &&
 	    strstr(err, "open ") == err,
 	    "budget: a missing run directory is an error: %s", err);
 }
@@ -297,7 +297,7 @@ test_concurrent(void)
 
 			close(fds[i][0]);
 			for (k = 0; k < 100; k++) {
-				rc = state_budget_spend(rd, 250, &left, err,
+				rc = budget_spend(rd, 250, &left, err,
 				    sizeof(err));
 				if (rc == -1)
 					_exit(1);

@@ -16,9 +16,9 @@
 
 #include <jansson.h>
 
-#include "lib/ledger.h"
-#include "lib/rec.h"
-#include "lib/state.h"
+#include "lib/accounts/ledger.h"
+#include "lib/record/rec.h"
+#include "lib/state/state.h"
 #include "tests/unit/tap.h"
 
 static size_t chunk;	/* > 0: write at most this much a call */

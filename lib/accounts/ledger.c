@@ -1,0 +1,308 @@
+/* ledger: append-only, flock'd, fdatasync'd record of submissions. */
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lib/base/clk.h"
+#include "lib/accounts/ledger.h"
+#include "lib/base/msg.h"
+#include "lib/state/pg.h"
+#include "lib/record/rec.h"
+#include "lib/state/rundir.h"
+#include "lib/state/store.h"
+#include "lib/base/x.h"
+
+static const char *names[] = { "none", "intent", "success", "not_sent",
+	"rejected", "ambiguous" };
+
+struct ledger {
+	char	*path;
+	int	 fd;
+	off_t	 off;		/* bytes folded into keys so far */
+	int	 partial;	/* the last fold ended inside a line */
+	long	 lineno;
+	json_t	*keys;
+	int	 shared;	/* in PostgreSQL's rfp_ledger, not the file */
+};
+
+const char *
+ledger_name(enum ledger_state st)
+{
+	return names[st];
+}
+
+static enum ledger_state
+state_of(const char *s)
+{
+	int i;
+
+	for (i = 1; i < 6; i++)
+		if (s != NULL && strcmp(s, names[i]) == 0)
+			return (enum ledger_state)i;
+	return LEDGER_AMBIGUOUS;	/* unknown is never "unsent" */
+}
+
+static void
+set(json_t *keys, const char *key, enum ledger_state st, json_t *entry,
+    long line)
+{
+	json_object_set_new(keys, key, json_pack("{s:s,s:O,s:i}", "state",
+	    names[st], "entry", entry ? entry : json_null(), "line",
+	    (int)line));
+}
+
+/* Recover the key of a torn line: the writer puts "key" first. */
+static char *
+torn_key(const char *p, size_t n)
+{
+	const char *k = "\"key\":\"", *s, *e;
+	char *line = strndup(p, n);
+
+	if (line == NULL)
+		return NULL;
+	s = strstr(line, k);
+	if (s == NULL || (e = strchr(s + strlen(k), '"')) == NULL) {
+		free(line);
+		return NULL;
+	}
+	s += strlen(k);
+	memmove(line, s, (size_t)(e - s));
+	line[e - s] = '\0';
+	return line;
+}
+
+void
+ledger_scan(json_t *keys, const char *buf, size_t len, long *lineno,
+    void (*torn)(long, const char *))
+{
+	const char *p = buf, *nl, *end = buf + len;
+	json_t *e;
+	char *k;
+	size_t n;
+
+	while (p < end) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		(*lineno)++;
+		if (n > 0) {
+			e = json_loadb(p, n, 0, NULL);
+			if (json_is_object(e) &&
+			    json_is_string(json_object_get(e, "key"))) {
+				set(keys, json_string_value(json_object_get(e,
+				    "key")), state_of(json_string_value(
+				    json_object_get(e, "event"))), e, *lineno);
+			} else {
+				k = torn_key(p, n);
+				if (k != NULL)
+					set(keys, k, LEDGER_AMBIGUOUS, NULL,
+					    *lineno);
+				if (torn != NULL)
+					torn(*lineno, k);
+				free(k);
+			}
+			json_decref(e);
+		}
+		p += n + (nl != NULL);
+	}
+}
+
+static const char *reporting;	/* the path, for torn() */
+
+static void
+torn(long line, const char *key)
+{
+	if (key != NULL)
+		msg_warn("%s:%ld: torn entry (a crash while writing); key "
+		    "\"%s\" is treated as ambiguous, never as unsent", reporting,
+		    line, key);
+	else
+		msg_warn("%s:%ld: unreadable entry with no key; it is ignored",
+		    reporting, line);
+}
+
+/* Fold in what was appended since the last call; the caller holds a lock. */
+static int
+refresh(struct ledger *l, char *err, size_t errlen)
+{
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	size_t len, got = 0;
+
+	if (fstat(l->fd, &st) == -1) {
+		snprintf(err, errlen, "stat %s: %s", l->path, strerror(errno));
+		return -1;
+	}
+	if (st.st_size <= l->off)
+		return 0;
+	len = (size_t)(st.st_size - l->off);
+	buf = xmalloc(len);
+	while (got < len) {
+		n = pread(l->fd, buf + got, len - got, l->off + (off_t)got);
+		if (n <= 0) {
+			if (n == -1 && errno == EINTR)
+				continue;
+			snprintf(err, errlen, "read %s: %s", l->path,
+			    n == 0 ? "short read" : strerror(errno));
+			free(buf);
+			return -1;
+		}
+		got += (size_t)n;
+	}
+	reporting = l->path;
+	/* The newline a writer put after a torn line ends that line. */
+	ledger_scan(l->keys, buf + (l->partial && buf[0] == '\n'), len -
+	    (l->partial && buf[0] == '\n'), &l->lineno, torn);
+	l->partial = buf[len - 1] != '\n';
+	l->off = st.st_size;
+	free(buf);
+	return 0;
+}
+
+static char
+last_byte(const struct ledger *l)
+{
+	struct stat st;
+	char c = '\n';
+
+	if (fstat(l->fd, &st) == 0 && st.st_size > 0)
+		(void)!pread(l->fd, &c, 1, st.st_size - 1);
+	return c;
+}
+
+static int
+lock(struct ledger *l, int how, char *err, size_t errlen)
+{
+	while (flock(l->fd, how) == -1) {
+		if (errno == EINTR)
+			continue;
+		snprintf(err, errlen, "lock %s: %s", l->path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+struct ledger *
+ledger_open(const char *rundir, const char *path, char *err, size_t errlen)
+{
+	struct ledger *l = xcalloc(1, sizeof(*l));
+
+	l->keys = json_object();
+	if (store_shared()) {
+		l->shared = 1;
+		l->fd = -1;
+		return l;
+	}
+	l->path = path != NULL ? xstrdup(path) :
+	    rundir_path(rundir, RUNDIR_LEDGER, NULL);
+	l->fd = state_open(l->path, O_RDWR | O_APPEND | O_CREAT, 0600);
+	if (l->fd == -1) {
+		snprintf(err, errlen, "open %s: %s", l->path, strerror(errno));
+		json_decref(l->keys);
+		free(l->path);
+		free(l);
+		return NULL;
+	}
+	return l;
+}
+
+int
+ledger_lookup(struct ledger *l, const char *key, enum ledger_state *st,
+    json_t **entry, char *err, size_t errlen)
+{
+	json_t *k, *e;
+	int rc;
+
+	if (l->shared) {
+		if (pg_ledger_lookup(key, &e, err, errlen) == -1)
+			return -1;
+		if (e != NULL)
+			set(l->keys, key, state_of(json_string_value(
+			    json_object_get(e, "event"))), e, 0);
+		else
+			json_object_del(l->keys, key);
+		json_decref(e);
+	} else {
+		if (lock(l, LOCK_SH, err, errlen) == -1)
+			return -1;
+		rc = refresh(l, err, errlen);
+		flock(l->fd, LOCK_UN);
+		if (rc == -1)
+			return -1;
+	}
+	k = json_object_get(l->keys, key);
+	*st = k ? state_of(json_string_value(json_object_get(k, "state"))) :
+	    LEDGER_NONE;
+	*entry = k ? json_object_get(k, "entry") : NULL;
+	if (*entry != NULL && json_is_null(*entry))
+		*entry = NULL;
+	return 0;
+}
+
+int
+ledger_append(struct ledger *l, const char *key, const char *id,
+    enum ledger_state st, json_t *extra, char *err, size_t errlen)
+{
+	json_t *e;
+	char *s, *line;
+	size_t len;
+	int rc = 0;
+
+	/* "key" first, so a torn line still names it. */
+	e = json_pack("{s:s,s:s,s:s,s:f,s:i}", "key", key, "id", id, "event",
+	    names[st], "t", clk_now(), "pid", (int)getpid());
+	if (extra != NULL)
+		json_object_update_missing(e, extra);
+	if (l->shared) {
+		rc = pg_ledger_append(e, err, errlen);
+		json_decref(e);
+		return rc;
+	}
+	s = json_dumps(e, JSON_COMPACT);
+	if (lock(l, LOCK_EX, err, errlen) == -1) {
+		free(s);
+		json_decref(e);
+		return -1;
+	}
+	if (refresh(l, err, errlen) == -1)
+		rc = -1;
+	/* After a torn line, start on a line of our own. */
+	line = xasprintf("%s%s\n", last_byte(l) != '\n' ? "\n" : "", s);
+	len = strlen(line);
+	/*
+	 * Through short writes: a full disk then fails the next write(2),
+	 * and its errno (ENOSPC) is the one reported.
+	 */
+	if (rc == 0 && (rec_write_all(l->fd, line, len) == -1 ||
+	    fdatasync(l->fd) == -1)) {
+		snprintf(err, errlen, "write %s: %s", l->path, strerror(errno));
+		rc = -1;
+	}
+	if (rc == 0)
+		refresh(l, err, errlen);
+	flock(l->fd, LOCK_UN);
+	free(line);
+	free(s);
+	json_decref(e);
+	return rc;
+}
+
+void
+ledger_close(struct ledger *l)
+{
+	if (l == NULL)
+		return;
+	if (l->fd != -1)
+		close(l->fd);
+	json_decref(l->keys);
+	free(l->path);
+	free(l);
+}

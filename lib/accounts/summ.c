@@ -1,0 +1,391 @@
+/* summ: counting records and reconciling them with what was admitted. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lib/base/clk.h"
+#include "lib/record/fate.h"
+#include "lib/base/msg.h"
+#include "lib/record/rec.h"
+#include "lib/state/rundir.h"
+#include "lib/record/scan.h"
+#include "lib/state/state.h"
+#include "lib/accounts/summ.h"
+#include "lib/base/x.h"
+
+struct summ {
+	json_t	*t;	/* {"succeeded":n,"dead":n,"dead_by_reason":{},...} */
+	json_t	*tot;	/* the same of the run directory's files, once read */
+	int	 stopped;	/* the signal that stopped the run, or 0 */
+};
+
+static json_t *
+tally(void)
+{
+	json_t *t = json_object(), *r = json_object();
+	int i;
+
+	json_object_set_new(t, "succeeded", json_integer(0));
+	json_object_set_new(t, "dead", json_integer(0));
+	for (i = 0; i < FATE_NREASONS; i++)
+		json_object_set_new(r, fate_reason(i), json_integer(0));
+	json_object_set_new(t, "dead_by_reason", r);
+	return t;
+}
+
+static void
+inc(json_t *obj, const char *key, long by)
+{
+	json_t *v = json_object_get(obj, key);
+
+	json_object_set_new(obj, key, json_integer((v ?
+	    json_integer_value(v) : 0) + by));
+}
+
+struct summ *
+summ_new(void)
+{
+	struct summ *s = xcalloc(1, sizeof(*s));
+
+	s->t = tally();
+	json_object_set_new(s->t, "attempts", json_integer(0));
+	json_object_set_new(s->t, "retries", json_integer(0));
+	json_object_set_new(s->t, "http_429", json_integer(0));
+	json_object_set_new(s->t, "endpoints", json_object());
+	return s;
+}
+
+/* Count a terminal record into tally t. */
+static void
+count(json_t *t, const char *fate, const char *why)
+{
+	if (fate_of(fate) == FATE_DONE)
+		inc(t, "succeeded", 1);
+	else {
+		inc(t, "dead", 1);
+		inc(json_object_get(t, "dead_by_reason"), why ? why :
+		    fate_reason(FATE_BAD_INPUT), 1);
+	}
+}
+
+void
+summ_add_in(struct summ *s, const struct summ_in *in)
+{
+	const char *ep = in->endpoint ? in->endpoint : "(none)";
+	json_t *eps, *e;
+
+	if (in->attempted)
+		inc(s->t, "attempts", 1);
+	if (in->http_429)
+		inc(s->t, "http_429", 1);
+	if (fate_of(in->fate) == FATE_RETRY) {
+		inc(s->t, "retries", 1);
+		return;
+	}
+	count(s->t, in->fate, in->dead_reason);
+	eps = json_object_get(s->t, "endpoints");
+	if ((e = json_object_get(eps, ep)) == NULL) {
+		e = tally();
+		json_object_set_new(eps, ep, e);
+	}
+	count(e, in->fate, in->dead_reason);
+	/* What the operator reads first of an endpoint that never answered. */
+	if (fate_of(in->fate) == FATE_DEAD && in->reason != NULL)
+		json_object_set_new(e, "last_error", json_string(
+		    strcmp(in->reason, "connect") == 0 || strcmp(in->reason,
+		    "dns") == 0 ? "unreachable" : in->reason));
+}
+
+void
+summ_add(struct summ *s, const json_t *rec)
+{
+	struct summ_in in;
+
+	in.fate = rec_str(rec, "fate");
+	in.endpoint = rec_str(rec, "endpoint");
+	in.dead_reason = rec_str(rec, "dead_reason");
+	in.attempted = json_object_get(rec, "status") != NULL ||
+	    json_object_get(rec, "error") != NULL;
+	in.http_429 = rec_int(rec, "status", 0) == 429;
+	in.reason = rec_str(rec, "reason");
+	summ_add_in(s, &in);
+}
+
+/* Recount a results or dead file into t; -1 when it cannot be read. */
+static int
+recount(json_t *t, const char *path)
+{
+	struct rec_reader *r;
+	struct scan_rec *s;
+	char *line, err[128], fb[16], wb[64];
+	const char *fate, *why;
+	size_t len;
+	long lineno;
+	json_t *rec;
+	int fd, rc;
+
+	if ((fd = state_open(path, O_RDONLY, 0)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	r = rec_reader_new(fd, REC_STREAM_MAX);
+	s = xmalloc(sizeof(*s));
+	while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF) {
+		if (rc == REC_ERR)
+			break;
+		/* Most lines are read without a tree; jansson has the rest. */
+		if (rc == REC_LINE && scan_record(line, len, s) == 0 &&
+		    scan_field(s, "fate", fb, sizeof(fb), &fate) != -1 &&
+		    scan_field(s, "dead_reason", wb, sizeof(wb), &why) != -1) {
+			count(t, fate, why);
+			continue;
+		}
+		if (rc != REC_LINE || (rec = rec_parse(line, len, err,
+		    sizeof(err))) == NULL) {
+			msg_warn("%s:%ld: unreadable record", path, lineno);
+			continue;
+		}
+		count(t, rec_str(rec, "fate"), rec_str(rec, "dead_reason"));
+		json_decref(rec);
+	}
+	free(s);
+	rec_reader_free(r);
+	close(fd);
+	return rc == REC_ERR ? -1 : 0;
+}
+
+/* Budget and breaker state, for the report. */
+static void
+state_report(json_t *out, const char *rundir)
+{
+	char *path, err[512];
+	json_t *doc, *br = json_object();
+	struct dirent *de;
+	DIR *d;
+
+	path = rundir_state(rundir, "budget", NULL);
+	if (state_read(path, &doc, err, sizeof(err)) == 0 && doc != NULL)
+		json_object_set_new(out, "budget", doc);
+	else
+		json_object_set_new(out, "budget", json_null());
+	free(path);
+	path = rundir_path(rundir, RUNDIR_STATE, "breaker");
+	if ((d = opendir(path)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			char *p;
+			size_t n = strlen(de->d_name);
+
+			if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0)
+				continue;
+			p = xasprintf("%s/%s", path, de->d_name);
+			if (state_read(p, &doc, err, sizeof(err)) == 0 &&
+			    doc != NULL) {
+				json_t *ep = json_object_get(doc, "endpoint");
+
+				json_object_set(br, json_is_string(ep) ?
+				    json_string_value(ep) : de->d_name, doc);
+				json_decref(doc);
+			}
+			free(p);
+		}
+		closedir(d);
+	}
+	free(path);
+	json_object_set_new(out, "breakers", br);
+}
+
+static long
+geti(const json_t *o, const char *k)
+{
+	return (long)json_integer_value(json_object_get(o, k));
+}
+
+static void
+table(const json_t *s, const char *rundir)
+{
+	const json_t *run = json_object_get(s, "run");
+	const json_t *by = json_object_get(run, "dead_by_reason");
+	const json_t *eps = json_object_get(run, "endpoints"), *e, *b;
+	const json_t *adm = json_object_get(s, "admitted");
+	const json_t *tot = json_object_get(s, "totals"), *br, *v;
+	const char *k;
+	char buf[8192];
+	size_t n = 0;
+	int i;
+
+#define P(...) do { int w_ = snprintf(buf + n, sizeof(buf) - n, __VA_ARGS__); \
+	if (w_ > 0) n = n + (size_t)w_ >= sizeof(buf) ? sizeof(buf) - 1 : \
+	    n + (size_t)w_; } while (0)
+	P("rfpipe: summary of %s (%.1f s)\n", rundir,
+	    json_number_value(json_object_get(s, "wall_s")));
+	if (json_is_integer(adm))
+		P("  admitted        %7ld\n", (long)json_integer_value(adm));
+	P("  succeeded       %7ld\n", geti(run, "succeeded"));
+	P("  dead-lettered   %7ld\n", geti(run, "dead"));
+	for (i = 0; i < FATE_NREASONS; i++)
+		if (geti(by, fate_reason(i)) > 0)
+			P("    %-16s%5ld\n", fate_reason(i), geti(by,
+			    fate_reason(i)));
+	P("  cut (deadline)  %7ld\n", geti(by,
+	    fate_reason(FATE_DEADLINE_CUT)));
+	P("  attempts %ld, retries %ld, 429s %ld", geti(run, "attempts"),
+	    geti(run, "retries"), geti(run, "http_429"));
+	if ((b = json_object_get(s, "budget")) != NULL && json_is_object(b))
+		P(", budget left %ld of %ld", geti(b, "left"),
+		    geti(b, "total"));
+	P("\n");
+	if (json_object_size(eps) > 0) {
+		P("  %-24s %8s %8s  %s\n", "endpoint", "ok", "dead",
+		    "last error");
+		json_object_foreach((json_t *)eps, k, e)
+			P("  %-24.24s %8ld %8ld  %.40s\n", k, geti(e,
+			    "succeeded"), geti(e, "dead"), json_string_value(
+			    json_object_get(e, "last_error")) ?: "-");
+	}
+	br = json_object_get(s, "breakers");
+	json_object_foreach((json_t *)br, k, v)
+		P("  breaker %s: %s, opened %ld times, saved %ld requests\n", k,
+		    json_string_value(json_object_get(v, "state")) ?: "?",
+		    geti(v, "openings"), geti(v, "saved"));
+	if (json_is_integer(adm) && json_is_true(json_object_get(s,
+	    "interrupted")))
+		P("  check: interrupted: admitted %ld = succeeded %ld + dead "
+		    "%ld + pending %ld: %s\n", (long)json_integer_value(adm),
+		    geti(run, "succeeded"), geti(run, "dead"), geti(s,
+		    "pending"), json_is_true(json_object_get(s,
+		    "reconciled")) ? "ok" : "MISMATCH");
+	else if (json_is_integer(adm))
+		P("  check: admitted %ld = succeeded %ld + dead %ld: %s\n",
+		    (long)json_integer_value(adm), geti(run, "succeeded"),
+		    geti(run, "dead"), json_is_true(json_object_get(s,
+		    "reconciled")) ? "ok" : "MISMATCH");
+	P("  run directory totals: %ld in %s, %ld in %s\n", geti(tot,
+	    "succeeded"), rundir_name(RUNDIR_RESULTS), geti(tot, "dead"),
+	    rundir_name(RUNDIR_DEAD));
+#undef P
+	(void)!write(STDERR_FILENO, buf, n);
+}
+
+int
+summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
+    double t0, int quiet)
+{
+	json_t *out = json_object(), *tot = tally(), *rep = NULL;
+	json_error_t je;
+	char *path, *tmp;
+	long admitted = -1, filed;
+	int rc = 0;
+
+	json_object_set_new(out, "run_dir", json_string(rundir));
+	json_object_set_new(out, "finished_at", json_real(clk_now()));
+	json_object_set_new(out, "wall_s", json_real(clk_now() - t0));
+	if (admitted_from != NULL) {
+		rep = state_load(admitted_from, 0, &je);
+		if (!json_is_integer(json_object_get(rep, "admitted"))) {
+			msg_warn("%s: no admitted count (%s)", admitted_from,
+			    rep ? "field \"admitted\" missing" : je.text);
+			rc = -1;
+		} else
+			admitted = geti(rep, "admitted");
+		if (geti(rep, "stopped") > 0)
+			s->stopped = (int)geti(rep, "stopped");
+	}
+	filed = geti(s->t, "succeeded") + geti(s->t, "dead");
+	json_object_set_new(out, "admitted", admitted >= 0 ?
+	    json_integer(admitted) : json_null());
+	if (rep != NULL) {
+		json_object_set(out, "fetch", rep);
+		json_decref(rep);
+	}
+	json_object_set(out, "run", s->t);
+	path = rundir_path(rundir, RUNDIR_RESULTS, NULL);
+	if (recount(tot, path) == -1)
+		msg_warnsys("read %s", path), rc = -1;
+	free(path);
+	path = rundir_path(rundir, RUNDIR_DEAD, NULL);
+	if (recount(tot, path) == -1)
+		msg_warnsys("read %s", path), rc = -1;
+	free(path);
+	json_object_set(out, "totals", tot);
+	json_decref(s->tot);
+	s->tot = tot;
+	state_report(out, rundir);
+	json_object_set_new(out, "interrupted", json_boolean(s->stopped));
+	if (admitted >= 0 && s->stopped) {
+		/* Stopped: the unfiled are left for a re-run, not lost. */
+		json_object_set_new(out, "reconciled", json_boolean(filed <=
+		    admitted));
+		json_object_set_new(out, "pending", json_integer(filed <=
+		    admitted ? admitted - filed : 0));
+		if (filed > admitted) {
+			msg_warn("RECONCILIATION FAILED: admitted %ld, filed "
+			    "%ld (succeeded %ld + dead %ld)", admitted, filed,
+			    geti(s->t, "succeeded"), geti(s->t, "dead"));
+			rc = -1;
+		}
+	} else if (admitted >= 0) {
+		json_object_set_new(out, "reconciled", json_boolean(admitted ==
+		    filed));
+		if (admitted != filed) {
+			msg_warn("RECONCILIATION FAILED: admitted %ld, filed "
+			    "%ld (succeeded %ld + dead %ld)", admitted, filed,
+			    geti(s->t, "succeeded"), geti(s->t, "dead"));
+			rc = -1;
+		}
+	} else
+		json_object_set_new(out, "reconciled", json_null());
+	path = rundir_path(rundir, RUNDIR_SUMMARY, NULL);
+	tmp = xasprintf("%s.%ld", path, (long)getpid());
+	if (state_dump(out, path, tmp, JSON_INDENT(2)) == -1) {
+		msg_warnsys("write %s", path);
+		rc = -1;
+	}
+	free(tmp);
+	free(path);
+	if (!quiet)
+		table(out, rundir);
+	json_decref(out);
+	return rc;
+}
+
+void
+summ_stopped(struct summ *s, int sig)
+{
+	s->stopped = sig;
+}
+
+long
+summ_count(const struct summ *s, const char *what)
+{
+	json_t *v = json_object_get(s->t, what);
+
+	if (v == NULL)
+		v = json_object_get(json_object_get(s->t, "dead_by_reason"),
+		    what);
+	return (long)json_integer_value(v);
+}
+
+long
+summ_total(const struct summ *s, const char *what)
+{
+	json_t *v = json_object_get(s->tot, what);
+
+	if (v == NULL)
+		v = json_object_get(json_object_get(s->tot, "dead_by_reason"),
+		    what);
+	return (long)json_integer_value(v);
+}
+
+void
+summ_free(struct summ *s)
+{
+	if (s == NULL)
+		return;
+	json_decref(s->t);
+	json_decref(s->tot);
+	free(s);
+}

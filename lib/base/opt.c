@@ -1,0 +1,119 @@
+/* opt: --help, --version, numeric option values, closing stdout. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/base/clk.h"
+#include "lib/config/conf.h"
+#include "lib/base/msg.h"
+#include "lib/base/num.h"
+#include "lib/base/opt.h"
+
+void
+opt_version(void)
+{
+	printf("%s %s\n", msg_prog(), RFP_VERSION);
+	exit(0);
+}
+
+void
+opt_help(const char *usage)
+{
+	fputs(usage, stdout);
+	exit(0);
+}
+
+void
+opt_usage(const char *usage)
+{
+	fputs(usage, stderr);
+	exit(2);
+}
+
+void
+opt_bad(const char *usage, char *const argv[], int c)
+{
+	const char *arg = argv[optind - 1];
+	char letter[3] = { '-', (char)optopt, '\0' };
+
+	/* In a cluster such as -xv, name the one letter that was wrong. */
+	if (optopt != 0 && arg[0] == '-' && arg[1] != '-')
+		arg = letter;
+	if (c == ':')
+		msg_warn("option %s: needs a value", arg);
+	else
+		msg_warn("unknown option \"%s\"", arg);
+	opt_usage(usage);
+}
+
+long
+opt_long(const char *opt, const char *s, long min, long max)
+{
+	long v;
+
+	if (num_long(s, min, max, &v) == -1)
+		msg_die(2, "option --%s: expected an integer from %ld to %ld, "
+		    "got \"%s\"", opt, min, max, s);
+	return v;
+}
+
+double
+opt_double(const char *opt, const char *s, double min, double max)
+{
+	double v;
+
+	if (num_double(s, min, max, &v) == -1)
+		msg_die(2, "option --%s: expected a number from %g to %g, "
+		    "got \"%s\"", opt, min, max, s);
+	return v;
+}
+
+double
+opt_duration(const char *opt, const char *s)
+{
+	double v;
+
+	if (num_duration(s, &v) == -1)
+		msg_die(2, "option --%s: expected a duration such as \"30s\" "
+		    "or \"1h30m\", got \"%s\"", opt, s);
+	return v;
+}
+
+void
+opt_fshut(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout))
+		msg_diesys(1, "write stdout");
+	if (fclose(stdout) != 0 && errno != EBADF)
+		msg_diesys(1, "close stdout");
+}
+
+void
+opt_no_operands(int argc, char *const argv[], const char *usage)
+{
+	if (optind != argc) {
+		msg_warn("unexpected argument \"%s\"", argv[optind]);
+		opt_usage(usage);
+	}
+}
+
+void
+opt_conf(struct conf *c, const char *path)
+{
+	char err[512];
+
+	conf_init(c);
+	if (path != NULL && conf_load(c, path, err, sizeof(err)) == -1)
+		msg_die(2, "%s", err);
+}
+
+void
+opt_check_env(void)
+{
+	if (clk_scale() < 0)
+		msg_die(2, "environment RFPIPE_TIME_SCALE: expected a number "
+		    "in (0, 1], got \"%s\"", getenv("RFPIPE_TIME_SCALE"));
+}

@@ -1,0 +1,85 @@
+/*
+ * state: the run-wide retry budget, apart from the file helpers of
+ * state.c so that a stage that only reads state files (rfp-sink) does not
+ * link the store (and with it libpq).
+ */
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "lib/state/state.h"
+#include "lib/state/store.h"
+
+struct budget_arg {
+	long	init;
+	long	left;
+	int	granted;
+	int	grow;		/* init is a count that rises */
+};
+
+static int
+budget_fn(json_t **doc, void *arg, char *err, size_t errlen)
+{
+	struct budget_arg *b = arg;
+	json_t *t, *l;
+	long total, left;
+
+	if (*doc == NULL) {
+		*doc = json_object();
+		json_object_set_new(*doc, "total", json_integer(b->init));
+		json_object_set_new(*doc, "left", json_integer(b->init));
+	}
+	t = json_object_get(*doc, "total");
+	l = json_object_get(*doc, "left");
+	if (!json_is_integer(t) || !json_is_integer(l) ||
+	    (total = (long)json_integer_value(t)) < 0 ||
+	    (left = (long)json_integer_value(l)) < 0 || left > total) {
+		snprintf(err, errlen, "state/budget.json: corrupt state file "
+		    "(needs integers 0 <= left <= total); move it aside to "
+		    "start afresh");
+		return -1;
+	}
+	if (b->grow && b->init > total) {
+		left += b->init - total;
+		total = b->init;
+		json_object_set_new(*doc, "total", json_integer(total));
+	}
+	b->granted = left > 0;
+	if (b->granted)
+		left--;
+	b->left = left;
+	json_object_set_new(*doc, "left", json_integer(left));
+	return 0;
+}
+
+static int
+spend(const char *rundir, struct budget_arg *bp, long *left, char *err,
+    size_t errlen)
+{
+	struct budget_arg b = *bp;
+	int rc;
+
+	rc = store_update(rundir, "budget", NULL, budget_fn, &b, err, errlen);
+	if (rc == -1)
+		return -1;
+	*left = b.left;
+	return b.granted;
+}
+
+int
+budget_spend(const char *rundir, long init_total, long *left,
+    char *err, size_t errlen)
+{
+	struct budget_arg b = { init_total, 0, 0, 0 };
+
+	return spend(rundir, &b, left, err, errlen);
+}
+
+int
+budget_spend_grown(const char *rundir, long total, long *left,
+    char *err, size_t errlen)
+{
+	struct budget_arg b = { total, 0, 0, 1 };
+
+	return spend(rundir, &b, left, err, errlen);
+}

@@ -1,0 +1,608 @@
+/*
+ * pace: a window and a delivery-rate pace per endpoint, kept in a flock'd
+ * state file (or PostgreSQL).  pace.h says what it does; the numbers here
+ * say how fast.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "lib/base/clk.h"
+#include "lib/config/conf.h"
+#include "lib/control/pace.h"
+#include "lib/state/store.h"
+
+/* Logical units (seconds, requests a second), scaled by clk_scale(). */
+#define WIN0		2.0	/* in flight before the portal pushed back */
+#define WIN_GROW	0.25	/* ... grown by this a fast success, */
+#define WIN_SLOW	0.1	/* ... up to 1 for an answer this slow */
+#define WIN_MAX		4096.0
+#define WIN_HOLD	64	/* successes a cut window is held before it
+				   grows again, by 1/window a success */
+#define START_RATE	2.0	/* the pace's floor when it starts */
+#define MIN_RATE	0.05	/* never slower: one every 20 s */
+#define SPAN		1.0	/* the delivered rate is counted over this */
+#define UNDER		0.95	/* pace this share of the delivery rate */
+#define FIRST_CUT	0.5	/* the first cut, with no rate measured */
+#define NUDGE		0.9	/* a cut already under the measured rate */
+#define RETURN		1.1	/* a success's step back up to the measure */
+#define PROBE_N2	50000.0	/* above it, n successes after a cut grow the
+				   rate by n/PROBE_N2 each: +10 % in 100 */
+#define EST_MIN_T	0.5	/* refusal intervals needed for a measure */
+#define EST_MIN_S	4	/* ... holding at least this many successes */
+#define IV_MAX		30.0	/* an interval longer, or older, is stale */
+#define NIV		8	/* refusal intervals kept */
+#define NOK		8	/* success times kept */
+#define MARGIN		0.97	/* of a configured rate: a strict limiter
+				   refuses a request that arrives a few
+				   milliseconds early */
+#define SLACK		0.002	/* real seconds a very fast send may come early */
+#define STALE		60.0	/* a state nobody used for this long is a
+				   hint: the portal may have changed since */
+
+/*
+ * The state.  Every field is a number in the state file, under its own
+ * name; counts are whole numbers held in doubles.
+ */
+struct pst {
+	double	tat;		/* theoretical arrival time (GCRA) */
+	double	paced;		/* 1 once the portal pushed back (or told) */
+	double	rate;		/* requests per real second, when paced */
+	double	win;		/* requests in flight allowed */
+	double	ok_k;		/* most in flight at a success's send */
+	double	w_held;		/* successes since the window was cut; -1 */
+	double	cuts;		/* rate cuts since the pace started */
+	double	r_fail;		/* the pace at the last cut, before it */
+	double	n_cut;		/* successes since the last cut */
+	double	dec_at;		/* when the rate was last cut */
+	double	cut_seq;	/* ... and the grants made by then */
+	double	t_first;	/* the first answer */
+	double	n_ok;		/* successes in all */
+	double	ref_at;		/* the last refusal; 0: none */
+	double	s_ref;		/* successes since */
+	double	iv_s[NIV];	/* successes between two refusals ... */
+	double	iv_t[NIV];	/* ... and the seconds between them */
+	double	iv_e[NIV];	/* ... and when it ended */
+	double	ref_rate;	/* the pace just after the last refusal */
+	double	iv_i;		/* the next interval's place */
+	double	ok_t[NOK];	/* the last p_ok successes' times */
+	double	quota_until;	/* out of quota until then: nothing is */
+	double	takes;		/* sends granted in all */
+	double	rl_seq;		/* the grant the freshest header answered */
+	double	rl_left;	/* sends the portal allows before rl_reset */
+	double	rl_reset;	/* when its window resets; 0: unknown */
+	double	rl_limit;	/* what it allows a window; -1: unknown */
+	double	rl_win;		/* its window, seconds; 0: unknown */
+	double	seen;		/* its last use (a grant or an answer) */
+	double	p_at;		/* when the pace started ... */
+	double	p_seq;		/* ... the grants made by then ... */
+	double	p_ok;		/* successes sent since */
+	double	hint;		/* the pace a stale state had; 0: none */
+};
+
+#define F(f)	{ #f, offsetof(struct pst, f) }
+static const struct {
+	const char	*name;
+	size_t		 off;
+} fields[] = {
+	F(tat), F(paced), F(rate), F(win), F(ok_k), F(w_held), F(cuts),
+	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
+	F(iv_i), F(quota_until), F(takes), F(rl_seq),
+	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
+	F(p_at), F(p_seq), F(p_ok)
+};
+#undef F
+#define NFIELDS	(sizeof(fields) / sizeof(fields[0]))
+#define FP(p, i) ((double *)(void *)((char *)(p) + fields[i].off))
+
+struct op {
+	const struct pace_cfg *c;
+	const char	*ep;
+	int		 take;		/* 1: pace_take_n, 0: feedback */
+	double		 now;
+	long		 want;
+	struct pace_grant *g;
+	const struct pace_ev *evs;
+	size_t		 nev;
+};
+
+static double
+told(const struct pace_cfg *c)
+{
+	return c->rate > 0 ? c->rate * MARGIN : 0;
+}
+
+static void
+init(struct pst *p, const struct pace_cfg *c)
+{
+	memset(p, 0, sizeof(*p));
+	p->win = WIN0;
+	p->w_held = -1;
+	p->rl_left = -1;
+	p->rl_limit = -1;
+	p->rl_seq = -1;
+	if (c->rate > 0) {
+		p->paced = 1;
+		p->rate = told(c);
+		p->win = WIN_MAX;
+	}
+}
+
+/* An array of n numbers under name, if there; 0 or -1. */
+static int
+arr_load(const json_t *d, const char *name, double *v, size_t n)
+{
+	json_t *a = json_object_get(d, name);
+	size_t i;
+
+	if (a == NULL)
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) != n)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (!json_is_number(json_array_get(a, i)))
+			return -1;
+		v[i] = json_number_value(json_array_get(a, i));
+	}
+	return 0;
+}
+
+static json_t *
+arr_save(const double *v, size_t n)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		json_array_append_new(a, json_real(v[i]));
+	return a;
+}
+
+static int
+load(struct pst *p, const json_t *d, const struct pace_cfg *c)
+{
+	json_t *v;
+	size_t i;
+
+	init(p, c);
+	if (d == NULL)
+		return 0;
+	if (!json_is_object(d))
+		return -1;
+	for (i = 0; i < NFIELDS; i++) {
+		if ((v = json_object_get(d, fields[i].name)) == NULL)
+			continue;
+		if (!json_is_number(v) || !isfinite(json_number_value(v)))
+			return -1;
+		*FP(p, i) = json_number_value(v);
+	}
+	if (arr_load(d, "iv_s", p->iv_s, NIV) == -1 ||
+	    arr_load(d, "iv_t", p->iv_t, NIV) == -1 ||
+	    arr_load(d, "iv_e", p->iv_e, NIV) == -1 ||
+	    arr_load(d, "ok_t", p->ok_t, NOK) == -1)
+		return -1;
+	if ((p->paced != 0 && !(p->rate > 0)) || !(p->win >= 1) ||
+	    p->iv_i < 0 || p->iv_i >= NIV)
+		return -1;
+	/* A changed configuration wins over the stored state. */
+	if (c->rate > 0 && (!p->paced || p->rate > told(c))) {
+		p->paced = 1;
+		p->rate = told(c);
+	}
+	return 0;
+}
+
+/*
+ * What an earlier run (or a long silence) left is a hint, not a fact: the
+ * portal's limit may have fallen or risen since.  The pace starts afresh,
+ * unpaced with a small window, and keeps the pace it had only as a bound
+ * on its slow start after the first refusal.  Kept as facts: a quota's end, the grants'
+ * numbering (answers to old grants may still come) and what the portal's
+ * RateLimit fields said (they carry their own reset).
+ */
+static void
+age(struct pst *p, const struct pace_cfg *c)
+{
+	struct pst o = *p;
+
+	init(p, c);
+	p->hint = o.paced && !(c->rate > 0) ? o.rate : o.hint;
+	p->quota_until = o.quota_until;
+	p->takes = o.takes;
+	p->cut_seq = o.cut_seq;
+	p->rl_seq = o.rl_seq;
+	p->rl_left = o.rl_left;
+	p->rl_reset = o.rl_reset;
+	p->rl_limit = o.rl_limit;
+	p->rl_win = o.rl_win;
+}
+
+static json_t *
+save(const struct pst *p, const char *ep)
+{
+	json_t *d = json_pack("{s:s}", "endpoint", ep);
+	size_t i;
+
+	for (i = 0; i < NFIELDS; i++)
+		json_object_set_new(d, fields[i].name,
+		    json_real(*FP(p, i)));
+	json_object_set_new(d, "iv_s", arr_save(p->iv_s, NIV));
+	json_object_set_new(d, "iv_t", arr_save(p->iv_t, NIV));
+	json_object_set_new(d, "iv_e", arr_save(p->iv_e, NIV));
+	json_object_set_new(d, "ok_t", arr_save(p->ok_t, NOK));
+	return d;
+}
+
+/*
+ * The delivery rate measured between refusals while the pace was over it
+ * (recently), or 0 while too little is.
+ */
+static double
+measured(const struct pst *p, double now)
+{
+	double s = 0, t = 0;
+	int i;
+
+	for (i = 0; i < NIV; i++) {
+		if (now - p->iv_e[i] > clk_real(IV_MAX))
+			continue;
+		s += p->iv_s[i];
+		t += p->iv_t[i];
+	}
+	if (t < clk_real(EST_MIN_T) || s < EST_MIN_S)
+		return 0;
+	return s / t;
+}
+
+/*
+ * Successes a second over the last NOK of them (fewer early on), or 0
+ * before there are four: what the portal is delivering now.
+ */
+static double
+delivered(const struct pst *p)
+{
+	long n = p->p_ok < NOK ? (long)p->p_ok : NOK, i = (long)p->p_ok;
+	double newest, oldest;
+
+	if (n < 4)
+		return 0;
+	newest = p->ok_t[(i - 1) % NOK];
+	oldest = p->ok_t[(i - n) % NOK];
+	return newest > oldest ? (double)(n - 1) / (newest - oldest) : 0;
+}
+
+/* Reserve up to o->want sends at o->now, as that many takes in a row. */
+static void
+take(struct pst *p, struct op *o)
+{
+	struct pace_grant *g = o->g;
+	double iv, tat, allow;
+
+	g->seq = (long)p->takes;
+	/* 0: no window; the stored one is at least 1 (load checks). */
+	g->window = o->c->rate > 0 || o->c->conc_told ? 0 : (long)p->win;
+	/* A reset saved by an earlier run is held to the same bound. */
+	if (p->rl_left == 0 && p->rl_reset > o->now && o->c->quota_after > 0 &&
+	    conf_wait_past(p->rl_reset - o->now, o->c->quota_after))
+		p->quota_until = fmax(p->quota_until, p->rl_reset);
+	if (o->now < p->quota_until) {
+		g->quota_until = p->quota_until;
+		return;
+	}
+	/* The portal's own count, where it gives one. */
+	if (p->rl_reset > 0 && o->now >= p->rl_reset) {
+		p->rl_left = p->rl_limit;
+		/* The next window, where the policy says how long it is. */
+		p->rl_reset = p->rl_win > 0 && p->rl_limit >= 0 ? p->rl_reset +
+		    ceil((o->now - p->rl_reset) / p->rl_win + 1e-9) *
+		    p->rl_win : 0;
+	}
+	iv = p->paced ? 1.0 / p->rate : 0;
+	/*
+	 * A bucket of max(burst, 1): burst 0 and 1 both mean one at a time.
+	 * A pace faster than rfp-fetch's loop can turn (a send due every
+	 * millisecond or less) gets a couple of milliseconds' slack, so it is
+	 * not held to one send per turn; a slower one never sends early.
+	 */
+	allow = (double)(o->c->burst > 1 ? o->c->burst - 1 : 0) * iv;
+	if (iv < SLACK)
+		allow = fmax(allow, SLACK);
+	while (g->granted < o->want) {
+		if (p->rl_left == 0 && p->rl_reset > o->now) {
+			g->wait = p->rl_reset - o->now;
+			break;
+		}
+		tat = fmax(p->tat, o->now);
+		if (tat - o->now > allow) {
+			g->wait = tat - o->now - allow;
+			break;
+		}
+		p->tat = tat + iv;
+		g->granted++;
+		p->takes++;
+		if (p->rl_left > 0)
+			p->rl_left--;
+	}
+	g->rate = p->paced ? p->rate : 0;
+}
+
+/* What the portal's RateLimit fields say, for the sends after e's. */
+static void
+ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
+{
+	const struct hdr_ratelimit *rl = &e->rl;
+	double later;
+
+	if (rl->remaining < 0 || (e->seq >= 0 && e->seq < p->rl_seq))
+		return;		/* nothing, or older news than we have */
+	p->rl_seq = (double)e->seq;
+	/* Sends granted after this one's are not in its count. */
+	later = e->seq >= 0 ? fmax(0, p->takes - (double)e->seq - 1) : 0;
+	p->rl_left = fmax(0, (double)rl->remaining - later);
+	p->rl_limit = rl->limit >= 0 ? (double)rl->limit : -1;
+	p->rl_win = rl->window_s > 0 ? clk_real(rl->window_s) : 0;
+	if (rl->reset_s > 0)
+		p->rl_reset = e->now + clk_real(rl->reset_s);
+	else if (rl->remaining > 0)
+		p->rl_reset = 0;	/* no window: the count is a hint */
+	/*
+	 * A reset past the deadline, or further off than a Retry-After may
+	 * be (conf_wait_past), is a quota: the held work leaves saying when
+	 * to come back, rather than the endpoint freezing.
+	 */
+	if (p->rl_left == 0 && p->rl_reset > e->now && ((c->deadline > 0 &&
+	    p->rl_reset >= c->deadline) || (c->quota_after > 0 &&
+	    conf_wait_past(p->rl_reset - e->now, c->quota_after))))
+		p->quota_until = fmax(p->quota_until, p->rl_reset);
+}
+
+static void
+cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
+{
+	double sc = clk_scale(), est, r;
+
+	if (!p->paced) {
+		/*
+		 * The first push back starts the pace at what was delivered
+		 * (over at least SPAN: the burst that came first is no rate),
+		 * growing from there until the next refusal measures it.
+		 */
+		p->paced = 1;
+		p->rate = fmax(p->n_ok / fmax(e->now - p->t_first,
+		    clk_real(SPAN)), START_RATE / sc);
+		p->cuts = 0;
+		p->p_at = e->now;
+		p->p_seq = p->takes;
+		p->p_ok = 0;
+	} else if (e->seq >= 0 ? e->seq >= p->cut_seq :
+	    e->sent_at >= p->dec_at) {
+		/*
+		 * One cut per round: what was granted before the last cut (by
+		 * any process: grants are numbered in the shared state), or
+		 * sent before it, doesn't count.
+		 */
+		est = measured(p, e->now);
+		p->r_fail = p->rate;
+		if (est > 0)
+			r = fmin(UNDER * est, p->rate * NUDGE);
+		else if (p->cuts == 0)
+			r = p->rate * FIRST_CUT;
+		else	/* probed up to it slowly: the limit is just under */
+			r = p->rate * NUDGE;
+		p->rate = fmax(r, MIN_RATE / sc);
+		p->cuts++;
+	} else
+		return;
+	if (told(c) > 0)
+		p->rate = fmin(p->rate, told(c));
+	p->n_cut = 0;
+	p->dec_at = e->now;
+	p->cut_seq = p->takes;
+	p->tat = e->now + 1.0 / p->rate;
+}
+
+static void
+grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
+{
+	double est, target, d, cap = told(c) > 0 ? told(c) : HUGE_VAL;
+	double r0 = p->rate;
+
+	if (p->w_held >= 0)
+		p->w_held++;
+	if (e->inflight >= (long)p->win) {
+		/*
+		 * A burst allowance is spent at once, answered at once: a
+		 * fast answer grows the window by little, so little is in
+		 * flight when the burst runs out.  A slow one says less
+		 * about a burst and much about the time to fill -j.
+		 */
+		if (p->w_held < 0)
+			p->win = fmin(p->win + fmin(1, fmax(WIN_GROW, (e->now -
+			    e->sent_at) / clk_real(WIN_SLOW))), WIN_MAX);
+		else if (p->w_held >= WIN_HOLD)
+			p->win = fmin(p->win + 1.0 / p->win, WIN_MAX);
+	}
+	if (!p->paced)
+		return;
+	/* Sent before the pace started: no news of the pace. */
+	if (e->seq >= 0 ? e->seq < p->p_seq : e->sent_at < p->p_at)
+		return;
+	p->ok_t[(long)p->p_ok % NOK] = e->now;
+	p->p_ok++;
+	p->n_cut++;
+	/*
+	 * Back up quickly to just under the rate measured, or where the last
+	 * cut was made.
+	 */
+	est = measured(p, e->now);
+	target = est > 0 ? UNDER * est : NUDGE * p->r_fail;
+	if (p->cuts == 0)		/* still finding it: double */
+		p->rate = p->hint > 0 ? fmax(r0, fmin(2 * r0, p->hint)) :
+		    2 * r0;
+	else if (p->rate < target)
+		p->rate = fmin(p->rate * RETURN, target);
+	else				/* then probe, ever faster */
+		p->rate *= 1 + fmin(0.05, p->n_cut / PROBE_N2);
+	/*
+	 * Never far over what is delivered: a pace that the window or the
+	 * work holds back has not been tried, and must not run away.
+	 */
+	d = delivered(p);
+	if (d > 0)
+		p->rate = fmin(p->rate, fmax(r0, (p->cuts == 0 ? 4 : 2) * d));
+	p->rate = fmin(p->rate, cap);
+	/* A faster pace: the next send comes one new interval after the last. */
+	if (p->rate > r0 && p->tat > e->now)
+		p->tat = e->now + (p->tat - e->now) * r0 / p->rate;
+}
+
+static void
+feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
+{
+	if (p->t_first == 0)
+		p->t_first = e->now;
+	if (e->rl_seen)
+		ratelimit(p, c, e);
+	if (e->ev == PACE_OK) {
+		p->n_ok++;
+		p->s_ref++;
+		if (e->inflight > p->ok_k)
+			p->ok_k = (double)e->inflight;
+		grow(p, c, e);
+		return;
+	}
+	if (e->retry_after > 0 && c->quota_after > 0 &&
+	    conf_wait_past(e->retry_after, c->quota_after)) {
+		p->quota_until = fmax(p->quota_until, e->now + e->retry_after);
+		return;
+	}
+	/*
+	 * A refusal ends an interval: what got through since is the limit's
+	 * rate, if the pace was over it all along (it only grows between
+	 * refusals, so if it started over what was delivered).  Otherwise
+	 * the interval was the pace's, not the limit's, and says nothing.
+	 */
+	if (p->ref_at > 0 && e->now > p->ref_at && p->cuts > 0 &&
+	    e->now - p->ref_at <= clk_real(IV_MAX) &&
+	    p->ref_rate * (e->now - p->ref_at) >= p->s_ref) {
+		p->iv_s[(int)p->iv_i] = p->s_ref;
+		p->iv_t[(int)p->iv_i] = e->now - p->ref_at;
+		p->iv_e[(int)p->iv_i] = e->now;
+		p->iv_i = fmod(p->iv_i + 1, NIV);
+	}
+	p->ref_at = e->now;
+	p->s_ref = 0;
+	/*
+	 * More in flight than any success was sent with: the window is to
+	 * blame, not the pace.  It is cut to what succeeded and held.
+	 */
+	if (p->paced && e->inflight > p->ok_k && p->ok_k >= 2) {
+		if (p->w_held < 0 || p->w_held > 0)
+			p->win = fmax(1, fmin(p->win, p->ok_k));
+		p->w_held = 0;
+	} else {
+		/* Refused within the window: the pace, not the window. */
+		if (e->inflight <= p->win)
+			p->w_held = -1;
+		cut(p, c, e);
+	}
+	p->ref_rate = p->rate;
+}
+
+static int
+run(json_t **doc, void *arg, char *err, size_t errlen)
+{
+	struct op *o = arg;
+	struct pst p;
+	double now;
+	size_t i;
+
+	if (load(&p, *doc, o->c) == -1) {
+		snprintf(err, errlen, "state/rate of \"%s\": corrupt state "
+		    "file; move it aside to start afresh", o->ep);
+		return -1;
+	}
+	now = o->take ? o->now : o->nev > 0 ? o->evs[0].now : 0;
+	if (p.seen > 0 && now - p.seen > clk_real(STALE))
+		age(&p, o->c);
+	if (o->take)
+		take(&p, o);
+	for (i = 0; i < o->nev; i++) {
+		feedback(&p, o->c, &o->evs[i]);
+		now = fmax(now, o->evs[i].now);
+	}
+	p.seen = fmax(p.seen, now);
+	json_decref(*doc);
+	*doc = save(&p, o->ep);
+	return 0;
+}
+
+int
+pace_take_n(const char *rundir, const char *ep, const struct pace_cfg *c,
+    double now, long want, struct pace_grant *g, char *err, size_t errlen)
+{
+	struct op o;
+
+	memset(&o, 0, sizeof(o));
+	memset(g, 0, sizeof(*g));
+	o.c = c;
+	o.ep = ep;
+	o.take = 1;
+	o.now = now;
+	o.want = want;
+	o.g = g;
+	return store_update(rundir, "rate", ep, run, &o, err, errlen) == -1 ?
+	    -1 : 0;
+}
+
+int
+pace_take(const char *rundir, const char *ep, const struct pace_cfg *c,
+    double now, double *wait, char *err, size_t errlen)
+{
+	struct pace_grant g;
+
+	if (pace_take_n(rundir, ep, c, now, 1, &g, err, errlen) == -1)
+		return -1;
+	*wait = g.quota_until > 0 ? g.quota_until - now : g.wait;
+	return g.granted == 1 ? 0 : 1;
+}
+
+int
+pace_feedback_n(const char *rundir, const char *ep, const struct pace_cfg *c,
+    const struct pace_ev *ev, size_t n, char *err, size_t errlen)
+{
+	struct op o;
+
+	if (n == 0)
+		return 0;
+	memset(&o, 0, sizeof(o));
+	o.c = c;
+	o.ep = ep;
+	o.evs = ev;
+	o.nev = n;
+	return store_update(rundir, "rate", ep, run, &o, err, errlen);
+}
+
+int
+pace_feedback(const char *rundir, const char *ep, const struct pace_cfg *c,
+    enum pace_event ev, double sent_at, const struct hdr_ratelimit *rl,
+    double now, char *err, size_t errlen)
+{
+	struct pace_ev e;
+
+	memset(&e, 0, sizeof(e));
+	e.ev = ev;
+	e.sent_at = sent_at;
+	e.now = now;
+	e.seq = -1;
+	e.retry_after = -1;
+	if (rl != NULL) {
+		e.rl = *rl;
+		e.rl_seen = 1;
+	}
+	return pace_feedback_n(rundir, ep, c, &e, 1, err, errlen);
+}

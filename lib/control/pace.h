@@ -1,0 +1,95 @@
+/*
+ * pace: per-endpoint pacing that learns a portal's limit from what gets
+ * through.  Two controls, kept apart: the spacing of sends (a GCRA at
+ * "rate") and the requests in flight (a "window").
+ *
+ * Before the portal has ever pushed back nothing is paced: the window
+ * starts at 2 and grows by a quarter of a request per fast success (a
+ * whole one per success slower than 0.1 s), so a portal with no
+ * limit is soon driven at the full -j, and a burst allowance is spent with
+ * few requests left over to be refused.  The first refusal (429, or 503
+ * while the endpoint is answering) starts the pace; from then on the rate
+ * is set by the delivery rate of successes between refusals, which under
+ * any limiter that is being pushed is the limiter's own rate (BBR's
+ * reasoning for policers).  A fast first answer or a spent burst is never
+ * taken for the rate.  A refusal of a request sent with more in flight
+ * than any success ever had implicates the window, not the rate: the
+ * window is cut to what succeeded and held.  RateLimit headers and a
+ * Retry-After past the quota horizon hold the endpoint.
+ *
+ * A state nobody has used for a minute (an earlier night, a resume) is a
+ * hint, not a fact: the pace starts afresh, remembering only the rate it
+ * had, past which it does not double.
+ *
+ * With a configured rate the pace is that rate, exactly, from the start;
+ * with a configured concurrency there is no window below it.
+ * All times are real seconds; the state lives in RUNDIR/state/rate/.
+ */
+#ifndef RFP_PACE_H
+#define RFP_PACE_H
+
+#include "lib/record/hdr.h"
+
+enum pace_event {
+	PACE_OK,	/* a success: grow */
+	PACE_SLOW	/* a throttling refusal: 429, or 503 while up */
+};
+
+struct pace_cfg {
+	double	rate;		/* configured requests per real second; 0: none */
+	long	burst;		/* requests at once; 0 and 1: one at a time */
+	double	quota_after;	/* a Retry-After past this (real s) is a quota;
+				   0: never */
+	double	deadline;	/* epoch; a hold past it is a quota; 0: none */
+	int	conc_told;	/* the endpoint's concurrency is configured:
+				   no window below it */
+};
+
+/* What pace_take_n grants. */
+struct pace_grant {
+	long	granted;	/* sends reserved, for now only */
+	double	wait;		/* until more may go, when fewer than asked */
+	double	rate;		/* the pace, requests a real second */
+	long	window;		/* requests in flight allowed; 0: no limit */
+	long	seq;		/* the first grant's number; the rest follow */
+	double	quota_until;	/* > 0: the endpoint is held until then, a
+				   quota: nothing is granted */
+};
+
+/*
+ * Ask to send up to want requests to ep at now, as want single asks in a
+ * row would.  0 with *g filled, -1 on a state-file error.  A reservation
+ * is for now: one not used at once is dropped, never kept.
+ * rundir NULL keeps the state in this process.
+ */
+int	pace_take_n(const char *rundir, const char *ep,
+	    const struct pace_cfg *c, double now, long want,
+	    struct pace_grant *g, char *err, size_t errlen);
+/* One send: 0 reserved, 1 with *wait when it must wait, -1 on error. */
+int	pace_take(const char *rundir, const char *ep, const struct pace_cfg *c,
+	    double now, double *wait, char *err, size_t errlen);
+
+/* One outcome of a request, for pace_feedback_n. */
+struct pace_ev {
+	enum pace_event	ev;
+	double		sent_at;
+	double		now;
+	long		inflight;	/* on the endpoint at its send, itself
+					   included; 0: unknown */
+	long		seq;		/* its grant's number; -1: unknown */
+	double		retry_after;	/* Retry-After, real s; -1: none */
+	struct hdr_ratelimit rl;
+	int		rl_seen;	/* rl holds what the answer said */
+};
+
+/* Feed back n outcomes in order under one lock. */
+int	pace_feedback_n(const char *rundir, const char *ep,
+	    const struct pace_cfg *c, const struct pace_ev *ev, size_t n,
+	    char *err, size_t errlen);
+/* Feed back one outcome with nothing known but its kind and times. */
+int	pace_feedback(const char *rundir, const char *ep,
+	    const struct pace_cfg *c, enum pace_event ev, double sent_at,
+	    const struct hdr_ratelimit *rl, double now, char *err,
+	    size_t errlen);
+
+#endif

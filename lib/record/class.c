@@ -1,0 +1,128 @@
+/* class: transient, permanent, and unknown taken as permanent. */
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "lib/record/class.h"
+#include "lib/record/doc.h"
+
+/*
+ * A resolver that fails at 2 a.m. and a handshake cut short are the network,
+ * not the manifest: a name that never resolves runs out of attempts.
+ */
+static const char *transient_errors[] = { "timeout", "connect", "reset",
+	"deadline", "dns", "tls_handshake", NULL };
+/* A parser that said "later" (exit 75) or ran out of time may do better. */
+static const char *transient_parses[] = { "tempfail", "timeout", NULL };
+
+const char *
+class_name(enum class_kind k)
+{
+	switch (k) {
+	case CLASS_OK:
+		return "ok";
+	case CLASS_TRANSIENT:
+		return "transient";
+	default:
+		return "permanent";
+	}
+}
+
+enum class_kind
+class_decide(const struct class_in *in, char *reason, size_t len)
+{
+	long s = in->status;
+	int i;
+
+	if (in->error != NULL) {
+		snprintf(reason, len, "%s", in->error);
+		for (i = 0; transient_errors[i] != NULL; i++)
+			if (strcmp(in->error, transient_errors[i]) == 0)
+				return CLASS_TRANSIENT;
+		return CLASS_PERMANENT;
+	}
+	if (!in->has_status) {
+		snprintf(reason, len, "%s", in->bad_status ? "bad_status" :
+		    "no_outcome");
+		return CLASS_PERMANENT;
+	}
+	if (s >= 200 && s <= 299) {
+		if (in->check_failed) {
+			snprintf(reason, len, "invalid_body");
+			return CLASS_PERMANENT;
+		}
+		if (in->parse_error != NULL) {
+			snprintf(reason, len, "parse_%s", in->parse_error);
+			for (i = 0; transient_parses[i] != NULL; i++)
+				if (strcmp(in->parse_error,
+				    transient_parses[i]) == 0)
+					return CLASS_TRANSIENT;
+			return CLASS_PERMANENT;
+		}
+		snprintf(reason, len, "http_%ld", s);
+		return CLASS_OK;
+	}
+	/* The portal's own word (rfpipe.yaml, flags) comes before the RFCs. */
+	if (in->over == CLASS_TRANSIENT || in->over == CLASS_PERMANENT) {
+		snprintf(reason, len, "http_%ld", s);
+		return in->over;
+	}
+	switch (s) {
+	/* 408 and 425 say the request may be repeated (RFC 9110, 8470). */
+	case 408: case 425:
+	case 429: case 500: case 502: case 503: case 504:
+		snprintf(reason, len, "http_%ld", s);
+		return CLASS_TRANSIENT;
+	case 409:
+		/* With Idempotency-Key: "a request with this key is still in
+		 * progress" (draft-ietf-httpapi-idempotency-key-header). */
+		snprintf(reason, len, "%shttp_409", in->keyed_submit ? "" :
+		    "unknown_");
+		return in->keyed_submit ? CLASS_TRANSIENT : CLASS_PERMANENT;
+	case 400: case 401: case 403: case 404: case 422:
+		snprintf(reason, len, "http_%ld", s);
+		return CLASS_PERMANENT;
+	default:
+		snprintf(reason, len, "unknown_http_%ld", s);
+		return CLASS_PERMANENT;
+	}
+}
+
+void
+class_read(const json_t *rec, struct class_in *in)
+{
+	json_t *st = json_object_get(rec, "status");
+	json_t *chk = json_object_get(rec, "check");
+
+	in->error = json_string_value(json_object_get(rec, "error"));
+	in->has_status = json_is_integer(st);
+	in->status = in->has_status ? (long)json_integer_value(st) : 0;
+	in->bad_status = st != NULL && !json_is_null(st) && !in->has_status;
+	in->check_failed = chk != NULL && !json_is_null(chk) &&
+	    !json_is_false(chk);
+	in->parse_error = json_string_value(json_object_get(rec,
+	    "parse_error"));
+	/* rfp-fetch sends every submission with an Idempotency-Key. */
+	in->keyed_submit = doc_is_submission(rec);
+	in->over = -1;
+}
+
+enum class_kind
+class_of(const json_t *rec, char *reason, size_t len)
+{
+	struct class_in in;
+
+	class_read(rec, &in);
+	return class_decide(&in, reason, len);
+}
+
+enum class_kind
+class_of_fetch(const json_t *rec, char *reason, size_t len)
+{
+	struct class_in in;
+
+	class_read(rec, &in);
+	in.parse_error = NULL;
+	return class_decide(&in, reason, len);
+}

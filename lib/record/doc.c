@@ -1,0 +1,282 @@
+/* doc: manifest record validation and derived names. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "lib/base/clk.h"
+#include "lib/record/doc.h"
+#include "lib/record/hdr.h"
+#include "lib/base/x.h"
+
+const char *
+doc_id_check(const char *id)
+{
+	const unsigned char *p;
+	size_t n;
+
+	if (id == NULL || *id == '\0')
+		return "empty";
+	n = strlen(id);
+	if (n > DOC_ID_MAX)
+		return "longer than 200 bytes";
+	if (!isalnum((unsigned char)id[0]))
+		return "must start with a letter or digit";
+	if (strstr(id, "..") != NULL)
+		return "contains \"..\"";
+	/* docs/ID.parsed is the parse of ID (rfp-parse(1)), never a body. */
+	if (n > 7 && strcmp(id + n - 7, ".parsed") == 0)
+		return "ends in \".parsed\"";
+	for (p = (const unsigned char *)id; *p != '\0'; p++)
+		if (!isalnum(*p) && strchr("._-:@+", *p) == NULL)
+			return "may hold only letters, digits and ._-:@+";
+	return NULL;
+}
+
+/* URL scheme and authority checks; host must be non-empty, no credentials. */
+static const char *
+url_check(const char *url)
+{
+	const char *p, *end;
+	size_t i;
+
+	for (i = 0; url[i] != '\0'; i++)
+		if ((unsigned char)url[i] <= 0x20 || url[i] == 0x7f)
+			return "contains whitespace or control characters";
+	if (strncasecmp(url, "http://", 7) == 0)
+		p = url + 7;
+	else if (strncasecmp(url, "https://", 8) == 0)
+		p = url + 8;
+	else
+		return NULL;	/* caller words the scheme error */
+	end = p + strcspn(p, "/?#");
+	if (end == p)
+		return "has no host";
+	if (memchr(p, '@', (size_t)(end - p)) != NULL)
+		return "embeds credentials (use headers with ${NAME})";
+	return "";
+}
+
+static int
+fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
+{
+	snprintf(err, errlen, fmt, a, b);
+	return -1;
+}
+
+/* "expect": each check of the type it is read as, or an error. */
+static int
+expect_check(const json_t *e, char *err, size_t errlen)
+{
+	json_t *v;
+
+	if (!json_is_object(e))
+		return fail(err, errlen, "field \"expect\": not an object%s%s",
+		    "", "");
+	if ((v = json_object_get(e, "min_bytes")) != NULL &&
+	    (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > (1LL << 40)))
+		return fail(err, errlen, "field \"expect.min_bytes\": not an "
+		    "integer from 0 to 2^40%s%s", "", "");
+	if ((v = json_object_get(e, "json")) != NULL && !json_is_boolean(v))
+		return fail(err, errlen, "field \"expect.json\": not true or "
+		    "false%s%s", "", "");
+	if ((v = json_object_get(e, "magic")) != NULL && (!json_is_string(v) ||
+	    json_string_length(v) > 64))
+		return fail(err, errlen, "field \"expect.magic\": not a string "
+		    "of at most 64 bytes%s%s", "", "");
+	if ((v = json_object_get(e, "content_type")) != NULL &&
+	    !json_is_string(v))
+		return fail(err, errlen, "field \"expect.content_type\": not a "
+		    "string%s%s", "", "");
+	return 0;
+}
+
+int
+doc_check(const json_t *rec, char *err, size_t errlen)
+{
+	const char *id, *url, *why, *m, *k;
+	json_t *v, *h;
+	char scheme[16];
+	size_t n;
+
+	v = json_object_get(rec, "id");
+	if (v == NULL)
+		return fail(err, errlen, "missing field \"id\"%s%s", "", "");
+	if (!json_is_string(v))
+		return fail(err, errlen, "field \"id\": not a string%s%s", "",
+		    "");
+	id = json_string_value(v);
+	if ((why = doc_id_check(id)) != NULL)
+		return fail(err, errlen, "field \"id\": unsafe id: %s%s", why,
+		    "");
+	v = json_object_get(rec, "url");
+	if (v == NULL)
+		return fail(err, errlen, "missing field \"url\"%s%s", "", "");
+	if (!json_is_string(v))
+		return fail(err, errlen, "field \"url\": not a string%s%s", "",
+		    "");
+	url = json_string_value(v);
+	why = url_check(url);
+	if (why == NULL) {
+		n = strcspn(url, ":");
+		if (url[n] != ':' || n >= sizeof(scheme))
+			return fail(err, errlen,
+			    "field \"url\": not an absolute URL%s%s", "", "");
+		memcpy(scheme, url, n);
+		scheme[n] = '\0';
+		return fail(err, errlen,
+		    "field \"url\": unsupported scheme \"%.15s\"%s", scheme,
+		    "");
+	}
+	if (*why != '\0')
+		return fail(err, errlen, "field \"url\": %s%s", why, "");
+	if ((v = json_object_get(rec, "method")) != NULL) {
+		if (!json_is_string(v))
+			return fail(err, errlen,
+			    "field \"method\": not a string%s%s", "", "");
+		m = json_string_value(v);
+		if (strcmp(m, "GET") && strcmp(m, "HEAD") && strcmp(m, "POST") &&
+		    strcmp(m, "PUT") && strcmp(m, "PATCH") &&
+		    strcmp(m, "DELETE"))
+			return fail(err, errlen,
+			    "field \"method\": unsupported method \"%.20s\"%s",
+			    m, "");
+	}
+	if ((h = json_object_get(rec, "headers")) != NULL) {
+		if (!json_is_object(h))
+			return fail(err, errlen,
+			    "field \"headers\": not an object%s%s", "", "");
+		json_object_foreach(h, k, v) {
+			if (!json_is_string(v))
+				return fail(err, errlen,
+				    "field \"headers\": \"%.60s\" is not a string%s",
+				    k, "");
+			if ((why = hdr_request_check(k, json_string_value(v),
+			    json_string_length(v))) != NULL)
+				return fail(err, errlen,
+				    "field \"headers\": \"%.60s\": %s", k, why);
+		}
+	}
+	if ((v = json_object_get(rec, "body")) != NULL && !json_is_string(v) &&
+	    !json_is_object(v) && !json_is_array(v))
+		return fail(err, errlen,
+		    "field \"body\": not a string or JSON value%s%s", "", "");
+	if ((v = json_object_get(rec, "body_file")) != NULL &&
+	    !json_is_string(v))
+		return fail(err, errlen, "field \"body_file\": not a string%s%s",
+		    "", "");
+	if ((v = json_object_get(rec, "endpoint")) != NULL &&
+	    (!json_is_string(v) || json_string_length(v) == 0 ||
+	    json_string_length(v) > 100))
+		return fail(err, errlen,
+		    "field \"endpoint\": not a string of 1 to 100 bytes%s%s", "",
+		    "");
+	if ((v = json_object_get(rec, "expect")) != NULL &&
+	    expect_check(v, err, errlen) == -1)
+		return -1;
+	if ((v = json_object_get(rec, "status_url")) != NULL &&
+	    (!json_is_string(v) || (why = url_check(json_string_value(v))) ==
+	    NULL || *why != '\0'))
+		return fail(err, errlen, "field \"status_url\": not an http or "
+		    "https URL%s%s", "", "");
+	if ((v = json_object_get(rec, "idempotency_key")) != NULL &&
+	    (!json_is_string(v) || doc_id_check(json_string_value(v))))
+		return fail(err, errlen,
+		    "field \"idempotency_key\": not a safe string%s%s", "", "");
+	return 0;
+}
+
+char *
+doc_endpoint(const json_t *rec)
+{
+	const char *ep = json_string_value(json_object_get(rec, "endpoint"));
+	const char *url, *p;
+	size_t n;
+	char *s;
+
+	if (ep != NULL)
+		return xstrdup(ep);
+	url = json_string_value(json_object_get(rec, "url"));
+	if (url == NULL)
+		return xstrdup("none");
+	p = strstr(url, "://");
+	p = p ? p + 3 : url;
+	n = strcspn(p, "/?#");
+	s = xmalloc(n + 1);
+	memcpy(s, p, n);
+	s[n] = '\0';
+	for (p = s; *p; p++)
+		s[p - s] = (char)tolower((unsigned char)*p);
+	/* The scheme's default port and a root dot name no other server. */
+	if (strncasecmp(url, "http://", 7) == 0 && n > 3 &&
+	    strcmp(s + n - 3, ":80") == 0)
+		s[n -= 3] = '\0';
+	else if (strncasecmp(url, "https://", 8) == 0 && n > 4 &&
+	    strcmp(s + n - 4, ":443") == 0)
+		s[n -= 4] = '\0';
+	if (n > 1 && s[n - 1] == '.')
+		s[--n] = '\0';
+	return s;
+}
+
+char *
+doc_safe_name(const char *s)
+{
+	size_t n = strlen(s), i;
+	char *out;
+	int changed = 0;
+
+	if (n > 100)
+		n = 100, changed = 1;
+	out = xmalloc(n + 20);
+	for (i = 0; i < n; i++) {
+		out[i] = s[i];
+		if (!isalnum((unsigned char)s[i]) && s[i] != '-' &&
+		    !(s[i] == '.' && i > 0)) {
+			out[i] = '_';
+			changed = 1;
+		}
+	}
+	out[n] = '\0';
+	if (changed || n == 0)
+		snprintf(out + n, 20, "-%08llx", (unsigned long long)
+		    (clk_hash(0, s, strlen(s)) & 0xffffffffULL));
+	return out;
+}
+
+int
+doc_is_submission(const json_t *rec)
+{
+	const char *m = json_string_value(json_object_get(rec, "method"));
+
+	if (m == NULL || strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0)
+		return 0;
+	return !json_is_true(json_object_get(rec, "idempotent"));
+}
+
+char *
+doc_idem_key(const json_t *rec)
+{
+	const char *k = json_string_value(json_object_get(rec,
+	    "idempotency_key"));
+	json_t *cycle;
+	char *seed, *cyc;
+	uint64_t h1, h2;
+
+	if (k != NULL)
+		return xstrdup(k);
+	cycle = json_object_get(rec, "cycle");
+	cyc = cycle ? json_dumps(cycle, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+	seed = xasprintf("%s\n%s", json_string_value(json_object_get(rec,
+	    "id")) ?: "", cyc ? cyc : "");
+	free(cyc);
+	h1 = clk_hash(1, seed, strlen(seed));
+	h2 = clk_hash(2, seed, strlen(seed));
+	free(seed);
+	return xasprintf("rfp-%016llx%016llx", (unsigned long long)h1,
+	    (unsigned long long)h2);
+}

@@ -1,0 +1,698 @@
+/* rec: capped NDJSON line reading and whole-record writing. */
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lib/record/fate.h"
+#include "lib/base/msg.h"
+#include "lib/record/rec.h"
+#include "lib/base/x.h"
+
+#define RAW_KEEP	200
+
+struct rec_reader {
+	int	 fd;
+	size_t	 cap;		/* longest line accepted */
+	char	*buf;
+	size_t	 size;		/* allocated */
+	size_t	 start;		/* first unconsumed byte */
+	size_t	 end;		/* one past the last byte read */
+	size_t	 scanned;	/* bytes from start already searched for '\n' */
+	long	 lineno;
+	int	 skipping;	/* discarding the rest of an oversized line */
+	int	 eof;
+	int	(*drain)(void *);	/* called before each read, */
+	void	*drain_arg;
+	struct rec_out *flush;	/* ... then this written out */
+	void	(*idle)(void *);	/* called while waiting for input */
+	void	*idle_arg;
+	int	 idle_ms;
+};
+
+struct rec_out {
+	int	 fd;
+	int	 file;		/* fd is a regular file */
+	size_t	 len;
+	char	 buf[PIPE_BUF];
+};
+
+struct rec_reader *
+rec_reader_new(int fd, size_t cap)
+{
+	struct rec_reader *r = xcalloc(1, sizeof(*r));
+
+	r->fd = fd;
+	r->cap = cap ? cap : REC_LINE_MAX;
+	r->size = 65536;
+	r->buf = xmalloc(r->size);
+	return r;
+}
+
+void
+rec_reader_free(struct rec_reader *r)
+{
+	if (r == NULL)
+		return;
+	free(r->buf);
+	free(r);
+}
+
+/* Take one line ending at nl (exclusive) out of the buffer. */
+static enum rec_rc
+take(struct rec_reader *r, char *nl, char **line, size_t *len, long *lineno)
+{
+	size_t n = (size_t)(nl - (r->buf + r->start));
+	int skipped = r->skipping;
+
+	*nl = '\0';
+	*line = r->buf + r->start;
+	*len = n;
+	*lineno = ++r->lineno;
+	r->start += n + 1;
+	r->scanned = 0;
+	r->skipping = 0;
+	if (n > 0 && (*line)[n - 1] == '\r')
+		(*line)[--(*len)] = '\0';
+	if (skipped || *len > r->cap)
+		return REC_TOOLONG;
+	return REC_LINE;
+}
+
+/* Wait until fd_in is readable, calling the idle hook every idle_ms. */
+static int
+wait_input(struct rec_reader *r)
+{
+	struct pollfd p = { .fd = r->fd, .events = POLLIN };
+	int n;
+
+	while ((n = poll(&p, 1, r->idle_ms)) != 1) {
+		if (n == -1 && errno != EINTR)
+			return -1;
+		if (n == 0)
+			r->idle(r->idle_arg);
+	}
+	return 0;
+}
+
+enum rec_rc
+rec_next(struct rec_reader *r, char **line, size_t *len, long *lineno)
+{
+	char *nl;
+	ssize_t n;
+
+	for (;;) {
+		nl = memchr(r->buf + r->start + r->scanned, '\n',
+		    r->end - r->start - r->scanned);
+		if (nl != NULL)
+			return take(r, nl, line, len, lineno);
+		r->scanned = r->end - r->start;
+		if (r->scanned > r->cap) {
+			/* Over the cap: keep nothing of it but the fact. */
+			r->skipping = 1;
+			r->start = r->end = r->scanned = 0;
+		}
+		if (r->eof) {
+			if (r->end == r->start && !r->skipping)
+				return REC_EOF;
+			if (r->end == r->size)
+				r->buf = xrealloc(r->buf, ++r->size);
+			return take(r, r->buf + r->end++, line, len, lineno);
+		}
+		if (r->start > 0) {
+			memmove(r->buf, r->buf + r->start, r->end - r->start);
+			r->end -= r->start;
+			r->start = 0;
+		}
+		if (r->size - r->end < 4096) {
+			r->size *= 2;
+			r->buf = xrealloc(r->buf, r->size);
+		}
+		if (r->drain != NULL && r->drain(r->drain_arg) == -1)
+			return REC_ERR;
+		if (r->flush != NULL && rec_out_flush(r->flush) == -1)
+			return REC_ERR;
+		if (r->idle != NULL && wait_input(r) == -1)
+			return REC_ERR;
+		n = read(r->fd, r->buf + r->end, r->size - r->end - 1);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return REC_AGAIN;
+			return REC_ERR;
+		}
+		if (n == 0)
+			r->eof = 1;
+		r->end += (size_t)n;
+	}
+}
+
+json_t *
+rec_parse(const char *line, size_t len, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *v;
+
+	v = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+	if (v == NULL) {
+		snprintf(err, errlen, "malformed JSON at column %d: %s",
+		    je.column, je.text);
+		return NULL;
+	}
+	if (!json_is_object(v)) {
+		snprintf(err, errlen, "record is not a JSON object");
+		json_decref(v);
+		return NULL;
+	}
+	return v;
+}
+
+/*
+ * The compact text of a value, byte for byte what jansson's
+ * json_dumps(JSON_COMPACT) writes, straight into a growing buffer: jansson
+ * hands its text over a callback a token at a time, and that was a tenth
+ * of rfp-fetch's time in a fast run.  Strings are jansson's, so valid
+ * UTF-8; a test and the fuzz target compare the two on every record.
+ */
+struct dbuf {
+	char	**p;
+	size_t	*len, *cap;
+};
+
+#define DUMP_DEPTH	2048	/* jansson's own limit */
+
+static void
+db_room(const struct dbuf *b, size_t n)
+{
+	if (*b->len + n <= *b->cap)
+		return;
+	*b->cap = *b->cap ? *b->cap : 256;
+	while (*b->len + n > *b->cap)
+		*b->cap *= 2;
+	*b->p = xrealloc(*b->p, *b->cap);
+}
+
+static void
+db_put(const struct dbuf *b, const char *s, size_t n)
+{
+	db_room(b, n);
+	memcpy(*b->p + *b->len, s, n);
+	*b->len += n;
+}
+
+static void
+db_str(const struct dbuf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const char *run = s, *end = s + n;
+	char e[6];
+	unsigned char c;
+
+	db_put(b, "\"", 1);
+	for (; s < end; s++) {
+		c = (unsigned char)*s;
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		db_put(b, run, (size_t)(s - run));
+		run = s + 1;
+		e[0] = '\\';
+		switch (c) {
+		case '"': case '\\': e[1] = (char)c; break;
+		case '\b': e[1] = 'b'; break;
+		case '\f': e[1] = 'f'; break;
+		case '\n': e[1] = 'n'; break;
+		case '\r': e[1] = 'r'; break;
+		case '\t': e[1] = 't'; break;
+		default:
+			memcpy(e + 1, "u00", 3);
+			e[4] = hex[c >> 4];
+			e[5] = hex[c & 15];
+			db_put(b, e, 6);
+			continue;
+		}
+		db_put(b, e, 2);
+	}
+	db_put(b, run, (size_t)(s - run));
+	db_put(b, "\"", 1);
+}
+
+/* jansson's real: %.17g, with ".0" when it would read as an integer, and
+ * no '+' or leading zeros in the exponent. */
+static void
+db_real(const struct dbuf *b, double d)
+{
+	char s[40], *start, *end;
+	int n = snprintf(s, sizeof(s) - 3, "%.17g", d);
+
+	if (strchr(s, '.') == NULL && strchr(s, 'e') == NULL) {
+		memcpy(s + n, ".0", 3);
+		n += 2;
+	}
+	if ((start = strchr(s, 'e')) != NULL) {
+		end = ++start + 1;
+		if (*start == '-')
+			start++;
+		while (*end == '0')
+			end++;
+		if (end != start) {
+			memmove(start, end, (size_t)(s + n - end) + 1);
+			n -= (int)(end - start);
+		}
+	}
+	db_put(b, s, (size_t)n);
+}
+
+static int
+db_val(const struct dbuf *b, const json_t *v, int depth)
+{
+	char num[24];
+	json_t *m;
+	void *it;
+	size_t i;
+	int first = 1;
+
+	if (depth > DUMP_DEPTH)
+		return -1;
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		db_put(b, "{", 1);
+		for (it = json_object_iter((json_t *)v); it != NULL;
+		    it = json_object_iter_next((json_t *)v, it)) {
+			if (!first)
+				db_put(b, ",", 1);
+			first = 0;
+			db_str(b, json_object_iter_key(it),
+			    json_object_iter_key_len(it));
+			db_put(b, ":", 1);
+			if (db_val(b, json_object_iter_value(it), depth + 1) ==
+			    -1)
+				return -1;
+		}
+		db_put(b, "}", 1);
+		return 0;
+	case JSON_ARRAY:
+		db_put(b, "[", 1);
+		json_array_foreach(v, i, m) {
+			if (i > 0)
+				db_put(b, ",", 1);
+			if (db_val(b, m, depth + 1) == -1)
+				return -1;
+		}
+		db_put(b, "]", 1);
+		return 0;
+	case JSON_STRING:
+		db_str(b, json_string_value(v), json_string_length(v));
+		return 0;
+	case JSON_INTEGER:
+		db_put(b, num, (size_t)snprintf(num, sizeof(num),
+		    "%" JSON_INTEGER_FORMAT, json_integer_value(v)));
+		return 0;
+	case JSON_REAL:
+		db_real(b, json_real_value(v));
+		return 0;
+	case JSON_TRUE:
+		db_put(b, "true", 4);
+		return 0;
+	case JSON_FALSE:
+		db_put(b, "false", 5);
+		return 0;
+	case JSON_NULL:
+		db_put(b, "null", 4);
+		return 0;
+	}
+	return -1;
+}
+
+int
+rec_dump_to(const json_t *rec, char **buf, size_t *len, size_t *cap)
+{
+	struct dbuf b = { buf, len, cap };
+	size_t at = *len;
+
+	if (db_val(&b, rec, 1) == -1) {
+		*len = at;
+		return -1;
+	}
+	db_put(&b, "\n", 1);
+	return 0;
+}
+
+char *
+rec_dump(const json_t *rec, size_t *len)
+{
+	char *s = NULL;
+	size_t cap = 0;
+
+	*len = 0;
+	if (rec_dump_to(rec, &s, len, &cap) == -1) {
+		free(s);
+		return NULL;
+	}
+	db_room(&(struct dbuf){ &s, len, &cap }, 1);
+	s[*len] = '\0';
+	return s;
+}
+
+int
+rec_write_all(int fd, const char *s, size_t len)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < len) {
+		n = write(fd, s + off, len - off);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0) {
+			errno = EIO;	/* no progress: never spin */
+			return -1;
+		}
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+size_t
+rec_piece(const char *s, size_t len)
+{
+	const char *nl;
+	size_t n;
+
+	if (len <= PIPE_BUF)
+		return len;
+	for (n = PIPE_BUF; n > 0; n--)
+		if (s[n - 1] == '\n')
+			return n;
+	nl = memchr(s + PIPE_BUF, '\n', len - PIPE_BUF);
+	return nl != NULL ? (size_t)(nl - s) + 1 : len;
+}
+
+int
+rec_out_json(struct rec_out *o, const json_t *rec)
+{
+	size_t len;
+	char *s;
+	int rc;
+
+	if ((s = rec_dump(rec, &len)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	rc = rec_out_put(o, s, len);
+	free(s);
+	return rc;
+}
+
+int
+rec_write_line(int fd, const char *s, size_t len)
+{
+	struct iovec iov[2] = {
+		{ .iov_base = (void *)s, .iov_len = len },
+		{ .iov_base = "\n", .iov_len = 1 }
+	};
+	ssize_t n;
+
+	while ((n = writev(fd, iov, 2)) == -1)
+		if (errno != EINTR)
+			return -1;
+	/* A short write (a full disk, a signal): finish in order. */
+	if ((size_t)n < len)
+		return rec_write_all(fd, s + n, len - (size_t)n) == -1 ||
+		    rec_write_all(fd, "\n", 1) == -1 ? -1 : 0;
+	if ((size_t)n == len)
+		return rec_write_all(fd, "\n", 1);
+	return 0;
+}
+
+struct rec_out *
+rec_out_new(int fd)
+{
+	struct rec_out *o = xmalloc(sizeof(*o));
+	struct stat st;
+
+	o->fd = fd;
+	o->file = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	o->len = 0;
+	return o;
+}
+
+/*
+ * Write whole records (plus a newline when nl).  To a file, a write that
+ * fails part way (a full disk, a size limit) is cut back to where it
+ * began: the file never ends in a torn record.
+ */
+static int
+out_write(struct rec_out *o, const char *s, size_t len, int nl)
+{
+	off_t at = o->file ? lseek(o->fd, 0, SEEK_END) : -1;
+	int rc, e;
+
+	rc = nl ? rec_write_line(o->fd, s, len) : rec_write_all(o->fd, s, len);
+	if (rc == -1 && at != -1) {
+		e = errno;
+		if (ftruncate(o->fd, at) == -1)
+			msg_warnsys("truncate a torn record");
+		errno = e;
+	}
+	return rc;
+}
+
+int
+rec_out_flush(struct rec_out *o)
+{
+	size_t len = o->len;
+
+	o->len = 0;
+	return len == 0 ? 0 : out_write(o, o->buf, len, 0);
+}
+
+int
+rec_out_fits(const struct rec_out *o, size_t n)
+{
+	return o->len + n <= sizeof(o->buf);
+}
+
+/* Add s, plus a newline when nl, as one whole record. */
+static int
+out_add(struct rec_out *o, const char *s, size_t len, int nl)
+{
+	size_t n = len + (nl != 0);
+
+	if (o->len + n > sizeof(o->buf) && rec_out_flush(o) == -1)
+		return -1;
+	if (n > sizeof(o->buf))		/* too big to gather: on its own */
+		return out_write(o, s, len, nl);
+	memcpy(o->buf + o->len, s, len);
+	if (nl)
+		o->buf[o->len + len] = '\n';
+	o->len += n;
+	return 0;
+}
+
+int
+rec_out_put(struct rec_out *o, const char *s, size_t len)
+{
+	return out_add(o, s, len, 0);
+}
+
+int
+rec_out_line(struct rec_out *o, const char *s, size_t len)
+{
+	return out_add(o, s, len, 1);
+}
+
+void
+rec_out_free(struct rec_out *o)
+{
+	free(o);
+}
+
+void
+rec_reader_flush_first(struct rec_reader *r, struct rec_out *o)
+{
+	r->flush = o;
+}
+
+void
+rec_reader_drain(struct rec_reader *r, int (*fn)(void *), void *arg)
+{
+	r->drain = fn;
+	r->drain_arg = arg;
+}
+
+void
+rec_reader_idle(struct rec_reader *r, double secs, void (*fn)(void *),
+    void *arg)
+{
+	r->idle = fn;
+	r->idle_arg = arg;
+	r->idle_ms = secs * 1000 < 1 ? 1 : secs * 1000 > 3600000 ? 3600000 :
+	    (int)(secs * 1000);
+}
+
+json_t *
+rec_bad_input(const char *stage, long lineno, const char *detail,
+    const char *line, size_t len)
+{
+	json_t *rec = json_object(), *raw;
+	size_t n = len < RAW_KEEP ? len : RAW_KEEP, i;
+	char *copy;
+
+	/* Control bytes (NUL above all) would make the record unreadable. */
+	copy = xmalloc(n + 1);
+	for (i = 0; i < n; i++)
+		copy[i] = (unsigned char)line[i] < 0x20 || line[i] == 0x7f ?
+		    '?' : line[i];
+	if ((raw = json_stringn(copy, n)) == NULL) {
+		/* Not valid UTF-8 (or cut inside a character): keep ASCII only. */
+		for (i = 0; i < n; i++)
+			if ((unsigned char)copy[i] >= 0x80)
+				copy[i] = '?';
+		raw = json_stringn(copy, n);
+	}
+	free(copy);
+	json_object_set_new(rec, "id", json_null());
+	json_object_set_new(rec, "line", json_integer(lineno));
+	json_object_set_new(rec, "stage", json_string(stage));
+	json_object_set_new(rec, "raw", raw ? raw : json_null());
+	rec_kill(rec, FATE_BAD_INPUT, detail);
+	return rec;
+}
+
+void
+rec_kill(json_t *rec, enum fate_reason reason, const char *detail)
+{
+	json_object_set_new(rec, "fate", json_string(fate_name(FATE_DEAD)));
+	json_object_set_new(rec, "dead_reason", json_string(
+	    fate_reason(reason)));
+	if (detail != NULL)
+		json_object_set_new(rec, "dead_detail", json_string(detail));
+}
+
+int
+rec_real(double d, char *buf, size_t len)
+{
+	json_t *v = json_real(d);
+	size_t n;
+
+	if (v == NULL)
+		return -1;
+	n = json_dumpb(v, buf, len, JSON_ENCODE_ANY);
+	json_decref(v);
+	if (n == 0 || n >= len)
+		return -1;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+const char *
+rec_str(const json_t *rec, const char *key)
+{
+	return json_string_value(json_object_get(rec, key));
+}
+
+long
+rec_int(const json_t *rec, const char *key, long def)
+{
+	json_t *v = json_object_get(rec, key);
+
+	return json_is_integer(v) ? (long)json_integer_value(v) : def;
+}
+
+double
+rec_num(const json_t *rec, const char *key, double def)
+{
+	json_t *v = json_object_get(rec, key);
+
+	return json_is_number(v) ? json_number_value(v) : def;
+}
+
+int
+rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn, void *arg)
+{
+	return rec_loop_with(stage, fd_in, fd_out, NULL, fn, arg);
+}
+
+int
+rec_loop_with(const char *stage, int fd_in, int fd_out,
+    const struct rec_hooks *h, rec_fn *fn, void *arg)
+{
+	rec_line_fn *fast = h != NULL ? h->line : NULL;
+	struct rec_reader *r = rec_reader_new(fd_in, REC_STREAM_MAX);
+	struct rec_out *o = rec_out_new(fd_out);
+	char *line, err[256];
+	size_t len;
+	long lineno;
+	json_t *rec;
+	int rc, ret = 0;
+
+	rec_reader_flush_first(r, o);
+	if (h != NULL && h->drain != NULL)
+		rec_reader_drain(r, h->drain, arg);
+	if (h != NULL && h->idle != NULL)
+		rec_reader_idle(r, h->idle_s, h->idle, arg);
+	for (;;) {
+		switch (rec_next(r, &line, &len, &lineno)) {
+		case REC_EOF:
+			goto out;
+		case REC_ERR:
+		case REC_AGAIN:
+			ret = -1;
+			goto out;
+		case REC_TOOLONG:
+			msg_line(lineno, "line longer than %d bytes",
+			    REC_STREAM_MAX);
+			rec = rec_bad_input(stage, lineno, "line too long",
+			    line, len);
+			break;
+		default:
+			if (len == 0)
+				continue;
+			if (fast != NULL &&
+			    (rc = fast(line, len, lineno, o, arg)) != 0) {
+				if (rc == -1) {
+					ret = -1;
+					goto out;
+				}
+				continue;
+			}
+			if ((rec = rec_parse(line, len, err, sizeof(err))) ==
+			    NULL) {
+				msg_line(lineno, "%s", err);
+				rec = rec_bad_input(stage, lineno, err, line,
+				    len);
+			}
+			break;
+		}
+		/* Bad lines go to fn too, already dead, for it to file. */
+		rc = fn(rec, lineno, arg);
+		if (rc == 0 && rec_out_json(o, rec) == -1) {
+			json_decref(rec);
+			ret = -1;
+			goto out;
+		}
+		json_decref(rec);
+		if (rc == -1) {
+			ret = -1;
+			goto out;
+		}
+	}
+out:
+	if (rec_out_flush(o) == -1)
+		ret = -1;
+	rec_out_free(o);
+	rec_reader_free(r);
+	return ret;
+}

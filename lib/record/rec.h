@@ -1,0 +1,145 @@
+/*
+ * rec: NDJSON records.  One JSON object per line; lines are capped at
+ * REC_LINE_MAX bytes (the newline excluded).  A record is never split
+ * between two write(2)s: rec_out gathers whole records into writes of at
+ * most PIPE_BUF bytes (atomic on a pipe), so writers sharing one pipe
+ * never interleave, and rec_piece cuts a text of records the same way.
+ */
+#ifndef RFP_REC_H
+#define RFP_REC_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "lib/record/fate.h"
+
+/*
+ * Two caps, so that a record admitted is never refused later.  A manifest
+ * line, and a record as rfp-fetch admits it (written compact, with its
+ * endpoint), is at most REC_LINE_MAX bytes.  The stages add at most
+ * REC_ADDED_MAX between them (every field they add is bounded: header
+ * values 512 bytes, messages a few hundred, a ledger reply dropped when
+ * it would pass half of it), and every reader after rfp-fetch (the
+ * stages, the retry FIFO, results.ndjson and dead.ndjson) takes lines of
+ * up to REC_STREAM_MAX.
+ */
+#define REC_LINE_MAX	(1024 * 1024)
+#define REC_ADDED_MAX	(64 * 1024)
+#define REC_STREAM_MAX	(REC_LINE_MAX + REC_ADDED_MAX)
+
+/* rfp-sink's acknowledgements on the retry FIFO, word for word. */
+#define REC_ACK_DONE	"{\"ack\":true,\"fate\":\"done\"}"
+#define REC_ACK_DEAD	"{\"ack\":true,\"fate\":\"dead\"}"
+
+enum rec_rc {
+	REC_ERR = -1,		/* read error, errno set */
+	REC_EOF = 0,		/* no more lines */
+	REC_LINE = 1,		/* a line is ready */
+	REC_TOOLONG = 2,	/* a line over the cap was skipped */
+	REC_AGAIN = 3		/* no complete line yet (non-blocking fd) */
+};
+
+struct rec_reader;
+
+/* A reader on fd with the given line cap (0: REC_LINE_MAX, a manifest's). */
+struct rec_reader *rec_reader_new(int fd, size_t cap);
+/* Next line: *line (NUL-terminated, valid until the next call), *len, *lineno. */
+enum rec_rc rec_next(struct rec_reader *r, char **line, size_t *len,
+	    long *lineno);
+/* Close nothing, free the reader. */
+void	rec_reader_free(struct rec_reader *r);
+
+/* Parse a line into an object; NULL and a message in err otherwise. */
+json_t	*rec_parse(const char *line, size_t len, char *err, size_t errlen);
+/* Write the record text s plus '\n' with one writev(2); 0 or -1 with errno. */
+int	rec_write_line(int fd, const char *s, size_t len);
+/* Write all len bytes of s to fd, through EINTR and short writes; 0 or -1. */
+int	rec_write_all(int fd, const char *s, size_t len);
+/*
+ * The length of the first piece of the records text s (len bytes): the
+ * whole records that fit in PIPE_BUF bytes, or the first record alone
+ * when it does not fit (a piece holding a record's end, when s starts in
+ * mid-record), or all of len when no newline ends one.
+ */
+size_t	rec_piece(const char *s, size_t len);
+/* Serialise rec plus '\n' into a new buffer (caller frees); *len set. */
+char	*rec_dump(const json_t *rec, size_t *len);
+/*
+ * Append rec plus '\n' to the growing buffer *buf (*len used of *cap), as
+ * json_dumps(JSON_COMPACT) would write it; -1 (nothing added) when rec
+ * nests deeper than jansson allows.
+ */
+int	rec_dump_to(const json_t *rec, char **buf, size_t *len, size_t *cap);
+
+struct rec_out;
+
+/* Whole records to fd, gathered into writes of at most PIPE_BUF bytes. */
+struct rec_out *rec_out_new(int fd);
+/* Add one whole record (s ends in '\n'); 0 or -1 with errno. */
+int	rec_out_put(struct rec_out *o, const char *s, size_t len);
+/* Add one whole record given without its newline; 0 or -1 with errno. */
+int	rec_out_line(struct rec_out *o, const char *s, size_t len);
+/* Add rec, serialised, as one whole record; 0 or -1 with errno. */
+int	rec_out_json(struct rec_out *o, const json_t *rec);
+/* Write what is gathered; 0 or -1 with errno. */
+int	rec_out_flush(struct rec_out *o);
+/* Whether n more bytes would be gathered without a write first. */
+int	rec_out_fits(const struct rec_out *o, size_t n);
+/* Free o without writing. */
+void	rec_out_free(struct rec_out *o);
+/* Flush o before every read(2) of r, so nothing waits while r blocks. */
+void	rec_reader_flush_first(struct rec_reader *r, struct rec_out *o);
+/* Call fn(arg) before every read(2) of r (before the flush); -1 stops r. */
+void	rec_reader_drain(struct rec_reader *r, int (*fn)(void *), void *arg);
+/* Call fn(arg) every secs real seconds while r waits for input. */
+void	rec_reader_idle(struct rec_reader *r, double secs,
+	    void (*fn)(void *), void *arg);
+
+/* A dead bad_input record for an unusable line. */
+json_t	*rec_bad_input(const char *stage, long lineno, const char *detail,
+	    const char *line, size_t len);
+/* Mark rec dead with reason and detail (detail may be NULL). */
+void	rec_kill(json_t *rec, enum fate_reason reason, const char *detail);
+
+/* The text jansson writes for the real d, into buf; its length or -1. */
+int	rec_real(double d, char *buf, size_t len);
+/* String field or NULL when absent or not a string. */
+const char *rec_str(const json_t *rec, const char *key);
+/* Integer field or def when absent or not an integer. */
+long	rec_int(const json_t *rec, const char *key, long def);
+/* Number field (integer or real) or def. */
+double	rec_num(const json_t *rec, const char *key, double def);
+
+/*
+ * The stage loop: read fd_in to EOF; fn handles each parsed record and
+ * returns 0 to write it to fd_out, 1 when it wrote or consumed it itself,
+ * -1 on a fatal error.  Lines are capped at REC_STREAM_MAX: the loop
+ * reads what an earlier stage wrote.  Bad lines become dead bad_input
+ * records, given to fn like any other (fn passes records that carry a
+ * fate).  Returns 0 at EOF, -1 on a read/write error or a fatal handler
+ * error.
+ */
+typedef int rec_fn(json_t *rec, long lineno, void *arg);
+int	rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn,
+	    void *arg);
+/*
+ * What a stage may add to rec_loop.  line sees each line first and returns
+ * 1 when it put the record out itself, 0 to have it parsed and given to
+ * fn as usual, -1 on a fatal error.  drain is called before every read
+ * (what the stage gathers elsewhere is written then; -1 stops the loop);
+ * idle every idle_s real seconds while the loop waits for input.
+ */
+typedef int rec_line_fn(const char *line, size_t len, long lineno,
+	    struct rec_out *out, void *arg);
+struct rec_hooks {
+	rec_line_fn	*line;
+	int		(*drain)(void *arg);
+	void		(*idle)(void *arg);
+	double		 idle_s;
+};
+/* rec_loop with hooks (NULL: none); output is gathered as by rec_out. */
+int	rec_loop_with(const char *stage, int fd_in, int fd_out,
+	    const struct rec_hooks *h, rec_fn *fn, void *arg);
+
+#endif

@@ -1,0 +1,438 @@
+/* pg: one libpq connection, the versioned schema, and the statements. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+#include <jansson.h>
+
+#include "lib/state/pg.h"
+#include "lib/state/store.h"
+#include "lib/base/x.h"
+
+static PGconn *conn;
+static char *where;		/* the URL, redacted, for messages */
+static json_t *prepared;	/* names prepared on conn */
+
+#define LIBPQ	"libpq.so.5"	/* Debian's libpq5 */
+
+struct pg_lib pg_lib;
+
+/* Fill pg_lib from libpq, once: 0, or -1 with err set. */
+static int
+load(char *err, size_t errlen)
+{
+	/* Each libpq function beside the slot it fills. */
+#define SYM(f, m)	{ #f, (void **)&pg_lib.m }
+	const struct {
+		const char	*name;
+		void		**slot;
+	} sym[] = {
+		SYM(PQconnectdb, connectdb), SYM(PQstatus, status),
+		SYM(PQerrorMessage, errormessage), SYM(PQfinish, finish),
+		SYM(PQexec, exec), SYM(PQexecParams, execparams),
+		SYM(PQresultStatus, resultstatus),
+		SYM(PQresultErrorMessage, resulterrormessage),
+		SYM(PQclear, clear), SYM(PQntuples, ntuples),
+		SYM(PQgetvalue, getvalue), SYM(PQgetisnull, getisnull),
+		SYM(PQcmdTuples, cmdtuples), SYM(PQsocket, socket),
+		SYM(PQconsumeInput, consumeinput),
+		SYM(PQnotifies, notifies), SYM(PQfreemem, freemem),
+		SYM(PQprepare, prepare), SYM(PQexecPrepared, execprepared),
+	};
+#undef SYM
+	static void *h;
+	size_t i;
+
+	if (h != NULL)
+		return 0;
+	if ((h = dlopen(LIBPQ, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+		snprintf(err, errlen, "postgresql state needs %s (the Debian "
+		    "package libpq5): %s", LIBPQ, dlerror());
+		return -1;
+	}
+	for (i = 0; i < sizeof(sym) / sizeof(sym[0]); i++)
+		if ((*sym[i].slot = dlsym(h, sym[i].name)) == NULL) {
+			snprintf(err, errlen, "%s has no %s: %s", LIBPQ,
+			    sym[i].name, dlerror());
+			dlclose(h);
+			h = NULL;
+			return -1;
+		}
+	return 0;
+}
+
+/*
+ * Migrations, applied in order; entry v-1 takes the schema from version
+ * v-1 to v.  Never edit one that shipped: add the next.
+ */
+static const char *const migrations[] = {
+	"CREATE TABLE rfp_state (kind text NOT NULL, key text NOT NULL, "
+	"doc jsonb, PRIMARY KEY (kind, key));"
+	"CREATE TABLE rfp_ledger (seq bigserial PRIMARY KEY, key text NOT NULL, "
+	"id text, event text NOT NULL, t double precision, entry jsonb NOT NULL);"
+	"CREATE INDEX rfp_ledger_key ON rfp_ledger (key, seq);"
+	"CREATE TABLE rfp_queue (id text PRIMARY KEY, seq bigserial, "
+	"rec jsonb NOT NULL, status text NOT NULL DEFAULT 'queued' CHECK "
+	"(status IN ('queued', 'claimed', 'done', 'dead')), owner text, "
+	"lease_until timestamptz, claims int NOT NULL DEFAULT 0, "
+	"loaded_at timestamptz NOT NULL DEFAULT now());"
+	"CREATE INDEX rfp_queue_todo ON rfp_queue (status, seq);"
+	"CREATE TABLE rfp_results (id text PRIMARY KEY, fate text NOT NULL, "
+	"dead_reason text, owner text, rec jsonb NOT NULL, "
+	"filings int NOT NULL DEFAULT 1, "
+	"filed_at timestamptz NOT NULL DEFAULT now());"
+};
+#define NMIG	((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+/* The first line of libpq's message. */
+static void
+pgerr(char *err, size_t errlen, const char *what, const char *msg)
+{
+	size_t n = strcspn(msg, "\n");
+
+	snprintf(err, errlen, "%s: %s%s%.*s", where ? where : "postgresql",
+	    what, *what ? ": " : "", (int)n, msg);
+}
+
+PGresult *
+pg_exec(const char *sql, int n, const char *const *params,
+    ExecStatusType want, char *err, size_t errlen)
+{
+	PGresult *r;
+
+	r = PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(r) != want) {
+		pgerr(err, errlen, "", r ? PQresultErrorMessage(r) :
+		    PQerrorMessage(conn));
+		PQclear(r);
+		return NULL;
+	}
+	return r;
+}
+
+PGresult *
+pg_exec_named(const char *name, const char *sql, int n,
+    const char *const *params, ExecStatusType want, char *err, size_t errlen)
+{
+	PGresult *r;
+
+	if (prepared == NULL)
+		prepared = json_object();
+	if (json_object_get(prepared, name) == NULL) {
+		r = PQprepare(conn, name, sql, n, NULL);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+			pgerr(err, errlen, "", r ? PQresultErrorMessage(r) :
+			    PQerrorMessage(conn));
+			PQclear(r);
+			return NULL;
+		}
+		PQclear(r);
+		json_object_set_new(prepared, name, json_true());
+	}
+	r = PQexecPrepared(conn, name, n, params, NULL, NULL, 0);
+	if (PQresultStatus(r) != want) {
+		pgerr(err, errlen, "", r ? PQresultErrorMessage(r) :
+		    PQerrorMessage(conn));
+		PQclear(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* Give fn each notification in hand; how many. */
+static int
+notes(pg_note_fn *fn, void *arg)
+{
+	PGnotify *nf;
+	int n = 0;
+
+	while ((nf = PQnotifies(conn)) != NULL) {
+		fn(nf->relname, nf->extra, arg);
+		PQfreemem(nf);
+		n++;
+	}
+	return n;
+}
+
+int
+pg_wait(double secs, pg_note_fn *fn, void *arg, char *err, size_t errlen)
+{
+	struct pollfd pfd;
+	int n;
+
+	/* libpq keeps what came in with a result: look there first. */
+	if (PQconsumeInput(conn) == 0)
+		goto fail;
+	if ((n = notes(fn, arg)) > 0)
+		return n;
+	pfd.fd = PQsocket(conn);
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, secs > 0 ? (int)(secs * 1000 + 0.5) : 0) == -1 &&
+	    errno != EINTR) {
+		snprintf(err, errlen, "%s: poll: %s", where, strerror(errno));
+		return -1;
+	}
+	if (PQconsumeInput(conn) == 0)
+		goto fail;
+	return notes(fn, arg);
+fail:
+	pgerr(err, errlen, "", PQerrorMessage(conn));
+	return -1;
+}
+
+/* Run a statement whose result does not matter; 0 or -1. */
+static int
+run1(const char *sql, char *err, size_t errlen)
+{
+	PGresult *r = PQexec(conn, sql);
+	ExecStatusType st = PQresultStatus(r);
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+		pgerr(err, errlen, "", r ? PQresultErrorMessage(r) :
+		    PQerrorMessage(conn));
+		PQclear(r);
+		return -1;
+	}
+	PQclear(r);
+	return 0;
+}
+
+static void
+rollback(void)
+{
+	PQclear(PQexec(conn, "ROLLBACK"));
+}
+
+/* Create or migrate the schema, serialised by a transaction lock. */
+static int
+migrate(int want, char *err, size_t errlen)
+{
+	PGresult *r;
+	char buf[64];
+	const char *p[1];
+	int have, v;
+
+	if (run1("BEGIN", err, errlen) == -1)
+		return -1;
+	if (run1("SELECT pg_advisory_xact_lock(7270001)", err, errlen) == -1 ||
+	    run1("CREATE TABLE IF NOT EXISTS rfp_schema (version int NOT NULL)",
+	    err, errlen) == -1)
+		goto fail;
+	if ((r = pg_exec("SELECT coalesce(max(version), 0) FROM rfp_schema",
+	    0, NULL, PGRES_TUPLES_OK, err, errlen)) == NULL)
+		goto fail;
+	have = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	if (have > want) {
+		snprintf(err, errlen, "%s: schema version %d is newer than this "
+		    "rfpipe (%d)", where, have, want);
+		goto fail;
+	}
+	for (v = have; v < want && v < NMIG; v++)
+		if (run1(migrations[v], err, errlen) == -1)
+			goto fail;
+	if (have < want) {
+		snprintf(buf, sizeof(buf), "%d", want);
+		p[0] = buf;
+		if ((r = pg_exec("DELETE FROM rfp_schema", 0, NULL,
+		    PGRES_COMMAND_OK, err, errlen)) == NULL)
+			goto fail;
+		PQclear(r);
+		if ((r = pg_exec("INSERT INTO rfp_schema VALUES ($1::int)", 1,
+		    p, PGRES_COMMAND_OK, err, errlen)) == NULL)
+			goto fail;
+		PQclear(r);
+	}
+	return run1("COMMIT", err, errlen);
+fail:
+	rollback();
+	return -1;
+}
+
+int
+pg_open(const char *url, int want, char *err, size_t errlen)
+{
+	if (load(err, errlen) == -1)
+		return -1;
+	free(where);
+	where = store_redact(url);
+	conn = PQconnectdb(url);
+	if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
+		pgerr(err, errlen, "cannot connect", conn ? PQerrorMessage(
+		    conn) : "out of memory");
+		pg_close();
+		return -1;
+	}
+	if (run1("SET client_min_messages = warning", err, errlen) == -1 ||
+	    migrate(want, err, errlen) == -1) {
+		pg_close();
+		return -1;
+	}
+	return 0;
+}
+
+PGconn *
+pg_conn(void)
+{
+	return conn;
+}
+
+void
+pg_close(void)
+{
+	if (conn != NULL)
+		PQfinish(conn);
+	conn = NULL;
+	json_decref(prepared);
+	prepared = NULL;
+	free(where);
+	where = NULL;
+}
+
+static const char *q_lock =
+    "SELECT doc::text FROM rfp_state WHERE kind = $1 AND key = $2 "
+    "FOR UPDATE";
+
+int
+pg_update(const char *kind, const char *key, state_fn *fn, void *arg,
+    char *err, size_t errlen)
+{
+	const char *p[3] = { kind, key ? key : "", NULL };
+	json_error_t je;
+	PGresult *r;
+	json_t *doc = NULL;
+	char *s = NULL;
+	int rc;
+
+	/*
+	 * Pace and breaker are advice: a server crash may lose their last
+	 * moments, so they skip the WAL flush.  The budget is not advice.
+	 */
+	if (run1(strcmp(kind, "budget") == 0 ? "BEGIN" : "BEGIN; SET LOCAL "
+	    "synchronous_commit = off", err, errlen) == -1)
+		return -1;
+	if ((r = pg_exec(q_lock, 2, p, PGRES_TUPLES_OK, err, errlen)) == NULL)
+		goto fail;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		if ((r = pg_exec("INSERT INTO rfp_state (kind, key) VALUES "
+		    "($1, $2) ON CONFLICT DO NOTHING", 2, p, PGRES_COMMAND_OK,
+		    err, errlen)) == NULL)
+			goto fail;
+		PQclear(r);
+		if ((r = pg_exec(q_lock, 2, p, PGRES_TUPLES_OK, err,
+		    errlen)) == NULL)
+			goto fail;
+	}
+	if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)) {
+		doc = json_loads(PQgetvalue(r, 0, 0), 0, &je);
+		if (!json_is_object(doc)) {
+			snprintf(err, errlen, "%s: rfp_state %s/%s: not an "
+			    "object; delete the row to start afresh", where,
+			    kind, p[1]);
+			json_decref(doc);
+			PQclear(r);
+			goto fail;
+		}
+	}
+	PQclear(r);
+	rc = fn(&doc, arg, err, errlen);
+	if (rc == 0) {
+		s = json_dumps(doc, JSON_COMPACT);
+		p[2] = s;
+		r = pg_exec("UPDATE rfp_state SET doc = $3::jsonb WHERE "
+		    "kind = $1 AND key = $2", 3, p, PGRES_COMMAND_OK, err,
+		    errlen);
+		free(s);
+		if (r == NULL)
+			rc = -1;
+		PQclear(r);
+	}
+	json_decref(doc);
+	if (rc == -1)
+		goto fail;
+	if (run1("COMMIT", err, errlen) == -1)
+		return -1;
+	return rc;
+fail:
+	rollback();
+	return -1;
+}
+
+static int
+slot_sql(const char *sql, const char *ep, long i, char *err, size_t errlen)
+{
+	char n[32];
+	const char *p[2] = { ep, n };
+	PGresult *r;
+	int rc;
+
+	snprintf(n, sizeof(n), "%ld", i);
+	if ((r = pg_exec(sql, 2, p, PGRES_TUPLES_OK, err, errlen)) == NULL)
+		return -1;
+	rc = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	return rc;
+}
+
+int
+pg_slot_take(const char *ep, long i, char *err, size_t errlen)
+{
+	return slot_sql("SELECT pg_try_advisory_lock(hashtext($1), $2::int)",
+	    ep, i, err, errlen);
+}
+
+void
+pg_slot_give(const char *ep, long i)
+{
+	char err[256];
+
+	(void)slot_sql("SELECT pg_advisory_unlock(hashtext($1), $2::int)", ep,
+	    i, err, sizeof(err));
+}
+
+int
+pg_ledger_append(const json_t *entry, char *err, size_t errlen)
+{
+	char *s = json_dumps(entry, JSON_COMPACT), t[64];
+	const char *p[5];
+	PGresult *r;
+
+	snprintf(t, sizeof(t), "%.6f", json_number_value(json_object_get(
+	    entry, "t")));
+	p[0] = json_string_value(json_object_get(entry, "key"));
+	p[1] = json_string_value(json_object_get(entry, "id"));
+	p[2] = json_string_value(json_object_get(entry, "event"));
+	p[3] = t;
+	p[4] = s;
+	/* Autocommit: on return the entry is durable, like fdatasync. */
+	r = pg_exec("INSERT INTO rfp_ledger (key, id, event, t, entry) VALUES "
+	    "($1, $2, $3, $4::float8, $5::jsonb)", 5, p, PGRES_COMMAND_OK, err,
+	    errlen);
+	free(s);
+	if (r == NULL)
+		return -1;
+	PQclear(r);
+	return 0;
+}
+
+int
+pg_ledger_lookup(const char *key, json_t **entry, char *err, size_t errlen)
+{
+	const char *p[1] = { key };
+	PGresult *r;
+
+	*entry = NULL;
+	if ((r = pg_exec("SELECT entry::text FROM rfp_ledger WHERE key = $1 "
+	    "ORDER BY seq DESC LIMIT 1", 1, p, PGRES_TUPLES_OK, err,
+	    errlen)) == NULL)
+		return -1;
+	if (PQntuples(r) == 1)
+		*entry = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	PQclear(r);
+	return 0;
+}

@@ -1,0 +1,111 @@
+/*
+ * pg: the PostgreSQL side of lib/store, lib/ledger and rfp-queue.  One
+ * connection per process, opened by pg_open; every call reports failure
+ * as -1 with "URL: what" in err.
+ */
+#ifndef RFP_PG_H
+#define RFP_PG_H
+
+#include <stddef.h>
+
+#include <libpq-fe.h>
+#include <jansson.h>
+
+#include "lib/state/state.h"
+
+/*
+ * libpq, loaded by pg_open with dlopen(3): only a postgresql:// state needs
+ * it, and linking it cost every stage 3 to 4 ms of start-up and 5 MiB of
+ * memory for the two dozen libraries it brings.  The PQ* names below call
+ * through this table, so code reads as plain libpq.
+ */
+struct pg_lib {
+	PGconn	*(*connectdb)(const char *);
+	ConnStatusType (*status)(const PGconn *);
+	char	*(*errormessage)(const PGconn *);
+	void	 (*finish)(PGconn *);
+	PGresult *(*exec)(PGconn *, const char *);
+	PGresult *(*execparams)(PGconn *, const char *, int, const Oid *,
+		    const char *const *, const int *, const int *, int);
+	ExecStatusType (*resultstatus)(const PGresult *);
+	char	*(*resulterrormessage)(const PGresult *);
+	void	 (*clear)(PGresult *);
+	int	 (*ntuples)(const PGresult *);
+	char	*(*getvalue)(const PGresult *, int, int);
+	int	 (*getisnull)(const PGresult *, int, int);
+	char	*(*cmdtuples)(PGresult *);
+	int	 (*socket)(const PGconn *);
+	int	 (*consumeinput)(PGconn *);
+	PGnotify *(*notifies)(PGconn *);
+	void	 (*freemem)(void *);
+	PGresult *(*prepare)(PGconn *, const char *, const char *, int,
+		    const Oid *);
+	PGresult *(*execprepared)(PGconn *, const char *, int,
+		    const char *const *, const int *, const int *, int);
+};
+extern struct pg_lib pg_lib;
+
+#define PQconnectdb		(*pg_lib.connectdb)
+#define PQstatus		(*pg_lib.status)
+#define PQerrorMessage		(*pg_lib.errormessage)
+#define PQfinish		(*pg_lib.finish)
+#define PQexec			(*pg_lib.exec)
+#define PQexecParams		(*pg_lib.execparams)
+#define PQresultStatus		(*pg_lib.resultstatus)
+#define PQresultErrorMessage	(*pg_lib.resulterrormessage)
+#define PQclear			(*pg_lib.clear)
+#define PQntuples		(*pg_lib.ntuples)
+#define PQgetvalue		(*pg_lib.getvalue)
+#define PQgetisnull		(*pg_lib.getisnull)
+#define PQcmdTuples		(*pg_lib.cmdtuples)
+#define PQsocket		(*pg_lib.socket)
+#define PQconsumeInput		(*pg_lib.consumeinput)
+#define PQnotifies		(*pg_lib.notifies)
+#define PQfreemem		(*pg_lib.freemem)
+#define PQprepare		(*pg_lib.prepare)
+#define PQexecPrepared		(*pg_lib.execprepared)
+
+/* Connect to url and create or migrate the schema to version want. */
+int	pg_open(const char *url, int want, char *err, size_t errlen);
+/* The open connection, or NULL. */
+PGconn	*pg_conn(void);
+/* Disconnect. */
+void	pg_close(void);
+/*
+ * Run one statement with text parameters; the result when it returned
+ * want (PGRES_COMMAND_OK or PGRES_TUPLES_OK), else NULL with err set.
+ * The caller PQclears the result.
+ */
+PGresult *pg_exec(const char *sql, int n, const char *const *params,
+	    ExecStatusType want, char *err, size_t errlen);
+/*
+ * pg_exec for a statement prepared once per connection under name: the
+ * first call prepares sql, the next ones send only the parameters.
+ */
+PGresult *pg_exec_named(const char *name, const char *sql, int n,
+	    const char *const *params, ExecStatusType want, char *err,
+	    size_t errlen);
+/* What pg_wait gives each notification: its channel and payload. */
+typedef void pg_note_fn(const char *channel, const char *payload,
+	    void *arg);
+/*
+ * Give fn the notifications in hand on the channels this connection
+ * listens to or, when there are none, wait at most secs real seconds for
+ * some; how many (0: none came), or -1 with err set.
+ */
+int	pg_wait(double secs, pg_note_fn *fn, void *arg, char *err,
+	    size_t errlen);
+/* Run fn on the jsonb of rfp_state (kind, key) in one transaction. */
+int	pg_update(const char *kind, const char *key, state_fn *fn, void *arg,
+	    char *err, size_t errlen);
+/* Session advisory lock (ep, i): 1 taken, 0 busy, -1 error. */
+int	pg_slot_take(const char *ep, long i, char *err, size_t errlen);
+/* Release it. */
+void	pg_slot_give(const char *ep, long i);
+/* Append a ledger entry (an object with key, id, event, t). */
+int	pg_ledger_append(const json_t *entry, char *err, size_t errlen);
+/* The latest entry for key (new reference, NULL when none). */
+int	pg_ledger_lookup(const char *key, json_t **entry, char *err,
+	    size_t errlen);
+
+#endif

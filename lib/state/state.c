@@ -1,0 +1,308 @@
+/* state: flock'd JSON state files in the run directory. */
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lib/state/rundir.h"
+#include "lib/state/state.h"
+#include "lib/base/x.h"
+
+#define STATE_MAX	(1024 * 1024)
+
+int
+state_open(const char *path, int flags, mode_t mode)
+{
+	return open(path, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+}
+
+/*
+ * Make path (mode 0700), or accept it as found when it is a directory of
+ * ours that no one else may write to: the files made in it are then ours
+ * alone.  follow: path itself may be a symbolic link (the run directory
+ * named on the command line); its subdirectories may not.
+ */
+static int
+mkdir_ours(const char *path, int follow, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (mkdir(path, 0700) == -1 && errno != EEXIST) {
+		snprintf(err, errlen, "mkdir %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if ((follow ? stat(path, &st) : lstat(path, &st)) == -1) {
+		snprintf(err, errlen, "stat %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "run directory %s: not a directory",
+		    path);
+		errno = ENOTDIR;
+		return -1;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(err, errlen, "run directory %s: owned by uid %ld, "
+		    "not by this user (uid %ld)", path, (long)st.st_uid,
+		    (long)geteuid());
+		errno = EPERM;
+		return -1;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(err, errlen, "run directory %s: writable by others "
+		    "(mode %04o); chmod go-w it", path,
+		    (unsigned)(st.st_mode & 07777));
+		errno = EPERM;
+		return -1;
+	}
+	return 0;
+}
+
+int
+state_mkdirs(const char *rundir, char *err, size_t errlen)
+{
+	static const enum rundir_file subs[] = { RUNDIR_STATE, RUNDIR_DOCS,
+	    RUNDIR_LOGS };
+	char path[4096];
+	size_t i;
+
+	if (mkdir_ours(rundir, 1, err, errlen) == -1)
+		return -1;
+	for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", rundir,
+		    rundir_name(subs[i]));
+		if (mkdir_ours(path, 0, err, errlen) == -1)
+			return -1;
+	}
+	/* Writable by us: a read-only run directory fails here, at once. */
+	snprintf(path, sizeof(path), "%s/%s", rundir,
+	    rundir_name(RUNDIR_STATE));
+	if (access(path, W_OK) == -1 || access(rundir, W_OK) == -1) {
+		snprintf(err, errlen, "run directory %s: %s", rundir,
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int
+state_dump(const json_t *doc, const char *path, const char *tmp,
+    size_t flags)
+{
+	int fd, e;
+
+	if ((fd = state_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600)) == -1)
+		return -1;
+	if (json_dumpfd(doc, fd, flags) == -1) {
+		e = errno ? errno : ENOMEM;
+		close(fd);
+		unlink(tmp);
+		errno = e;
+		return -1;
+	}
+	if (close(fd) == -1 || rename(tmp, path) == -1) {
+		e = errno;
+		unlink(tmp);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+json_t *
+state_load(const char *path, size_t flags, json_error_t *je)
+{
+	json_t *doc;
+	int fd;
+
+	if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
+		if (je != NULL)
+			snprintf(je->text, sizeof(je->text), "%s",
+			    strerror(errno));
+		return NULL;
+	}
+	doc = json_loadfd(fd, flags, je);
+	close(fd);
+	return doc;
+}
+
+int
+state_mkdir(const char *path, char *err, size_t errlen)
+{
+	return mkdir_ours(path, 0, err, errlen);
+}
+
+/* Read the whole of fd from offset 0; NULL on error (errno set). */
+static char *
+slurp(int fd, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = xmalloc(cap);
+	ssize_t r;
+
+	for (;;) {
+		if (n == cap) {
+			if (cap >= STATE_MAX) {
+				free(buf);
+				errno = EFBIG;
+				return NULL;
+			}
+			buf = xrealloc(buf, cap *= 2);
+		}
+		r = pread(fd, buf + n, cap - n, (off_t)n);
+		if (r == -1) {
+			if (errno == EINTR)
+				continue;
+			free(buf);
+			return NULL;
+		}
+		n += (size_t)r;
+		/* A regular file reads short only at its end. */
+		if (r == 0 || n < cap)
+			break;
+	}
+	*len = n;
+	return buf;
+}
+
+static int
+parse(const char *path, int fd, json_t **doc, size_t *len, char *err,
+    size_t errlen)
+{
+	json_error_t je;
+	char *buf;
+
+	*doc = NULL;
+	if ((buf = slurp(fd, len)) == NULL) {
+		snprintf(err, errlen, "read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (*len > 0) {
+		*doc = json_loadb(buf, *len, 0, &je);
+		if (*doc == NULL || !json_is_object(*doc)) {
+			snprintf(err, errlen, "%s: corrupt state file (%s); "
+			    "move it aside to start afresh", path,
+			    *doc ? "not an object" : je.text);
+			json_decref(*doc);
+			*doc = NULL;
+			free(buf);
+			return -1;
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+/*
+ * State files are opened once and kept: an open(2) costs more than the
+ * whole locked read-modify-write.  Files are rewritten in place, never
+ * replaced, so a kept descriptor stays the file's.
+ */
+static json_t *held;	/* path -> descriptor */
+
+static int
+held_open(const char *path)
+{
+	json_t *v;
+	int fd;
+
+	if (held == NULL)
+		held = json_object();
+	if ((v = json_object_get(held, path)) != NULL)
+		return (int)json_integer_value(v);
+	if ((fd = state_open(path, O_RDWR | O_CREAT, 0600)) == -1)
+		return -1;
+	json_object_set_new(held, path, json_integer(fd));
+	return fd;
+}
+
+void
+state_close_all(void)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(held, k, v)
+		close((int)json_integer_value(v));
+	json_decref(held);
+	held = NULL;
+}
+
+int
+state_update(const char *path, state_fn *fn, void *arg, char *err,
+    size_t errlen)
+{
+	json_t *doc;
+	char *s;
+	size_t len, old;
+	int fd, rc;
+
+	if ((fd = held_open(path)) == -1) {
+		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (flock(fd, LOCK_EX) == -1) {
+		if (errno == EINTR)
+			continue;
+		snprintf(err, errlen, "lock %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (parse(path, fd, &doc, &old, err, errlen) == -1) {
+		flock(fd, LOCK_UN);
+		return -1;
+	}
+	rc = fn(&doc, arg, err, errlen);
+	if (rc == 0) {
+		/*
+		 * One write of the object and its newline; a truncate only
+		 * when the file shrinks (it costs more than the write).
+		 */
+		errno = 0;
+		len = (s = json_dumps(doc, JSON_COMPACT)) ? strlen(s) : 0;
+		if (s != NULL)
+			s[len++] = '\n';	/* over the NUL; s is not a string */
+		if (s == NULL || pwrite(fd, s, len, 0) != (ssize_t)len ||
+		    (len < old && ftruncate(fd, (off_t)len) == -1)) {
+			snprintf(err, errlen, "write %s: %s", path,
+			    strerror(errno ? errno : ENOMEM));
+			rc = -1;
+		}
+		free(s);
+	}
+	json_decref(doc);
+	flock(fd, LOCK_UN);
+	return rc;
+}
+
+int
+state_read(const char *path, json_t **doc, char *err, size_t errlen)
+{
+	size_t len;
+	int fd, rc;
+
+	*doc = NULL;
+	if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (flock(fd, LOCK_SH) == -1) {
+		if (errno == EINTR)
+			continue;
+		snprintf(err, errlen, "lock %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	rc = parse(path, fd, doc, &len, err, errlen);
+	close(fd);
+	return rc;
+}

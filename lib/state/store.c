@@ -1,0 +1,196 @@
+/* store: the run directory's flock'd files, or one PostgreSQL database. */
+#include <sys/file.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lib/record/doc.h"
+#include "lib/state/pg.h"
+#include "lib/state/rundir.h"
+#include "lib/state/store.h"
+#include "lib/base/x.h"
+
+static int shared;	/* 1: PostgreSQL */
+static json_t *slots;	/* "EP.I" -> open slot file descriptor */
+static json_t *mem;	/* "KIND/KEY" -> document, with no run directory */
+
+int
+store_is_url(const char *url)
+{
+	return strncmp(url, "postgresql://", 13) == 0 ||
+	    strncmp(url, "postgres://", 11) == 0;
+}
+
+char *
+store_redact(const char *url)
+{
+	const char *s = strstr(url, "://"), *at, *colon, *pw, *end;
+	char *r, *t;
+
+	/* scheme://user:password@host/... */
+	if (s == NULL || (at = strchr(s + 3, '@')) == NULL ||
+	    (colon = memchr(s + 3, ':', (size_t)(at - s - 3))) == NULL)
+		r = xstrdup(url);
+	else
+		r = xasprintf("%.*s:***%s", (int)(colon - url), url, at);
+	/* ...?password=secret&... */
+	if ((pw = strstr(r, "password=")) != NULL && (pw == r ||
+	    pw[-1] == '?' || pw[-1] == '&')) {
+		end = pw + strcspn(pw, "&");
+		t = xasprintf("%.*spassword=***%s", (int)(pw - r), r, end);
+		free(r);
+		r = t;
+	}
+	return r;
+}
+
+int
+store_init(const char *url, char *err, size_t errlen)
+{
+	char *r;
+
+	if (!store_is_url(url)) {
+		r = store_redact(url);
+		snprintf(err, errlen, "%s: not a postgresql:// URL", r);
+		free(r);
+		return -1;
+	}
+	if (pg_open(url, STORE_SCHEMA, err, errlen) == -1)
+		return -1;
+	shared = 1;
+	return 0;
+}
+
+int
+store_shared(void)
+{
+	return shared;
+}
+
+void
+store_close(void)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(slots, k, v)
+		close((int)json_integer_value(v));
+	json_decref(slots);
+	slots = NULL;
+	json_decref(mem);
+	mem = NULL;
+	pg_close();
+	shared = 0;
+}
+
+/*
+ * No run directory: the state is this process's alone, kept in memory
+ * with the same semantics as a file (a failed or declined update leaves
+ * the document as it was).
+ */
+static int
+mem_update(const char *kind, const char *key, state_fn *fn, void *arg,
+    char *err, size_t errlen)
+{
+	char *name = key ? xasprintf("%s/%s", kind, key) : xstrdup(kind);
+	json_t *doc;
+	int rc;
+
+	if (mem == NULL)
+		mem = json_object();
+	doc = json_deep_copy(json_object_get(mem, name));
+	rc = fn(&doc, arg, err, errlen);
+	if (rc == 0)
+		json_object_set_new(mem, name, doc);
+	else
+		json_decref(doc);
+	free(name);
+	return rc;
+}
+
+int
+store_update(const char *rundir, const char *kind, const char *key,
+    state_fn *fn, void *arg, char *err, size_t errlen)
+{
+	char *safe, *path;
+	int rc;
+
+	if (shared)
+		return pg_update(kind, key, fn, arg, err, errlen);
+	if (rundir == NULL)
+		return mem_update(kind, key, fn, arg, err, errlen);
+	if (key == NULL) {
+		path = rundir_state(rundir, kind, NULL);
+	} else {
+		safe = doc_safe_name(key);
+		path = rundir_state(rundir, kind, safe);
+		free(safe);
+	}
+	rc = state_update(path, fn, arg, err, errlen);
+	free(path);
+	return rc;
+}
+
+int
+store_slot_take(const char *rundir, const char *ep, long i, char *err,
+    size_t errlen)
+{
+	char *safe, *name, *path;
+	json_t *v;
+	int fd;
+
+	if (shared)
+		return pg_slot_take(ep, i, err, errlen);
+	if (slots == NULL)
+		slots = json_object();
+	safe = doc_safe_name(ep);
+	name = xasprintf("%s.%ld", safe, i);
+	free(safe);
+	if ((v = json_object_get(slots, name)) != NULL) {
+		fd = (int)json_integer_value(v);
+	} else {
+		path = rundir_path(rundir, RUNDIR_SLOTS, name);
+		fd = state_open(path, O_RDWR | O_CREAT, 0600);
+		if (fd == -1) {
+			snprintf(err, errlen, "open %s: %s", path,
+			    strerror(errno));
+			free(path);
+			free(name);
+			return -1;
+		}
+		free(path);
+		json_object_set_new(slots, name, json_integer(fd));
+	}
+	free(name);
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return 1;
+	if (errno == EWOULDBLOCK || errno == EINTR)
+		return 0;
+	snprintf(err, errlen, "lock slot %ld of %s: %s", i, ep,
+	    strerror(errno));
+	return -1;
+}
+
+void
+store_slot_give(const char *ep, long i)
+{
+	char *safe, *name;
+	json_t *v;
+
+	if (shared) {
+		pg_slot_give(ep, i);
+		return;
+	}
+	safe = doc_safe_name(ep);
+	name = xasprintf("%s.%ld", safe, i);
+	if ((v = json_object_get(slots, name)) != NULL)
+		flock((int)json_integer_value(v), LOCK_UN);
+	free(name);
+	free(safe);
+}

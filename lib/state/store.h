@@ -1,0 +1,51 @@
+/*
+ * store: where the shared state lives, chosen once per process.  By
+ * default the flock'd files of the run directory (lib/state); with
+ * store_init("postgresql://...") one PostgreSQL database shared by every
+ * host.  The callers' logic is the same either way: each state change is
+ * a state_fn run on one JSON document, here under an exclusive lock.
+ */
+#ifndef RFP_STORE_H
+#define RFP_STORE_H
+
+#include <stddef.h>
+
+#include "lib/state/state.h"
+
+/* The tool's schema version; a database with a newer one is refused. */
+#define STORE_SCHEMA	1
+
+/*
+ * Use the PostgreSQL database at url (connect, then create or migrate the
+ * schema).  0, or -1 with "URL: what" in err (password redacted).
+ */
+int	store_init(const char *url, char *err, size_t errlen);
+/* 1 when the state is in PostgreSQL, 0 when in the run directory. */
+int	store_shared(void);
+/* Disconnect (at exit). */
+void	store_close(void);
+/* url with any password replaced by "***" (caller frees). */
+char	*store_redact(const char *url);
+/* 1 when url names a PostgreSQL database (postgresql:// or postgres://). */
+int	store_is_url(const char *url);
+
+/*
+ * Run fn on the document kind/key under an exclusive lock: the file
+ * RUNDIR/state/KIND/KEY.json (KIND.json when key is NULL), or the row
+ * (kind, key) of rfp_state; with no rundir and no database, a document in
+ * this process's memory.  0, 1 (no write) or -1 with err set.
+ */
+int	store_update(const char *rundir, const char *kind, const char *key,
+	    state_fn *fn, void *arg, char *err, size_t errlen);
+
+/*
+ * Try to take concurrency slot i of endpoint ep without waiting: a flock'd
+ * file RUNDIR/state/slots/EP.I, or a session advisory lock; both die with
+ * their holder.  1 taken, 0 busy, -1 with err set.
+ */
+int	store_slot_take(const char *rundir, const char *ep, long i, char *err,
+	    size_t errlen);
+/* Give back a slot taken by store_slot_take. */
+void	store_slot_give(const char *ep, long i);
+
+#endif
