@@ -19,21 +19,42 @@ export RFP_TEST_TAG=${BATS_TEST_TMPDIR:-}
 # Collapse every protocol delay: 1 s of backoff or Retry-After is 10 ms.
 export RFPIPE_TIME_SCALE=${RFPIPE_TIME_SCALE:-0.01}
 
-# mock_start SCENARIO: start the mock portal; sets MOCK_PORT, MOCK_URL,
-# MOCK_LOG.  It is stopped by mock_stop (call it from teardown).
+# ready_start NAME CMD...: start CMD in the background with its fd 4 on a
+# FIFO and its stderr in NAME.err, and wait (10 s at most) for the line it
+# writes on fd 4 once it serves; sets READY_PID and READY_LINE.  Fails,
+# saying why and CMD's stderr, when CMD closes fd 4 (or exits) with no line.
+ready_start() {
+	local name=$1 fifo=$BATS_TEST_TMPDIR/$1.ready rc=0 why
+	shift
+	rm -f "$fifo"
+	mkfifo "$fifo"
+	"$@" 4>"$fifo" >/dev/null 2>"$BATS_TEST_TMPDIR/$name.err" 3>&- &
+	READY_PID=$!
+	READY_LINE=
+	read -r -t 10 READY_LINE <"$fifo" || rc=$?
+	rm -f "$fifo"
+	if [ "$rc" -ne 0 ] || [ -z "$READY_LINE" ]; then
+		why="fd 4 closed with no line"
+		[ "$rc" -gt 128 ] && why="no line on fd 4 in 10 s"
+		echo "$name: $why: $(cat "$BATS_TEST_TMPDIR/$name.err")" >&2
+		kill "$READY_PID" 2>/dev/null
+		wait "$READY_PID" 2>/dev/null
+		READY_PID=
+		return 1
+	fi
+}
+
+# mock_start SCENARIO [OPTION...]: start the mock portal with OPTIONs, once
+# it said it listens; sets MOCK_PORT, MOCK_URL, MOCK_LOG, MOCK_PID.  It is
+# stopped by mock_stop (call it from teardown).
 mock_start() {
-	local scen=$1 i
+	local scen=$1
+	shift
 	MOCK_LOG=$BATS_TEST_TMPDIR/mock.log
-	rm -f "$BATS_TEST_TMPDIR/mock.port"
-	rfp-mockportal --scenario "$scen" --port 0 \
-	    --port-file "$BATS_TEST_TMPDIR/mock.port" --log "$MOCK_LOG" \
-	    >/dev/null 2>"$BATS_TEST_TMPDIR/mock.err" 3>&- &
-	MOCK_PID=$!
-	for i in $(seq 1 1000); do
-		[ -s "$BATS_TEST_TMPDIR/mock.port" ] && break
-		sleep 0.01
-	done
-	MOCK_PORT=$(cat "$BATS_TEST_TMPDIR/mock.port")
+	ready_start mock rfp-mockportal --scenario "$scen" --port 0 \
+	    --ready-fd 4 --log "$MOCK_LOG" "$@" || return 1
+	MOCK_PID=$READY_PID
+	MOCK_PORT=$READY_LINE
 	MOCK_URL=http://127.0.0.1:$MOCK_PORT
 	export MOCK_PORT MOCK_URL MOCK_LOG MOCK_PID
 }
