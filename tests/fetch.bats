@@ -657,32 +657,6 @@ redirected() {
 	check rl-1 '.status == 200 and .ratelimit.limit == 1 and (.ratelimit.remaining | type) == "number" and (.ratelimit.reset_s | type) == "number"'
 }
 
-@test "fetch: empty input exits 0 with no output" {
-	run --separate-stderr rfp-fetch </dev/null
-	assert_success
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
-}
-
-@test "fetch: bad option values exit 2 naming the option" {
-	local opt val msg
-	while IFS='|' read -r opt val msg; do
-		run --separate-stderr -2 rfp-fetch "$opt" "$val" </dev/null
-		[ "$output" = "" ] || { echo "$opt $val wrote stdout"; return 1; }
-		[[ "${stderr_lines[0]}" == "rfp-fetch: option $msg"* ]] ||
-		    { echo "$opt $val: ${stderr_lines[0]}"; return 1; }
-	done <<'EOF'
--j|0|--jobs: expected an integer from 1 to 4096, got "0"
---jobs|x|--jobs: expected an integer from 1 to 4096, got "x"
---max-body|0|--max-body: expected an integer from 1 to
---max-body|1k|--max-body: expected an integer from 1 to
---max-redirects|-1|--max-redirects: expected an integer from 0 to 50
---timeout|soon|--timeout: expected a duration such as "30s" or "1h30m", got "soon"
---connect-timeout|-5|--connect-timeout: expected a duration
---deadline|never|--deadline: cannot read "never" as a time
-EOF
-}
-
 @test "fetch: a misspelt config key exits 2 naming file:line" {
 	cd "$BATS_TEST_TMPDIR"
 	printf 'concurrency: 2\ntimeout: 30s\nmax_bodyy: 100\n' >rfpipe.yaml
@@ -694,33 +668,4 @@ EOF
 	run --separate-stderr rfp-fetch --insecure </dev/null
 	assert_success
 	[[ "${stderr_lines[0]}" == 'rfp-fetch: WARNING: --insecure:'* ]]
-}
-
-@test "fetch: RFPIPE_TIME_SCALE outside (0, 1] exits 2" {
-	RFPIPE_TIME_SCALE=abc run --separate-stderr -2 rfp-fetch </dev/null
-	[ "${stderr_lines[0]}" = 'rfp-fetch: environment RFPIPE_TIME_SCALE: expected a number in (0, 1], got "abc"' ]
-}
-
-@test "fetch: --help exits 0 and prints the usage on stdout" {
-	run --separate-stderr rfp-fetch --help
-	assert_success
-	[[ "$output" == 'usage: rfp-fetch '* ]]
-	[[ "$output" == *'[--resume]'* ]]
-}
-
-@test "fetch: an unknown option exits 2 with the usage on stderr" {
-	run --separate-stderr -2 rfp-fetch --bogus </dev/null
-	[ "$output" = "" ]
-	[[ "$stderr" == *'usage: rfp-fetch '* ]]
-}
-
-@test "fetch: an operand exits 2 naming it" {
-	run --separate-stderr -2 rfp-fetch manifest.ndjson </dev/null
-	[ "${stderr_lines[0]}" = 'rfp-fetch: unexpected argument "manifest.ndjson"' ]
-}
-
-@test "fetch: a failed write to stdout exits 1" {
-	echo 'not json' >"$BATS_TEST_TMPDIR/m"
-	run -1 sh -c 'rfp-fetch <"$1" >/dev/full' sh "$BATS_TEST_TMPDIR/m"
-	[[ "$output" == *'rfp-fetch: write stdout: No space left on device'* ]]
 }
