@@ -25,15 +25,6 @@ cpu_of() {
 	awk '{ print $1 + $2 }' "$1"
 }
 
-# total_requests: how many requests the mock saw.
-total_requests() {
-	if [ -s "$MOCK_LOG" ]; then
-		jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG"
-	else
-		echo 0
-	fi
-}
-
 @test "fetch: a 200 adds attempt 1, status 200, bytes, sha256 and body_path" {
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 3 >"$BATS_TEST_TMPDIR/m"
@@ -182,7 +173,7 @@ total_requests() {
 	RD=$BATS_TEST_TMPDIR/a/b/run
 	run --separate-stderr rfp-fetch --run-dir "$RD" <"$(fixture hostile.ndjson)"
 	assert_success
-	[ "$(total_requests)" -eq 3 ]
+	[ "$(requests_for)" -eq 3 ]
 	[ "$(requests_for /nih/good-1)" -eq 1 ]
 	[ "$(requests_for /nih/escape)" -eq 0 ]
 	[ "$(requests_for /nih/crlf)" -eq 0 ]
@@ -338,7 +329,7 @@ total_requests() {
 	run --separate-stderr rfp-fetch --deadline +200ms <"$BATS_TEST_TMPDIR/m"
 	assert_success
 	check held '.fate == "dead" and .dead_reason == "deadline_cut"'
-	[ "$(total_requests)" -eq 0 ]
+	[ "$(requests_for)" -eq 0 ]
 }
 
 @test "fetch: a deadline already past sends nothing and cuts every record" {
@@ -347,7 +338,7 @@ total_requests() {
 	run --separate-stderr rfp-fetch --deadline +0s <"$BATS_TEST_TMPDIR/m"
 	assert_success
 	[ "$(jq -s '[.[] | select(.fate == "dead" and .dead_reason == "deadline_cut")] | length' <<<"$output")" -eq 3 ]
-	[ "$(total_requests)" -eq 0 ]
+	[ "$(requests_for)" -eq 0 ]
 }
 
 @test "fetch: -j 3 never has more than 3 requests in flight" {
@@ -404,11 +395,11 @@ total_requests() {
 	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
 	for _ in $(seq 1 100); do
-		[ "$(total_requests)" -ge 2 ] && break
+		[ "$(requests_for)" -ge 2 ] && break
 		sleep 0.05
 	done
 	sleep 0.3	# time enough for more to go, were they let
-	n=$(total_requests)
+	n=$(requests_for)
 	cat "$RD/docs/.part/doc-1" >"$BATS_TEST_TMPDIR/body-1"
 	wait "$pid"
 	echo "requests while doc-1 was stuck in filing: $n"

@@ -90,11 +90,6 @@ one() {
 	curl -s -o /dev/null -w '%{http_code}\n' "$MOCK_URL$1"
 }
 
-# logged FILTER: how many lines of the mock's log pass the jq FILTER.
-logged() {
-	jq -s "[.[] | select($1)] | length" "$MOCK_LOG"
-}
-
 # header NAME: the value of header NAME in the headers in $output.
 header() {
 	tr -d '\r' <<<"$output" | sed -n "s/^$1: //Ip" | head -n 1

@@ -142,24 +142,29 @@ help_opts() {
 	} | sort -u
 }
 
-# mock_overlap ENDPOINT DELAY: the most requests to ENDPOINT the mock was
-# serving at once, each counted from its arrival (t) to its answer
-# (t_answer) plus DELAY, the seconds its route's delay_ms holds it (as
-# scaled).  Not the log's own inflight: the mock counts a request until its
-# completion callback, which under load runs after the client has had the
-# answer and sent its next request, so inflight can pass a ceiling the
-# client kept.
+# mock_overlap ENDPOINT DELAY [FILTER]: the most requests to ENDPOINT (and
+# passing the jq FILTER, if given) the mock was serving at once, each
+# counted from its arrival (t) to its answer (t_answer) plus DELAY, the
+# seconds its route's delay_ms holds it (as scaled).  Not the log's own
+# inflight: the mock counts a request until its completion callback, which
+# under load runs after the client has had the answer and sent its next
+# request, so inflight can pass a ceiling the client kept.
 mock_overlap() {
 	jq -s --arg ep "$1" --argjson d "$2" '
-	    [.[] | select(.kind == "request" and .endpoint == $ep) |
-	        {t, end: (.t_answer + $d)}] as $r |
+	    [.[] | select(.kind == "request" and .endpoint == $ep and
+	        ('"${3:-true}"')) | {t, end: (.t_answer + $d)}] as $r |
 	    [$r[] | .t as $t | [$r[] | select(.t <= $t and $t < .end)] |
 	        length] | max // 0' "$MOCK_LOG"
 }
 
-# requests_for PATH: how many requests the mock saw for PATH.
+# logged FILTER: how many lines of the mock's log pass the jq FILTER.
+logged() {
+	jq -s "[.[] | select($1)] | length" "$MOCK_LOG"
+}
+
+# requests_for [PATH]: how many requests the mock saw (for PATH).
 requests_for() {
-	jq -s --arg p "$1" '[.[] | select(.kind == "request" and .path == $p)] | length' "$MOCK_LOG"
+	logged '.kind == "request"'"${1:+ and .path == \"$1\"}"
 }
 
 # The driver, as installed it would be "rfpipe".
@@ -204,4 +209,25 @@ descendants() {
 		echo "$p"
 		descendants "$p"
 	done
+}
+
+# kill_stage_at RUN PID STAGE N [SECONDS]: once N records are filed in RUN
+# (results.ndjson and dead.ndjson; waiting SECONDS at most, default 20),
+# SIGKILL the rfp-STAGE below PID.  Fails when there is none: the kill must
+# land mid-run, or the test proves nothing.
+kill_stage_at() {
+	local run=$1 pid=$2 stage=$3 want=$4 end=$((SECONDS + ${5:-20})) p victim=
+	while [ "$SECONDS" -lt "$end" ]; do
+		[ "$(cat "$run/results.ndjson" "$run/dead.ndjson" 2>/dev/null |
+		    wc -l)" -ge "$want" ] && break
+		sleep 0.005
+	done
+	for p in $(descendants "$pid"); do
+		[ "$(ps -o comm= -p "$p" 2>/dev/null)" = "rfp-$stage" ] && victim=$p
+	done
+	if [ -z "$victim" ]; then
+		echo "kill_stage_at: no rfp-$stage below $pid" >&2
+		return 1
+	fi
+	kill -KILL "$victim"
 }
