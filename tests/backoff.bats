@@ -319,39 +319,6 @@ EOF
 	[ "${stderr_lines[0]}" = 'rfp-backoff: rfpipe.yaml:3: unknown key "max_atempts"' ]
 }
 
-@test "backoff: a misspelt endpoint key exits 2 naming file:line" {
-	cd "$BATS_TEST_TMPDIR"
-	printf 'endpoints:\n  nih:\n    rate: 2\n    concurency: 4\n' >rfpipe.yaml
-	run --separate-stderr -2 rfp-backoff --config rfpipe.yaml </dev/null
-	[ "${stderr_lines[0]}" = 'rfp-backoff: rfpipe.yaml:4: unknown key "concurency"' ]
-}
-
-@test "backoff: a config value of the wrong type exits 2 naming file:line and key" {
-	cd "$BATS_TEST_TMPDIR"
-	printf 'base: 1s\nmax_attempts: many\n' >rfpipe.yaml
-	run --separate-stderr -2 rfp-backoff --config rfpipe.yaml </dev/null
-	[[ "${stderr_lines[0]}" == 'rfp-backoff: rfpipe.yaml:2: key "max_attempts": expected an integer'* ]]
-}
-
-@test "backoff: a config with a duplicate key exits 2 naming file:line" {
-	cd "$BATS_TEST_TMPDIR"
-	printf 'cap: 1s\nbase: 1s\ncap: 2s\n' >rfpipe.yaml
-	run --separate-stderr -2 rfp-backoff --config rfpipe.yaml </dev/null
-	[ "${stderr_lines[0]}" = 'rfp-backoff: rfpipe.yaml:3: duplicate key "cap"' ]
-}
-
-@test "backoff: a config with a second YAML document is refused, not half read" {
-	cd "$BATS_TEST_TMPDIR"
-	printf 'base: 1s\n---\nmax_atempts: 3\n' >rfpipe.yaml
-	run --separate-stderr -2 rfp-backoff --config rfpipe.yaml </dev/null
-	[[ "${stderr_lines[0]}" == 'rfp-backoff: rfpipe.yaml:'* ]]
-}
-
-@test "backoff: a missing config file exits 2 naming it" {
-	run --separate-stderr -2 rfp-backoff --config "$BATS_TEST_TMPDIR/nope.yaml" </dev/null
-	[ "${stderr_lines[0]}" = "rfp-backoff: open $BATS_TEST_TMPDIR/nope.yaml: No such file or directory" ]
-}
-
 @test "backoff: config values apply and flags win over them" {
 	backoff_json --config "$F/config.yaml" -- '{"id":"a","class":"transient","attempt":2}'
 	assert_success

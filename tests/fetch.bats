@@ -648,13 +648,6 @@ redirected() {
 	check rl-1 '.status == 200 and .ratelimit.limit == 1 and (.ratelimit.remaining | type) == "number" and (.ratelimit.reset_s | type) == "number"'
 }
 
-@test "fetch: a misspelt config key exits 2 naming file:line" {
-	cd "$BATS_TEST_TMPDIR"
-	printf 'concurrency: 2\ntimeout: 30s\nmax_bodyy: 100\n' >rfpipe.yaml
-	run --separate-stderr -2 rfp-fetch --config rfpipe.yaml </dev/null
-	[ "${stderr_lines[0]}" = 'rfp-fetch: rfpipe.yaml:3: unknown key "max_bodyy"' ]
-}
-
 @test "fetch: --insecure warns on stderr" {
 	run --separate-stderr rfp-fetch --insecure </dev/null
 	assert_success

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # The command line every stage shares, tested on each: --help, a bad
-# option, a bad value, an operand, RFPIPE_TIME_SCALE, empty input and a
-# failed write to stdout, all worded the project's way with its own name.
+# option, a bad value, an operand, a bad --config, RFPIPE_TIME_SCALE, empty
+# input and a failed write to stdout, all worded the project's way with its
+# own name.
 
 load test_helper
 
@@ -99,6 +100,29 @@ rfp-backoff|--max-retry-after|1 h|--max-retry-after: expected a duration
 rfp-backoff|--deadline|tomorrow|--deadline: cannot read "tomorrow" as a time
 rfp-backoff|--deadline|25:00|--deadline: cannot read "25:00" as a time
 EOF
+}
+
+@test "options: a bad --config exits 2 naming file:line, nothing on stdout, on every stage that reads one" {
+	local s yaml msg
+	cd "$BATS_TEST_TMPDIR"
+	for s in rfp-fetch rfp-parse rfp-classify rfp-backoff; do
+		while IFS='|' read -r yaml msg; do
+			printf '%b' "$yaml" >rfpipe.yaml
+			run --separate-stderr -2 "$s" --config rfpipe.yaml </dev/null
+			[ -z "$output" ] || fail "$s, $yaml: wrote $output"
+			# shellcheck disable=SC2053  # MSG: a pattern
+			[[ ${stderr_lines[0]} == "$s: "$msg ]] ||
+			    fail "$s, $yaml: ${stderr_lines[0]}"
+		done <<'EOF'
+concurrency: 2\ntimeout: 30s\nmax_bodyy: 100\n|rfpipe.yaml:3: unknown key "max_bodyy"
+endpoints:\n  nih:\n    rate: 2\n    concurency: 4\n|rfpipe.yaml:4: unknown key "concurency"
+base: 1s\nmax_attempts: many\n|rfpipe.yaml:2: key "max_attempts": expected an integer*
+cap: 1s\nbase: 1s\ncap: 2s\n|rfpipe.yaml:3: duplicate key "cap"
+base: 1s\n---\nmax_atempts: 3\n|rfpipe.yaml:*
+EOF
+		run --separate-stderr -2 "$s" --config "$BATS_TEST_TMPDIR/nope.yaml" </dev/null
+		[ "${stderr_lines[0]}" = "$s: open $BATS_TEST_TMPDIR/nope.yaml: No such file or directory" ]
+	done
 }
 
 @test "options: RFPIPE_TIME_SCALE outside (0, 1] exits 2 naming it, on every stage that keeps time" {
