@@ -10,10 +10,6 @@ setup() {
 	RD=$BATS_TEST_TMPDIR/run
 }
 
-teardown() {
-	mock_stop
-}
-
 # fixture NAME: the fixture with @MOCK@ replaced by the mock's URL, as a file.
 fixture() {
 	sed "s|@MOCK@|$MOCK_URL|g" "$F/$1" >"$BATS_TEST_TMPDIR/$1"

@@ -12,10 +12,6 @@ setup() {
 	M=$BATS_TEST_TMPDIR/m
 }
 
-teardown() {
-	mock_stop
-}
-
 # as_other CMD...: run CMD as the unprivileged user nobody when root (a
 # mode means nothing to root), as is otherwise.
 as_other() {

@@ -10,10 +10,6 @@ setup() {
 	export RFPIPE_TIME_SCALE=0.1
 }
 
-teardown() {
-	mock_stop
-}
-
 # scenario ENDPOINT LIMITS [ROUTE-KEYS]: one route /ENDPOINT/* with limits.
 scenario() {
 	printf 'routes:\n  - {match: "/%s/*", endpoint: %s, %slimits: [%s]}\n' \

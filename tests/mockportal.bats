@@ -4,10 +4,6 @@
 
 load test_helper
 
-teardown() {
-	mock_stop
-}
-
 # scenario TEXT: write a scenario file and try to start the portal on it.
 scenario() {
 	printf '%s\n' "$1" >"$BATS_TEST_TMPDIR/s.yaml"

@@ -18,10 +18,6 @@ setup() {
 	} >"$BATS_TEST_TMPDIR/m"
 }
 
-teardown() {
-	mock_stop
-}
-
 # crash_and_resume SEED STAGE [CONFIG]
 crash_and_resume() {
 	local seed=$1 stage=$2 conf=${3:-$FIX/pipeline/crash-rfpipe.yaml} want pid first

@@ -1,5 +1,5 @@
-# Shared by every suite: bin/ first in PATH, bats-support/-assert, and the
-# mock portal started on a free loopback port.
+# Shared by every suite: bin/ first in PATH, bats-support/-assert, the
+# mock portal started on a free loopback port and stopped after each test.
 # shellcheck shell=bash
 
 bats_require_minimum_version 1.5.0
@@ -59,13 +59,35 @@ mock_start() {
 	export MOCK_PORT MOCK_URL MOCK_LOG MOCK_PID
 }
 
+# mock2_start SCENARIO: a second portal, another origin (its own port);
+# sets MOCK2_URL, MOCK2_LOG, MOCK2_PID.  mock_stop stops it too.
+mock2_start() {
+	MOCK2_LOG=$BATS_TEST_TMPDIR/mock2.log
+	ready_start mock2 rfp-mockportal --scenario "$1" --port 0 \
+	    --ready-fd 4 --log "$MOCK2_LOG" || return 1
+	MOCK2_PID=$READY_PID
+	MOCK2_URL=http://127.0.0.1:$READY_LINE
+	export MOCK2_URL MOCK2_LOG MOCK2_PID
+}
+
+# mock_stop: stop the portals mock_start and mock2_start started, and
+# what a test that did not complete left running (strays).
 mock_stop() {
-	if [ -n "${MOCK_PID:-}" ]; then
-		kill "$MOCK_PID" 2>/dev/null
-		wait "$MOCK_PID" 2>/dev/null
-		MOCK_PID=
-	fi
+	local p
+	for p in "${MOCK_PID:-}" "${MOCK2_PID:-}"; do
+		[ -n "$p" ] || continue
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	MOCK_PID=
+	MOCK2_PID=
 	strays
+}
+
+# teardown: mock_stop after every test; a suite with more to undo defines
+# its own, and calls mock_stop from it.
+teardown() {
+	mock_stop
 }
 
 # kill_tagged: kill every process that carries this test's RFP_TEST_TAG,

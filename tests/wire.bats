@@ -8,24 +8,6 @@ setup() {
 	RUN=$BATS_TEST_TMPDIR/run
 }
 
-teardown() {
-	mock_stop
-	if [ -n "${MOCK2_PID:-}" ]; then
-		kill "$MOCK2_PID" 2>/dev/null
-		wait "$MOCK2_PID" 2>/dev/null
-	fi
-}
-
-# mock2_start SCENARIO: a second portal, another origin (its own port);
-# sets MOCK2_URL, MOCK2_LOG.
-mock2_start() {
-	MOCK2_LOG=$BATS_TEST_TMPDIR/mock2.log
-	ready_start mock2 rfp-mockportal --scenario "$1" --port 0 \
-	    --ready-fd 4 --log "$MOCK2_LOG" || return 1
-	MOCK2_PID=$READY_PID
-	MOCK2_URL=http://127.0.0.1:$READY_LINE
-}
-
 # mock_tls_start SCENARIO: the main portal over https, with a certificate
 # for 127.0.0.1 made for the test ($CA, for --ca-file); sets what
 # mock_start sets, MOCK_URL in https.
