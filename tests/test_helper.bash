@@ -46,7 +46,7 @@ ready_start() {
 
 # mock_start SCENARIO [OPTION...]: start the mock portal with OPTIONs, once
 # it said it listens; sets MOCK_PORT, MOCK_URL, MOCK_LOG, MOCK_PID.  It is
-# stopped by mock_stop (call it from teardown).
+# stopped by mock_stop (the teardown below calls it).
 mock_start() {
 	local scen=$1
 	shift
@@ -186,7 +186,8 @@ logged() {
 
 # requests_for [PATH]: how many requests the mock saw (for PATH).
 requests_for() {
-	logged '.kind == "request"'"${1:+ and .path == \"$1\"}"
+	jq -s --arg p "${1:-}" '[.[] | select(.kind == "request" and
+	    ($p == "" or .path == $p))] | length' "$MOCK_LOG"
 }
 
 # The driver, as installed it would be "rfpipe".
