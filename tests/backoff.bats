@@ -302,29 +302,6 @@ EOF
 	[ "${stderr_lines[0]}" = 'rfp-backoff: option --max-attempts: expected an integer from 1 to 1000, got "x"' ]
 }
 
-@test "backoff: bad option values exit 2 naming the option" {
-	local opt val msg
-	while IFS='|' read -r opt val msg; do
-		run --separate-stderr -2 rfp-backoff "--$opt" "$val" </dev/null
-		[ "$output" = "" ] || { echo "--$opt $val wrote stdout"; return 1; }
-		[[ "${stderr_lines[0]}" == "rfp-backoff: option --$opt: $msg"* ]] ||
-		    { echo "--$opt $val: ${stderr_lines[0]}"; return 1; }
-	done <<'EOF'
-max-attempts|0|expected an integer from 1 to 1000, got "0"
-max-attempts|5x|expected an integer from 1 to 1000, got "5x"
-admitted|-1|expected an integer from 0 to
-seed|-3|expected an integer from 0 to
-seed| 7|expected an integer from 0 to
-budget|3y|expected a count or a multiple such as "3x", got "3y"
-budget|-2|expected a count or a multiple
-base|soon|expected a duration such as "30s" or "1h30m", got "soon"
-cap|-1s|expected a duration
-max-retry-after|1 h|expected a duration
-deadline|tomorrow|cannot read "tomorrow" as a time
-deadline|25:00|cannot read "25:00" as a time
-EOF
-}
-
 @test "backoff: --resolve-deadline prints the deadline as @epoch" {
 	run --separate-stderr rfp-backoff --resolve-deadline 2026-11-30T06:00Z
 	assert_success
@@ -342,39 +319,6 @@ EOF
 	[ "${stderr_lines[0]}" = 'rfp-backoff: rfpipe.yaml:3: unknown key "max_atempts"' ]
 }
 
-@test "backoff: a misspelt endpoint key exits 2 naming file:line" {
-	cd "$BATS_TEST_TMPDIR"
-	printf 'endpoints:\n  nih:\n    rate: 2\n    concurency: 4\n' >rfpipe.yaml
-	run --separate-stderr -2 rfp-backoff --config rfpipe.yaml </dev/null
-	[ "${stderr_lines[0]}" = 'rfp-backoff: rfpipe.yaml:4: unknown key "concurency"' ]
-}
-
-@test "backoff: a config value of the wrong type exits 2 naming file:line and key" {
-	cd "$BATS_TEST_TMPDIR"
-	printf 'base: 1s\nmax_attempts: many\n' >rfpipe.yaml
-	run --separate-stderr -2 rfp-backoff --config rfpipe.yaml </dev/null
-	[[ "${stderr_lines[0]}" == 'rfp-backoff: rfpipe.yaml:2: key "max_attempts": expected an integer'* ]]
-}
-
-@test "backoff: a config with a duplicate key exits 2 naming file:line" {
-	cd "$BATS_TEST_TMPDIR"
-	printf 'cap: 1s\nbase: 1s\ncap: 2s\n' >rfpipe.yaml
-	run --separate-stderr -2 rfp-backoff --config rfpipe.yaml </dev/null
-	[ "${stderr_lines[0]}" = 'rfp-backoff: rfpipe.yaml:3: duplicate key "cap"' ]
-}
-
-@test "backoff: a config with a second YAML document is refused, not half read" {
-	cd "$BATS_TEST_TMPDIR"
-	printf 'base: 1s\n---\nmax_atempts: 3\n' >rfpipe.yaml
-	run --separate-stderr -2 rfp-backoff --config rfpipe.yaml </dev/null
-	[[ "${stderr_lines[0]}" == 'rfp-backoff: rfpipe.yaml:'* ]]
-}
-
-@test "backoff: a missing config file exits 2 naming it" {
-	run --separate-stderr -2 rfp-backoff --config "$BATS_TEST_TMPDIR/nope.yaml" </dev/null
-	[ "${stderr_lines[0]}" = "rfp-backoff: open $BATS_TEST_TMPDIR/nope.yaml: No such file or directory" ]
-}
-
 @test "backoff: config values apply and flags win over them" {
 	backoff_json --config "$F/config.yaml" -- '{"id":"a","class":"transient","attempt":2}'
 	assert_success
@@ -390,35 +334,6 @@ EOF
 	run --separate-stderr rfp-backoff --config "$F/config.yaml" <"$F/transient10.ndjson"
 	[ "$(jq -c -s 'map(.delay_s)' <<<"$output")" = "$a" ]
 	[ "$(count '.fate == "retry"')" -eq 10 ]
-}
-
-@test "backoff: RFPIPE_TIME_SCALE outside (0, 1] exits 2" {
-	RFPIPE_TIME_SCALE=5 run --separate-stderr -2 rfp-backoff </dev/null
-	[ "${stderr_lines[0]}" = 'rfp-backoff: environment RFPIPE_TIME_SCALE: expected a number in (0, 1], got "5"' ]
-}
-
-@test "backoff: --help exits 0 and prints the usage on stdout" {
-	run --separate-stderr rfp-backoff --help
-	assert_success
-	[[ "$output" == 'usage: rfp-backoff '* ]]
-	[[ "$output" == *'--max-attempts N'* ]]
-	[ "$stderr" = "" ]
-}
-
-@test "backoff: an unknown option exits 2 with the usage on stderr" {
-	run --separate-stderr -2 rfp-backoff --bogus </dev/null
-	[ "$output" = "" ]
-	[[ "$stderr" == *'usage: rfp-backoff '* ]]
-}
-
-@test "backoff: an operand exits 2 naming it" {
-	run --separate-stderr -2 rfp-backoff extra </dev/null
-	[ "${stderr_lines[0]}" = 'rfp-backoff: unexpected argument "extra"' ]
-}
-
-@test "backoff: a failed write to stdout exits 1" {
-	run -1 sh -c 'rfp-backoff --seed 1 <"$1" >/dev/full' sh "$F/mixed.ndjson"
-	[[ "$output" == *'rfp-backoff: '* ]]
 }
 
 @test "backoff: the fast path and the full parse write the same records" {

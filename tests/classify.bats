@@ -232,42 +232,6 @@ classify_json() {
 	[ "${stderr_lines[0]}" = 'rfp-classify: line 2: line longer than 1114112 bytes' ]
 }
 
-@test "classify: empty input gives empty output and exit 0" {
-	run --separate-stderr rfp-classify </dev/null
-	assert_success
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
-}
-
-@test "classify: --help exits 0 and prints the usage on stdout" {
-	run --separate-stderr rfp-classify --help
-	assert_success
-	[[ "$output" == 'usage: rfp-classify '* ]]
-	[ "$stderr" = "" ]
-	run --separate-stderr rfp-classify -h
-	assert_success
-	[[ "$output" == 'usage: rfp-classify '* ]]
-}
-
-@test "classify: an unknown option exits 2 with the usage on stderr" {
-	run --separate-stderr -2 rfp-classify --bogus </dev/null
-	[ "$output" = "" ]
-	[[ "$stderr" == *'usage: rfp-classify '* ]]
-	[[ "${stderr_lines[0]}" == 'rfp-classify: '*bogus* ]]
-}
-
-@test "classify: an operand exits 2 naming it" {
-	run --separate-stderr -2 rfp-classify input.ndjson </dev/null
-	[ "${stderr_lines[0]}" = 'rfp-classify: unexpected argument "input.ndjson"' ]
-	[[ "$stderr" == *'usage: rfp-classify '* ]]
-}
-
-@test "classify: a failed write to stdout exits 1" {
-	echo '{"id":"a","status":200}' >"$BATS_TEST_TMPDIR/in"
-	run -1 sh -c 'rfp-classify <"$1" >/dev/full' sh "$BATS_TEST_TMPDIR/in"
-	[[ "$output" == 'rfp-classify: '*'No space left on device'* ]]
-}
-
 @test "classify: the fast path and the full parse write the same records and warnings" {
 	# A twin with an escaped key ("\u0070ad" is "pad") is outside the
 	# fast scan's subset, so it goes the jansson way.

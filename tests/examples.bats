@@ -14,10 +14,6 @@ setup() {
 	export ALL_PROXY=http://127.0.0.1:9 no_proxy=127.0.0.1 NO_PROXY=127.0.0.1
 }
 
-teardown() {
-	mock_stop
-}
-
 @test "examples: each portal has a manifest and a configuration that opens citing the portal's documentation" {
 	local d
 	for d in $PORTALS; do

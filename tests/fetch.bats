@@ -10,10 +10,6 @@ setup() {
 	RD=$BATS_TEST_TMPDIR/run
 }
 
-teardown() {
-	mock_stop
-}
-
 # fixture NAME: the fixture with @MOCK@ replaced by the mock's URL, as a file.
 fixture() {
 	sed "s|@MOCK@|$MOCK_URL|g" "$F/$1" >"$BATS_TEST_TMPDIR/$1"
@@ -23,15 +19,6 @@ fixture() {
 # cpu_of FILE: user + system seconds that bash's time wrote to FILE.
 cpu_of() {
 	awk '{ print $1 + $2 }' "$1"
-}
-
-# total_requests: how many requests the mock saw.
-total_requests() {
-	if [ -s "$MOCK_LOG" ]; then
-		jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG"
-	else
-		echo 0
-	fi
 }
 
 @test "fetch: a 200 adds attempt 1, status 200, bytes, sha256 and body_path" {
@@ -182,7 +169,7 @@ total_requests() {
 	RD=$BATS_TEST_TMPDIR/a/b/run
 	run --separate-stderr rfp-fetch --run-dir "$RD" <"$(fixture hostile.ndjson)"
 	assert_success
-	[ "$(total_requests)" -eq 3 ]
+	[ "$(requests_for)" -eq 3 ]
 	[ "$(requests_for /nih/good-1)" -eq 1 ]
 	[ "$(requests_for /nih/escape)" -eq 0 ]
 	[ "$(requests_for /nih/crlf)" -eq 0 ]
@@ -338,7 +325,7 @@ total_requests() {
 	run --separate-stderr rfp-fetch --deadline +200ms <"$BATS_TEST_TMPDIR/m"
 	assert_success
 	check held '.fate == "dead" and .dead_reason == "deadline_cut"'
-	[ "$(total_requests)" -eq 0 ]
+	[ "$(requests_for)" -eq 0 ]
 }
 
 @test "fetch: a deadline already past sends nothing and cuts every record" {
@@ -347,7 +334,7 @@ total_requests() {
 	run --separate-stderr rfp-fetch --deadline +0s <"$BATS_TEST_TMPDIR/m"
 	assert_success
 	[ "$(jq -s '[.[] | select(.fate == "dead" and .dead_reason == "deadline_cut")] | length' <<<"$output")" -eq 3 ]
-	[ "$(total_requests)" -eq 0 ]
+	[ "$(requests_for)" -eq 0 ]
 }
 
 @test "fetch: -j 3 never has more than 3 requests in flight" {
@@ -404,11 +391,11 @@ total_requests() {
 	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
 	for _ in $(seq 1 100); do
-		[ "$(total_requests)" -ge 2 ] && break
+		[ "$(requests_for)" -ge 2 ] && break
 		sleep 0.05
 	done
 	sleep 0.3	# time enough for more to go, were they let
-	n=$(total_requests)
+	n=$(requests_for)
 	cat "$RD/docs/.part/doc-1" >"$BATS_TEST_TMPDIR/body-1"
 	wait "$pid"
 	echo "requests while doc-1 was stuck in filing: $n"
@@ -657,70 +644,8 @@ redirected() {
 	check rl-1 '.status == 200 and .ratelimit.limit == 1 and (.ratelimit.remaining | type) == "number" and (.ratelimit.reset_s | type) == "number"'
 }
 
-@test "fetch: empty input exits 0 with no output" {
-	run --separate-stderr rfp-fetch </dev/null
-	assert_success
-	[ "$output" = "" ]
-	[ "$stderr" = "" ]
-}
-
-@test "fetch: bad option values exit 2 naming the option" {
-	local opt val msg
-	while IFS='|' read -r opt val msg; do
-		run --separate-stderr -2 rfp-fetch "$opt" "$val" </dev/null
-		[ "$output" = "" ] || { echo "$opt $val wrote stdout"; return 1; }
-		[[ "${stderr_lines[0]}" == "rfp-fetch: option $msg"* ]] ||
-		    { echo "$opt $val: ${stderr_lines[0]}"; return 1; }
-	done <<'EOF'
--j|0|--jobs: expected an integer from 1 to 4096, got "0"
---jobs|x|--jobs: expected an integer from 1 to 4096, got "x"
---max-body|0|--max-body: expected an integer from 1 to
---max-body|1k|--max-body: expected an integer from 1 to
---max-redirects|-1|--max-redirects: expected an integer from 0 to 50
---timeout|soon|--timeout: expected a duration such as "30s" or "1h30m", got "soon"
---connect-timeout|-5|--connect-timeout: expected a duration
---deadline|never|--deadline: cannot read "never" as a time
-EOF
-}
-
-@test "fetch: a misspelt config key exits 2 naming file:line" {
-	cd "$BATS_TEST_TMPDIR"
-	printf 'concurrency: 2\ntimeout: 30s\nmax_bodyy: 100\n' >rfpipe.yaml
-	run --separate-stderr -2 rfp-fetch --config rfpipe.yaml </dev/null
-	[ "${stderr_lines[0]}" = 'rfp-fetch: rfpipe.yaml:3: unknown key "max_bodyy"' ]
-}
-
 @test "fetch: --insecure warns on stderr" {
 	run --separate-stderr rfp-fetch --insecure </dev/null
 	assert_success
 	[[ "${stderr_lines[0]}" == 'rfp-fetch: WARNING: --insecure:'* ]]
-}
-
-@test "fetch: RFPIPE_TIME_SCALE outside (0, 1] exits 2" {
-	RFPIPE_TIME_SCALE=abc run --separate-stderr -2 rfp-fetch </dev/null
-	[ "${stderr_lines[0]}" = 'rfp-fetch: environment RFPIPE_TIME_SCALE: expected a number in (0, 1], got "abc"' ]
-}
-
-@test "fetch: --help exits 0 and prints the usage on stdout" {
-	run --separate-stderr rfp-fetch --help
-	assert_success
-	[[ "$output" == 'usage: rfp-fetch '* ]]
-	[[ "$output" == *'[--resume]'* ]]
-}
-
-@test "fetch: an unknown option exits 2 with the usage on stderr" {
-	run --separate-stderr -2 rfp-fetch --bogus </dev/null
-	[ "$output" = "" ]
-	[[ "$stderr" == *'usage: rfp-fetch '* ]]
-}
-
-@test "fetch: an operand exits 2 naming it" {
-	run --separate-stderr -2 rfp-fetch manifest.ndjson </dev/null
-	[ "${stderr_lines[0]}" = 'rfp-fetch: unexpected argument "manifest.ndjson"' ]
-}
-
-@test "fetch: a failed write to stdout exits 1" {
-	echo 'not json' >"$BATS_TEST_TMPDIR/m"
-	run -1 sh -c 'rfp-fetch <"$1" >/dev/full' sh "$BATS_TEST_TMPDIR/m"
-	[[ "$output" == *'rfp-fetch: write stdout: No space left on device'* ]]
 }

@@ -12,10 +12,6 @@ setup() {
 	M=$BATS_TEST_TMPDIR/m
 }
 
-teardown() {
-	mock_stop
-}
-
 # as_other CMD...: run CMD as the unprivileged user nobody when root (a
 # mode means nothing to root), as is otherwise.
 as_other() {
@@ -296,20 +292,18 @@ body_record() {
 
 # raw_server RESPONSE: a one-connection-at-a-time server on 127.0.0.1 that
 # answers every request with RESPONSE (backslash escapes as printf %b);
-# sets RAW_PORT.
+# sets RAW_PORT and RAW_PID.
 raw_server() {
-	perl -MIO::Socket::INET -e '
+	ready_start raw perl -MIO::Socket::INET -e '
 	    my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1:0",
 	        Listen => 16, ReuseAddr => 1) or die;
-	    open(my $f, ">", $ARGV[1]) or die; print $f $s->sockport; close $f;
+	    open(my $f, ">&=", 4) or die; print $f $s->sockport, "\n"; close $f;
 	    while (my $c = $s->accept) {
 	        my $req = ""; while (<$c>) { $req .= $_; last if /^\r?\n$/ }
 	        print $c $ARGV[0]; close $c;
-	    }' "$(printf '%b' "$1")" "$BATS_TEST_TMPDIR/raw.port" 3>&- &
-	RAW_PID=$!
-	while [ ! -s "$BATS_TEST_TMPDIR/raw.port" ]; do sleep 0.01; done
-	RAW_PORT=$(cat "$BATS_TEST_TMPDIR/raw.port")
-	rm "$BATS_TEST_TMPDIR/raw.port"
+	    }' "$(printf '%b' "$1")" || return 1
+	RAW_PID=$READY_PID
+	RAW_PORT=$READY_LINE
 }
 
 @test "files: fetch: HTTP/0.9 and status lines 000, 099 and 2000 are error protocol, not scheme (#24)" {

@@ -10,33 +10,11 @@ setup() {
 	export RFPIPE_TIME_SCALE=0.1
 }
 
-teardown() {
-	mock_stop
-}
-
 # scenario ENDPOINT LIMITS [ROUTE-KEYS]: one route /ENDPOINT/* with limits.
 scenario() {
 	printf 'routes:\n  - {match: "/%s/*", endpoint: %s, %slimits: [%s]}\n' \
 	    "$1" "$1" "${3:+$3, }" "$2" >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
-}
-
-# refusals, requests: what the limiter refused, and every request it saw.
-refusals() {
-	jq -s '[.[] | select(.action == "rate_limited")] | length' "$MOCK_LOG"
-}
-requests() {
-	jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG"
-}
-
-# served_overlap ENDPOINT DELAY: the most requests to ENDPOINT the mock
-# served at once (see mock_overlap), refusals left out.
-served_overlap() {
-	jq -s --arg ep "$1" --argjson d "$2" '
-	    [.[] | select(.kind == "request" and .endpoint == $ep and
-	        .action != "rate_limited") | {t, end: (.t_answer + $d)}] as $r |
-	    [$r[] | .t as $t | [$r[] | select(.t <= $t and $t < .end)] |
-	        length] | max // 0' "$MOCK_LOG"
 }
 
 # never_opened: no endpoint's breaker ever left "closed".
@@ -56,9 +34,9 @@ never_opened() {
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 100 ]
 	[ ! -s "$RUN/dead.ndjson" ]
 	never_opened
-	echo "refused $(refusals) of $(requests)"
+	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
 	# The burst spent, the rest paced: not one refusal per document.
-	[ "$(refusals)" -le 15 ]
+	[ "$(logged '.action == "rate_limited"')" -le 15 ]
 }
 
 @test "limiters: a strict 3/s with no burst: all saved, refusals a small share" {
@@ -66,8 +44,8 @@ never_opened() {
 	manifest /s 30 s >"$BATS_TEST_TMPDIR/m"
 	run -0 pipeline.sh -q -j 32 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 30 ]
-	echo "refused $(refusals) of $(requests)"
-	[ "$(refusals)" -le 6 ]
+	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
+	[ "$(logged '.action == "rate_limited"')" -le 6 ]
 }
 
 @test "limiters: a concurrency cap of 4 answering 503 is found and held, and never opens the breaker" {
@@ -76,12 +54,12 @@ never_opened() {
 	run -0 pipeline.sh -q -j 32 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 40 ]
 	never_opened
-	echo "refused $(refusals) of $(requests)"
+	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
 	# Found after a refusal or two, then held: at most a probe more.
-	[ "$(refusals)" -le 4 ]
+	[ "$(logged '.action == "rate_limited"')" -le 4 ]
 	# Held at the cap, not far below it: three or four answered at once.
-	echo "served at once $(served_overlap c 0.025)"
-	[ "$(served_overlap c 0.025)" -ge 3 ]
+	echo "served at once $(mock_overlap c 0.025 '.action != "rate_limited"')"
+	[ "$(mock_overlap c 0.025 '.action != "rate_limited"')" -ge 3 ]
 }
 
 @test "limiters: a daily quota dead-letters the rest as quota, unsent" {
@@ -91,9 +69,9 @@ never_opened() {
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 20 ]
 	[ "$(jq -s 'map(select(.dead_reason == "quota")) | length' "$RUN/dead.ndjson")" -eq 40 ]
 	jq -e -s 'all(.[]; .dead_detail | test("come back"))' "$RUN/dead.ndjson"
-	echo "refused $(refusals) of $(requests)"
+	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
 	# What was in flight when the first refusal came, and nothing after.
-	[ "$(refusals)" -le 8 ]
+	[ "$(logged '.action == "rate_limited"')" -le 8 ]
 	jq -e '.run.dead_by_reason.quota == 40' "$RUN/summary.json"
 }
 

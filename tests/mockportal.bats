@@ -4,10 +4,6 @@
 
 load test_helper
 
-teardown() {
-	mock_stop
-}
-
 # scenario TEXT: write a scenario file and try to start the portal on it.
 scenario() {
 	printf '%s\n' "$1" >"$BATS_TEST_TMPDIR/s.yaml"
@@ -90,14 +86,53 @@ one() {
 	curl -s -o /dev/null -w '%{http_code}\n' "$MOCK_URL$1"
 }
 
-# logged FILTER: how many lines of the mock's log pass the jq FILTER.
-logged() {
-	jq -s "[.[] | select($1)] | length" "$MOCK_LOG"
-}
-
 # header NAME: the value of header NAME in the headers in $output.
 header() {
 	tr -d '\r' <<<"$output" | sed -n "s/^$1: //Ip" | head -n 1
+}
+
+@test "mockportal: --ready-fd gets the port and a newline once it listens, then end of file while it serves" {
+	local f=$BATS_TEST_TMPDIR/ready
+	mkfifo "$f"
+	MOCK_LOG=$BATS_TEST_TMPDIR/mock.log
+	rfp-mockportal --scenario "$FIX/mock/ok.yaml" --ready-fd 4 \
+	    --log "$MOCK_LOG" 4>"$f" >/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	MOCK_PID=$!
+	# To end of file: the portal closed it, and runs on.
+	timeout 5 cat "$f" >"$BATS_TEST_TMPDIR/got"
+	kill -0 "$MOCK_PID"
+	MOCK_PORT=$(cat "$BATS_TEST_TMPDIR/got")
+	[[ $MOCK_PORT =~ ^[1-9][0-9]*$ ]]
+	printf '%s\n' "$MOCK_PORT" | cmp - "$BATS_TEST_TMPDIR/got"
+	# It listened before it said so.
+	MOCK_URL=http://127.0.0.1:$MOCK_PORT
+	[ "$(one /nih/doc-1)" = 200 ]
+	[ "$(requests_for /nih/doc-1)" -eq 1 ]
+	[ ! -s "$BATS_TEST_TMPDIR/err" ]
+}
+
+@test "mockportal: a port it cannot listen on is an error, and --ready-fd ends with no line" {
+	mock_start "$FIX/mock/ok.yaml"
+	run --separate-stderr timeout 10 bash -c 'rfp-mockportal --scenario "$1" \
+	    --port "$2" --ready-fd 4 4>&1 >/dev/null' sh "$FIX/mock/ok.yaml" "$MOCK_PORT"
+	[ "$status" -eq 1 ]
+	[ -z "$output" ]
+	[[ $stderr == *"rfp-mockportal: listen 127.0.0.1:$MOCK_PORT: cannot start the server"* ]]
+	# mock_start's wait ends at once, and says why.
+	run --separate-stderr ready_start m rfp-mockportal \
+	    --scenario "$FIX/mock/ok.yaml" --port "$MOCK_PORT" --ready-fd 4
+	[ "$status" -eq 1 ]
+	[[ $stderr == "m: fd 4 closed with no line: rfp-mockportal: "*"listen 127.0.0.1:$MOCK_PORT: cannot start the server"* ]]
+}
+
+@test "mockportal: --ready-fd below 3, not open, or with --ideal is a usage error" {
+	run -2 --separate-stderr rfp-mockportal --scenario "$FIX/mock/ok.yaml" --ready-fd 1
+	[ "${stderr_lines[0]}" = 'rfp-mockportal: option --ready-fd: expected an integer from 3 to 2147483647, got "1"' ]
+	run -2 --separate-stderr rfp-mockportal --scenario "$FIX/mock/ok.yaml" --ready-fd 9 9>&-
+	[ "${stderr_lines[0]}" = 'rfp-mockportal: option --ready-fd: 9 is not an open file descriptor' ]
+	[[ ${stderr_lines[1]} == 'usage: rfp-mockportal '* ]]
+	run -2 --separate-stderr rfp-mockportal --scenario "$FIX/mock/ok.yaml" --ideal 3 --ready-fd 4 4>/dev/null
+	[ "${stderr_lines[0]}" = 'rfp-mockportal: option --ideal starts no server: no --log, --port, --port-file, --ready-fd, --seed or --tls-*' ]
 }
 
 @test "mockportal: --tls-cert and --tls-key go together; {port} in a location is its own port" {

@@ -10,10 +10,6 @@ setup() {
 	M=$BATS_TEST_TMPDIR/m
 }
 
-teardown() {
-	mock_stop
-}
-
 # start_slow N: N documents on a route that holds each answer 20 s.
 start_slow() {
 	cat >"$BATS_TEST_TMPDIR/slow.yaml" <<-'EOF'

@@ -8,10 +8,6 @@ setup() {
 	RUN=$BATS_TEST_TMPDIR/run
 }
 
-teardown() {
-	mock_stop
-}
-
 @test "pace: with a rate of 5/s configured, no two-second window holds more than 10 + burst requests" {
 	export RFPIPE_TIME_SCALE=0.1
 	printf 'routes:\n  - {match: "/p/*", endpoint: p}\n' >"$BATS_TEST_TMPDIR/s.yaml"

@@ -455,14 +455,10 @@ endpoints:
 	[ -z "$output" ]
 }
 
-@test "parse: usage: --help, a bad option, no --run-dir, a failed write to stdout" {
-	run -0 rfp-parse --help
-	[[ ${lines[0]} == 'usage: rfp-parse '* ]]
-	run -2 --separate-stderr rfp-parse --bogus
-	[ "${stderr_lines[0]}" = 'rfp-parse: unknown option "--bogus"' ]
+@test "parse: usage: no --run-dir; a failed write to stdout of a parsed record" {
+	# --help, a bad option and -j 0: options.bats, as for every stage.
 	run -2 --separate-stderr rfp-parse </dev/null
 	[ "${stderr_lines[0]}" = 'rfp-parse: option --run-dir: needed to find the bodies' ]
-	run -2 --separate-stderr rfp-parse -j 0 --run-dir "$RUN" </dev/null
 	conf "parse: {command: [$P/parsers/ok]}"
 	echo body >"$BATS_TEST_TMPDIR/body"
 	fetched w1 "$BATS_TEST_TMPDIR/body" >"$BATS_TEST_TMPDIR/in"

@@ -8,10 +8,6 @@ setup() {
 	RUN=$BATS_TEST_TMPDIR/run
 }
 
-teardown() {
-	mock_stop
-}
-
 dead_count() {
 	if [ -n "${2:-}" ]; then
 		jq -s --arg r "$2" '[.[] | select(.dead_reason == $r)] | length' "$1/dead.ndjson"

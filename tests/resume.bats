@@ -18,28 +18,14 @@ setup() {
 	} >"$BATS_TEST_TMPDIR/m"
 }
 
-teardown() {
-	mock_stop
-}
-
 # crash_and_resume SEED STAGE [CONFIG]
 crash_and_resume() {
-	local seed=$1 stage=$2 conf=${3:-$FIX/pipeline/crash-rfpipe.yaml} want pid victim p i
+	local seed=$1 stage=$2 conf=${3:-$FIX/pipeline/crash-rfpipe.yaml} want pid first
 	# A seeded moment: once 5-60 % of the documents are filed.
 	want=$(awk -v s="$seed" 'BEGIN { srand(s); printf "%d", 300 * (0.05 + rand() * 0.55) }')
 	pipeline.sh -q -j 16 --seed "$seed" --config "$conf" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" &
 	pid=$!
-	for i in $(seq 1 2000); do
-		[ "$(cat "$RUN/results.ndjson" "$RUN/dead.ndjson" 2>/dev/null | wc -l)" -ge "$want" ] && break
-		sleep 0.005
-	done
-	victim=
-	for p in $(descendants "$pid"); do
-		[ "$(ps -o comm= -p "$p" 2>/dev/null)" = "rfp-$stage" ] && victim=$p
-	done
-	# The kill must land mid-run, or the test proves nothing.
-	[ -n "$victim" ]
-	kill -KILL "$victim"
+	kill_stage_at "$RUN" "$pid" "$stage" "$want"
 	first=0
 	wait "$pid" || first=$?
 	[ "$first" -eq 1 ]

@@ -9,10 +9,6 @@ setup() {
 	RUN=$BATS_TEST_TMPDIR/run
 }
 
-teardown() {
-	mock_stop
-}
-
 @test "shard: four pipelines on one run directory file each document once, never fetch one twice, and keep the ceiling" {
 	local n=120 gone=8 flaky=4 i
 	# Every answer takes 20 ms, so the pipelines' requests overlap at the

@@ -251,34 +251,6 @@ ids() {
 	[[ "${stderr_lines[0]}" == "rfp-sink: open $RD/results.ndjson: "* ]]
 }
 
-@test "sink: a failed write to stdout exits 1" {
-	run -1 sh -c 'rfp-sink -q --run-dir "$1" <"$2" >/dev/full' sh "$RD" "$F/fates.ndjson"
-	[[ "$output" == *'rfp-sink: '* ]]
-}
-
-@test "sink: RFPIPE_TIME_SCALE outside (0, 1] exits 2" {
-	RFPIPE_TIME_SCALE=0 run --separate-stderr -2 rfp-sink --run-dir "$RD" </dev/null
-	[ "${stderr_lines[0]}" = 'rfp-sink: environment RFPIPE_TIME_SCALE: expected a number in (0, 1], got "0"' ]
-}
-
-@test "sink: --help exits 0 and prints the usage on stdout" {
-	run --separate-stderr rfp-sink --help
-	assert_success
-	[[ "$output" == 'usage: rfp-sink '* ]]
-	[[ "$output" == *'--run-dir DIR'* ]]
-}
-
-@test "sink: an unknown option exits 2 with the usage on stderr" {
-	run --separate-stderr -2 rfp-sink --bogus --run-dir "$RD" </dev/null
-	[[ "$stderr" == *'usage: rfp-sink '* ]]
-	[ ! -e "$RD" ]
-}
-
-@test "sink: an operand exits 2 naming it" {
-	run --separate-stderr -2 rfp-sink --run-dir "$RD" extra </dev/null
-	[ "${stderr_lines[0]}" = 'rfp-sink: unexpected argument "extra"' ]
-}
-
 # slow_input: three done records a tenth of a second apart (0.3 s in all),
 # so that a progress line falls due between them.
 slow_input() {

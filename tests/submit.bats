@@ -8,10 +8,6 @@ setup() {
 	mock_start "$FIX/mock/submit.yaml"
 }
 
-teardown() {
-	mock_stop
-}
-
 submissions() {
 	local route=$1 n=$2 i
 	for i in $(seq 1 "$n"); do

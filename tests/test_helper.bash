@@ -1,5 +1,5 @@
-# Shared by every suite: bin/ first in PATH, bats-support/-assert, and the
-# mock portal started on a free loopback port.
+# Shared by every suite: bin/ first in PATH, bats-support/-assert, the
+# mock portal started on a free loopback port and stopped after each test.
 # shellcheck shell=bash
 
 bats_require_minimum_version 1.5.0
@@ -19,32 +19,75 @@ export RFP_TEST_TAG=${BATS_TEST_TMPDIR:-}
 # Collapse every protocol delay: 1 s of backoff or Retry-After is 10 ms.
 export RFPIPE_TIME_SCALE=${RFPIPE_TIME_SCALE:-0.01}
 
-# mock_start SCENARIO: start the mock portal; sets MOCK_PORT, MOCK_URL,
-# MOCK_LOG.  It is stopped by mock_stop (call it from teardown).
+# ready_start NAME CMD...: start CMD in the background with its fd 4 on a
+# FIFO and its stderr in NAME.err, and wait (10 s at most) for the line it
+# writes on fd 4 once it serves; sets READY_PID and READY_LINE.  Fails,
+# saying why and CMD's stderr, when CMD closes fd 4 (or exits) with no line.
+ready_start() {
+	local name=$1 fifo=$BATS_TEST_TMPDIR/$1.ready rc=0 why
+	shift
+	rm -f "$fifo"
+	mkfifo "$fifo"
+	"$@" 4>"$fifo" >/dev/null 2>"$BATS_TEST_TMPDIR/$name.err" 3>&- &
+	READY_PID=$!
+	READY_LINE=
+	read -r -t 10 READY_LINE <"$fifo" || rc=$?
+	rm -f "$fifo"
+	if [ "$rc" -ne 0 ] || [ -z "$READY_LINE" ]; then
+		why="fd 4 closed with no line"
+		[ "$rc" -gt 128 ] && why="no line on fd 4 in 10 s"
+		echo "$name: $why: $(cat "$BATS_TEST_TMPDIR/$name.err")" >&2
+		kill "$READY_PID" 2>/dev/null
+		wait "$READY_PID" 2>/dev/null
+		READY_PID=
+		return 1
+	fi
+}
+
+# mock_start SCENARIO [OPTION...]: start the mock portal with OPTIONs, once
+# it said it listens; sets MOCK_PORT, MOCK_URL, MOCK_LOG, MOCK_PID.  It is
+# stopped by mock_stop (the teardown below calls it).
 mock_start() {
-	local scen=$1 i
+	local scen=$1
+	shift
 	MOCK_LOG=$BATS_TEST_TMPDIR/mock.log
-	rm -f "$BATS_TEST_TMPDIR/mock.port"
-	rfp-mockportal --scenario "$scen" --port 0 \
-	    --port-file "$BATS_TEST_TMPDIR/mock.port" --log "$MOCK_LOG" \
-	    >/dev/null 2>"$BATS_TEST_TMPDIR/mock.err" 3>&- &
-	MOCK_PID=$!
-	for i in $(seq 1 1000); do
-		[ -s "$BATS_TEST_TMPDIR/mock.port" ] && break
-		sleep 0.01
-	done
-	MOCK_PORT=$(cat "$BATS_TEST_TMPDIR/mock.port")
+	ready_start mock rfp-mockportal --scenario "$scen" --port 0 \
+	    --ready-fd 4 --log "$MOCK_LOG" "$@" || return 1
+	MOCK_PID=$READY_PID
+	MOCK_PORT=$READY_LINE
 	MOCK_URL=http://127.0.0.1:$MOCK_PORT
 	export MOCK_PORT MOCK_URL MOCK_LOG MOCK_PID
 }
 
+# mock2_start SCENARIO: a second portal, another origin (its own port);
+# sets MOCK2_URL, MOCK2_LOG, MOCK2_PID.  mock_stop stops it too.
+mock2_start() {
+	MOCK2_LOG=$BATS_TEST_TMPDIR/mock2.log
+	ready_start mock2 rfp-mockportal --scenario "$1" --port 0 \
+	    --ready-fd 4 --log "$MOCK2_LOG" || return 1
+	MOCK2_PID=$READY_PID
+	MOCK2_URL=http://127.0.0.1:$READY_LINE
+	export MOCK2_URL MOCK2_LOG MOCK2_PID
+}
+
+# mock_stop: stop the portals mock_start and mock2_start started, and
+# what a test that did not complete left running (strays).
 mock_stop() {
-	if [ -n "${MOCK_PID:-}" ]; then
-		kill "$MOCK_PID" 2>/dev/null
-		wait "$MOCK_PID" 2>/dev/null
-		MOCK_PID=
-	fi
+	local p
+	for p in "${MOCK_PID:-}" "${MOCK2_PID:-}"; do
+		[ -n "$p" ] || continue
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	MOCK_PID=
+	MOCK2_PID=
 	strays
+}
+
+# teardown: mock_stop after every test; a suite with more to undo defines
+# its own, and calls mock_stop from it.
+teardown() {
+	mock_stop
 }
 
 # kill_tagged: kill every process that carries this test's RFP_TEST_TAG,
@@ -121,24 +164,30 @@ help_opts() {
 	} | sort -u
 }
 
-# mock_overlap ENDPOINT DELAY: the most requests to ENDPOINT the mock was
-# serving at once, each counted from its arrival (t) to its answer
-# (t_answer) plus DELAY, the seconds its route's delay_ms holds it (as
-# scaled).  Not the log's own inflight: the mock counts a request until its
-# completion callback, which under load runs after the client has had the
-# answer and sent its next request, so inflight can pass a ceiling the
-# client kept.
+# mock_overlap ENDPOINT DELAY [FILTER]: the most requests to ENDPOINT (and
+# passing the jq FILTER, if given) the mock was serving at once, each
+# counted from its arrival (t) to its answer (t_answer) plus DELAY, the
+# seconds its route's delay_ms holds it (as scaled).  Not the log's own
+# inflight: the mock counts a request until its completion callback, which
+# under load runs after the client has had the answer and sent its next
+# request, so inflight can pass a ceiling the client kept.
 mock_overlap() {
 	jq -s --arg ep "$1" --argjson d "$2" '
-	    [.[] | select(.kind == "request" and .endpoint == $ep) |
-	        {t, end: (.t_answer + $d)}] as $r |
+	    [.[] | select(.kind == "request" and .endpoint == $ep and
+	        ('"${3:-true}"')) | {t, end: (.t_answer + $d)}] as $r |
 	    [$r[] | .t as $t | [$r[] | select(.t <= $t and $t < .end)] |
 	        length] | max // 0' "$MOCK_LOG"
 }
 
-# requests_for PATH: how many requests the mock saw for PATH.
+# logged FILTER: how many lines of the mock's log pass the jq FILTER.
+logged() {
+	jq -s "[.[] | select($1)] | length" "$MOCK_LOG"
+}
+
+# requests_for [PATH]: how many requests the mock saw (for PATH).
 requests_for() {
-	jq -s --arg p "$1" '[.[] | select(.kind == "request" and .path == $p)] | length' "$MOCK_LOG"
+	jq -s --arg p "${1:-}" '[.[] | select(.kind == "request" and
+	    ($p == "" or .path == $p))] | length' "$MOCK_LOG"
 }
 
 # The driver, as installed it would be "rfpipe".
@@ -183,4 +232,25 @@ descendants() {
 		echo "$p"
 		descendants "$p"
 	done
+}
+
+# kill_stage_at RUN PID STAGE N [SECONDS]: once N records are filed in RUN
+# (results.ndjson and dead.ndjson; waiting SECONDS at most, default 20),
+# SIGKILL the rfp-STAGE below PID.  Fails when there is none: the kill must
+# land mid-run, or the test proves nothing.
+kill_stage_at() {
+	local run=$1 pid=$2 stage=$3 want=$4 end=$((SECONDS + ${5:-20})) p victim=
+	while [ "$SECONDS" -lt "$end" ]; do
+		[ "$(cat "$run/results.ndjson" "$run/dead.ndjson" 2>/dev/null |
+		    wc -l)" -ge "$want" ] && break
+		sleep 0.005
+	done
+	for p in $(descendants "$pid"); do
+		[ "$(ps -o comm= -p "$p" 2>/dev/null)" = "rfp-$stage" ] && victim=$p
+	done
+	if [ -z "$victim" ]; then
+		echo "kill_stage_at: no rfp-$stage below $pid" >&2
+		return 1
+	fi
+	kill -KILL "$victim"
 }

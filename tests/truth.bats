@@ -14,10 +14,6 @@ setup() {
 	printf 'max_attempts: 2\nbudget: 100\n' >"$BATS_TEST_TMPDIR/c.yaml"
 }
 
-teardown() {
-	mock_stop
-}
-
 # once: every id of the manifest in exactly one of the two files.
 once() {
 	jq -rs 'map(.id) | sort | .[]' "$RUN/results.ndjson" "$RUN/dead.ndjson" >"$BATS_TEST_TMPDIR/ids"

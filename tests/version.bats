@@ -5,10 +5,6 @@
 
 load test_helper
 
-teardown() {
-	mock_stop
-}
-
 # The version as the Makefile and pipeline.sh read it.
 version() {
 	head -n 1 "$ROOT/debian/changelog" | tr -d '()' | cut -d ' ' -f 2

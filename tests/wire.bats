@@ -8,29 +8,6 @@ setup() {
 	RUN=$BATS_TEST_TMPDIR/run
 }
 
-teardown() {
-	mock_stop
-	if [ -n "${MOCK2_PID:-}" ]; then
-		kill "$MOCK2_PID" 2>/dev/null
-		wait "$MOCK2_PID" 2>/dev/null
-	fi
-}
-
-# mock2_start SCENARIO: a second portal, another origin (its own port);
-# sets MOCK2_URL, MOCK2_LOG.
-mock2_start() {
-	MOCK2_LOG=$BATS_TEST_TMPDIR/mock2.log
-	rfp-mockportal --scenario "$1" --port 0 \
-	    --port-file "$BATS_TEST_TMPDIR/mock2.port" --log "$MOCK2_LOG" \
-	    >/dev/null 2>"$BATS_TEST_TMPDIR/mock2.err" 3>&- &
-	MOCK2_PID=$!
-	for _ in $(seq 1 1000); do
-		[ -s "$BATS_TEST_TMPDIR/mock2.port" ] && break
-		sleep 0.01
-	done
-	MOCK2_URL=http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/mock2.port")
-}
-
 # mock_tls_start SCENARIO: the main portal over https, with a certificate
 # for 127.0.0.1 made for the test ($CA, for --ca-file); sets what
 # mock_start sets, MOCK_URL in https.
@@ -39,17 +16,8 @@ mock_tls_start() {
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
 	    -nodes -keyout "$BATS_TEST_TMPDIR/key.pem" -out "$CA" -days 2 \
 	    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
-	MOCK_LOG=$BATS_TEST_TMPDIR/mock.log
-	rfp-mockportal --scenario "$1" --port 0 --tls-cert "$CA" \
-	    --tls-key "$BATS_TEST_TMPDIR/key.pem" \
-	    --port-file "$BATS_TEST_TMPDIR/mock.port" --log "$MOCK_LOG" \
-	    >/dev/null 2>"$BATS_TEST_TMPDIR/mock.err" 3>&- &
-	MOCK_PID=$!
-	for _ in $(seq 1 1000); do
-		[ -s "$BATS_TEST_TMPDIR/mock.port" ] && break
-		sleep 0.01
-	done
-	MOCK_PORT=$(cat "$BATS_TEST_TMPDIR/mock.port")
+	mock_start "$1" --tls-cert "$CA" --tls-key "$BATS_TEST_TMPDIR/key.pem" ||
+	    return 1
 	MOCK_URL=https://127.0.0.1:$MOCK_PORT
 }
 

@@ -5,7 +5,8 @@
  * Reads a scenario (YAML: routes with per-document status scripts, rate
  * limits, outages, submissions; see rfp-mockportal(1)), listens on
  * 127.0.0.1 only, prints "port N" on stdout (and writes "N\n" to
- * --port-file, atomically) once it accepts connections, and appends one
+ * --port-file, atomically, and to --ready-fd, which it then closes) once
+ * it accepts connections, and appends one
  * NDJSON line per request to --log, written with a single write(2) when the
  * answer is decided.  Runs until SIGTERM or SIGINT, then stops every
  * connection thread and exits.  It never listens on another address and
@@ -15,8 +16,10 @@
  * With --ideal N it starts no server: it prints the ideal makespan of N
  * documents on one endpoint under the scenario's limits, in logical seconds.
  *
- * Exit: 0 after SIGTERM/SIGINT, 1 on a runtime error (cannot listen, log or
- * port file unusable, stdout failed), 2 on a usage or scenario error.
+ * Exit: 0 after SIGTERM/SIGINT, 1 on a runtime error (cannot listen, log,
+ * port file or ready descriptor unusable, stdout failed), 2 on a usage or
+ * scenario error.  Any exit closes --ready-fd, so a reader waiting on it
+ * sees end of file rather than waiting for ever.
  */
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -24,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -45,7 +49,8 @@
 static const char usage[] =
     "usage: rfp-mockportal --scenario file [--log file] [--port n] "
     "[--port-file file]\n"
-    "                      [--seed n] [--tls-cert file --tls-key file]\n"
+    "                      [--ready-fd n] [--seed n] "
+    "[--tls-cert file --tls-key file]\n"
     "       rfp-mockportal --ideal n --scenario file [--endpoint name] "
     "[--allowed]\n"
     "       rfp-mockportal -h | --help | --version\n";
@@ -55,13 +60,14 @@ static struct opts {
 	const char	*log;
 	const char	*port_file;
 	long		 port;
+	int		 ready_fd;	/* -1: none */
 	long		 seed;
 	int		 has_seed;
 	long		 ideal;		/* -1: serve */
 	const char	*endpoint;
 	int		 allowed;
 	const char	*tls_cert, *tls_key;
-} opts = { .ideal = -1 };
+} opts = { .ideal = -1, .ready_fd = -1 };
 
 /* The whole of a small file, NUL-terminated (caller frees); dies if not. */
 static char *
@@ -123,6 +129,28 @@ out:
 }
 
 /*
+ * Write "port\n" to the --ready-fd and close it: the listener is up, and
+ * the reader sees the line and then end of file (s6's notification-fd).
+ */
+static int
+notify_ready(int fd, int port)
+{
+	char buf[32];
+	int n, rc = 0;
+
+	n = snprintf(buf, sizeof(buf), "%d\n", port);
+	if (write(fd, buf, (size_t)n) != n) {
+		msg_warnsys("write --ready-fd %d", fd);
+		rc = -1;
+	}
+	if (close(fd) == -1 && rc == 0) {
+		msg_warnsys("close --ready-fd %d", fd);
+		rc = -1;
+	}
+	return rc;
+}
+
+/*
  * --ideal: the makespan of opts.ideal documents on the endpoint (of the first
  * route, or --endpoint), with the delay_ms of its first route as latency.
  */
@@ -177,6 +205,7 @@ main(int argc, char *argv[])
 		{ "log", required_argument, NULL, 'l' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "port-file", required_argument, NULL, 'P' },
+		{ "ready-fd", required_argument, NULL, 'r' },
 		{ "scenario", required_argument, NULL, 's' },
 		{ "seed", required_argument, NULL, 'S' },
 		{ "tls-cert", required_argument, NULL, 'c' },
@@ -221,6 +250,10 @@ main(int argc, char *argv[])
 		case 'P':
 			opts.port_file = optarg;
 			break;
+		case 'r':
+			opts.ready_fd = (int)opt_long("ready-fd", optarg, 3,
+			    INT_MAX);
+			break;
 		case 's':
 			opts.scenario = optarg;
 			break;
@@ -257,14 +290,19 @@ main(int argc, char *argv[])
 		opt_usage(usage);
 	}
 	if (opts.ideal != -1 && (opts.log != NULL || opts.port_file != NULL ||
-	    opts.port != 0 || opts.has_seed || opts.tls_cert != NULL ||
-	    opts.tls_key != NULL)) {
+	    opts.port != 0 || opts.ready_fd != -1 || opts.has_seed ||
+	    opts.tls_cert != NULL || opts.tls_key != NULL)) {
 		msg_warn("option --ideal starts no server: no --log, --port, "
-		    "--port-file, --seed or --tls-*");
+		    "--port-file, --ready-fd, --seed or --tls-*");
 		opt_usage(usage);
 	}
 	if ((opts.tls_cert == NULL) != (opts.tls_key == NULL)) {
 		msg_warn("options --tls-cert and --tls-key go together");
+		opt_usage(usage);
+	}
+	if (opts.ready_fd != -1 && fcntl(opts.ready_fd, F_GETFD) == -1) {
+		msg_warn("option --ready-fd: %d is not an open file descriptor",
+		    opts.ready_fd);
 		opt_usage(usage);
 	}
 	opt_check_env();
@@ -306,6 +344,10 @@ main(int argc, char *argv[])
 	printf("port %d\n", port);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		msg_warnsys("write stdout");
+		rc = 1;
+		goto stop;
+	}
+	if (opts.ready_fd != -1 && notify_ready(opts.ready_fd, port) == -1) {
 		rc = 1;
 		goto stop;
 	}
