@@ -29,10 +29,6 @@ chaos_start() {
 	}' >"$BATS_TEST_TMPDIR/m"
 }
 
-teardown() {
-	mock_stop
-}
-
 # filed DIR K: wait (30 s at most) until DIR's results and dead letters
 # hold K lines between them.
 filed() {
@@ -88,7 +84,7 @@ commits() {
 }
 
 @test "chaos: a seeded storm with a SIGKILL and a resume keeps every invariant" {
-	local seed=${CHAOS_SEED:-7} stages=(fetch classify backoff sink) stage victim p pid
+	local seed=${CHAOS_SEED:-7} stages=(fetch classify backoff sink) stage pid
 	stage=${stages[$((seed % 4))]}
 	chaos_start chaos.yaml
 	pipeline.sh -q --seed "$seed" --config "$FIX/pipeline/chaos-rfpipe.yaml" \
@@ -96,16 +92,7 @@ commits() {
 	pid=$!
 	# Kill once a seeded share (10-60 %) of the documents has been filed.
 	want=$(awk -v s="$seed" -v n="$N" 'BEGIN { srand(s); printf "%d", n * (0.1 + rand() * 0.5) }')
-	for i in $(seq 1 3000); do
-		[ "$(cat "$RUN/results.ndjson" "$RUN/dead.ndjson" 2>/dev/null | wc -l)" -ge "$want" ] && break
-		sleep 0.01
-	done
-	victim=
-	for p in $(descendants "$pid"); do
-		[ "$(ps -o comm= -p "$p" 2>/dev/null)" = "rfp-$stage" ] && victim=$p
-	done
-	[ -n "$victim" ]
-	kill -KILL "$victim"
+	kill_stage_at "$RUN" "$pid" "$stage" "$want" 30
 	wait "$pid" || :
 	run pipeline.sh -q --seed "$seed" --config "$FIX/pipeline/chaos-rfpipe.yaml" \
 	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
