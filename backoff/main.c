@@ -292,8 +292,12 @@ decide_line(const char *line, size_t len, long lineno, struct rec_out *out,
 	return rec_out_put(out, buf, n) == -1 ? -1 : 1;
 }
 
-int
-main(int argc, char *argv[])
+/*
+ * Read the options into opts, the configuration and the store opened;
+ * a usage error exits 2.  --resolve-deadline prints and exits here.
+ */
+static void
+options(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "admitted", required_argument, NULL, 'A' },
@@ -317,12 +321,9 @@ main(int argc, char *argv[])
 	const char *state = NULL;
 	double base = -1, cap = -1, mra = -1, t;
 	long maxa = -1, seed = -1;
-	static const struct rec_hooks hooks = { .line = decide_line };
 	char err[512];
 	int c;
 
-	msg_init(PROG);
-	opt_check_env();
 	opts.admitted = -1;	/* not given: count the documents */
 	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
 		switch (c) {
@@ -359,7 +360,7 @@ main(int argc, char *argv[])
 				    "read \"%s\" as a time", optarg);
 			printf("@%.3f\n", t);
 			opt_fshut();
-			return 0;
+			exit(0);
 		case 'r':
 			opts.run_dir = optarg;
 			break;
@@ -408,6 +409,16 @@ main(int argc, char *argv[])
 	if (opts.run_dir != NULL && state_mkdirs(opts.run_dir, err,
 	    sizeof(err)) == -1)
 		msg_die(1, "%s", err);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct rec_hooks hooks = { .line = decide_line };
+
+	msg_init(PROG);
+	opt_check_env();
+	options(argc, argv);
 	if (rec_loop_with(PROG, STDIN_FILENO, STDOUT_FILENO, &hooks, decide,
 	    NULL) == -1)
 		msg_die(1, "stopped: output is incomplete");

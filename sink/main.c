@@ -443,8 +443,9 @@ open_out(enum rundir_file f)
 	return fd;
 }
 
-int
-main(int argc, char *argv[])
+/* Read the options into opts; a usage error exits 2. */
+static void
+options(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "admitted-from", required_argument, NULL, 'a' },
@@ -460,14 +461,8 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *progress = "auto";
-	double t0 = clk_now();
-	struct rec_hooks hooks = { .line = sink_line, .drain = fifo_drain,
-	    .idle = progress_idle };
-	char err[512];
-	int c, rc;
+	int c;
 
-	msg_init(PROG);
-	opt_check_env();
 	opts.total = -1;
 	while ((c = getopt_long(argc, argv, ":hqv", longopts, NULL)) != -1) {
 		switch (c) {
@@ -522,17 +517,14 @@ main(int argc, char *argv[])
 	if (opts.quiet)
 		opts.progress = PROGRESS_NONE;
 	opts.p_every = opts.progress == PROGRESS_TTY ? 0.25 : plain_every();
-	signal(SIGPIPE, SIG_IGN);
-	/* Typed at a terminal, ^C still ends it; in a pipe it reads on. */
-	if (!isatty(STDIN_FILENO)) {
-		struct sigaction sa;
+}
 
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_signal;
-		sa.sa_flags = SA_RESTART;
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-	}
+/* Open the FIFO, the run directory's lock and its two files. */
+static void
+open_files(void)
+{
+	char err[512];
+
 	umask(077);
 	/*
 	 * The FIFO first: rfp-fetch waits for its writer, and sees EOF once
@@ -552,6 +544,32 @@ main(int argc, char *argv[])
 	opts.dead_out = rec_out_new(opts.fd_dead);
 	if (opts.fd_fifo != -1)
 		opts.fifo_out = rec_out_new(opts.fd_fifo);
+}
+
+int
+main(int argc, char *argv[])
+{
+	double t0 = clk_now();
+	struct rec_hooks hooks = { .line = sink_line, .drain = fifo_drain,
+	    .idle = progress_idle };
+	char err[512];
+	int rc;
+
+	msg_init(PROG);
+	opt_check_env();
+	options(argc, argv);
+	signal(SIGPIPE, SIG_IGN);
+	/* Typed at a terminal, ^C still ends it; in a pipe it reads on. */
+	if (!isatty(STDIN_FILENO)) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sa.sa_flags = SA_RESTART;
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
+	open_files();
 	opts.run = summ_new();
 	opts.p_start = clk_mono();
 	/* A terminal shows the line from the first record; a log waits. */
