@@ -21,6 +21,9 @@ struct job {
 	long		 lineno;
 	int		 held;		/* held back by an open breaker */
 	int		 confirmed;	/* status_url said: not committed */
+	/* A submission's key in the ledger when it was last looked at. */
+	int		 l_st;		/* enum ledger_state */
+	json_t		*l_seen;	/* ... its latest entry, or NULL */
 	long		 seq;		/* the pace's grant number; -1: none */
 	struct job	*next;		/* in the ready queue */
 };
@@ -185,7 +188,14 @@ void	submit_init(const struct fopts *o);
  * status_url is to be asked first (j is submit.c's now).
  */
 int	submit_gate(struct job *j);
-void	submit_intent(const struct job *j);
+/*
+ * j's submission is about to be sent: its intent goes to the ledger, unless
+ * another process wrote for its key since submit_gate looked (it may have
+ * sent it): then 1, nothing written, and j goes back to submit_gate.
+ */
+int	submit_intent(struct job *j);
+/* ... and was not sent after all (a local error): the ledger says so. */
+void	submit_unsent(const struct job *j);
 void	submit_outcome(const struct xfer *x);
 /* Start the status checks that may start (at most a few at once). */
 void	submit_confirm_start(void);

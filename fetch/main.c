@@ -132,8 +132,19 @@ start_one(struct job *j, void *arg)
 		job_free(j);
 		return 1;
 	}
+	/*
+	 * The intent first, the look and the write under one lock: of two
+	 * runs sharing a ledger that both found the key unsent, one sends.
+	 */
+	if (fo.run_dir != NULL && doc_is_submission(j->rec) &&
+	    submit_intent(j) == 1) {
+		gate_give(j->ep, slot);
+		return 0;	/* to submit_gate again, next turn */
+	}
 	if ((x = xfer_start(j, err, sizeof(err))) == NULL) {
 		gate_give(j->ep, slot);
+		if (fo.run_dir != NULL && doc_is_submission(j->rec))
+			submit_unsent(j);
 		msg_line(j->lineno, "%s", err);
 		out_kill(j->rec, j->lineno, FATE_BAD_INPUT, err);
 		job_free(j);
@@ -145,8 +156,6 @@ start_one(struct job *j, void *arg)
 	msg_debug("%s: attempt %ld to %s%s", rec_str(j->rec, "id"),
 	    rec_int(j->rec, "attempt", 0), gate_name(j->ep), probe ?
 	    " (the breaker's probe)" : "");
-	if (fo.run_dir != NULL && doc_is_submission(j->rec))
-		submit_intent(j);
 	x->inflight = gate_sent(j->ep);
 	S.active++;
 	wire_add(x);

@@ -73,6 +73,7 @@ void
 job_free(struct job *j)
 {
 	json_decref(j->rec);
+	json_decref(j->l_seen);
 	free(j);
 }
 

@@ -209,6 +209,10 @@ submit_gate(struct job *j)
 	key = doc_idem_key(j->rec);
 	if (ledger_lookup(ledger(), key, &st, &entry, err, sizeof(err)) == -1)
 		state_fail(err);
+	/* What the intent, if it is sent, must still find (submit_intent). */
+	j->l_st = (int)st;
+	json_decref(j->l_seen);
+	j->l_seen = entry ? json_deep_copy(entry) : NULL;
 	/*
 	 * Sent by an earlier run this ledger did not see (a dead letter fed
 	 * to a new run directory): it may have been committed.
@@ -273,16 +277,41 @@ submit_outcome(const struct xfer *x)
 	json_decref(extra);
 }
 
-/* The submission of j is about to be sent: the ledger hears it first. */
+int
+submit_intent(struct job *j)
+{
+	char err[512], *key = doc_idem_key(j->rec);
+	json_t *extra = json_pack("{s:I}", "attempt",
+	    (json_int_t)rec_int(j->rec, "attempt", 0) + 1), *now;
+	enum ledger_state st;
+	int rc;
+
+	if ((rc = ledger_append_if(ledger(), key, rec_str(j->rec, "id"),
+	    LEDGER_INTENT, extra, (enum ledger_state)j->l_st, j->l_seen, &st,
+	    &now, err, sizeof(err))) == -1)
+		state_fail(err);
+	if (rc == 1) {
+		/* Ids only: a key may be a secret's digest. */
+		msg_debug("%s: its key was written by another process since it "
+		    "was looked at (%s): asked again", rec_str(j->rec, "id"),
+		    ledger_name(st));
+		json_decref(now);
+		j->confirmed = 0;
+	}
+	json_decref(extra);
+	free(key);
+	return rc;
+}
+
 void
-submit_intent(const struct job *j)
+submit_unsent(const struct job *j)
 {
 	char err[512], *key = doc_idem_key(j->rec);
 	json_t *extra = json_pack("{s:I}", "attempt",
 	    (json_int_t)rec_int(j->rec, "attempt", 0));
 
 	if (ledger_append(ledger(), key, rec_str(j->rec, "id"),
-	    LEDGER_INTENT, extra, err, sizeof(err)) == -1)
+	    LEDGER_NOT_SENT, extra, err, sizeof(err)) == -1)
 		state_fail(err);
 	json_decref(extra);
 	free(key);

@@ -712,7 +712,7 @@ xfer_finish(struct xfer *x, CURLcode cc)
 	unsigned int mdlen = 0, i;
 	char hex[2 * EVP_MAX_MD_SIZE + 1], *bad;
 	curl_off_t up = 0;
-	long status = 0;
+	long status = 0, reqsz = 0;
 	double now = x->t1;
 
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
@@ -734,9 +734,16 @@ xfer_finish(struct xfer *x, CURLcode cc)
 	json_object_set_new(rec, "elapsed_ms", json_integer((long)((now -
 	    x->t0) * 1000)));
 	json_object_set_new(rec, "response_at", json_real(now));
-	if (doc_is_submission(rec))
+	/*
+	 * Sent: answered, or out whole: its body, or, with none, its header
+	 * (a DELETE, a POST without a body, is whole once that has left).
+	 */
+	if (doc_is_submission(rec)) {
+		curl_easy_getinfo(x->easy, CURLINFO_REQUEST_SIZE, &reqsz);
 		json_object_set_new(rec, "sent", json_boolean(status > 0 ||
-		    (x->body_len > 0 && (size_t)up >= x->body_len)));
+		    (x->body_len > 0 ? (size_t)up >= x->body_len :
+		    reqsz > 0)));
+	}
 	if (x->retry_after != NULL)
 		json_object_set_new(rec, "retry_after",
 		    json_string(x->retry_after));

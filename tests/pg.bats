@@ -154,6 +154,23 @@ filed() {
 	[ ! -e "$BATS_TEST_TMPDIR/r/state/ledger.ndjson" ]
 }
 
+@test "pipeline --state: two run directories on one database at the same time send each key once (#19)" {
+	printf 'routes:\n  - {match: "/n/*", endpoint: n, submit: true}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	for i in $(seq 1 150); do
+		printf '{"id":"app-%d","url":"%s/n/app-%d","method":"POST","body":{"n":%d},"endpoint":"n","cycle":"2026-A"}\n' "$i" "$MOCK_URL" "$i" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	timeout 120 "$ROOT/pipeline.sh" -q --run-dir "$BATS_TEST_TMPDIR/r1" --state "$URL" "$BATS_TEST_TMPDIR/m" 2>/dev/null &
+	a=$!
+	timeout 120 "$ROOT/pipeline.sh" -q --run-dir "$BATS_TEST_TMPDIR/r2" --state "$URL" "$BATS_TEST_TMPDIR/m" 2>/dev/null &
+	b=$!
+	wait "$a" || :
+	wait "$b" || :
+	[ "$(requests_for)" -eq 150 ]
+	jq -s -e '[.[] | select(.committed and .duplicate)] | length == 0' "$MOCK_LOG"
+	[ "$(sql "SELECT count(*) FROM (SELECT key FROM rfp_ledger WHERE event = 'intent' GROUP BY key HAVING count(*) > 1) d")" -eq 0 ]
+}
+
 @test "pipeline --queue: three hosts share 300 documents: each filed once, budget and ceiling held, no key committed twice" {
 	mock_start "$FIX/pg/hosts.yaml"
 	docs 270 >"$BATS_TEST_TMPDIR/m"

@@ -175,3 +175,41 @@ cut_on_the_wire() {
 	[ "$(requests_for /grants/submit/app-1)" -eq 0 ]
 	jq -s -e 'length == 1 and .[0].dead_reason == "ambiguous_submit"' "$BATS_TEST_TMPDIR/run2/dead.ndjson"
 }
+
+@test "submit: a submission without a body whose reply is lost is sent once: out whole is sent (#19)" {
+	printf 'routes:\n  - {match: "/n/*", endpoint: n, submit: true, script: [drop, 200]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_stop
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	for i in 1 2; do
+		printf '{"id":"del-%d","url":"%s/n/del-%d","method":"DELETE","endpoint":"n","cycle":"2026-A"}\n' "$i" "$MOCK_URL" "$i"
+		printf '{"id":"post-%d","url":"%s/n/post-%d","method":"POST","endpoint":"n","cycle":"2026-A"}\n' "$i" "$MOCK_URL" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	run -3 timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(requests_for)" -eq 4 ]
+	jq -s -e '[.[] | select(.committed and .duplicate)] | length == 0' "$MOCK_LOG"
+	jq -s -e 'length == 4 and all(.dead_reason == "ambiguous_submit" and .sent == true)' "$RUN/dead.ndjson"
+}
+
+@test "submit: runs on different run directories sharing a ledger at the same time send each key once (#19)" {
+	printf 'routes:\n  - {match: "/n/*", endpoint: n, submit: true}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_stop
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	mkdir -m 700 "$BATS_TEST_TMPDIR/cycle"
+	printf 'ledger: %s/cycle/2026-A.ndjson\n' "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/c.yaml"
+	for i in $(seq 1 150); do
+		printf '{"id":"app-%d","url":"%s/n/app-%d","method":"POST","body":{"n":%d},"endpoint":"n","cycle":"2026-A"}\n' "$i" "$MOCK_URL" "$i" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	pids=()
+	for r in 1 2 3 4; do
+		timeout 120 "$ROOT/pipeline.sh" -q --run-dir "$BATS_TEST_TMPDIR/run$r" \
+		    --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m" 2>/dev/null &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" || :
+	done
+	# Each key sent by one run; the others found it sent, never resent.
+	[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" -eq 150 ]
+	jq -s -e '[.[] | select(.committed and .duplicate)] | length == 0' "$MOCK_LOG"
+	[ "$(jq -s '[.[] | select(.event == "intent")] | group_by(.key) | map(select(length > 1)) | length' "$BATS_TEST_TMPDIR/cycle/2026-A.ndjson")" -eq 0 ]
+}

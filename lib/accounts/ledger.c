@@ -295,6 +295,58 @@ ledger_append(struct ledger *l, const char *key, const char *id,
 	return rc;
 }
 
+int
+ledger_append_if(struct ledger *l, const char *key, const char *id,
+    enum ledger_state st, json_t *extra, enum ledger_state seen_st,
+    const json_t *seen, enum ledger_state *now_st, json_t **now, char *err,
+    size_t errlen)
+{
+	enum ledger_state cst;
+	json_t *e, *k, *cur;
+	int rc;
+
+	*now = NULL;
+	if (l->shared) {
+		e = json_pack("{s:s,s:s,s:s,s:f,s:i}", "key", key, "id", id,
+		    "event", names[st], "t", clk_now(), "pid", (int)getpid());
+		if (extra != NULL)
+			json_object_update_missing(e, extra);
+		rc = pg_ledger_append_if(e, seen, now, err, errlen);
+		json_decref(e);
+		if (rc == 1)
+			*now_st = *now ? state_of(json_string_value(
+			    json_object_get(*now, "event"))) : LEDGER_NONE;
+		return rc;
+	}
+	/*
+	 * Held across the look and the append (flock is per open file: the
+	 * append's own LOCK_EX on the same descriptor converts this one), so
+	 * no other process appends for the key in between.
+	 */
+	if (lock(l, LOCK_EX, err, errlen) == -1)
+		return -1;
+	if (refresh(l, err, errlen) == -1) {
+		flock(l->fd, LOCK_UN);
+		return -1;
+	}
+	k = json_object_get(l->keys, key);
+	cur = k ? json_object_get(k, "entry") : NULL;
+	if (cur != NULL && json_is_null(cur))
+		cur = NULL;
+	cst = k ? state_of(json_string_value(json_object_get(k, "state"))) :
+	    LEDGER_NONE;
+	if (cst != seen_st || !(cur == NULL ? seen == NULL : seen != NULL &&
+	    json_equal(cur, seen))) {
+		*now_st = cst;
+		*now = cur ? json_incref(cur) : NULL;
+		flock(l->fd, LOCK_UN);
+		return 1;
+	}
+	rc = ledger_append(l, key, id, st, extra, err, errlen);
+	flock(l->fd, LOCK_UN);
+	return rc;
+}
+
 void
 ledger_close(struct ledger *l)
 {

@@ -39,6 +39,17 @@ int	ledger_lookup(struct ledger *l, const char *key, enum ledger_state *st,
 /* Append one entry {key, id, event, t, ...extra}; durable on return. */
 int	ledger_append(struct ledger *l, const char *key, const char *id,
 	    enum ledger_state st, json_t *extra, char *err, size_t errlen);
+/*
+ * Append as ledger_append, but only while key's state and latest entry are
+ * still seen_st and seen (NULL: none), what a ledger_lookup returned: the look and the
+ * append under one lock, so that of two processes that both saw a key
+ * unsent only one sends it.  0 appended; 1 not, with the state and entry
+ * (*now, a reference to drop) another process left; -1 on error.
+ */
+int	ledger_append_if(struct ledger *l, const char *key, const char *id,
+	    enum ledger_state st, json_t *extra, enum ledger_state seen_st,
+	    const json_t *seen, enum ledger_state *now_st, json_t **now,
+	    char *err, size_t errlen);
 /* Close and free. */
 void	ledger_close(struct ledger *l);
 /*

@@ -420,6 +420,45 @@ pg_ledger_append(const json_t *entry, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Append entry only when key's latest entry is still seen (NULL: none),
+ * in one transaction under a lock on the key: 0 appended, 1 not (*now set
+ * to the latest, the caller's to free), -1 on error.
+ */
+int
+pg_ledger_append_if(const json_t *entry, const json_t *seen, json_t **now,
+    char *err, size_t errlen)
+{
+	const char *p[1];
+	PGresult *r;
+	json_t *cur = NULL;
+
+	*now = NULL;
+	p[0] = json_string_value(json_object_get(entry, "key"));
+	if (run1("BEGIN", err, errlen) == -1)
+		return -1;
+	if ((r = pg_exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 7270002))",
+	    1, p, PGRES_TUPLES_OK, err, errlen)) == NULL)
+		goto fail;
+	PQclear(r);
+	if (pg_ledger_lookup(p[0], &cur, err, errlen) == -1)
+		goto fail;
+	if (!(cur == NULL ? seen == NULL : seen != NULL &&
+	    json_equal(cur, seen))) {
+		rollback();
+		*now = cur;
+		return 1;
+	}
+	json_decref(cur);
+	if (pg_ledger_append(entry, err, errlen) == -1)
+		goto fail;
+	return run1("COMMIT", err, errlen);
+fail:
+	json_decref(cur);
+	rollback();
+	return -1;
+}
+
 int
 pg_ledger_lookup(const char *key, json_t **entry, char *err, size_t errlen)
 {

@@ -104,6 +104,12 @@ int	pg_slot_take(const char *ep, long i, char *err, size_t errlen);
 void	pg_slot_give(const char *ep, long i);
 /* Append a ledger entry (an object with key, id, event, t). */
 int	pg_ledger_append(const json_t *entry, char *err, size_t errlen);
+/*
+ * Append entry only while key's latest entry is seen (NULL: none), under a
+ * lock on the key: 0 appended, 1 not (*now: the latest, to free), -1.
+ */
+int	pg_ledger_append_if(const json_t *entry, const json_t *seen,
+	    json_t **now, char *err, size_t errlen);
 /* The latest entry for key (new reference, NULL when none). */
 int	pg_ledger_lookup(const char *key, json_t **entry, char *err,
 	    size_t errlen);
