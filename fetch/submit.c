@@ -56,14 +56,30 @@ state_fail(const char *err)
 	msg_die(1, "%s", err);
 }
 
+/* A torn ledger entry, said where the operator sees it. */
+static void
+torn(const char *path, long line, const char *key)
+{
+	if (key != NULL)
+		msg_warn("%s:%ld: torn entry (a crash while writing); key "
+		    "\"%s\" is treated as ambiguous, never as unsent", path,
+		    line, key);
+	else
+		msg_warn("%s:%ld: unreadable entry with no key; it is ignored",
+		    path, line);
+}
+
 static struct ledger *
 ledger(void)
 {
 	char err[512];
 
-	if (U.ledger == NULL && (U.ledger = ledger_open(fo->run_dir,
-	    fo->conf.ledger, err, sizeof(err))) == NULL)
-		state_fail(err);
+	if (U.ledger == NULL) {
+		if ((U.ledger = ledger_open(fo->run_dir, fo->conf.ledger, err,
+		    sizeof(err))) == NULL)
+			state_fail(err);
+		ledger_on_torn(U.ledger, torn);
+	}
 	return U.ledger;
 }
 

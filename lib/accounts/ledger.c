@@ -13,7 +13,6 @@
 
 #include "lib/base/clk.h"
 #include "lib/accounts/ledger.h"
-#include "lib/base/msg.h"
 #include "lib/state/pg.h"
 #include "lib/record/rec.h"
 #include "lib/state/rundir.h"
@@ -31,6 +30,7 @@ struct ledger {
 	long	 lineno;
 	json_t	*keys;
 	int	 shared;	/* in PostgreSQL's rfp_ledger, not the file */
+	void	(*on_torn)(const char *, long, const char *);
 };
 
 const char *
@@ -114,18 +114,13 @@ ledger_scan(json_t *keys, const char *buf, size_t len, long *lineno,
 	}
 }
 
-static const char *reporting;	/* the path, for torn() */
+static const struct ledger *reporting;	/* for torn() */
 
 static void
 torn(long line, const char *key)
 {
-	if (key != NULL)
-		msg_warn("%s:%ld: torn entry (a crash while writing); key "
-		    "\"%s\" is treated as ambiguous, never as unsent", reporting,
-		    line, key);
-	else
-		msg_warn("%s:%ld: unreadable entry with no key; it is ignored",
-		    reporting, line);
+	if (reporting->on_torn != NULL)
+		reporting->on_torn(reporting->path, line, key);
 }
 
 /* Fold in what was appended since the last call; the caller holds a lock. */
@@ -157,7 +152,7 @@ refresh(struct ledger *l, char *err, size_t errlen)
 		}
 		got += (size_t)n;
 	}
-	reporting = l->path;
+	reporting = l;
 	/* The newline a writer put after a torn line ends that line. */
 	ledger_scan(l->keys, buf + (l->partial && buf[0] == '\n'), len -
 	    (l->partial && buf[0] == '\n'), &l->lineno, torn);
@@ -345,6 +340,13 @@ ledger_append_if(struct ledger *l, const char *key, const char *id,
 	rc = ledger_append(l, key, id, st, extra, err, errlen);
 	flock(l->fd, LOCK_UN);
 	return rc;
+}
+
+void
+ledger_on_torn(struct ledger *l, void (*fn)(const char *, long,
+    const char *))
+{
+	l->on_torn = fn;
 }
 
 void

@@ -50,6 +50,13 @@ int	ledger_append_if(struct ledger *l, const char *key, const char *id,
 	    enum ledger_state st, json_t *extra, enum ledger_state seen_st,
 	    const json_t *seen, enum ledger_state *now_st, json_t **now,
 	    char *err, size_t errlen);
+/*
+ * Have fn told of each torn or unreadable entry as it is read: the
+ * ledger's path, the line, and the key it names (NULL: none).  Unset,
+ * they are still folded in (a torn key is ambiguous), and nothing is said.
+ */
+void	ledger_on_torn(struct ledger *l, void (*fn)(const char *path,
+	    long line, const char *key));
 /* Close and free. */
 void	ledger_close(struct ledger *l);
 /*
