@@ -6,7 +6,7 @@
  * Each rfp-fetch with a run directory is an owner: it holds an exclusive
  * flock on state/owners/OWNER for its life, so the kernel releases it when
  * the process dies.  Before it admits an id it appends {"id","owner"} to
- * state/claims.ndjson, under an exclusive flock on that file, unless the
+ * state/claims.ndjson, one write(2) a line, under an exclusive flock on that file, unless the
  * id is already claimed by an owner whose lock is held: then the id is
  * another pipeline's, and skipped.  The file is emptied when its first
  * reader finds no owner alive.
@@ -36,6 +36,7 @@ static struct {
 	int	 own_fd;	/* its lock, held */
 	int	 fd;		/* claims.ndjson, O_APPEND */
 	off_t	 off;		/* read up to here */
+	int	 torn;		/* the file ends in a line with no newline */
 	json_t	*by;		/* id -> owner, of what was read */
 	json_t	*alive;		/* owner -> true/false, as last checked */
 } C = { .own_fd = -1, .fd = -1 };
@@ -77,7 +78,7 @@ catch_up(void)
 	if (fstat(C.fd, &st) == -1)
 		msg_diesys(1, "claims: fstat");
 	if (st.st_size < C.off)		/* emptied by another */
-		C.off = 0, json_object_clear(C.by);
+		C.off = 0, C.torn = 0, json_object_clear(C.by);
 	if (st.st_size == C.off)
 		return;
 	buf = xmalloc((size_t)(st.st_size - C.off) + 1);
@@ -92,7 +93,11 @@ catch_up(void)
 			    json_string(rec_str(rec, "owner")));
 		json_decref(rec);
 	}
-	/* A torn last line (its writer died mid-write) is read again. */
+	/*
+	 * A torn last line (its writer died mid-write) is read again; the
+	 * next claim ends it first, not to be glued to it.
+	 */
+	C.torn = p < buf + n;
 	C.off += p - buf;
 	free(buf);
 }
@@ -130,10 +135,11 @@ claims_open(const char *rundir)
 			break;
 		}
 	/* Nobody else alive: what they claimed is nobody's. */
-	if (!any && C.off > 0) {
+	if (!any && (C.off > 0 || C.torn)) {
 		if (ftruncate(C.fd, 0) == -1)
 			msg_diesys(1, "claims: truncate");
 		C.off = 0;
+		C.torn = 0;
 		json_object_clear(C.by);
 	}
 	flock(C.fd, LOCK_UN);
@@ -143,8 +149,9 @@ int
 claims_take(const char *id, char *holder, size_t len)
 {
 	const char *o;
-	char *line;
+	char *line, *text;
 	json_t *rec;
+	size_t n;
 	int rc = 1;
 
 	if (flock(C.fd, LOCK_EX) == -1)
@@ -162,13 +169,17 @@ claims_take(const char *id, char *holder, size_t len)
 	}
 	if (rc != 0 && (o == NULL || strcmp(o, C.me) != 0)) {
 		rec = json_pack("{s:s,s:s}", "id", id, "owner", C.me);
-		line = json_dumps(rec, JSON_COMPACT);
-		if (rec_write_all(C.fd, line, strlen(line)) == -1 ||
-		    rec_write_all(C.fd, "\n", 1) == -1)
+		text = json_dumps(rec, JSON_COMPACT);
+		/* One write(2) a line, on a line of its own. */
+		line = xasprintf("%s%s\n", C.torn ? "\n" : "", text);
+		n = strlen(line);
+		if (rec_write_all(C.fd, line, n) == -1)
 			msg_diesys(1, "claims: write");
-		C.off += (off_t)strlen(line) + 1;
+		C.off += (off_t)n;
+		C.torn = 0;
 		json_object_set_new(C.by, id, json_string(C.me));
 		free(line);
+		free(text);
 		json_decref(rec);
 	}
 	flock(C.fd, LOCK_UN);

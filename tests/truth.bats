@@ -137,3 +137,50 @@ once() {
 	[ "$(requests_for /ok/doc-2)" -eq 0 ]
 	jq -s -e 'map(.id) == ["p-1"]' "$BATS_TEST_TMPDIR/out"
 }
+
+# hold_owner NAME: a pipeline alive on RUN (its owner file locked), for
+# as long as the test runs; its pid in HOLDER.
+hold_owner() {
+	mkdir -p "$RUN/state/owners"
+	(
+		exec 9>>"$RUN/state/owners/$1"
+		flock 9
+		exec sleep 60
+	) &
+	HOLDER=$!
+	for _ in $(seq 1 200); do
+		flock -n "$RUN/state/owners/$1" true || return 0
+		sleep 0.01
+	done
+	return 1
+}
+
+@test "truth: a claim appended after a torn claims line stands on a line of its own, and another pipeline leaves its id alone" {
+	hold_owner 3.3
+	# A claim torn by a kill: no newline.
+	printf '{"id":"elsewhere","owner":"3.3"}\n{"id":"torn-1","ow' >"$RUN/state/claims.ndjson"
+	manifest /ok 1 p >"$BATS_TEST_TMPDIR/m"
+	# Pipeline A claims p-1, fetches it and stays alive.
+	{
+		cat "$BATS_TEST_TMPDIR/m"
+		for _ in $(seq 1 600); do
+			[ -e "$BATS_TEST_TMPDIR/go" ] && break
+			sleep 0.05
+		done
+	} | timeout 60 rfp-fetch --run-dir "$RUN" >/dev/null 2>&1 &
+	a=$!
+	for _ in $(seq 1 500); do
+		[ "$(requests_for /ok/doc-1)" -ge 1 ] && break
+		sleep 0.01
+	done
+	[ "$(requests_for /ok/doc-1)" -eq 1 ]
+	# B, on the same manifest, leaves it to A.
+	run --separate-stderr timeout 60 rfp-fetch --resume --run-dir "$RUN" <"$BATS_TEST_TMPDIR/m"
+	touch "$BATS_TEST_TMPDIR/go"
+	wait "$a"
+	kill "$HOLDER"
+	[[ $stderr == *'"p-1" is being processed by another pipeline'* ]]
+	[ "$(requests_for /ok/doc-1)" -eq 1 ]
+	# Every claim whole, on its own line.
+	[ "$(grep -c '^{"id":"p-1","owner":"[^"]*"}$' "$RUN/state/claims.ndjson")" -ge 1 ]
+}
