@@ -269,6 +269,9 @@ if ! err=$(mkdir -p "$state_dir" "$run_dir/docs" "$run_dir/logs" 2>&1); then
 	err=$(printf '%s\n' "$err" | head -n 1)
 	die 2 "mkdir $run_dir: ${err##*: }"
 fi
+# The pipeline's name in state/claims.ndjson: rfp-fetch and rfp-sink both
+# hold it, so the ids it claimed stay its while any of them still runs.
+claims_owner=$$.$(date +%s)
 rm -f "$fifo" "$report" "$fetch_pid" "$parse_pid"
 true >"$status" || die 1 "write $status: failed"
 mkfifo -m 600 "$fifo" || die 1 "mkfifo $fifo: failed"
@@ -382,7 +385,7 @@ trap 'stop TERM' TERM
 {
 	trap '' INT TERM
 	fetch --run-dir="$run_dir" --retry-fifo="$fifo" --report="$report" \
-	    --resume $retry_dead ${config:+"--config=$config"} ${state:+"--state=$state"} $jobs_opt $dl_opt $verbose
+	    --owner="$claims_owner" --resume $retry_dead ${config:+"--config=$config"} ${state:+"--state=$state"} $jobs_opt $dl_opt $verbose
 	echo "rfp-fetch $?" >>"$status"
 } | {
 	trap '' INT TERM
@@ -393,7 +396,7 @@ trap 'stop TERM' TERM
 	backoff --run-dir="$run_dir" --admitted="$admitted" $budget_opt \
 	    ${config:+"--config=$config"} ${state:+"--state=$state"} $seed_opt $ma_opt $dl_opt $verbose
 } | rfp-sink --run-dir="$run_dir" --retry-fifo="$fifo" \
-    --admitted-from="$report" --fate-status --progress="$progress" \
+    --owner="$claims_owner" --admitted-from="$report" --fate-status --progress="$progress" \
     --total="$admitted" $quiet $verbose &
 pipe=$!
 

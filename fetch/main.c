@@ -64,10 +64,10 @@ static const char usage[] =
     "                 [--config FILE] [--connect-timeout S]\n"
     "                 [--deadline WHEN] [--insecure]\n"
     "                 [--max-body BYTES] [--max-redirects N]\n"
-    "                 [--on-open wait|dead] [--report FILE]\n"
-    "                 [--resume] [--retry-dead] [--retry-fifo FIFO]\n"
-    "                 [--run-dir DIR] [--state URL] [--timeout S]\n"
-    "                 [--version]\n";
+    "                 [--on-open wait|dead] [--owner NAME]\n"
+    "                 [--report FILE] [--resume] [--retry-dead]\n"
+    "                 [--retry-fifo FIFO] [--run-dir DIR] [--state URL]\n"
+    "                 [--timeout S] [--version]\n";
 
 
 static struct fopts fo;
@@ -417,7 +417,7 @@ nonblock(int fd)
 
 /* What the command line says beyond fo. */
 struct cli {
-	const char	*config, *deadline, *state, *fifo;
+	const char	*config, *deadline, *state, *fifo, *owner;
 	int		 resume, retry_dead, check;
 };
 
@@ -437,6 +437,7 @@ options(int argc, char *argv[], struct cli *cli)
 		{ "max-body", required_argument, NULL, 'B' },
 		{ "max-redirects", required_argument, NULL, 'R' },
 		{ "on-open", required_argument, NULL, 'o' },
+		{ "owner", required_argument, NULL, 'O' },
 		{ "report", required_argument, NULL, 'p' },
 		{ "resume", no_argument, NULL, 'u' },
 		{ "retry-dead", no_argument, NULL, 'd' },
@@ -492,6 +493,13 @@ options(int argc, char *argv[], struct cli *cli)
 				msg_die(2, "option --on-open: expected \"wait\" "
 				    "or \"dead\", got \"%s\"", optarg);
 			on_open = optarg;
+			break;
+		case 'O':
+			if (!claims_name_ok(optarg))
+				msg_die(2, "option --owner: expected a name of "
+				    "letters, digits, '.', '_' and '-', at most "
+				    "40, got \"%s\"", optarg);
+			cli->owner = optarg;
 			break;
 		case 'p':
 			S.report = optarg;
@@ -654,7 +662,7 @@ main(int argc, char *argv[])
 	gate_init(&fo);
 	submit_init(&fo);
 	if (fo.run_dir != NULL)
-		claims_open(fo.run_dir);
+		claims_open(fo.run_dir, cli.owner);
 	nonblock(STDIN_FILENO);
 	nonblock(STDOUT_FILENO);
 	admit_open(&fo, cli.fifo, cli.resume, cli.retry_dead);

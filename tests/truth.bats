@@ -184,3 +184,47 @@ hold_owner() {
 	# Every claim whole, on its own line.
 	[ "$(grep -c '^{"id":"p-1","owner":"[^"]*"}$' "$RUN/state/claims.ndjson")" -ge 1 ]
 }
+
+@test "truth: a pipeline whose rfp-fetch died while its rfp-sink still holds records keeps its ids; no id is filed twice" {
+	mock_stop
+	printf 'routes:\n  - {match: "/n/*", endpoint: n, submit: true, delay_ms: 100}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	RFPIPE_TIME_SCALE=1 mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /n 30 n '"method":"POST","body":{"n":1}' >"$BATS_TEST_TMPDIR/m"
+	printf 'endpoints:\n  n:\n    concurrency: 2\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	timeout 120 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m" 2>/dev/null &
+	a=$!
+	for _ in $(seq 1 500); do
+		[ "$(requests_for)" -ge 2 ] && break
+		sleep 0.01
+	done
+	sink= fetch=
+	for p in $(descendants "$a"); do
+		case $(ps -o comm= -p "$p" 2>/dev/null) in
+		rfp-sink) sink=$p ;;
+		rfp-fetch) fetch=$p ;;
+		esac
+	done
+	[ -n "$sink" ] && [ -n "$fetch" ]
+	# A's sink stalls; A's fetch finishes more, then dies.
+	kill -STOP "$sink"
+	n=$(requests_for)
+	for _ in $(seq 1 500); do
+		[ "$(requests_for)" -ge $((n + 4)) ] && break
+		sleep 0.01
+	done
+	kill -KILL "$fetch"
+	# B: A lives on in its sink, so what A claimed is A's.
+	run --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	kill -CONT "$sink"
+	wait "$a" || :
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	[[ $stderr == *"is being processed by another pipeline"* ]]
+	[ -z "$(jq -r .id "$RUN/results.ndjson" | sort | uniq -d)" ]
+	# A has ended: a third run files the rest (what A's kill cut in
+	# flight as ambiguous_submit), each id in one file, once.
+	run timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
+	once
+	jq -e '.totals.succeeded + .totals.dead == 30' "$RUN/summary.json"
+}
