@@ -6,7 +6,8 @@
 # hosts share (rfp-queue pull) and each result is filed there as well.
 #
 # Exit status: 0 every document succeeded; 3 finished with dead letters;
-# 4 the deadline cut some documents; 2 usage or configuration error;
+# 4 the deadline cut some documents; 5 ids were left to another pipeline
+# still running on the run directory; 2 usage or configuration error;
 # 1 internal failure (a stage failed or the counts did not reconcile).
 set -u
 
@@ -430,6 +431,6 @@ while read -r stage code; do
 done <"$status"
 [ "$worst" -ne 0 ] && exit "$worst"
 case $sink in
-0|3|4) exit "$sink" ;;
+0|3|4|5) exit "$sink" ;;
 *) exit 1 ;;
 esac

@@ -255,6 +255,8 @@ write_report(void)
 	r = json_pack("{s:I,s:I,s:I,s:I}", "admitted", (json_int_t)n.admitted,
 	    "skipped", (json_int_t)n.skipped, "held", (json_int_t)n.held,
 	    "pid", (json_int_t)getpid());
+	if (fo.run_dir != NULL)
+		json_object_set(r, "held_by", claims_held());
 	/* rfp-sink reads it: the records not filed are left, not lost. */
 	if (S.stop > 0)
 		json_object_set_new(r, "stopped", json_integer(S.stop));

@@ -28,7 +28,8 @@
  *
  * Exit: 0 at EOF with the counts reconciled, 1 on a write error or a
  * failed reconciliation, 2 on a usage error.  With --fate-status, 3 when
- * records were dead-lettered and 4 when the deadline cut some.
+ * records were dead-lettered, 4 when the deadline cut some, and 5 when
+ * rfp-fetch left ids to another pipeline still running (5 wins, then 4).
  */
 #include <sys/file.h>
 #include <sys/ioctl.h>
@@ -681,8 +682,13 @@ main(int argc, char *argv[])
 	opt_fshut();
 	if (rc != 0)
 		return 1;
-	/* The whole run directory's, not this run's alone. */
-	if (opts.fate_status && summ_total(opts.run,
+	/*
+	 * Ids left to a pipeline still running are in neither file yet: not
+	 * done, whatever the files say.  Else the whole run directory's.
+	 */
+	if (opts.fate_status && summ_count(opts.run, "held") > 0)
+		rc = 5;
+	else if (opts.fate_status && summ_total(opts.run,
 	    fate_reason(FATE_DEADLINE_CUT)) > 0)
 		rc = 4;
 	else if (opts.fate_status && summ_total(opts.run, "dead") > 0)

@@ -185,6 +185,21 @@ hold_owner() {
 	[ "$(grep -c '^{"id":"p-1","owner":"[^"]*"}$' "$RUN/state/claims.ndjson")" -ge 1 ]
 }
 
+@test "truth: a run that left ids to a live pipeline exits 5, and its summary says how many and whose" {
+	hold_owner 3.3
+	manifest /ok 3 p >"$BATS_TEST_TMPDIR/m"
+	printf '{"id":"p-1","owner":"3.3"}\n{"id":"p-3","owner":"3.3"}\n' >"$RUN/state/claims.ndjson"
+	run -5 --separate-stderr timeout 60 "$ROOT/pipeline.sh" --progress none --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	kill "$HOLDER"
+	[[ $stderr == *"held elsewhere        2  left to 3.3 (2), still running"* ]]
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 1 ]
+	jq -e '.run.held == 2 and .held_by == {"3.3": 2} and .reconciled == true' "$RUN/summary.json"
+	# Once the holder has ended, a re-run files them and says all done.
+	run -0 timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 3 ]
+	jq -e '.run.held == 0' "$RUN/summary.json"
+}
+
 @test "truth: a pipeline whose rfp-fetch died while its rfp-sink still holds records keeps its ids; no id is filed twice" {
 	mock_stop
 	printf 'routes:\n  - {match: "/n/*", endpoint: n, submit: true, delay_ms: 100}\n' >"$BATS_TEST_TMPDIR/s.yaml"
@@ -218,7 +233,7 @@ hold_owner() {
 	kill -CONT "$sink"
 	wait "$a" || :
 	echo "$stderr"
-	[ "$status" -eq 0 ]
+	[ "$status" -eq 5 ]
 	[[ $stderr == *"is being processed by another pipeline"* ]]
 	[ -z "$(jq -r .id "$RUN/results.ndjson" | sort | uniq -d)" ]
 	# A has ended: a third run files the rest (what A's kill cut in
@@ -226,5 +241,5 @@ hold_owner() {
 	run timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
 	[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
 	once
-	jq -e '.totals.succeeded + .totals.dead == 30' "$RUN/summary.json"
+	jq -e '.totals.succeeded + .totals.dead == 30 and .run.held == 0' "$RUN/summary.json"
 }
