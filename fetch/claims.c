@@ -250,7 +250,7 @@ claims_held(void)
 static char *
 stages_of(const char *owner)
 {
-	char *path, *buf, *p, *out, *t, stage[32];
+	char *path, *buf, *p, *out, *t, *sp, stage[32];
 	long pid;
 	int fd;
 	ssize_t n;
@@ -261,7 +261,8 @@ stages_of(const char *owner)
 	fd = state_open(path, O_RDONLY, 0);
 	n = fd == -1 ? 0 : read(fd, buf, 4095);
 	buf[n > 0 ? n : 0] = '\0';
-	for (p = strtok(buf, "\n"); p != NULL; p = strtok(NULL, "\n"))
+	for (p = strtok_r(buf, "\n", &sp); p != NULL;
+	    p = strtok_r(NULL, "\n", &sp))
 		if (sscanf(p, "%31s %ld", stage, &pid) == 2 && pid > 0 &&
 		    (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
 			t = xasprintf("%s%s%s %ld", out, *out ? ", " : "",
