@@ -386,7 +386,8 @@ trap 'stop TERM' TERM
 {
 	trap '' INT TERM
 	fetch --run-dir="$run_dir" --retry-fifo="$fifo" --report="$report" \
-	    --owner="$claims_owner" --resume $retry_dead ${config:+"--config=$config"} ${state:+"--state=$state"} $jobs_opt $dl_opt $verbose
+	    --owner="$claims_owner" \
+	    --resume $retry_dead ${config:+"--config=$config"} ${state:+"--state=$state"} $jobs_opt $dl_opt $verbose
 	echo "rfp-fetch $?" >>"$status"
 } | {
 	trap '' INT TERM
@@ -397,7 +398,8 @@ trap 'stop TERM' TERM
 	backoff --run-dir="$run_dir" --admitted="$admitted" $budget_opt \
 	    ${config:+"--config=$config"} ${state:+"--state=$state"} $seed_opt $ma_opt $dl_opt $verbose
 } | rfp-sink --run-dir="$run_dir" --retry-fifo="$fifo" \
-    --owner="$claims_owner" --admitted-from="$report" --fate-status --progress="$progress" \
+    --owner="$claims_owner" \
+    --admitted-from="$report" --fate-status --progress="$progress" \
     --total="$admitted" $quiet $verbose &
 pipe=$!
 

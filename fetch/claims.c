@@ -42,7 +42,7 @@ static struct {
 	int	 own_fd;	/* its file, locked shared */
 	int	 fd;		/* claims.ndjson, O_APPEND */
 	off_t	 off;		/* read up to here */
-	int	 torn;		/* the file ends in a line with no newline */
+	int	 torn;		/* the last line read has no newline */
 	json_t	*by;		/* id -> owner, of what was read */
 	json_t	*alive;		/* owner -> true/false, as last checked */
 	json_t	*held;		/* owner -> ids left to it */

@@ -498,9 +498,9 @@ options(int argc, char *argv[], struct cli *cli)
 			break;
 		case 'O':
 			if (!claims_name_ok(optarg))
-				msg_die(2, "option --owner: expected a name of "
-				    "letters, digits, '.', '_' and '-', at most "
-				    "40, got \"%s\"", optarg);
+				msg_die(2, "option --owner: expected at most "
+				    "40 letters, digits, '.', '_' and '-', "
+				    "got \"%s\"", optarg);
 			cli->owner = optarg;
 			break;
 		case 'p':

@@ -76,12 +76,12 @@ static struct opts {
 	const char	*run_dir;
 	const char	*fifo;
 	const char	*admitted_from;
-	const char	*owner;		/* the pipeline's, for fetch/claims.c */
+	const char	*owner;		/* see fetch/claims.c */
 	int		 quiet;
 	int		 fate_status;
 	int		 fd_done, fd_dead, fd_fifo;
 	int		 fd_lock;	/* state/sink.lock, held shared */
-	int		 fd_owner;	/* state/owners/OWNER, held shared */
+	int		 fd_owner;	/* state/owners/OWNER, held */
 	struct rec_out	*done_out, *dead_out;	/* records, gathered */
 	struct rec_out	*fifo_out;	/* acks and retries, gathered */
 	double		 last_sync;
@@ -486,11 +486,12 @@ options(int argc, char *argv[])
 		case 'o':
 			if (strlen(optarg) == 0 || strlen(optarg) > 40 ||
 			    optarg[0] == '.' || strspn(optarg,
-			    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-			    "0123456789._-") != strlen(optarg))
-				msg_die(2, "option --owner: expected a name of "
-				    "letters, digits, '.', '_' and '-', at most "
-				    "40, got \"%s\"", optarg);
+			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "abcdefghijklmnopqrstuvwxyz0123456789._-") !=
+			    strlen(optarg))
+				msg_die(2, "option --owner: expected at most "
+				    "40 letters, digits, '.', '_' and '-', "
+				    "got \"%s\"", optarg);
 			opts.owner = optarg;
 			break;
 		case 'p':
