@@ -6,7 +6,8 @@
 # hosts share (rfp-queue pull) and each result is filed there as well.
 #
 # Exit status: 0 every document succeeded; 3 finished with dead letters;
-# 4 the deadline cut some documents; 2 usage or configuration error;
+# 4 the deadline cut some documents; 5 ids were left to another pipeline
+# still running on the run directory; 2 usage or configuration error;
 # 1 internal failure (a stage failed or the counts did not reconcile).
 set -u
 
@@ -269,6 +270,9 @@ if ! err=$(mkdir -p "$state_dir" "$run_dir/docs" "$run_dir/logs" 2>&1); then
 	err=$(printf '%s\n' "$err" | head -n 1)
 	die 2 "mkdir $run_dir: ${err##*: }"
 fi
+# The pipeline's name in state/claims.ndjson: rfp-fetch and rfp-sink both
+# hold it, so the ids it claimed stay its while any of them still runs.
+claims_owner=$$.$(date +%s)
 rm -f "$fifo" "$report" "$fetch_pid" "$parse_pid"
 true >"$status" || die 1 "write $status: failed"
 mkfifo -m 600 "$fifo" || die 1 "mkfifo $fifo: failed"
@@ -382,6 +386,7 @@ trap 'stop TERM' TERM
 {
 	trap '' INT TERM
 	fetch --run-dir="$run_dir" --retry-fifo="$fifo" --report="$report" \
+	    --owner="$claims_owner" \
 	    --resume $retry_dead ${config:+"--config=$config"} ${state:+"--state=$state"} $jobs_opt $dl_opt $verbose
 	echo "rfp-fetch $?" >>"$status"
 } | {
@@ -393,6 +398,7 @@ trap 'stop TERM' TERM
 	backoff --run-dir="$run_dir" --admitted="$admitted" $budget_opt \
 	    ${config:+"--config=$config"} ${state:+"--state=$state"} $seed_opt $ma_opt $dl_opt $verbose
 } | rfp-sink --run-dir="$run_dir" --retry-fifo="$fifo" \
+    --owner="$claims_owner" \
     --admitted-from="$report" --fate-status --progress="$progress" \
     --total="$admitted" $quiet $verbose &
 pipe=$!
@@ -427,6 +433,6 @@ while read -r stage code; do
 done <"$status"
 [ "$worst" -ne 0 ] && exit "$worst"
 case $sink in
-0|3|4) exit "$sink" ;;
+0|3|4|5) exit "$sink" ;;
 *) exit 1 ;;
 esac

@@ -3,18 +3,24 @@
  * two pipelines on one run directory (overlapping cron jobs, a re-run
  * started while the last one still runs) never fetch one id twice.
  *
- * Each rfp-fetch with a run directory is an owner: it holds an exclusive
- * flock on state/owners/OWNER for its life, so the kernel releases it when
- * the process dies.  Before it admits an id it appends {"id","owner"} to
- * state/claims.ndjson, under an exclusive flock on that file, unless the
- * id is already claimed by an owner whose lock is held: then the id is
- * another pipeline's, and skipped.  The file is emptied when its first
- * reader finds no owner alive.
+ * An owner is a pipeline: rfpipe names it and hands the name to rfp-fetch
+ * and rfp-sink (--owner), and each of them holds a shared flock on
+ * state/owners/OWNER for its life, so the owner lives while any stage of
+ * it does (a sink still filing what a dead rfp-fetch fetched) and the
+ * kernel releases it when the last one dies.  An rfp-fetch given no name
+ * is an owner of its own.  Each holder appends "STAGE PID" to the file,
+ * to name itself to an operator.  Before it admits an id rfp-fetch
+ * appends {"id","owner"} to state/claims.ndjson, one write(2) a line,
+ * under an exclusive flock on that file, unless the id is already claimed
+ * by an owner whose file is locked: then the id is another pipeline's,
+ * and skipped.  The file is emptied when its first reader finds no owner
+ * alive.
  */
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,15 +38,58 @@
 
 static struct {
 	char	*dir;		/* RUNDIR/state/owners */
-	char	*me;		/* this process's owner name */
-	int	 own_fd;	/* its lock, held */
+	char	*me;		/* this pipeline's owner name */
+	int	 own_fd;	/* its file, locked shared */
 	int	 fd;		/* claims.ndjson, O_APPEND */
 	off_t	 off;		/* read up to here */
+	int	 torn;		/* the last line read has no newline */
 	json_t	*by;		/* id -> owner, of what was read */
 	json_t	*alive;		/* owner -> true/false, as last checked */
+	json_t	*held;		/* owner -> ids left to it */
 } C = { .own_fd = -1, .fd = -1 };
 
-/* 1 when owner's lock is held (by a live process), else 0. */
+int
+claims_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 0 && n <= 40 && name[0] != '.' && strspn(name,
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789._-") == n;
+}
+
+/*
+ * Open path (made if need be) and lock it shared; again when the file
+ * locked is no longer the one at path (a reader took it for a dead
+ * owner's and removed it meanwhile).  The fd, or -1.
+ */
+static int
+hold(const char *path)
+{
+	struct stat a, b;
+	char *line;
+	int fd;
+
+	for (;;) {
+		if ((fd = state_open(path, O_RDWR | O_APPEND | O_CREAT,
+		    0600)) == -1)
+			return -1;
+		if (flock(fd, LOCK_SH) == -1) {
+			close(fd);
+			return -1;
+		}
+		if (fstat(fd, &a) == 0 && stat(path, &b) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			break;
+		close(fd);
+	}
+	line = xasprintf("%s %ld\n", msg_prog(), (long)getpid());
+	(void)!rec_write_all(fd, line, strlen(line));
+	free(line);
+	return fd;
+}
+
+/* 1 when owner's file is locked (by a live stage of it), else 0. */
 static int
 alive(const char *owner)
 {
@@ -54,12 +103,13 @@ alive(const char *owner)
 	path = xasprintf("%s/%s", C.dir, owner);
 	held = 0;
 	if ((fd = state_open(path, O_RDONLY, 0)) != -1) {
-		held = flock(fd, LOCK_SH | LOCK_NB) == -1 &&
+		held = flock(fd, LOCK_EX | LOCK_NB) == -1 &&
 		    errno == EWOULDBLOCK;
+		/* Locked so, a stage of it that comes late makes another. */
+		if (!held)
+			unlink(path);	/* every stage of it is gone */
 		close(fd);
 	}
-	if (!held)
-		unlink(path);	/* its process is gone */
 	free(path);
 	json_object_set_new(C.alive, owner, json_boolean(held));
 	return held;
@@ -77,7 +127,7 @@ catch_up(void)
 	if (fstat(C.fd, &st) == -1)
 		msg_diesys(1, "claims: fstat");
 	if (st.st_size < C.off)		/* emptied by another */
-		C.off = 0, json_object_clear(C.by);
+		C.off = 0, C.torn = 0, json_object_clear(C.by);
 	if (st.st_size == C.off)
 		return;
 	buf = xmalloc((size_t)(st.st_size - C.off) + 1);
@@ -92,13 +142,17 @@ catch_up(void)
 			    json_string(rec_str(rec, "owner")));
 		json_decref(rec);
 	}
-	/* A torn last line (its writer died mid-write) is read again. */
+	/*
+	 * A torn last line (its writer died mid-write) is read again; the
+	 * next claim ends it first, not to be glued to it.
+	 */
+	C.torn = p < buf + n;
 	C.off += p - buf;
 	free(buf);
 }
 
 void
-claims_open(const char *rundir)
+claims_open(const char *rundir, const char *owner)
 {
 	char *path, err[256];
 	const char *id;
@@ -107,13 +161,14 @@ claims_open(const char *rundir)
 
 	C.by = json_object();
 	C.alive = json_object();
+	C.held = json_object();
 	C.dir = rundir_path(rundir, RUNDIR_OWNERS, NULL);
 	if (state_mkdir(C.dir, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
-	C.me = xasprintf("%ld.%ld", (long)getpid(), (long)time(NULL));
+	C.me = owner != NULL ? xstrdup(owner) : xasprintf("%ld.%ld",
+	    (long)getpid(), (long)time(NULL));
 	path = xasprintf("%s/%s", C.dir, C.me);
-	if ((C.own_fd = state_open(path, O_RDWR | O_CREAT, 0600)) == -1 ||
-	    flock(C.own_fd, LOCK_EX) == -1)
+	if ((C.own_fd = hold(path)) == -1)
 		msg_diesys(1, "open %s", path);
 	free(path);
 	path = rundir_path(rundir, RUNDIR_CLAIMS, NULL);
@@ -125,15 +180,17 @@ claims_open(const char *rundir)
 		msg_diesys(1, "claims: flock");
 	catch_up();
 	json_object_foreach(C.by, id, o)
-		if (alive(json_string_value(o))) {
+		if (strcmp(json_string_value(o), C.me) != 0 &&
+		    alive(json_string_value(o))) {
 			any = 1;
 			break;
 		}
 	/* Nobody else alive: what they claimed is nobody's. */
-	if (!any && C.off > 0) {
+	if (!any && (C.off > 0 || C.torn)) {
 		if (ftruncate(C.fd, 0) == -1)
 			msg_diesys(1, "claims: truncate");
 		C.off = 0;
+		C.torn = 0;
 		json_object_clear(C.by);
 	}
 	flock(C.fd, LOCK_UN);
@@ -143,8 +200,9 @@ int
 claims_take(const char *id, char *holder, size_t len)
 {
 	const char *o;
-	char *line;
+	char *line, *text;
 	json_t *rec;
+	size_t n;
 	int rc = 1;
 
 	if (flock(C.fd, LOCK_EX) == -1)
@@ -156,40 +214,99 @@ claims_take(const char *id, char *holder, size_t len)
 		json_object_del(C.alive, o);
 		if (alive(o)) {
 			snprintf(holder, len, "%s", o);
+			json_object_set_new(C.held, o, json_integer(
+			    json_integer_value(json_object_get(C.held, o)) +
+			    1));
 			rc = 0;
 		} else
 			rc = 2;	/* a dead pipeline's: it may have filed it */
 	}
 	if (rc != 0 && (o == NULL || strcmp(o, C.me) != 0)) {
 		rec = json_pack("{s:s,s:s}", "id", id, "owner", C.me);
-		line = json_dumps(rec, JSON_COMPACT);
-		if (rec_write_all(C.fd, line, strlen(line)) == -1 ||
-		    rec_write_all(C.fd, "\n", 1) == -1)
+		text = json_dumps(rec, JSON_COMPACT);
+		/* One write(2) a line, on a line of its own. */
+		line = xasprintf("%s%s\n", C.torn ? "\n" : "", text);
+		n = strlen(line);
+		if (rec_write_all(C.fd, line, n) == -1)
 			msg_diesys(1, "claims: write");
-		C.off += (off_t)strlen(line) + 1;
+		C.off += (off_t)n;
+		C.torn = 0;
 		json_object_set_new(C.by, id, json_string(C.me));
 		free(line);
+		free(text);
 		json_decref(rec);
 	}
 	flock(C.fd, LOCK_UN);
 	return rc;
 }
 
+json_t *
+claims_held(void)
+{
+	return C.held;
+}
+
+/* "rfp-sink 1234, rfp-fetch 1233": the stages of owner still running. */
+static char *
+stages_of(const char *owner)
+{
+	char *path, *buf, *p, *out, *t, *sp, stage[32];
+	long pid;
+	int fd;
+	ssize_t n;
+
+	path = xasprintf("%s/%s", C.dir, owner);
+	out = xstrdup("");
+	buf = xmalloc(4096);
+	fd = state_open(path, O_RDONLY, 0);
+	n = fd == -1 ? 0 : read(fd, buf, 4095);
+	buf[n > 0 ? n : 0] = '\0';
+	for (p = strtok_r(buf, "\n", &sp); p != NULL;
+	    p = strtok_r(NULL, "\n", &sp))
+		if (sscanf(p, "%31s %ld", stage, &pid) == 2 && pid > 0 &&
+		    (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
+			t = xasprintf("%s%s%s %ld", out, *out ? ", " : "",
+			    stage, pid);
+			free(out);
+			out = t;
+		}
+	if (fd != -1)
+		close(fd);
+	free(buf);
+	free(path);
+	return out;
+}
+
 void
 claims_close(void)
 {
-	char *path;
+	const char *o;
+	json_t *v;
+	char *path, *who;
 
 	if (C.me == NULL)
 		return;
+	json_object_foreach(C.held, o, v) {
+		who = stages_of(o);
+		msg_warn("%ld ids left to pipeline %s, still running%s%s%s: "
+		    "they stay its while any stage of it runs; one stopped "
+		    "for good holds them until it is ended",
+		    (long)json_integer_value(v), o, *who ? " (" : "", who,
+		    *who ? ")" : "");
+		free(who);
+	}
+	/* The last stage of this owner out removes its file. */
 	path = xasprintf("%s/%s", C.dir, C.me);
-	unlink(path);
+	if (flock(C.own_fd, LOCK_EX | LOCK_NB) == 0)
+		unlink(path);
 	free(path);
 	close(C.own_fd);
 	close(C.fd);
 	json_decref(C.by);
 	json_decref(C.alive);
+	json_decref(C.held);
 	free(C.dir);
 	free(C.me);
 	C.me = NULL;
+	C.held = NULL;
 }

@@ -64,10 +64,10 @@ static const char usage[] =
     "                 [--config FILE] [--connect-timeout S]\n"
     "                 [--deadline WHEN] [--insecure]\n"
     "                 [--max-body BYTES] [--max-redirects N]\n"
-    "                 [--on-open wait|dead] [--report FILE]\n"
-    "                 [--resume] [--retry-dead] [--retry-fifo FIFO]\n"
-    "                 [--run-dir DIR] [--state URL] [--timeout S]\n"
-    "                 [--version]\n";
+    "                 [--on-open wait|dead] [--owner NAME]\n"
+    "                 [--report FILE] [--resume] [--retry-dead]\n"
+    "                 [--retry-fifo FIFO] [--run-dir DIR] [--state URL]\n"
+    "                 [--timeout S] [--version]\n";
 
 
 static struct fopts fo;
@@ -264,6 +264,8 @@ write_report(void)
 	r = json_pack("{s:I,s:I,s:I,s:I}", "admitted", (json_int_t)n.admitted,
 	    "skipped", (json_int_t)n.skipped, "held", (json_int_t)n.held,
 	    "pid", (json_int_t)getpid());
+	if (fo.run_dir != NULL)
+		json_object_set(r, "held_by", claims_held());
 	/* rfp-sink reads it: the records not filed are left, not lost. */
 	if (S.stop > 0)
 		json_object_set_new(r, "stopped", json_integer(S.stop));
@@ -426,7 +428,7 @@ nonblock(int fd)
 
 /* What the command line says beyond fo. */
 struct cli {
-	const char	*config, *deadline, *state, *fifo;
+	const char	*config, *deadline, *state, *fifo, *owner;
 	int		 resume, retry_dead, check;
 };
 
@@ -446,6 +448,7 @@ options(int argc, char *argv[], struct cli *cli)
 		{ "max-body", required_argument, NULL, 'B' },
 		{ "max-redirects", required_argument, NULL, 'R' },
 		{ "on-open", required_argument, NULL, 'o' },
+		{ "owner", required_argument, NULL, 'O' },
 		{ "report", required_argument, NULL, 'p' },
 		{ "resume", no_argument, NULL, 'u' },
 		{ "retry-dead", no_argument, NULL, 'd' },
@@ -501,6 +504,13 @@ options(int argc, char *argv[], struct cli *cli)
 				msg_die(2, "option --on-open: expected \"wait\" "
 				    "or \"dead\", got \"%s\"", optarg);
 			on_open = optarg;
+			break;
+		case 'O':
+			if (!claims_name_ok(optarg))
+				msg_die(2, "option --owner: expected at most "
+				    "40 letters, digits, '.', '_' and '-', "
+				    "got \"%s\"", optarg);
+			cli->owner = optarg;
 			break;
 		case 'p':
 			S.report = optarg;
@@ -663,7 +673,7 @@ main(int argc, char *argv[])
 	gate_init(&fo);
 	submit_init(&fo);
 	if (fo.run_dir != NULL)
-		claims_open(fo.run_dir);
+		claims_open(fo.run_dir, cli.owner);
 	nonblock(STDIN_FILENO);
 	nonblock(STDOUT_FILENO);
 	admit_open(&fo, cli.fifo, cli.resume, cli.retry_dead);

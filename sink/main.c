@@ -22,10 +22,16 @@
  * or in the --admitted-from report) reconciles with the unfiled counted as
  * pending.
  *
+ * With --owner it holds the pipeline's owner file (fetch/claims.c) until
+ * it exits, so the ids rfp-fetch claimed stay the pipeline's while records
+ * of theirs may still be on their way here.
+ *
  * Exit: 0 at EOF with the counts reconciled, 1 on a write error or a
  * failed reconciliation, 2 on a usage error.  With --fate-status, 3 when
- * records were dead-lettered and 4 when the deadline cut some.
+ * records were dead-lettered, 4 when the deadline cut some, and 5 when
+ * rfp-fetch left ids to another pipeline still running (5 wins, then 4).
  */
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
@@ -57,8 +63,8 @@
 
 static const char usage[] =
     "usage: rfp-sink [-hqv] [--admitted-from FILE] [--fate-status]\n"
-    "                [--progress MODE] [--retry-fifo FIFO] --run-dir DIR\n"
-    "                [--total N] [--version]\n";
+    "                [--owner NAME] [--progress MODE] [--retry-fifo FIFO]\n"
+    "                --run-dir DIR [--total N] [--version]\n";
 
 enum progress_mode {
 	PROGRESS_NONE,
@@ -70,10 +76,12 @@ static struct opts {
 	const char	*run_dir;
 	const char	*fifo;
 	const char	*admitted_from;
+	const char	*owner;		/* see fetch/claims.c */
 	int		 quiet;
 	int		 fate_status;
 	int		 fd_done, fd_dead, fd_fifo;
 	int		 fd_lock;	/* state/sink.lock, held shared */
+	int		 fd_owner;	/* state/owners/OWNER, held */
 	struct rec_out	*done_out, *dead_out;	/* records, gathered */
 	struct rec_out	*fifo_out;	/* acks and retries, gathered */
 	double		 last_sync;
@@ -451,6 +459,7 @@ options(int argc, char *argv[])
 		{ "admitted-from", required_argument, NULL, 'a' },
 		{ "fate-status", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "owner", required_argument, NULL, 'o' },
 		{ "progress", required_argument, NULL, 'p' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "retry-fifo", required_argument, NULL, 'f' },
@@ -474,6 +483,17 @@ options(int argc, char *argv[])
 			break;
 		case 'h':
 			opt_help(usage);
+		case 'o':
+			if (strlen(optarg) == 0 || strlen(optarg) > 40 ||
+			    optarg[0] == '.' || strspn(optarg,
+			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "abcdefghijklmnopqrstuvwxyz0123456789._-") !=
+			    strlen(optarg))
+				msg_die(2, "option --owner: expected at most "
+				    "40 letters, digits, '.', '_' and '-', "
+				    "got \"%s\"", optarg);
+			opts.owner = optarg;
+			break;
 		case 'p':
 			if (strcmp(optarg, "auto") && strcmp(optarg, "plain") &&
 			    strcmp(optarg, "none"))
@@ -519,6 +539,58 @@ options(int argc, char *argv[])
 	opts.p_every = opts.progress == PROGRESS_TTY ? 0.25 : plain_every();
 }
 
+/*
+ * Hold the pipeline's owner file locked shared until exit: while this
+ * sink has records to file, the ids rfp-fetch claimed for them stay this
+ * pipeline's, though rfp-fetch be dead (fetch/claims.c).  Locked again
+ * when a reader took the file for a dead owner's and removed it meanwhile.
+ */
+static void
+owner_hold(void)
+{
+	struct stat a, b;
+	char *dir, *path, *line, err[512];
+
+	opts.fd_owner = -1;
+	if (opts.owner == NULL)
+		return;
+	dir = rundir_path(opts.run_dir, RUNDIR_OWNERS, NULL);
+	if (state_mkdir(dir, err, sizeof(err)) == -1)
+		msg_die(1, "%s", err);
+	path = xasprintf("%s/%s", dir, opts.owner);
+	for (;;) {
+		if ((opts.fd_owner = state_open(path, O_RDWR | O_APPEND |
+		    O_CREAT, 0600)) == -1 || flock(opts.fd_owner, LOCK_SH) ==
+		    -1)
+			msg_diesys(1, "open %s", path);
+		if (fstat(opts.fd_owner, &a) == 0 && stat(path, &b) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			break;
+		close(opts.fd_owner);
+	}
+	/* Named to an operator who finds the ids held. */
+	line = xasprintf("%s %ld\n", PROG, (long)getpid());
+	(void)!rec_write_all(opts.fd_owner, line, strlen(line));
+	free(line);
+	free(path);
+	free(dir);
+}
+
+/* Let the owner go; the last stage of it out removes its file. */
+static void
+owner_release(void)
+{
+	char *path;
+
+	if (opts.fd_owner == -1)
+		return;
+	path = rundir_path(opts.run_dir, RUNDIR_OWNERS, opts.owner);
+	if (flock(opts.fd_owner, LOCK_EX | LOCK_NB) == 0)
+		unlink(path);
+	free(path);
+	close(opts.fd_owner);
+}
+
 /* Open the FIFO, the run directory's lock and its two files. */
 static void
 open_files(void)
@@ -535,6 +607,7 @@ open_files(void)
 		opts.fd_fifo = open_fifo(opts.fifo);
 	if (state_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
+	owner_hold();
 	/* Before dead.ndjson is opened: see lib/accounts/dead.h. */
 	if ((opts.fd_lock = dead_hold(opts.run_dir, err, sizeof(err))) == -1)
 		msg_die(1, "%s", err);
@@ -606,11 +679,17 @@ main(int argc, char *argv[])
 	rc = summ_finish(opts.run, opts.run_dir, opts.admitted_from, t0,
 	    opts.quiet);
 	close(opts.fd_lock);
+	owner_release();
 	opt_fshut();
 	if (rc != 0)
 		return 1;
-	/* The whole run directory's, not this run's alone. */
-	if (opts.fate_status && summ_total(opts.run,
+	/*
+	 * Ids left to a pipeline still running are in neither file yet: not
+	 * done, whatever the files say.  Else the whole run directory's.
+	 */
+	if (opts.fate_status && summ_count(opts.run, "held") > 0)
+		rc = 5;
+	else if (opts.fate_status && summ_total(opts.run,
 	    fate_reason(FATE_DEADLINE_CUT)) > 0)
 		rc = 4;
 	else if (opts.fate_status && summ_total(opts.run, "dead") > 0)

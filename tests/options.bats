@@ -86,6 +86,8 @@ rfp-fetch|--max-redirects|-1|--max-redirects: expected an integer from 0 to 50
 rfp-fetch|--timeout|soon|--timeout: expected a duration such as "30s" or "1h30m", got "soon"
 rfp-fetch|--connect-timeout|-5|--connect-timeout: expected a duration
 rfp-fetch|--deadline|never|--deadline: cannot read "never" as a time
+rfp-fetch|--owner|../x|--owner: expected at most 40 letters, digits, '.', '_' and '-', got "../x"
+rfp-sink|--owner|a/b|--owner: expected at most 40 letters
 rfp-parse|-j|0|--jobs: expected an integer from 1 to 4096, got "0"
 rfp-backoff|--max-attempts|0|--max-attempts: expected an integer from 1 to 1000, got "0"
 rfp-backoff|--max-attempts|5x|--max-attempts: expected an integer from 1 to 1000, got "5x"

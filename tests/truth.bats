@@ -137,3 +137,109 @@ once() {
 	[ "$(requests_for /ok/doc-2)" -eq 0 ]
 	jq -s -e 'map(.id) == ["p-1"]' "$BATS_TEST_TMPDIR/out"
 }
+
+# hold_owner NAME: a pipeline alive on RUN (its owner file locked), for
+# as long as the test runs; its pid in HOLDER.
+hold_owner() {
+	mkdir -p "$RUN/state/owners"
+	(
+		exec 9>>"$RUN/state/owners/$1"
+		flock 9
+		exec sleep 60
+	) &
+	HOLDER=$!
+	for _ in $(seq 1 200); do
+		flock -n "$RUN/state/owners/$1" true || return 0
+		sleep 0.01
+	done
+	return 1
+}
+
+@test "truth: a claim appended after a torn claims line stands on a line of its own, and another pipeline leaves its id alone" {
+	hold_owner 3.3
+	# A claim torn by a kill: no newline.
+	printf '{"id":"elsewhere","owner":"3.3"}\n{"id":"torn-1","ow' >"$RUN/state/claims.ndjson"
+	manifest /ok 1 p >"$BATS_TEST_TMPDIR/m"
+	# Pipeline A claims p-1, fetches it and stays alive.
+	{
+		cat "$BATS_TEST_TMPDIR/m"
+		for _ in $(seq 1 600); do
+			[ -e "$BATS_TEST_TMPDIR/go" ] && break
+			sleep 0.05
+		done
+	} | timeout 60 rfp-fetch --run-dir "$RUN" >/dev/null 2>&1 &
+	a=$!
+	for _ in $(seq 1 500); do
+		[ "$(requests_for /ok/doc-1)" -ge 1 ] && break
+		sleep 0.01
+	done
+	[ "$(requests_for /ok/doc-1)" -eq 1 ]
+	# B, on the same manifest, leaves it to A.
+	run --separate-stderr timeout 60 rfp-fetch --resume --run-dir "$RUN" <"$BATS_TEST_TMPDIR/m"
+	touch "$BATS_TEST_TMPDIR/go"
+	wait "$a"
+	kill "$HOLDER"
+	[[ $stderr == *'"p-1" is being processed by another pipeline'* ]]
+	[ "$(requests_for /ok/doc-1)" -eq 1 ]
+	# Every claim whole, on its own line.
+	[ "$(grep -c '^{"id":"p-1","owner":"[^"]*"}$' "$RUN/state/claims.ndjson")" -ge 1 ]
+}
+
+@test "truth: a run that left ids to a live pipeline exits 5, and its summary says how many and whose" {
+	hold_owner 3.3
+	manifest /ok 3 p >"$BATS_TEST_TMPDIR/m"
+	printf '{"id":"p-1","owner":"3.3"}\n{"id":"p-3","owner":"3.3"}\n' >"$RUN/state/claims.ndjson"
+	run -5 --separate-stderr timeout 60 "$ROOT/pipeline.sh" --progress none --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	kill "$HOLDER"
+	[[ $stderr == *"held elsewhere        2  left to 3.3 (2), still running"* ]]
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 1 ]
+	jq -e '.run.held == 2 and .held_by == {"3.3": 2} and .reconciled == true' "$RUN/summary.json"
+	# Once the holder has ended, a re-run files them and says all done.
+	run -0 timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 3 ]
+	jq -e '.run.held == 0' "$RUN/summary.json"
+}
+
+@test "truth: a pipeline whose rfp-fetch died while its rfp-sink still holds records keeps its ids; no id is filed twice" {
+	mock_stop
+	printf 'routes:\n  - {match: "/n/*", endpoint: n, submit: true, delay_ms: 100}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	RFPIPE_TIME_SCALE=1 mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /n 30 n '"method":"POST","body":{"n":1}' >"$BATS_TEST_TMPDIR/m"
+	printf 'endpoints:\n  n:\n    concurrency: 2\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	timeout 120 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m" 2>/dev/null &
+	a=$!
+	for _ in $(seq 1 500); do
+		[ "$(requests_for)" -ge 2 ] && break
+		sleep 0.01
+	done
+	sink= fetch=
+	for p in $(descendants "$a"); do
+		case $(ps -o comm= -p "$p" 2>/dev/null) in
+		rfp-sink) sink=$p ;;
+		rfp-fetch) fetch=$p ;;
+		esac
+	done
+	[ -n "$sink" ] && [ -n "$fetch" ]
+	# A's sink stalls; A's fetch finishes more, then dies.
+	kill -STOP "$sink"
+	n=$(requests_for)
+	for _ in $(seq 1 500); do
+		[ "$(requests_for)" -ge $((n + 4)) ] && break
+		sleep 0.01
+	done
+	kill -KILL "$fetch"
+	# B: A lives on in its sink, so what A claimed is A's.
+	run --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	kill -CONT "$sink"
+	wait "$a" || :
+	echo "$stderr"
+	[ "$status" -eq 5 ]
+	[[ $stderr == *"is being processed by another pipeline"* ]]
+	[ -z "$(jq -r .id "$RUN/results.ndjson" | sort | uniq -d)" ]
+	# A has ended: a third run files the rest (what A's kill cut in
+	# flight as ambiguous_submit), each id in one file, once.
+	run timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
+	once
+	jq -e '.totals.succeeded + .totals.dead == 30 and .run.held == 0' "$RUN/summary.json"
+}

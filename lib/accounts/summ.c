@@ -232,6 +232,13 @@ table(const json_t *s, const char *rundir)
 			    fate_reason(i)));
 	P("  cut (deadline)  %7ld\n", geti(by,
 	    fate_reason(FATE_DEADLINE_CUT)));
+	if (geti(run, "held") > 0) {
+		P("  held elsewhere  %7ld  left to", geti(run, "held"));
+		json_object_foreach((json_t *)json_object_get(s, "held_by"), k,
+		    v)
+			P(" %s (%ld)", k, (long)json_integer_value(v));
+		P(", still running: in neither file yet\n");
+	}
 	P("  attempts %ld, retries %ld, 429s %ld", geti(run, "attempts"),
 	    geti(run, "retries"), geti(run, "http_429"));
 	if ((b = json_object_get(s, "budget")) != NULL && json_is_object(b))
@@ -293,6 +300,12 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 			admitted = geti(rep, "admitted");
 		if (geti(rep, "stopped") > 0)
 			s->stopped = (int)geti(rep, "stopped");
+		/* Left to a live pipeline: in neither file yet. */
+		json_object_set_new(s->t, "held", json_integer(geti(rep,
+		    "held")));
+		json_object_set_new(out, "held_by", json_is_object(
+		    json_object_get(rep, "held_by")) ? json_deep_copy(
+		    json_object_get(rep, "held_by")) : json_object());
 	}
 	filed = geti(s->t, "succeeded") + geti(s->t, "dead");
 	json_object_set_new(out, "admitted", admitted >= 0 ?
