@@ -32,11 +32,13 @@
 #include "fetch/fetch.h"
 #include "lib/base/msg.h"
 #include "lib/record/rec.h"
+#include "lib/state/owner.h"
 #include "lib/state/rundir.h"
 #include "lib/state/state.h"
 #include "lib/base/x.h"
 
 static struct {
+	char	*rundir;
 	char	*dir;		/* RUNDIR/state/owners */
 	char	*me;		/* this pipeline's owner name */
 	int	 own_fd;	/* its file, locked shared */
@@ -47,47 +49,6 @@ static struct {
 	json_t	*alive;		/* owner -> true/false, as last checked */
 	json_t	*held;		/* owner -> ids left to it */
 } C = { .own_fd = -1, .fd = -1 };
-
-int
-claims_name_ok(const char *name)
-{
-	size_t n = strlen(name);
-
-	return n > 0 && n <= 40 && name[0] != '.' && strspn(name,
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	    "0123456789._-") == n;
-}
-
-/*
- * Open path (made if need be) and lock it shared; again when the file
- * locked is no longer the one at path (a reader took it for a dead
- * owner's and removed it meanwhile).  The fd, or -1.
- */
-static int
-hold(const char *path)
-{
-	struct stat a, b;
-	char *line;
-	int fd;
-
-	for (;;) {
-		if ((fd = state_open(path, O_RDWR | O_APPEND | O_CREAT,
-		    0600)) == -1)
-			return -1;
-		if (flock(fd, LOCK_SH) == -1) {
-			close(fd);
-			return -1;
-		}
-		if (fstat(fd, &a) == 0 && stat(path, &b) == 0 &&
-		    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-			break;
-		close(fd);
-	}
-	line = xasprintf("%s %ld\n", msg_prog(), (long)getpid());
-	(void)!rec_write_all(fd, line, strlen(line));
-	free(line);
-	return fd;
-}
 
 /* 1 when owner's file is locked (by a live stage of it), else 0. */
 static int
@@ -162,15 +123,12 @@ claims_open(const char *rundir, const char *owner)
 	C.by = json_object();
 	C.alive = json_object();
 	C.held = json_object();
+	C.rundir = xstrdup(rundir);
 	C.dir = rundir_path(rundir, RUNDIR_OWNERS, NULL);
-	if (state_mkdir(C.dir, err, sizeof(err)) == -1)
-		msg_die(1, "%s", err);
 	C.me = owner != NULL ? xstrdup(owner) : xasprintf("%ld.%ld",
 	    (long)getpid(), (long)time(NULL));
-	path = xasprintf("%s/%s", C.dir, C.me);
-	if ((C.own_fd = hold(path)) == -1)
-		msg_diesys(1, "open %s", path);
-	free(path);
+	if ((C.own_fd = owner_hold(rundir, C.me, err, sizeof(err))) == -1)
+		msg_die(1, "%s", err);
 	path = rundir_path(rundir, RUNDIR_CLAIMS, NULL);
 	if ((C.fd = state_open(path, O_RDWR | O_APPEND | O_CREAT, 0600)) ==
 	    -1)
@@ -282,7 +240,7 @@ claims_close(void)
 {
 	const char *o;
 	json_t *v;
-	char *path, *who;
+	char *who;
 
 	if (C.me == NULL)
 		return;
@@ -296,15 +254,12 @@ claims_close(void)
 		free(who);
 	}
 	/* The last stage of this owner out removes its file. */
-	path = xasprintf("%s/%s", C.dir, C.me);
-	if (flock(C.own_fd, LOCK_EX | LOCK_NB) == 0)
-		unlink(path);
-	free(path);
-	close(C.own_fd);
+	owner_release(C.rundir, C.me, C.own_fd);
 	close(C.fd);
 	json_decref(C.by);
 	json_decref(C.alive);
 	json_decref(C.held);
+	free(C.rundir);
 	free(C.dir);
 	free(C.me);
 	C.me = NULL;

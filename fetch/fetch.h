@@ -290,13 +290,11 @@ int	check_manifest(int fd, const struct conf *c, const char *config,
  * claims_take: 1 when it is now this pipeline's (or was), 2 the same but
  * taken from a pipeline that died (it may have filed it), 0 when a live
  * one holds it (its name in holder).  claims_held: {owner: ids left to
- * it}, until claims_close, which says so on stderr.  claims_name_ok: 1
- * when name may be an owner's.  Fatal errors exit 1.
+ * it}, until claims_close, which says so on stderr.  Fatal errors exit 1.
  */
 void	claims_open(const char *rundir, const char *owner);
 int	claims_take(const char *id, char *holder, size_t len);
 json_t	*claims_held(void);
 void	claims_close(void);
-int	claims_name_ok(const char *name);
 
 #endif

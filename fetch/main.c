@@ -49,6 +49,7 @@
 #include "lib/base/msg.h"
 #include "lib/base/opt.h"
 #include "lib/record/rec.h"
+#include "lib/state/owner.h"
 #include "lib/state/rundir.h"
 #include "lib/state/state.h"
 #include "lib/state/store.h"
@@ -506,7 +507,7 @@ options(int argc, char *argv[], struct cli *cli)
 			on_open = optarg;
 			break;
 		case 'O':
-			if (!claims_name_ok(optarg))
+			if (!owner_name_ok(optarg))
 				msg_die(2, "option --owner: expected at most "
 				    "40 letters, digits, '.', '_' and '-', "
 				    "got \"%s\"", optarg);

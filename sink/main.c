@@ -53,6 +53,7 @@
 #include "lib/base/num.h"
 #include "lib/base/opt.h"
 #include "lib/record/rec.h"
+#include "lib/state/owner.h"
 #include "lib/state/rundir.h"
 #include "lib/record/scan.h"
 #include "lib/state/state.h"
@@ -484,11 +485,7 @@ options(int argc, char *argv[])
 		case 'h':
 			opt_help(usage);
 		case 'o':
-			if (strlen(optarg) == 0 || strlen(optarg) > 40 ||
-			    optarg[0] == '.' || strspn(optarg,
-			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			    "abcdefghijklmnopqrstuvwxyz0123456789._-") !=
-			    strlen(optarg))
+			if (!owner_name_ok(optarg))
 				msg_die(2, "option --owner: expected at most "
 				    "40 letters, digits, '.', '_' and '-', "
 				    "got \"%s\"", optarg);
@@ -540,55 +537,19 @@ options(int argc, char *argv[])
 }
 
 /*
- * Hold the pipeline's owner file locked shared until exit: while this
- * sink has records to file, the ids rfp-fetch claimed for them stay this
- * pipeline's, though rfp-fetch be dead (fetch/claims.c).  Locked again
- * when a reader took the file for a dead owner's and removed it meanwhile.
+ * Hold the pipeline's owner file until exit: while this sink has records
+ * to file, the ids rfp-fetch claimed for them stay this pipeline's, though
+ * rfp-fetch be dead (fetch/claims.c).
  */
 static void
-owner_hold(void)
+owner_take(void)
 {
-	struct stat a, b;
-	char *dir, *path, *line, err[512];
+	char err[512];
 
 	opts.fd_owner = -1;
-	if (opts.owner == NULL)
-		return;
-	dir = rundir_path(opts.run_dir, RUNDIR_OWNERS, NULL);
-	if (state_mkdir(dir, err, sizeof(err)) == -1)
+	if (opts.owner != NULL && (opts.fd_owner = owner_hold(opts.run_dir,
+	    opts.owner, err, sizeof(err))) == -1)
 		msg_die(1, "%s", err);
-	path = xasprintf("%s/%s", dir, opts.owner);
-	for (;;) {
-		if ((opts.fd_owner = state_open(path, O_RDWR | O_APPEND |
-		    O_CREAT, 0600)) == -1 || flock(opts.fd_owner, LOCK_SH) ==
-		    -1)
-			msg_diesys(1, "open %s", path);
-		if (fstat(opts.fd_owner, &a) == 0 && stat(path, &b) == 0 &&
-		    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-			break;
-		close(opts.fd_owner);
-	}
-	/* Named to an operator who finds the ids held. */
-	line = xasprintf("%s %ld\n", PROG, (long)getpid());
-	(void)!rec_write_all(opts.fd_owner, line, strlen(line));
-	free(line);
-	free(path);
-	free(dir);
-}
-
-/* Let the owner go; the last stage of it out removes its file. */
-static void
-owner_release(void)
-{
-	char *path;
-
-	if (opts.fd_owner == -1)
-		return;
-	path = rundir_path(opts.run_dir, RUNDIR_OWNERS, opts.owner);
-	if (flock(opts.fd_owner, LOCK_EX | LOCK_NB) == 0)
-		unlink(path);
-	free(path);
-	close(opts.fd_owner);
 }
 
 /* Open the FIFO, the run directory's lock and its two files. */
@@ -607,7 +568,7 @@ open_files(void)
 		opts.fd_fifo = open_fifo(opts.fifo);
 	if (state_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
-	owner_hold();
+	owner_take();
 	/* Before dead.ndjson is opened: see lib/accounts/dead.h. */
 	if ((opts.fd_lock = dead_hold(opts.run_dir, err, sizeof(err))) == -1)
 		msg_die(1, "%s", err);
@@ -679,7 +640,7 @@ main(int argc, char *argv[])
 	rc = summ_finish(opts.run, opts.run_dir, opts.admitted_from, t0,
 	    opts.quiet);
 	close(opts.fd_lock);
-	owner_release();
+	owner_release(opts.run_dir, opts.owner, opts.fd_owner);
 	opt_fshut();
 	if (rc != 0)
 		return 1;
