@@ -242,6 +242,20 @@ ledger_lookup(struct ledger *l, const char *key, enum ledger_state *st,
 	return 0;
 }
 
+/* One entry {key, id, event, t, pid, ...extra}: "key" first, so a torn
+   line still names it. */
+static json_t *
+entry_new(const char *key, const char *id, enum ledger_state st,
+    json_t *extra)
+{
+	json_t *e = json_pack("{s:s,s:s,s:s,s:f,s:i}", "key", key, "id", id,
+	    "event", names[st], "t", clk_now(), "pid", (int)getpid());
+
+	if (extra != NULL)
+		json_object_update_missing(e, extra);
+	return e;
+}
+
 int
 ledger_append(struct ledger *l, const char *key, const char *id,
     enum ledger_state st, json_t *extra, char *err, size_t errlen)
@@ -251,11 +265,7 @@ ledger_append(struct ledger *l, const char *key, const char *id,
 	size_t len;
 	int rc = 0;
 
-	/* "key" first, so a torn line still names it. */
-	e = json_pack("{s:s,s:s,s:s,s:f,s:i}", "key", key, "id", id, "event",
-	    names[st], "t", clk_now(), "pid", (int)getpid());
-	if (extra != NULL)
-		json_object_update_missing(e, extra);
+	e = entry_new(key, id, st, extra);
 	if (l->shared) {
 		rc = pg_ledger_append(e, err, errlen);
 		json_decref(e);
@@ -302,10 +312,7 @@ ledger_append_if(struct ledger *l, const char *key, const char *id,
 
 	*now = NULL;
 	if (l->shared) {
-		e = json_pack("{s:s,s:s,s:s,s:f,s:i}", "key", key, "id", id,
-		    "event", names[st], "t", clk_now(), "pid", (int)getpid());
-		if (extra != NULL)
-			json_object_update_missing(e, extra);
+		e = entry_new(key, id, st, extra);
 		rc = pg_ledger_append_if(e, seen, now, err, errlen);
 		json_decref(e);
 		if (rc == 1)
