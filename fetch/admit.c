@@ -41,6 +41,10 @@ static struct {
 } A = { .fd_fifo = -1 };
 static const struct fopts *fo;	/* set by admit_open */
 
+/* The files that say an id is done: dead.ndjson but with --retry-dead. */
+static const enum rundir_file done_files[] = { RUNDIR_RESULTS, RUNDIR_DEAD };
+#define ndone()	(A.retry_dead ? 1 : 2)
+
 static int held(const char *, long);
 static void load_done(void);
 static int done_grew(void);
@@ -291,7 +295,6 @@ held(const char *id, long lineno)
 static void
 load_done(void)
 {
-	const enum rundir_file files[] = { RUNDIR_RESULTS, RUNDIR_DEAD };
 	struct rec_reader *r;
 	char *path, *line, err[64];
 	size_t len;
@@ -302,8 +305,8 @@ load_done(void)
 
 	A.done = json_object();
 	A.done_size[0] = A.done_size[1] = 0;
-	for (i = 0; i < (A.retry_dead ? 1 : 2); i++) {
-		path = rundir_path(fo->run_dir, files[i], NULL);
+	for (i = 0; i < ndone(); i++) {
+		path = rundir_path(fo->run_dir, done_files[i], NULL);
 		if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
 			if (errno != ENOENT)
 				msg_diesys(1, "open %s", path);
@@ -340,14 +343,12 @@ load_done(void)
 static int
 done_grew(void)
 {
-	static const enum rundir_file files[] = { RUNDIR_RESULTS,
-	    RUNDIR_DEAD };
 	struct stat st;
 	char *path;
 	int i, grew = 0;
 
-	for (i = 0; i < (A.retry_dead ? 1 : 2) && !grew; i++) {
-		path = rundir_path(fo->run_dir, files[i], NULL);
+	for (i = 0; i < ndone() && !grew; i++) {
+		path = rundir_path(fo->run_dir, done_files[i], NULL);
 		grew = stat(path, &st) == 0 && st.st_size != A.done_size[i];
 		free(path);
 	}
