@@ -30,8 +30,13 @@
 #define FIRST_CUT	0.5	/* the first cut, with no rate measured */
 #define NUDGE		0.9	/* a cut already under the measured rate */
 #define RETURN		1.1	/* a success's step back up to the measure */
-#define PROBE_N2	50000.0	/* above it, n successes after a cut grow the
-				   rate by n/PROBE_N2 each: +10 % in 100 */
+#define CUBE		2e-7	/* above it, the rate n successes after a cut
+				   is (1 + CUBE n^3) times where it began to
+				   probe: +5 % at 63, +100 % at 171 (CUBIC's
+				   convex probe, counted in successes: a low
+				   rate is probed as gently as a high one) */
+#define TOLD_LOW	0.5	/* a told rate is never cut under this share
+				   of it, and comes back to it */
 #define EST_MIN_T	0.5	/* refusal intervals needed for a measure */
 #define EST_MIN_S	4	/* ... holding at least this many successes */
 #define IV_MAX		30.0	/* an interval longer, or older, is stale */
@@ -387,7 +392,9 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		 */
 		est = measured(p, e->now);
 		p->r_fail = p->rate;
-		if (est > 0)
+		if (told(c) > 0)	/* late arrivals, or a wrong rate */
+			r = fmax(p->rate * NUDGE, told(c) * TOLD_LOW);
+		else if (est > 0)
 			r = fmin(UNDER * est, p->rate * NUDGE);
 		else if (p->cuts == 0)
 			r = p->rate * FIRST_CUT;
@@ -402,14 +409,15 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	p->n_cut = 0;
 	p->dec_at = e->now;
 	p->cut_seq = p->takes;
-	p->tat = e->now + 1.0 / p->rate;
+	/* The portal's bucket is empty: so is ours, burst and all. */
+	p->tat = e->now + (double)(c->burst > 1 ? c->burst : 1) / p->rate;
 }
 
 static void
 grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 {
 	double est, target, d, cap = told(c) > 0 ? told(c) : HUGE_VAL;
-	double r0 = p->rate;
+	double r0 = p->rate, n;
 
 	if (p->w_held >= 0)
 		p->w_held++;
@@ -439,14 +447,17 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 * cut was made.
 	 */
 	est = measured(p, e->now);
-	target = est > 0 ? UNDER * est : NUDGE * p->r_fail;
+	target = told(c) > 0 ? told(c) : est > 0 ? UNDER * est :
+	    NUDGE * p->r_fail;
+	n = p->n_cut;
 	if (p->cuts == 0)		/* still finding it: double */
 		p->rate = p->hint > 0 ? fmax(r0, fmin(2 * r0, p->hint)) :
 		    2 * r0;
 	else if (p->rate < target)
 		p->rate = fmin(p->rate * RETURN, target);
 	else				/* then probe, ever faster */
-		p->rate *= 1 + fmin(0.05, p->n_cut / PROBE_N2);
+		p->rate *= (1 + CUBE * n * n * n) /
+		    (1 + CUBE * (n - 1) * (n - 1) * (n - 1));
 	/*
 	 * Never far over what is delivered: a pace that the window or the
 	 * work holds back has not been tried, and must not run away.
