@@ -82,6 +82,9 @@ struct pst {
 	double	rl_reset;	/* when its window resets; 0: unknown */
 	double	rl_limit;	/* what it allows a window; -1: unknown */
 	double	rl_win;		/* its window, seconds; 0: unknown */
+	double	rl_rem;		/* the Remaining last heard; -1: none */
+	double	rl_turn;	/* when its window was last seen to turn */
+	double	rl_wguess;	/* its window, from the Reset heard then */
 	double	seen;		/* its last use (a grant or an answer) */
 	double	p_at;		/* when the pace started ... */
 	double	p_seq;		/* ... the grants made by then ... */
@@ -98,6 +101,7 @@ static const struct {
 	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
 	F(iv_i), F(quota_until), F(takes), F(rl_seq),
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
+	F(rl_rem), F(rl_turn), F(rl_wguess),
 	F(p_at), F(p_seq), F(p_ok)
 };
 #undef F
@@ -130,6 +134,7 @@ init(struct pst *p, const struct pace_cfg *c)
 	p->rl_left = -1;
 	p->rl_limit = -1;
 	p->rl_seq = -1;
+	p->rl_rem = -1;
 	if (c->rate > 0) {
 		p->paced = 1;
 		p->rate = told(c);
@@ -224,6 +229,9 @@ age(struct pst *p, const struct pace_cfg *c)
 	p->rl_reset = o.rl_reset;
 	p->rl_limit = o.rl_limit;
 	p->rl_win = o.rl_win;
+	p->rl_rem = o.rl_rem;
+	p->rl_turn = o.rl_turn;
+	p->rl_wguess = o.rl_wguess;
 }
 
 static json_t *
@@ -349,10 +357,26 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	later = e->seq >= 0 ? fmax(0, p->takes - (double)e->seq - 1) : 0;
 	p->rl_left = fmax(0, (double)rl->remaining - later);
 	p->rl_limit = rl->limit >= 0 ? (double)rl->limit : -1;
-	p->rl_win = rl->window_s > 0 ? clk_real(rl->window_s) : 0;
-	if (rl->reset_s > 0)
+	/*
+	 * A Reset in whole seconds is rounded up: "1" may mean a
+	 * millisecond.  A Remaining that went up says the window turned
+	 * since the last answer, by this one at the latest, and the Reset
+	 * heard then is the window's length; the turns after it are a
+	 * window apart, never earlier than the truth.
+	 */
+	if (p->rl_rem >= 0 && rl->remaining > p->rl_rem && rl->reset_s > 0) {
+		p->rl_turn = e->now;
+		p->rl_wguess = clk_real(rl->reset_s);
+	}
+	p->rl_rem = (double)rl->remaining;
+	p->rl_win = rl->window_s > 0 ? clk_real(rl->window_s) : p->rl_wguess;
+	if (rl->reset_s > 0) {
 		p->rl_reset = e->now + clk_real(rl->reset_s);
-	else if (rl->remaining > 0)
+		if (p->rl_turn > 0 && p->rl_win > 0)
+			p->rl_reset = fmin(p->rl_reset, p->rl_turn +
+			    ceil((e->now - p->rl_turn) / p->rl_win + 1e-9) *
+			    p->rl_win);
+	} else if (rl->remaining > 0)
 		p->rl_reset = 0;	/* no window: the count is a hint */
 	/*
 	 * A reset past the deadline, or further off than a Retry-After may
