@@ -11,6 +11,7 @@ static const char *const names[RUNDIR_NFILES] = {
 	[RUNDIR_DOCS] = "docs",
 	[RUNDIR_PART] = "docs/.part",
 	[RUNDIR_LOGS] = "logs",
+	[RUNDIR_ATTEMPTS] = "logs/attempts.ndjson",
 	[RUNDIR_STATE] = "state",
 	[RUNDIR_CLAIMS] = "state/claims.ndjson",
 	[RUNDIR_OWNERS] = "state/owners",

@@ -16,6 +16,7 @@ enum rundir_file {
 	RUNDIR_DOCS,		/* docs: the bodies, docs/ID */
 	RUNDIR_PART,		/* docs/.part: bodies being written */
 	RUNDIR_LOGS,		/* logs */
+	RUNDIR_ATTEMPTS,	/* logs/attempts.ndjson: lib/accounts/attlog */
 	RUNDIR_STATE,		/* state: the shared state files */
 	RUNDIR_CLAIMS,		/* state/claims.ndjson */
 	RUNDIR_OWNERS,		/* state/owners: one locked file per owner */
