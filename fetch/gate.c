@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "lib/accounts/attlog.h"
 #include "lib/control/breaker.h"
 #include "lib/record/class.h"
 #include "lib/base/clk.h"
@@ -57,16 +58,89 @@ struct ep {
 	double		 fb_at;		/* clk_mono of the last telling */
 	/* clk_mono until which the pace, the breaker, need not be asked. */
 	double		 pace_free, brk_free;
+	/* For the attempt log: the pace and breaker as last seen. */
+	double		 rate_seen;	/* 0: not paced */
+	char		 brk[16];	/* "closed", "open", "half_open" */
+	double		 brk_t;		/* the last transition logged */
 	struct ep	*next;
 };
 
 static struct ep *eps;
 static const struct fopts *fo;	/* set by gate_init */
+static double t_start;		/* older transitions are not this run's */
 
 void
 gate_init(const struct fopts *o)
 {
 	fo = o;
+	t_start = clk_now();
+}
+
+static void
+log_line(enum attlog_type t, double at, json_t *fields)
+{
+	if (attlog_write(fo->log, t, at, fields) == -1)
+		msg_warnsys("write %s", attlog_path(fo->log));
+}
+
+/*
+ * The pace granted rate: a pace that starts, is cut or is let go is a line
+ * of the attempt log (its growth between cuts is in each request's line).
+ */
+static void
+pace_seen(struct ep *e, double rate, long window, double now)
+{
+	const char *ev;
+
+	if (rate == e->rate_seen)
+		return;
+	ev = e->rate_seen == 0 ? "start" : rate == 0 ? "free" :
+	    rate < e->rate_seen ? "cut" : NULL;
+	if (ev != NULL)
+		log_line(ATTLOG_PACE, now, json_pack("{s:s,s:s,s:f,s:f,s:I}",
+		    "ep", e->name, "ev", ev, "rate", rate, "was",
+		    e->rate_seen, "window", (json_int_t)window));
+	e->rate_seen = rate;
+}
+
+/* Read the breaker's transitions (writing nothing): log those not yet. */
+static int
+brk_read(json_t **doc, void *arg, char *err, size_t errlen)
+{
+	struct ep *e = arg;
+	const json_t *tr;
+	const char *to;
+	size_t i;
+	double t;
+
+	(void)err;
+	(void)errlen;
+	if (*doc == NULL)
+		return 1;
+	to = json_string_value(json_object_get(*doc, "state"));
+	if (to != NULL)
+		snprintf(e->brk, sizeof(e->brk), "%s", to);
+	json_array_foreach(json_object_get(*doc, "transitions"), i, tr) {
+		t = json_number_value(json_object_get(tr, "t"));
+		to = json_string_value(json_object_get(tr, "to"));
+		if (t <= e->brk_t || t < t_start || to == NULL)
+			continue;
+		e->brk_t = t;
+		log_line(ATTLOG_BREAKER, t, json_pack("{s:s,s:s}", "ep",
+		    e->name, "to", to));
+	}
+	return 1;
+}
+
+/* What the breaker of e did since it was last looked at. */
+static void
+brk_seen(struct ep *e)
+{
+	char err[512];
+
+	if (fo->log != NULL && store_update(fo->run_dir, "breaker", e->name,
+	    brk_read, e, err, sizeof(err)) == -1)
+		msg_die(1, "%s", err);
 }
 
 struct ep *
@@ -88,6 +162,7 @@ gate_endpoint(const char *name)
 	e->pace.quota_after = clk_real(fo->conf.max_retry_after);
 	e->pace.deadline = fo->deadline;
 	e->pace.conc_told = e->cf->concurrency > 0;
+	strcpy(e->brk, "closed");
 	e->slot_held = xcalloc((size_t)e->ceiling, 1);
 	e->idle = xcalloc((size_t)e->ceiling, sizeof(*e->idle));
 	e->next = eps;
@@ -240,6 +315,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 				quota_kill(j, g.quota_until);
 				return -1;
 			}
+			pace_seen(e, g.rate, g.window, now);
 			e->credit = g.granted;
 			e->seq = g.seq;
 			e->window = g.window;
@@ -269,6 +345,8 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	    rec_int(j->rec, "attempt", 0) == 0, &v,
 	    &until, &opened, err, sizeof(err)) == -1)
 		state_fail(err);
+	if (v != BREAKER_ALLOW || strcmp(e->brk, "closed") != 0)
+		brk_seen(e);
 	*probe = v == BREAKER_PROBE;
 	e->brk_closed = v == BREAKER_ALLOW;
 	if (v == BREAKER_ALLOW)
@@ -401,6 +479,8 @@ gate_flush(int force)
 	struct ep *e;
 	char err[512];
 	double now = clk_mono();
+	size_t i;
+	int news;
 
 	for (e = eps; e != NULL; e = e->next) {
 		if (e->npev == 0 && e->nbev == 0)
@@ -416,6 +496,13 @@ gate_flush(int force)
 		    breaker_record_n(fo->run_dir, e->name, &e->cf->breaker,
 		    e->bev, e->nbev, err, sizeof(err)) == -1)
 			state_fail(err);
+		/* Only a failure or a probe's answer moves a closed breaker. */
+		news = strcmp(e->brk, "closed") != 0;
+		for (i = 0; i < e->nbev && !news; i++)
+			news = e->bev[i].out == BREAKER_FAILURE ||
+			    e->bev[i].probe;
+		if (news)
+			brk_seen(e);
 		/* What the pace said before this news, it may now say otherwise. */
 		if (e->npev > 0 && e->paced)
 			e->blocked_until = 0;
@@ -427,6 +514,13 @@ const char *
 gate_name(const struct ep *e)
 {
 	return e->name;
+}
+
+void
+gate_state(const struct ep *e, double *rate, const char **breaker)
+{
+	*rate = e->rate_seen;
+	*breaker = e->brk;
 }
 
 int
