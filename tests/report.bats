@@ -66,6 +66,7 @@ snapshot() {
 	[ "$(logged_reqs '.id == "s-1"')" -eq 3 ]
 	[ "$(logged_reqs '.id == "r-2"')" -eq 2 ]
 	# Every line is one flat object with a type and a time.
+	[ "$(wc -l <"$LOG")" -eq "$(jq -s length "$LOG")" ]
 	jq -e -s 'all(.[]; (.t | type) == "string" and (.at | type) ==
 	    "number" and all(.[]; type != "object" and type != "array"))' "$LOG"
 	# rfp-fetch's start line carries the deadline and the time scale.
