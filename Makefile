@@ -146,6 +146,10 @@ demo: all
 bench: all
 	bench/run.sh
 
+# A small night's HTML report and a screenshot of it, in bench/out/report/.
+report-shot: all
+	bench/report-shot.sh
+
 # The README's two commands in a minimal Debian 12 root (needs root).
 fresh-check:
 	scripts/fresh-check.sh
@@ -174,6 +178,6 @@ clean:
 	rm -rf bin obj build
 
 .PHONY: all programs test check install uninstall lint demo bench chaos clean \
-	fresh-check deb
+	fresh-check deb report-shot
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
 include tests/fuzz/fuzz.mk

@@ -265,8 +265,8 @@ pace_path(const struct rep_ep *e, const struct axis *a, FILE *f)
 	if (pen)
 		fprintf(f, "H%d", PL + PW);
 	fprintf(f, "\"><title>the pace: at most %.2f requests/s</title>"
-	    "</path>\n<text x=\"%d\" y=\"%d\">pace %.3g/s</text>\n", max,
-	    PL + PW + 4, PT + 10, max);
+	    "</path>\n<text x=\"%d\" y=\"%d\" text-anchor=\"end\">pace "
+	    "%.3g/s</text>\n", max, PL + PW + PR - 2, PT + 10, max);
 }
 
 static void
@@ -397,7 +397,7 @@ endpoints(const struct rep *r, FILE *f)
 		esc(f, e->name);
 		fprintf(f, "</h3>\n<p>%ld succeeded, %ld dead; %ld requests "
 		    "(%ld answered, %ld refused, %ld failed), %ld retries, "
-		    "breaker opened %ld times.", summ_count(e->summ,
+		    "breaker openings %ld.", summ_count(e->summ,
 		    "succeeded"), summ_count(e->summ, "dead"), e->reqs,
 		    e->n[OUT_OK], e->n[OUT_REFUSED], e->n[OUT_FAILED],
 		    e->retries, e->openings);
