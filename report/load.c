@@ -274,10 +274,6 @@ rep_load(struct rep *r, const char *dir)
 	r->seen = json_object();
 	r->pending = json_array();
 	r->scale = 1;
-	if (access(dir, R_OK | X_OK) == -1) {
-		msg_warnsys("open %s", dir);
-		return -1;
-	}
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		path = rundir_path(dir, files[i].f, NULL);
 		if (each_line(r, path, files[i].fn, files[i].dead) == -1)

@@ -123,6 +123,9 @@ main(int argc, char *argv[])
 
 	msg_init(PROG);
 	options(argc, argv);
+	/* Not a run directory at all: nothing to report, not a report of 0. */
+	if (access(argv[optind], R_OK | X_OK) == -1)
+		msg_diesys(1, "open %s", argv[optind]);
 	if (rep_load(&r, argv[optind]) == -1)
 		rc = 1;
 	if (!opts.quiet)

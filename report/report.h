@@ -56,7 +56,8 @@ struct rep {
 /* At most this many dead letters of a reason are listed by id. */
 #define REP_DEAD_LISTED	20
 
-/* load.c: read dir into r (nothing written); -1 when it cannot be read. */
+/* load.c: read dir into r (nothing written); -1 when a file of it could
+   not be read (said on stderr; r holds what could). */
 int	rep_load(struct rep *r, const char *dir);
 void	rep_free(struct rep *r);
 /* "http_503" or the error's name: the key of a request's outcome. */

@@ -263,3 +263,28 @@ dom_sum() {
 	run -1 --separate-stderr rfp-report -q --metrics /nonexistent/m.prom "$RUN"
 	[ "$stderr" = "rfp-report: open /nonexistent/m.prom.tmp: No such file or directory" ]
 }
+
+@test "report: a request cut by a signal is logged stopped, and is pending in the report" {
+	cat >"$BATS_TEST_TMPDIR/hang.yaml" <<'YAML'
+routes:
+  - match: "/h/*"
+    endpoint: h
+    script: [hang]
+    hang_ms: 2000000
+YAML
+	mock_start "$BATS_TEST_TMPDIR/hang.yaml"
+	manifest /h 2 h >"$M"
+	timeout 30 rfp-fetch --run-dir "$RUN" <"$M" >/dev/null 2>&1 &
+	local pid=$! i
+	for i in $(seq 1 200); do
+		[ "$(requests_for)" -ge 2 ] && break
+		sleep 0.05
+	done
+	[ "$(requests_for)" -eq 2 ]
+	kill -TERM "$pid"
+	run -1 wait "$pid"
+	[ "$(logged_reqs '.error == "stopped" and .status == null')" -eq 2 ]
+	run -0 rfp-report "$RUN"
+	assert_line --regexp '^  pending +2$'
+	assert_line "  requests 0, retries 0, 429s 0, breaker openings 0"
+}
