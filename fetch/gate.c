@@ -58,10 +58,7 @@ struct ep {
 	double		 fb_at;		/* clk_mono of the last telling */
 	/* clk_mono until which the pace, the breaker, need not be asked. */
 	double		 pace_free, brk_free;
-	/* For the attempt log: the pace and breaker as last seen. */
-	double		 rate_seen;	/* 0: not paced */
-	char		 brk[16];	/* "closed", "open", "half_open" */
-	double		 brk_t;		/* the last transition logged */
+	struct attlog_watch seen;	/* for the attempt log */
 	struct ep	*next;
 };
 
@@ -76,59 +73,17 @@ gate_init(const struct fopts *o)
 	t_start = clk_now();
 }
 
-static void
-log_line(enum attlog_type t, double at, json_t *fields)
-{
-	if (attlog_write(fo->log, t, at, fields) == -1)
-		msg_warnsys("write %s", attlog_path(fo->log));
-}
-
-/*
- * The pace granted rate: a pace that starts, is cut or is let go is a line
- * of the attempt log (its growth between cuts is in each request's line).
- */
-static void
-pace_seen(struct ep *e, double rate, long window, double now)
-{
-	const char *ev;
-
-	if (rate == e->rate_seen)
-		return;
-	ev = e->rate_seen == 0 ? "start" : rate == 0 ? "free" :
-	    rate < e->rate_seen ? "cut" : NULL;
-	if (ev != NULL)
-		log_line(ATTLOG_PACE, now, json_pack("{s:s,s:s,s:f,s:f,s:I}",
-		    "ep", e->name, "ev", ev, "rate", rate, "was",
-		    e->rate_seen, "window", (json_int_t)window));
-	e->rate_seen = rate;
-}
-
-/* Read the breaker's transitions (writing nothing): log those not yet. */
+/* Read the breaker's transitions for the attempt log; write nothing. */
 static int
 brk_read(json_t **doc, void *arg, char *err, size_t errlen)
 {
 	struct ep *e = arg;
-	const json_t *tr;
-	const char *to;
-	size_t i;
-	double t;
 
 	(void)err;
 	(void)errlen;
-	if (*doc == NULL)
-		return 1;
-	to = json_string_value(json_object_get(*doc, "state"));
-	if (to != NULL)
-		snprintf(e->brk, sizeof(e->brk), "%s", to);
-	json_array_foreach(json_object_get(*doc, "transitions"), i, tr) {
-		t = json_number_value(json_object_get(tr, "t"));
-		to = json_string_value(json_object_get(tr, "to"));
-		if (t <= e->brk_t || t < t_start || to == NULL)
-			continue;
-		e->brk_t = t;
-		log_line(ATTLOG_BREAKER, t, json_pack("{s:s,s:s}", "ep",
-		    e->name, "to", to));
-	}
+	if (*doc != NULL && attlog_breaker(fo->log, &e->seen, e->name, *doc,
+	    t_start) == -1)
+		msg_warnsys("write %s", attlog_path(fo->log));
 	return 1;
 }
 
@@ -162,7 +117,6 @@ gate_endpoint(const char *name)
 	e->pace.quota_after = clk_real(fo->conf.max_retry_after);
 	e->pace.deadline = fo->deadline;
 	e->pace.conc_told = e->cf->concurrency > 0;
-	strcpy(e->brk, "closed");
 	e->slot_held = xcalloc((size_t)e->ceiling, 1);
 	e->idle = xcalloc((size_t)e->ceiling, sizeof(*e->idle));
 	e->next = eps;
@@ -315,7 +269,9 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 				quota_kill(j, g.quota_until);
 				return -1;
 			}
-			pace_seen(e, g.rate, g.window, now);
+			if (attlog_pace(fo->log, &e->seen, e->name, g.rate,
+			    g.window, now) == -1)
+				msg_warnsys("write %s", attlog_path(fo->log));
 			e->credit = g.granted;
 			e->seq = g.seq;
 			e->window = g.window;
@@ -345,7 +301,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	    rec_int(j->rec, "attempt", 0) == 0, &v,
 	    &until, &opened, err, sizeof(err)) == -1)
 		state_fail(err);
-	if (v != BREAKER_ALLOW || strcmp(e->brk, "closed") != 0)
+	if (v != BREAKER_ALLOW || e->seen.brk[0] != '\0')
 		brk_seen(e);
 	*probe = v == BREAKER_PROBE;
 	e->brk_closed = v == BREAKER_ALLOW;
@@ -497,7 +453,7 @@ gate_flush(int force)
 		    e->bev, e->nbev, err, sizeof(err)) == -1)
 			state_fail(err);
 		/* Only a failure or a probe's answer moves a closed breaker. */
-		news = strcmp(e->brk, "closed") != 0;
+		news = e->seen.brk[0] != '\0';
 		for (i = 0; i < e->nbev && !news; i++)
 			news = e->bev[i].out == BREAKER_FAILURE ||
 			    e->bev[i].probe;
@@ -519,8 +475,8 @@ gate_name(const struct ep *e)
 void
 gate_state(const struct ep *e, double *rate, const char **breaker)
 {
-	*rate = e->rate_seen;
-	*breaker = e->brk;
+	*rate = e->seen.rate;
+	*breaker = attlog_breaker_state(&e->seen);
 }
 
 int

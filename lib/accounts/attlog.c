@@ -1,6 +1,7 @@
 /* attlog: appending to RUNDIR/logs/attempts.ndjson, one write a line. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -113,6 +114,59 @@ attlog_write(struct attlog *l, enum attlog_type t, double at, json_t *fields)
 		errno = (int)w;
 	}
 	return rc;
+}
+
+int
+attlog_pace(struct attlog *l, struct attlog_watch *w, const char *ep,
+    double rate, long window, double at)
+{
+	const char *ev;
+	double was = w->rate;
+
+	if (rate == was)
+		return 0;
+	w->rate = rate;
+	ev = was == 0 ? "start" : rate == 0 ? "free" : rate < was ? "cut" :
+	    NULL;
+	if (ev == NULL)
+		return 0;
+	return attlog_write(l, ATTLOG_PACE, at, json_pack(
+	    "{s:s,s:s,s:f,s:f,s:I}", "ep", ep, "ev", ev, "rate", rate, "was",
+	    was, "window", (json_int_t)window));
+}
+
+int
+attlog_breaker(struct attlog *l, struct attlog_watch *w, const char *ep,
+    const json_t *breaker, double since)
+{
+	const json_t *tr;
+	const char *to;
+	size_t i;
+	double t;
+	int rc = 0;
+
+	to = json_string_value(json_object_get(breaker, "state"));
+	if (to != NULL)
+		snprintf(w->brk, sizeof(w->brk), "%s", to);
+	json_array_foreach(json_object_get(breaker, "transitions"), i, tr) {
+		t = json_number_value(json_object_get(tr, "t"));
+		to = json_string_value(json_object_get(tr, "to"));
+		if (t <= w->brk_t || t < since || to == NULL)
+			continue;
+		w->brk_t = t;
+		if (attlog_write(l, ATTLOG_BREAKER, t, json_pack("{s:s,s:s}",
+		    "ep", ep, "to", to)) == -1)
+			rc = -1;
+	}
+	return rc;
+}
+
+const char *
+attlog_breaker_state(const struct attlog_watch *w)
+{
+	/* A constant: kept by a request as its state at its send. */
+	return strcmp(w->brk, "open") == 0 ? "open" : strcmp(w->brk,
+	    "half_open") == 0 ? "half_open" : "closed";
 }
 
 void

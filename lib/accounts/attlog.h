@@ -39,6 +39,33 @@ const char *attlog_path(const struct attlog *l);
  */
 int	attlog_write(struct attlog *l, enum attlog_type t, double at,
 	    json_t *fields);
+/*
+ * What a stage saw last of an endpoint's pace and breaker, so that only
+ * their changes are logged.  Zeroed, it has seen nothing (closed, unpaced).
+ */
+struct attlog_watch {
+	double	 rate;		/* the pace's rate; 0: not paced */
+	double	 brk_t;		/* the breaker's last transition logged */
+	char	 brk[16];	/* its state: "" (closed), "open", ... */
+};
+
+/*
+ * The pace granted rate (window) at epoch at: a pace line when it starts
+ * (from 0), is cut (lower) or is let go (to 0); its growth is not a line.
+ * 0, or -1 as attlog_write.
+ */
+int	attlog_pace(struct attlog *l, struct attlog_watch *w, const char *ep,
+	    double rate, long window, double at);
+/*
+ * breaker is the endpoint's breaker document (lib/control/breaker.c):
+ * a breaker line for each of its "transitions" after since and after the
+ * last one logged, at the breaker's own time.  0, or -1 as attlog_write.
+ */
+int	attlog_breaker(struct attlog *l, struct attlog_watch *w, const char *ep,
+	    const json_t *breaker, double since);
+/* The breaker's state last seen: "closed", "open" or "half_open" (a
+   string constant). */
+const char *attlog_breaker_state(const struct attlog_watch *w);
 /* Close and free (NULL is fine). */
 void	attlog_close(struct attlog *l);
 
