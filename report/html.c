@@ -503,6 +503,10 @@ rep_html(const struct rep *r, FILE *f)
 	fprintf(f, "</code>, written %s", when);
 	if (r->has_log)
 		fprintf(f, "; the log begins %s", from);
+	if (r->deadline > 0) {
+		clk_iso(r->deadline, from, sizeof(from));
+		fprintf(f, "; the deadline %s", from);
+	}
 	if (r->scale != 1)
 		fprintf(f, "; time scale %g", r->scale);
 	fprintf(f, "</p>\n");

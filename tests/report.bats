@@ -290,3 +290,42 @@ YAML
 	assert_line --regexp '^  pending +2$'
 	assert_line "  requests 0, retries 0, 429s 0, breaker openings 0"
 }
+
+@test "report: --html draws breaker spans, the pace and the deadline from the log, escaped, each change once" {
+	mkdir -p "$RUN/logs"
+	cat >"$LOG" <<'NDJSON'
+{"t":"start","at":1000,"prog":"rfp-fetch","pid":1,"deadline":1015,"scale":1}
+{"t":"req","at":1001,"id":"<i>y</i>","ep":"e&1","attempt":1,"sent":1000.5,"ms":500,"status":503,"error":null,"rate":0,"breaker":"closed"}
+{"t":"breaker","at":1002,"ep":"e&1","to":"open"}
+{"t":"breaker","at":1002,"ep":"e&1","to":"open"}
+{"t":"pace","at":1003,"ep":"e&1","ev":"start","rate":2,"was":0,"window":2}
+{"t":"delay","at":1003,"id":"<i>y</i>","ep":"e&1","attempt":1,"delay_s":8,"why":"backoff","not_before":1011}
+{"t":"a type of a later version","at":1004}
+{"t":"breaker","at":1010,"ep":"e&1","to":"half_open"}
+{"t":"req","at":1011,"id":"<i>y</i>","ep":"e&1","attempt":2,"sent":1010.5,"ms":500,"status":null,"error":"timeout","rate":2,"breaker":"half_open"}
+{"t":"breaker","at":1011,"ep":"e&1","to":"closed"}
+{"t":"req","at":10
+NDJSON
+	printf '{"id":"<i>y</i>","endpoint":"e&1","fate":"dead","dead_reason":"deadline_cut","dead_detail":"a <b>detail</b>"}\n' >"$RUN/dead.ndjson"
+	run -0 --separate-stderr rfp-report --html "$BATS_TEST_TMPDIR/r.html" "$RUN"
+	[ "$stderr" = "rfp-report: $LOG:11: unreadable line, skipped" ]
+	assert_line "  requests 2, retries 1, 429s 0, breaker openings 1"
+	assert_line --regexp '^  e&1 +0 +1 +2 +0  http_503 1, timeout 1$'
+	local h=$BATS_TEST_TMPDIR/r.html
+	grep -qF '<rect class="brk-open" ' "$h"
+	grep -F '<rect class="brk-open" ' "$h" | grep -qF 'data-from="2.000" data-to="10.000"'
+	grep -F '<rect class="brk-half" ' "$h" | grep -qF 'data-from="10.000" data-to="11.000"'
+	[ "$(grep -c '<rect class="brk-' "$h")" -eq 2 ]
+	grep -qF '<line class="deadline" ' "$h"
+	grep -F '<line class="deadline" ' "$h" | grep -qF 'data-at="1015.000"'
+	grep -qF '<path class="pace" data-max="2.000"' "$h"
+	grep -qF 'data-endpoint="e&amp;1"' "$h"
+	grep -qF '&lt;i&gt;y&lt;/i&gt;' "$h"
+	grep -qF 'a &lt;b&gt;detail&lt;/b&gt;' "$h"
+	! grep -qF '<i>y</i>' "$h"
+	grep -qF '<div class="reason" id="dead-deadline_cut" data-n="1">' "$h"
+	grep -qF '; the deadline 1970-01-01T00:16:55Z' "$h"
+	grep -qF 'Run the same command again in the next window' "$h"
+	grep -qF 'id="n-openings" data-n="1"' "$h"
+	grep -qF 'id="reconciliation" data-reconciled="unknown"' "$h"
+}
