@@ -60,7 +60,7 @@ static struct opts {
 	long		 seen;		/* records read */
 	long		 docs;		/* first attempts and dead letters */
 	int		 seeded;
-	struct attlog	*log;		/* RUNDIR/logs/attempts.ndjson */
+	struct attlog	*log;		/* logs/attempts.ndjson */
 } opts;
 
 /* Draw the retry delay in logical seconds. */

@@ -293,11 +293,11 @@ timeline(const struct rep *r, const struct rep_ep *e, const struct axis *a,
 		if (n[b][OUT_N] > maxr)
 			maxr = n[b][OUT_N];
 	}
-	fprintf(f, "<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\""
-	    " viewBox=\"0 0 %d %d\" width=\"100%%\" role=\"img\" "
-	    "data-bin-s=\"%g\" data-bins=\"%ld\" aria-label=\"requests per "
-	    "second of %s\">\n", PL + PW + PR, PT + PH + RH + PB, a->bw,
-	    a->nb, "the endpoint");
+	fprintf(f, "<svg class=\"timeline\" "
+	    "xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" "
+	    "width=\"100%%\" role=\"img\" data-bin-s=\"%g\" "
+	    "data-bins=\"%ld\" aria-label=\"requests a second\">\n",
+	    PL + PW + PR, PT + PH + RH + PB, a->bw, a->nb);
 	breaker_spans(e, a, r->t1, f);
 	bwpx = (double)PW / (double)a->nb;
 	for (b = 0; b < a->nb; b++) {
@@ -316,11 +316,11 @@ timeline(const struct rep *r, const struct rep_ep *e, const struct axis *a,
 			    a->bw * (double)(b + 1), h, cls[o]);
 		}
 		if (n[b][OUT_N] > 0)
-			fprintf(f, "<rect class=\"retry\" x=\"%.1f\" y=\"%.1f\" "
-			    "width=\"%.1f\" height=\"%.1f\" data-n=\"%ld\">"
-			    "<title>%g-%g s: %ld retries scheduled</title>"
-			    "</rect>\n", x, (double)(PT + PH + 2),
-			    bwpx > 2 ? bwpx - 1 : bwpx, (double)(RH - 4) *
+			fprintf(f, "<rect class=\"retry\" x=\"%.1f\" "
+			    "y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+			    "data-n=\"%ld\"><title>%g-%g s: %ld retries "
+			    "scheduled</title></rect>\n", x,
+			    (double)(PT + PH + 2), bwpx > 2 ? bwpx - 1 : bwpx, (double)(RH - 4) *
 			    (double)n[b][OUT_N] / (double)maxr, n[b][OUT_N],
 			    a->bw * (double)b, a->bw * (double)(b + 1),
 			    n[b][OUT_N]);
@@ -388,9 +388,10 @@ endpoints(const struct rep *r, FILE *f)
 		    "data-endpoint=\"", k);
 		esc(f, e->name);
 		fprintf(f, "\" data-requests=\"%ld\" data-ok=\"%ld\" "
-		    "data-refused=\"%ld\" data-failed=\"%ld\" data-http429=\"%ld\""
-		    " data-retries=\"%ld\" data-openings=\"%ld\" "
-		    "data-succeeded=\"%ld\" data-dead=\"%ld\">\n<h3>", e->reqs,
+		    "data-refused=\"%ld\" data-failed=\"%ld\" "
+		    "data-http429=\"%ld\" data-retries=\"%ld\" "
+		    "data-openings=\"%ld\" data-succeeded=\"%ld\" "
+		    "data-dead=\"%ld\">\n<h3>", e->reqs,
 		    e->n[OUT_OK], e->n[OUT_REFUSED], e->n[OUT_FAILED],
 		    e->http_429, e->retries, e->openings, summ_count(e->summ,
 		    "succeeded"), summ_count(e->summ, "dead"));
@@ -432,11 +433,12 @@ dead_letters(const struct rep *r, FILE *f)
 	for (k = 0; k < FATE_NREASONS; k++) {
 		if ((n = summ_count(r->all, fate_reason(k))) == 0)
 			continue;
-		fprintf(f, "<div class=\"reason\" id=\"dead-%s\" data-n=\"%ld\">"
-		    "\n<h3><code>%s</code>: %ld</h3>\n<p>%s.</p>\n<p class="
-		    "\"todo\">%s</p>\n<table>\n<tr><th>id</th><th>endpoint</th>"
-		    "<th>detail</th></tr>\n", fate_reason(k), n, fate_reason(k),
-		    n, fate_meaning(k), todo[k]);
+		fprintf(f, "<div class=\"reason\" id=\"dead-%s\" "
+		    "data-n=\"%ld\">\n<h3><code>%s</code>: %ld</h3>\n"
+		    "<p>%s.</p>\n<p class=\"todo\">%s</p>\n<table>\n"
+		    "<tr><th>id</th><th>endpoint</th><th>detail</th></tr>\n",
+		    fate_reason(k), n, fate_reason(k), n, fate_meaning(k),
+		    todo[k]);
 		list = json_object_get(r->dead_by, fate_reason(k));
 		json_array_foreach(list, i, l) {
 			fprintf(f, "<tr><td class=\"ids\">");

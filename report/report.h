@@ -19,7 +19,8 @@ enum rep_out {
 /* One point of an endpoint's timeline. */
 struct rep_ev {
 	double	 at;		/* epoch seconds */
-	char	 kind;		/* 'q' request, 'y' retry, 'p' pace, 'b' breaker */
+	char	 kind;		/* 'q' request, 'y' retry, 'p' pace,
+				   'b' breaker */
 	int	 out;		/* 'q': enum rep_out; 'b': 0 closed, 1 open,
 				   2 half_open */
 	double	 rate;		/* 'p': requests a real second; 0: let go */

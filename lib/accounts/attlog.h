@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 enum attlog_type {
-	ATTLOG_START,	/* a stage began writing: pid, prog, deadline, scale */
+	ATTLOG_START,	/* a stage began: pid, prog, deadline, scale */
 	ATTLOG_REQ,	/* a request and its answer (or error) */
 	ATTLOG_DELAY,	/* a retry's delay and why */
 	ATTLOG_BREAKER,	/* an endpoint's breaker went to "to" */
@@ -45,7 +45,7 @@ int	attlog_write(struct attlog *l, enum attlog_type t, double at,
  */
 struct attlog_watch {
 	double	 rate;		/* the pace's rate; 0: not paced */
-	double	 brk_t;		/* the breaker's last transition logged */
+	double	 brk_t;		/* the last transition logged */
 	char	 brk[16];	/* its state: "" (closed), "open", ... */
 };
 
@@ -61,8 +61,8 @@ int	attlog_pace(struct attlog *l, struct attlog_watch *w, const char *ep,
  * a breaker line for each of its "transitions" after since and after the
  * last one logged, at the breaker's own time.  0, or -1 as attlog_write.
  */
-int	attlog_breaker(struct attlog *l, struct attlog_watch *w, const char *ep,
-	    const json_t *breaker, double since);
+int	attlog_breaker(struct attlog *l, struct attlog_watch *w,
+	    const char *ep, const json_t *breaker, double since);
 /* The breaker's state last seen: "closed", "open" or "half_open" (a
    string constant). */
 const char *attlog_breaker_state(const struct attlog_watch *w);
