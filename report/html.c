@@ -320,10 +320,10 @@ timeline(const struct rep *r, const struct rep_ep *e, const struct axis *a,
 			    "y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
 			    "data-n=\"%ld\"><title>%g-%g s: %ld retries "
 			    "scheduled</title></rect>\n", x,
-			    (double)(PT + PH + 2), bwpx > 2 ? bwpx - 1 : bwpx, (double)(RH - 4) *
-			    (double)n[b][OUT_N] / (double)maxr, n[b][OUT_N],
-			    a->bw * (double)b, a->bw * (double)(b + 1),
-			    n[b][OUT_N]);
+			    (double)(PT + PH + 2), bwpx > 2 ? bwpx - 1 : bwpx,
+			    (double)(RH - 4) * (double)n[b][OUT_N] /
+			    (double)maxr, n[b][OUT_N], a->bw * (double)b,
+			    a->bw * (double)(b + 1), n[b][OUT_N]);
 	}
 	pace_path(e, a, f);
 	if (r->deadline > 0 && lsec(a, r->deadline) <= a->span) {
