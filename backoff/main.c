@@ -13,7 +13,8 @@
  * a floor: jitter is added above it so records told the same thing do not
  * return in lockstep.  Records that already carry a fate pass through.
  *
- * It never sends a request and never sleeps.  The budget lives in
+ * Each retry it schedules is a line of RUNDIR/logs/attempts.ndjson (the
+ * delay and why).  It never sends a request and never sleeps.  The budget lives in
  * RUNDIR/state/budget.json under flock(2), shared by every process, or
  * with --state in PostgreSQL, shared by every host.
  *

@@ -18,7 +18,9 @@
  * (ambiguous_submit).  Concurrency per endpoint is shared with every
  * process on the run directory through
  * flock'd slot files in RUNDIR/state/slots/, or with every host through
- * PostgreSQL advisory locks with --state; bodies go to RUNDIR/docs/ID.
+ * PostgreSQL advisory locks with --state; bodies go to RUNDIR/docs/ID,
+ * and each request, once answered, is a line of RUNDIR/logs/attempts.ndjson
+ * (lib/accounts/attlog), as are the breaker's and the pace's changes.
  *
  * This file is the loop: options, the run directory, and each turn's
  * work (read, start, finish, write); the rooms it calls are listed in
