@@ -241,7 +241,8 @@ dom_sum() {
 	[ "$(dom_attr "$dom" ep-0 data-failed)" -eq "$(dom_sum "$dom" failed)" ]
 	[ "$(dom_attr "$dom" ep-0 data-retries)" -eq "$(dom_sum "$dom" retry)" ]
 	[ "$(dom_attr "$dom" ep-0 data-ok)" -eq "$(logged '.status == 200')" ]
-	[ "$(dom_attr "$dom" ep-0 data-succeeded)" -eq "$(jq .totals.succeeded "$s")" ]
+	[ "$(dom_attr "$dom" ep-0 data-succeeded)" -eq "$(jq .run.endpoints.p.succeeded "$s")" ]
+	[ "$(dom_attr "$dom" ep-0 data-dead)" -eq "$(jq .run.endpoints.p.dead "$s")" ]
 	# The pace the 429s started is drawn.
 	grep -q '<path class="pace"' "$dom"
 }
@@ -258,6 +259,9 @@ dom_sum() {
 	[[ ${stderr_lines[0]} == "rfp-report: option --html: "* ]]
 	run -1 --separate-stderr rfp-report "$BATS_TEST_TMPDIR/none"
 	[ "${stderr_lines[0]}" = "rfp-report: open $BATS_TEST_TMPDIR/none: No such file or directory" ]
+	run -0 rfp-report --version
+	[ "$output" = "rfp-report $(head -n 1 "$ROOT/debian/changelog" |
+	    tr -d '()' | cut -d ' ' -f 2)" ]
 	run -0 pipeline.sh report --help
 	[[ ${lines[0]} == "usage: rfp-report "* ]]
 	# An output that cannot be written is named, and exits 1.
