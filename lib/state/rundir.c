@@ -11,13 +11,13 @@ static const char *const names[RUNDIR_NFILES] = {
 	[RUNDIR_DOCS] = "docs",
 	[RUNDIR_PART] = "docs/.part",
 	[RUNDIR_LOGS] = "logs",
-	[RUNDIR_ATTEMPTS] = "logs/attempts.ndjson",
 	[RUNDIR_STATE] = "state",
 	[RUNDIR_CLAIMS] = "state/claims.ndjson",
 	[RUNDIR_OWNERS] = "state/owners",
 	[RUNDIR_SINK_LOCK] = "state/sink.lock",
 	[RUNDIR_LEDGER] = "state/ledger.ndjson",
-	[RUNDIR_SLOTS] = "state/slots"
+	[RUNDIR_SLOTS] = "state/slots",
+	[RUNDIR_ATTEMPTS] = "logs/attempts.ndjson"
 };
 
 const char *

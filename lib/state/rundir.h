@@ -16,13 +16,13 @@ enum rundir_file {
 	RUNDIR_DOCS,		/* docs: the bodies, docs/ID */
 	RUNDIR_PART,		/* docs/.part: bodies being written */
 	RUNDIR_LOGS,		/* logs */
-	RUNDIR_ATTEMPTS,	/* logs/attempts.ndjson: lib/accounts/attlog */
 	RUNDIR_STATE,		/* state: the shared state files */
 	RUNDIR_CLAIMS,		/* state/claims.ndjson */
 	RUNDIR_OWNERS,		/* state/owners: one locked file per owner */
 	RUNDIR_SINK_LOCK,	/* state/sink.lock */
 	RUNDIR_LEDGER,		/* state/ledger.ndjson: the submissions */
 	RUNDIR_SLOTS,		/* state/slots: one file per slot */
+	RUNDIR_ATTEMPTS,	/* logs/attempts.ndjson: lib/accounts/attlog */
 	RUNDIR_NFILES
 };
 
