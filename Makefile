@@ -43,7 +43,9 @@ MOCKLIBS = $(shell pkg-config --libs libmicrohttpd) -lpthread
 
 B ?= .
 STAGES = fetch parse classify backoff sink queue
-BINS = $(STAGES:%=$(B)/bin/rfp-%)
+# The stages, and rfp-report, which reads a run directory and writes nothing there.
+PROGS = $(STAGES) report
+BINS = $(PROGS:%=$(B)/bin/rfp-%)
 DRIVER = $(B)/bin/rfpipe
 MOCK = $(B)/bin/rfp-mockportal
 LIBSRC = $(wildcard lib/*/*.c)
@@ -128,7 +130,7 @@ install: programs
 uninstall:
 	$(if $(findstring $(space),$(DESTDIR)$(PREFIX)),$(error \
 		DESTDIR and PREFIX may not hold a space))
-	rm -f $(STAGES:%=$(DESTDIR)$(BINDIR)/rfp-%) $(DESTDIR)$(BINDIR)/rfpipe
+	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/rfp-%) $(DESTDIR)$(BINDIR)/rfpipe
 	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man1/%,$(filter %.1,$(INSTMANS)))
 	rm -f $(patsubst man/%,$(DESTDIR)$(MANDIR)/man7/%,$(filter %.7,$(INSTMANS)))
 	rm -f $(DESTDIR)$(COMPDIR)/rfpipe
@@ -143,6 +145,10 @@ demo: all
 
 bench: all
 	bench/run.sh
+
+# A small night's HTML report and a screenshot of it, in bench/out/report/.
+report-shot: all
+	bench/report-shot.sh
 
 # The README's two commands in a minimal Debian 12 root (needs root).
 fresh-check:
@@ -172,6 +178,6 @@ clean:
 	rm -rf bin obj build
 
 .PHONY: all programs test check install uninstall lint demo bench chaos clean \
-	fresh-check deb
+	fresh-check deb report-shot
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
 include tests/fuzz/fuzz.mk

@@ -20,6 +20,7 @@ usage="usage: rfpipe [-hqv] [-j N] [--budget N|Nx] [--check] [--config FILE]
               [--retry-dead] [--run-dir DIR] [--seed N] [--state URL]
               [--version] MANIFEST
        rfpipe --queue URL [--batch N] [--lease S] [option ...] [MANIFEST]
+       rfpipe report [option ...] RUN_DIR
 "
 
 die() {
@@ -48,6 +49,15 @@ if [ -x "$here/rfp-fetch" ]; then
 elif ! command -v rfp-fetch >/dev/null 2>&1 && [ -x "$here/bin/rfp-fetch" ]; then
 	PATH="$here/bin:$PATH"
 	export PATH
+fi
+
+# rfpipe report: rfp-report(1), which reads a run directory and writes
+# nothing there.  (A manifest named "report" is ./report.)
+if [ "${1:-}" = report ]; then
+	shift
+	command -v rfp-report >/dev/null 2>&1 ||
+	    die 1 "rfp-report not found in PATH"
+	exec rfp-report "$@"
 fi
 
 # ARG, quoted for a shell when it needs to be.

@@ -13,7 +13,8 @@
  * a floor: jitter is added above it so records told the same thing do not
  * return in lockstep.  Records that already carry a fate pass through.
  *
- * It never sends a request and never sleeps.  The budget lives in
+ * Each retry it schedules is a line of RUNDIR/logs/attempts.ndjson (the
+ * delay and why).  It never sends a request and never sleeps.  The budget lives in
  * RUNDIR/state/budget.json under flock(2), shared by every process, or
  * with --state in PostgreSQL, shared by every host.
  *
@@ -30,6 +31,7 @@
 
 #include <jansson.h>
 
+#include "lib/accounts/attlog.h"
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
 #include "lib/record/doc.h"
@@ -38,6 +40,7 @@
 #include "lib/base/opt.h"
 #include "lib/record/rec.h"
 #include "lib/record/scan.h"
+#include "lib/state/rundir.h"
 #include "lib/state/state.h"
 #include "lib/state/store.h"
 
@@ -58,6 +61,7 @@ static struct opts {
 	long		 seen;		/* records read */
 	long		 docs;		/* first attempts and dead letters */
 	int		 seeded;
+	struct attlog	*log;		/* logs/attempts.ndjson */
 } opts;
 
 /* Draw the retry delay in logical seconds. */
@@ -202,6 +206,12 @@ transient(json_t *rec, long lineno)
 	msg_debug("line %ld: %s: retry in %.3f s (attempt %ld, %ld retries "
 	    "left)", lineno, rec_str(rec, "id") ? rec_str(rec, "id") : "?", d,
 	    attempt, left);
+	if (attlog_write(opts.log, ATTLOG_DELAY, now, json_pack(
+	    "{s:O?,s:O?,s:I,s:f,s:s,s:f}", "id", json_object_get(rec, "id"),
+	    "ep", json_object_get(rec, "endpoint"), "attempt",
+	    (json_int_t)attempt, "delay_s", round(d * 1000) / 1000, "why",
+	    ra >= 0 ? "retry_after" : "backoff", "not_before", nb)) == -1)
+		msg_warnsys("write %s", attlog_path(opts.log));
 	json_object_set_new(rec, "fate", json_string(fate_name(FATE_RETRY)));
 	json_object_set_new(rec, "not_before", json_real(nb));
 	json_object_set_new(rec, "delay_s", json_real(round(d * 1000) /
@@ -409,6 +419,10 @@ options(int argc, char *argv[])
 	if (opts.run_dir != NULL && state_mkdirs(opts.run_dir, err,
 	    sizeof(err)) == -1)
 		msg_die(1, "%s", err);
+	if (opts.run_dir != NULL && (opts.log = attlog_open(opts.run_dir)) ==
+	    NULL)
+		msg_diesys(1, "open %s/%s", opts.run_dir,
+		    rundir_name(RUNDIR_ATTEMPTS));
 }
 
 int
@@ -423,6 +437,7 @@ main(int argc, char *argv[])
 	    NULL) == -1)
 		msg_die(1, "stopped: output is incomplete");
 	store_close();
+	attlog_close(opts.log);
 	conf_free(&opts.conf);
 	state_close_all();
 	opt_fshut();

@@ -12,6 +12,7 @@
 #include "lib/record/fate.h"
 #include "lib/record/hdr.h"
 
+struct attlog;
 struct ep;
 
 struct job {
@@ -62,6 +63,8 @@ struct xfer {
 	struct hdr_ratelimit rl;
 	int		 rl_seen;
 	double		 capped_at;	/* deadline that capped the timeout */
+	double		 pace_rate;	/* its endpoint's pace at its send */
+	const char	*brk;		/* ... and breaker ("closed", ...) */
 	CURLcode	 cc;		/* how the transfer ended */
 	int		 wr_err;	/* the body thread's errno, or 0 */
 	int		 renamed;	/* ... and the body is in docs/ */
@@ -79,6 +82,7 @@ struct fopts {
 	double		 deadline;	/* epoch; 0: none */
 	int		 insecure;
 	int		 on_open_dead;
+	struct attlog	*log;		/* RUNDIR/logs/attempts.ndjson, or NULL */
 };
 
 /*
@@ -144,6 +148,8 @@ void	gate_pass(void);	/* a pass over the ready jobs begins */
 void	gate_pass_end(void);	/* ... and ends */
 double	gate_wake(double now, double t, int ready);
 const char *gate_name(const struct ep *e);
+/* The pace (requests a real second, 0: none) and breaker of e, as last seen. */
+void	gate_state(const struct ep *e, double *rate, const char **breaker);
 int	gate_idempotent(const struct ep *e);
 void	gate_ready(struct ep *e, long n);	/* its ready jobs, +n */
 int	gate_blocked(const struct ep *e, double now);

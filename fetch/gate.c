@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "lib/accounts/attlog.h"
 #include "lib/control/breaker.h"
 #include "lib/record/class.h"
 #include "lib/base/clk.h"
@@ -57,16 +58,44 @@ struct ep {
 	double		 fb_at;		/* clk_mono of the last telling */
 	/* clk_mono until which the pace, the breaker, need not be asked. */
 	double		 pace_free, brk_free;
+	struct attlog_watch seen;	/* for the attempt log */
 	struct ep	*next;
 };
 
 static struct ep *eps;
 static const struct fopts *fo;	/* set by gate_init */
+static double t_start;		/* older transitions are not this run's */
 
 void
 gate_init(const struct fopts *o)
 {
 	fo = o;
+	t_start = clk_now();
+}
+
+/* Read the breaker's transitions for the attempt log; write nothing. */
+static int
+brk_read(json_t **doc, void *arg, char *err, size_t errlen)
+{
+	struct ep *e = arg;
+
+	(void)err;
+	(void)errlen;
+	if (*doc != NULL && attlog_breaker(fo->log, &e->seen, e->name, *doc,
+	    t_start) == -1)
+		msg_warnsys("write %s", attlog_path(fo->log));
+	return 1;
+}
+
+/* What the breaker of e did since it was last looked at. */
+static void
+brk_seen(struct ep *e)
+{
+	char err[512];
+
+	if (fo->log != NULL && store_update(fo->run_dir, "breaker", e->name,
+	    brk_read, e, err, sizeof(err)) == -1)
+		msg_die(1, "%s", err);
 }
 
 struct ep *
@@ -240,6 +269,9 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 				quota_kill(j, g.quota_until);
 				return -1;
 			}
+			if (attlog_pace(fo->log, &e->seen, e->name, g.rate,
+			    g.window, now) == -1)
+				msg_warnsys("write %s", attlog_path(fo->log));
 			e->credit = g.granted;
 			e->seq = g.seq;
 			e->window = g.window;
@@ -269,6 +301,8 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	    rec_int(j->rec, "attempt", 0) == 0, &v,
 	    &until, &opened, err, sizeof(err)) == -1)
 		state_fail(err);
+	if (v != BREAKER_ALLOW || e->seen.brk[0] != '\0')
+		brk_seen(e);
 	*probe = v == BREAKER_PROBE;
 	e->brk_closed = v == BREAKER_ALLOW;
 	if (v == BREAKER_ALLOW)
@@ -401,6 +435,8 @@ gate_flush(int force)
 	struct ep *e;
 	char err[512];
 	double now = clk_mono();
+	size_t i;
+	int news;
 
 	for (e = eps; e != NULL; e = e->next) {
 		if (e->npev == 0 && e->nbev == 0)
@@ -416,6 +452,13 @@ gate_flush(int force)
 		    breaker_record_n(fo->run_dir, e->name, &e->cf->breaker,
 		    e->bev, e->nbev, err, sizeof(err)) == -1)
 			state_fail(err);
+		/* Only a failure or a probe's answer moves a closed breaker. */
+		news = e->seen.brk[0] != '\0';
+		for (i = 0; i < e->nbev && !news; i++)
+			news = e->bev[i].out == BREAKER_FAILURE ||
+			    e->bev[i].probe;
+		if (news)
+			brk_seen(e);
 		/* What the pace said before this news, it may now say otherwise. */
 		if (e->npev > 0 && e->paced)
 			e->blocked_until = 0;
@@ -427,6 +470,13 @@ const char *
 gate_name(const struct ep *e)
 {
 	return e->name;
+}
+
+void
+gate_state(const struct ep *e, double *rate, const char **breaker)
+{
+	*rate = e->seen.rate;
+	*breaker = attlog_breaker_state(&e->seen);
 }
 
 int

@@ -18,7 +18,9 @@
  * (ambiguous_submit).  Concurrency per endpoint is shared with every
  * process on the run directory through
  * flock'd slot files in RUNDIR/state/slots/, or with every host through
- * PostgreSQL advisory locks with --state; bodies go to RUNDIR/docs/ID.
+ * PostgreSQL advisory locks with --state; bodies go to RUNDIR/docs/ID,
+ * and each request, once answered, is a line of RUNDIR/logs/attempts.ndjson
+ * (lib/accounts/attlog), as are the breaker's and the pace's changes.
  *
  * This file is the loop: options, the run directory, and each turn's
  * work (read, start, finish, write); the rooms it calls are listed in
@@ -42,6 +44,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "lib/accounts/attlog.h"
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
 #include "lib/record/doc.h"
@@ -153,6 +156,9 @@ start_one(struct job *j, void *arg)
 	}
 	x->slot = slot;
 	x->probe = probe;
+	gate_state(j->ep, &x->pace_rate, &x->brk);
+	if (probe)
+		x->brk = "half_open";
 	/* Ids and endpoints only: a URL may carry a key in its query. */
 	msg_debug("%s: attempt %ld to %s%s", rec_str(j->rec, "id"),
 	    rec_int(j->rec, "attempt", 0), gate_name(j->ep), probe ?
@@ -172,11 +178,56 @@ start_ready(void)
 	gate_pass_end();
 }
 
+/*
+ * The attempt log's line for request x, answered at x->t1 (or, with
+ * dropped, not at all: stopping).  status and error as the record has
+ * them; a status check's are its own (confirm).
+ */
+static void
+log_req(const struct xfer *x, const char *dropped)
+{
+	const json_t *rec = x->job->rec;
+	json_t *f;
+	long st = 0;
+	double at = x->t1 > 0 ? x->t1 : clk_now();
+
+	if (fo.log == NULL)
+		return;
+	f = json_pack("{s:O?,s:s,s:I,s:f,s:I}", "id", json_object_get(rec,
+	    "id"), "ep", gate_name(x->job->ep), "attempt", (json_int_t)rec_int(
+	    rec, "attempt", 0), "sent", x->t0, "ms", (json_int_t)((at -
+	    x->t0) * 1000));
+	if (x->confirm) {
+		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &st);
+		json_object_set_new(f, "status", st > 0 ? json_integer(st) :
+		    json_null());
+		json_object_set_new(f, "error", x->cc == CURLE_OK ?
+		    json_null() : json_string("transfer"));
+		json_object_set_new(f, "confirm", json_true());
+	} else if (dropped != NULL) {
+		json_object_set_new(f, "status", json_null());
+		json_object_set_new(f, "error", json_string(dropped));
+	} else {
+		json_object_set(f, "status", json_object_get(rec, "status") ?:
+		    json_null());
+		json_object_set(f, "error", json_object_get(rec, "error") ?:
+		    json_null());
+	}
+	json_object_set_new(f, "rate", json_real(x->pace_rate));
+	json_object_set_new(f, "breaker", json_string(x->brk ? x->brk :
+	    "closed"));
+	if (x->hops > 0)
+		json_object_set_new(f, "hops", json_integer(x->hops));
+	if (attlog_write(fo.log, ATTLOG_REQ, at, f) == -1)
+		msg_warnsys("write %s", attlog_path(fo.log));
+}
+
 /* A transfer is over and its body, if any, filed: its record goes out. */
 static void
 complete(struct xfer *x)
 {
 	xfer_finish(x, x->cc);
+	log_req(x, NULL);
 	msg_debug("%s: %s after %ld ms", rec_str(x->job->rec, "id"),
 	    rec_str(x->job->rec, "error") ? rec_str(x->job->rec, "error") :
 	    "answered", rec_int(x->job->rec, "elapsed_ms", 0));
@@ -195,6 +246,8 @@ finish_done(void)
 
 	while ((x = wire_done()) != NULL) {
 		if (x->confirm) {
+			x->t1 = clk_now();
+			log_req(x, NULL);
 			submit_confirmed(x);
 			continue;
 		}
@@ -246,6 +299,7 @@ drop_all(void)
 		}
 	}
 	while ((x = wire_pop()) != NULL) {
+		log_req(x, "stopped");
 		job_free(x->job);
 		xfer_free(x);
 	}
@@ -599,6 +653,14 @@ run_dir_open(void)
 	    O_CLOEXEC)) == -1)
 		msg_diesys(1, "open %s", path);
 	free(path);
+	if ((fo.log = attlog_open(fo.run_dir)) == NULL)
+		msg_diesys(1, "open %s/%s", fo.run_dir,
+		    rundir_name(RUNDIR_ATTEMPTS));
+	/* The deadline and time scale, for a report to draw the run by. */
+	if (attlog_write(fo.log, ATTLOG_START, clk_now(), json_pack(
+	    "{s:s,s:I,s:f,s:f}", "prog", PROG, "pid", (json_int_t)getpid(),
+	    "deadline", fo.deadline, "scale", clk_scale())) == -1)
+		msg_diesys(1, "write %s", attlog_path(fo.log));
 }
 
 /* Release everything (nothing below may lose a record that was emitted). */
@@ -615,6 +677,7 @@ tidy(void)
 		close(fo.part_fd);
 		close(fo.docs_fd);
 	}
+	attlog_close(fo.log);
 	store_close();
 	claims_close();
 	if (n.held > 0)

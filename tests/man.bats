@@ -86,6 +86,10 @@ check_synopsis() {
 	check_options rfp-mockportal.1 rfp-mockportal
 }
 
+@test "man: rfp-report.1 documents every option of --help" {
+	check_options rfp-report.1 rfp-report
+}
+
 @test "man: rfpipe.1 documents every option of --help" {
 	check_options rfpipe.1 "$ROOT/pipeline.sh"
 }
@@ -99,6 +103,7 @@ check_synopsis() {
 	check_synopsis rfp-sink.1 rfp-sink
 	check_synopsis rfp-queue.1 rfp-queue
 	check_synopsis rfp-mockportal.1 rfp-mockportal
+	check_synopsis rfp-report.1 rfp-report
 	check_synopsis rfpipe.1 "$ROOT/pipeline.sh"
 }
 

@@ -205,7 +205,7 @@ readme_opts() {
 @test "options: the README's table lists each program's --help options, no more" {
 	local p got want
 	for p in rfpipe rfp-fetch rfp-parse rfp-classify rfp-backoff rfp-sink \
-	    rfp-queue rfp-mockportal; do
+	    rfp-queue rfp-report rfp-mockportal; do
 		if [ "$p" = rfpipe ]; then
 			want=$(help_opts "$ROOT/pipeline.sh")
 		else

@@ -16,7 +16,8 @@ static const char *const names[RUNDIR_NFILES] = {
 	[RUNDIR_OWNERS] = "state/owners",
 	[RUNDIR_SINK_LOCK] = "state/sink.lock",
 	[RUNDIR_LEDGER] = "state/ledger.ndjson",
-	[RUNDIR_SLOTS] = "state/slots"
+	[RUNDIR_SLOTS] = "state/slots",
+	[RUNDIR_ATTEMPTS] = "logs/attempts.ndjson"
 };
 
 const char *

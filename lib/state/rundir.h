@@ -22,6 +22,7 @@ enum rundir_file {
 	RUNDIR_SINK_LOCK,	/* state/sink.lock */
 	RUNDIR_LEDGER,		/* state/ledger.ndjson: the submissions */
 	RUNDIR_SLOTS,		/* state/slots: one file per slot */
+	RUNDIR_ATTEMPTS,	/* logs/attempts.ndjson: lib/accounts/attlog */
 	RUNDIR_NFILES
 };
 

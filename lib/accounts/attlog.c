@@ -1,0 +1,181 @@
+/* attlog: appending to RUNDIR/logs/attempts.ndjson, one write a line. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lib/accounts/attlog.h"
+#include "lib/state/rundir.h"
+#include "lib/state/state.h"
+#include "lib/base/x.h"
+
+struct attlog {
+	int	 fd;	/* -1 once a write failed */
+	char	*path;
+};
+
+static const char *const names[ATTLOG_NTYPES] = {
+	[ATTLOG_START] = "start",
+	[ATTLOG_REQ] = "req",
+	[ATTLOG_DELAY] = "delay",
+	[ATTLOG_BREAKER] = "breaker",
+	[ATTLOG_PACE] = "pace"
+};
+
+const char *
+attlog_name(enum attlog_type t)
+{
+	return (unsigned)t < ATTLOG_NTYPES ? names[t] : NULL;
+}
+
+int
+attlog_type(const char *name)
+{
+	int i;
+
+	for (i = 0; name != NULL && i < ATTLOG_NTYPES; i++)
+		if (strcmp(names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+struct attlog *
+attlog_open(const char *rundir)
+{
+	struct attlog *l;
+	char *path = rundir_path(rundir, RUNDIR_ATTEMPTS, NULL);
+	int fd, e;
+
+	if ((fd = state_open(path, O_WRONLY | O_APPEND | O_CREAT, 0600)) ==
+	    -1) {
+		e = errno;
+		free(path);
+		errno = e;
+		return NULL;
+	}
+	l = xcalloc(1, sizeof(*l));
+	l->fd = fd;
+	l->path = path;
+	return l;
+}
+
+const char *
+attlog_path(const struct attlog *l)
+{
+	return l->path;
+}
+
+int
+attlog_write(struct attlog *l, enum attlog_type t, double at, json_t *fields)
+{
+	json_t *o;
+	char *s;
+	size_t n, off = 0;
+	ssize_t w;
+	int rc = 0;
+
+	if (l == NULL || l->fd == -1) {
+		json_decref(fields);
+		return 0;
+	}
+	/* "t" and "at" first: a line reads the same to a person and to jq. */
+	o = json_pack("{s:s,s:f}", "t", attlog_name(t), "at", at);
+	if (fields != NULL)
+		json_object_update_missing(o, fields);
+	json_decref(fields);
+	/* 13 digits: epoch seconds to the millisecond, and no noise. */
+	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
+	    JSON_REAL_PRECISION(13));
+	json_decref(o);
+	if (s == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	n = strlen(s);
+	s[n++] = '\n';	/* over the NUL: the line is written whole */
+	while (off < n) {
+		if ((w = write(l->fd, s + off, n - off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			rc = -1;
+			break;
+		}
+		off += (size_t)w;
+	}
+	free(s);
+	if (rc == -1) {
+		w = errno;
+		close(l->fd);
+		l->fd = -1;
+		errno = (int)w;
+	}
+	return rc;
+}
+
+int
+attlog_pace(struct attlog *l, struct attlog_watch *w, const char *ep,
+    double rate, long window, double at)
+{
+	const char *ev;
+	double was = w->rate;
+
+	if (rate == was)
+		return 0;
+	w->rate = rate;
+	ev = was == 0 ? "start" : rate == 0 ? "free" : rate < was ? "cut" :
+	    NULL;
+	if (ev == NULL)
+		return 0;
+	return attlog_write(l, ATTLOG_PACE, at, json_pack(
+	    "{s:s,s:s,s:f,s:f,s:I}", "ep", ep, "ev", ev, "rate", rate, "was",
+	    was, "window", (json_int_t)window));
+}
+
+int
+attlog_breaker(struct attlog *l, struct attlog_watch *w, const char *ep,
+    const json_t *breaker, double since)
+{
+	const json_t *tr;
+	const char *to;
+	size_t i;
+	double t;
+	int rc = 0;
+
+	to = json_string_value(json_object_get(breaker, "state"));
+	if (to != NULL)
+		snprintf(w->brk, sizeof(w->brk), "%s", to);
+	json_array_foreach(json_object_get(breaker, "transitions"), i, tr) {
+		t = json_number_value(json_object_get(tr, "t"));
+		to = json_string_value(json_object_get(tr, "to"));
+		if (t <= w->brk_t || t < since || to == NULL)
+			continue;
+		w->brk_t = t;
+		if (attlog_write(l, ATTLOG_BREAKER, t, json_pack("{s:s,s:s}",
+		    "ep", ep, "to", to)) == -1)
+			rc = -1;
+	}
+	return rc;
+}
+
+const char *
+attlog_breaker_state(const struct attlog_watch *w)
+{
+	/* A constant: kept by a request as its state at its send. */
+	return strcmp(w->brk, "open") == 0 ? "open" : strcmp(w->brk,
+	    "half_open") == 0 ? "half_open" : "closed";
+}
+
+void
+attlog_close(struct attlog *l)
+{
+	if (l == NULL)
+		return;
+	if (l->fd != -1)
+		close(l->fd);
+	free(l->path);
+	free(l);
+}

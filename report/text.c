@@ -1,0 +1,92 @@
+/*
+ * rfp-report's text: the run directory's summary, its pending ids and
+ * each endpoint's top errors, for a terminal or a mail.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "lib/accounts/summ.h"
+#include "lib/record/fate.h"
+#include "report/report.h"
+
+#define PENDING_SHOWN	50	/* ids listed; the rest are counted */
+#define TOP_SHOWN	3	/* errors listed an endpoint */
+
+static long
+geti(const json_t *o, const char *k)
+{
+	return (long)json_integer_value(json_object_get(o, k));
+}
+
+/* The last pipeline's check, as rfp-sink wrote it in summary.json. */
+static void
+last_check(const json_t *s, FILE *f)
+{
+	const json_t *run = json_object_get(s, "run");
+	const json_t *ok = json_object_get(s, "reconciled");
+
+	if (!json_is_integer(json_object_get(s, "admitted")))
+		return;
+	fprintf(f, "  last run: admitted %ld = succeeded %ld + dead %ld",
+	    geti(s, "admitted"), geti(run, "succeeded"), geti(run, "dead"));
+	if (json_is_true(json_object_get(s, "interrupted")))
+		fprintf(f, " + pending %ld", geti(s, "pending"));
+	fprintf(f, ": %s\n", json_is_true(ok) ? "ok" : json_is_false(ok) ?
+	    "MISMATCH" : "not checked");
+}
+
+void
+rep_text(const struct rep *r, FILE *f)
+{
+	const struct rep_ep *e;
+	json_t *top, *p;
+	size_t i;
+	int k;
+
+	fprintf(f, "rfp-report: %s\n", r->dir);
+	fprintf(f, "  succeeded       %7ld\n", r->succeeded);
+	fprintf(f, "  dead-lettered   %7ld\n", r->dead);
+	for (k = 0; k < FATE_NREASONS; k++)
+		if (summ_count(r->all, fate_reason(k)) > 0)
+			fprintf(f, "    %-16s%5ld\n", fate_reason(k),
+			    summ_count(r->all, fate_reason(k)));
+	fprintf(f, "  pending         %7zu\n", json_array_size(r->pending));
+	if (r->has_log)
+		fprintf(f, "  requests %ld, retries %ld, 429s %ld, breaker "
+		    "openings %ld\n", r->reqs, r->retries, r->http_429,
+		    r->openings);
+	else
+		fprintf(f, "  no attempt log\n");
+	last_check(r->summary, f);
+	if (r->eps != NULL)
+		fprintf(f, "  %-24s %6s %6s %8s %6s  %s\n", "endpoint", "ok",
+		    "dead", "requests", "429s", "top errors");
+	for (e = r->eps; e != NULL; e = e->next) {
+		fprintf(f, "  %-24.24s %6ld %6ld %8ld %6ld ", e->name,
+		    summ_count(e->summ, "succeeded"), summ_count(e->summ,
+		    "dead"), e->reqs, e->http_429);
+		top = rep_top_errors(e);
+		json_array_foreach(top, i, p) {
+			if (i == TOP_SHOWN)
+				break;
+			fprintf(f, "%s%s %ld", i ? ", " : " ",
+			    json_string_value(json_array_get(p, 0)), (long)
+			    json_integer_value(json_array_get(p, 1)));
+		}
+		fprintf(f, "%s\n", json_array_size(top) == 0 ? " -" : "");
+		json_decref(top);
+	}
+	if (json_array_size(r->pending) == 0)
+		return;
+	fprintf(f, "pending ids:\n");
+	json_array_foreach(r->pending, i, p) {
+		if (i == PENDING_SHOWN) {
+			fprintf(f, "  ... and %zu more\n",
+			    json_array_size(r->pending) - i);
+			break;
+		}
+		fprintf(f, "  %s\n", json_string_value(p));
+	}
+}
