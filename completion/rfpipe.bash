@@ -10,6 +10,21 @@ _rfpipe()
 	    --jobs --lease --max-attempts --progress --queue --quiet
 	    --retry-dead --run-dir --seed --state --verbose --version"
 	COMPREPLY=()
+	# rfpipe report RUN_DIR [--html FILE] [--metrics FILE]
+	if [ "${COMP_WORDS[1]:-}" = report ] && [ "$COMP_CWORD" -gt 1 ]; then
+		case $prev in
+		--html|--metrics)
+			mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+		*)
+			if [[ $cur == -* ]]; then
+				mapfile -t COMPREPLY < <(compgen -W \
+				    "--html --metrics --help" -- "$cur")
+			else
+				mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+			fi ;;
+		esac
+		return
+	fi
 	case $prev in
 	--config)
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
@@ -30,6 +45,9 @@ _rfpipe()
 		mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")
 	else
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+		# A manifest named report is ./report: offer the word once.
+		[ "$COMP_CWORD" -ne 1 ] || [[ report != "$cur"* ]] ||
+		    [ -e report ] || COMPREPLY+=(report)
 	fi
 }
 complete -F _rfpipe rfpipe

@@ -25,6 +25,7 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	die "dpkg says rfpipe $(dpkg-query -W -f='${Version}' rfpipe), not $version"
 for f in /usr/bin/rfpipe /usr/bin/rfp-fetch /usr/bin/rfp-parse \
     /usr/bin/rfp-classify /usr/bin/rfp-backoff /usr/bin/rfp-sink /usr/bin/rfp-queue \
+    /usr/bin/rfp-report \
     /usr/share/man/man1/rfpipe.1.gz /usr/share/man/man7/rfpipe.7.gz \
     /usr/share/doc/rfpipe/examples/README.md \
     /usr/share/bash-completion/completions/rfpipe; do
@@ -83,6 +84,15 @@ n=$(grep -c '"kind":"request"' "$work/mock.log")
 [ "$n" -eq 28 ] || die "the portal saw $n requests, not 16 + 4 x 3 = 28"
 say "results.ndjson holds all 20; the portal saw 28 requests"
 
+say "rfpipe report, read-only"
+before=$(cd "$work/run" && find . -type f -exec sha256sum {} + | sort)
+(cd "$work" && env -i PATH=/usr/bin:/bin rfpipe report run) >"$work/report" ||
+	die "rfpipe report exited $?"
+grep -q 'succeeded *20' "$work/report" ||
+	die "rfpipe report does not say 20 succeeded: $(head -c 300 "$work/report")"
+after=$(cd "$work/run" && find . -type f -exec sha256sum {} + | sort)
+[ "$before" = "$after" ] || die "rfpipe report changed the run directory"
+
 say "man rfpipe, man 7 rfpipe"
 for page in 1 7; do
 	man "$page" rfpipe >"$work/man.$page" 2>"$work/man.err" ||
@@ -95,7 +105,7 @@ done
 
 say "--version"
 for p in rfpipe rfp-fetch rfp-parse rfp-classify rfp-backoff rfp-sink \
-    rfp-queue; do
+    rfp-queue rfp-report; do
 	v=$(env -i PATH=/usr/bin:/bin "$p" --version)
 	[ "$v" = "$p $version" ] || die "$p --version: \"$v\", not \"$p $version\""
 done

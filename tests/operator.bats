@@ -140,6 +140,17 @@ check_interrupted() {
 	for o in $(help_opts pipeline.sh | grep -- '^--'); do
 		grep -q -- "$o" "$comp" || { echo "missing $o"; return 1; }
 	done
+	# rfpipe report: the word, then rfp-report's own options.
+	cd "$BATS_TEST_TMPDIR"
+	run -0 bash -c ". '$comp'; COMP_WORDS=(rfpipe rep); COMP_CWORD=1
+	    _rfpipe; printf '%s\n' \"\${COMPREPLY[@]}\""
+	[ "$output" = report ]
+	run -0 bash -c ". '$comp'; COMP_WORDS=(rfpipe report run --me)
+	    COMP_CWORD=3; _rfpipe; printf '%s\n' \"\${COMPREPLY[@]}\""
+	[ "$output" = --metrics ]
+	for o in $(help_opts "$ROOT/bin/rfp-report" | grep -- '^--' | grep -v -- --version); do
+		grep -q -- "$o" "$comp" || { echo "report: missing $o"; return 1; }
+	done
 }
 
 @test "operator: examples hold a crontab line and a systemd service and timer with the deadline" {
