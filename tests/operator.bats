@@ -87,6 +87,36 @@ check_interrupted() {
 	check_interrupted 143 TERM
 }
 
+@test "operator: what was done before SIGTERM is filed, and the resume line finishes the rest" {
+	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF'
+	routes:
+	  - {match: "/fast/*", endpoint: fast}
+	  - {match: "/slow/*", endpoint: slow, slow_ms: 6000000, script: [slow, 200]}
+	EOF
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	{ manifest /fast 5 fast; manifest /slow 10 slow; } >"$M"
+	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" -q \
+	    --run-dir "$RUN" --seed 1 "$M" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	for i in $(seq 1 500); do
+		[ "$(cat "$RUN/results.ndjson" 2>/dev/null | wc -l)" -eq 5 ] &&
+		    [ "$(requests_for /slow/doc-1)" -ge 1 ] 2>/dev/null && break
+		sleep 0.01
+	done
+	kill -TERM "$pid"
+	timeout 30 tail --pid="$pid" -f /dev/null || kill -KILL -- -"$pid"
+	run -143 wait "$pid"
+	[ "$(jq -r .id "$RUN/results.ndjson" | sort | tr '\n' ' ')" = "fast-1 fast-2 fast-3 fast-4 fast-5 " ]
+	jq -e '.interrupted and .reconciled and .run.succeeded == 5 and .pending == 10' "$RUN/summary.json"
+	# The line as printed, run again: the slow route answers at once now.
+	line=$(grep -o 'resume with: .*' "$BATS_TEST_TMPDIR/err")
+	eval "set -- ${line#resume with: }"
+	run -0 timeout 60 "$@"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 15 ]
+	[ "$(jq -r .id "$RUN/results.ndjson" | sort -u | wc -l)" -eq 15 ]
+	[ "$(requests_for /fast/doc-1)" -eq 1 ]
+}
+
 @test "operator: the command line to resume with is quoted for a shell" {
 	start_slow 3
 	cp "$M" "$BATS_TEST_TMPDIR/it's a manifest"
@@ -264,6 +294,9 @@ cls() {
 	check a '.class == "transient" and .reason == "http_409"'
 	cls '{"id":"b","status":409}'
 	check b '.class == "permanent" and .reason == "unknown_http_409"'
+	# A POST marked idempotent is no submission and carries no key.
+	cls '{"id":"c","method":"POST","idempotent":true,"status":409}'
+	check c '.class == "permanent" and .reason == "unknown_http_409"'
 }
 
 @test "operator: classify: dns and tls_handshake errors are transient, a bad certificate is not" {
@@ -382,6 +415,21 @@ cls() {
 	grep -Eq '^  127\.0\.0\.1:9 +0 +3  unreachable$' <<<"$stderr"
 }
 
+@test "operator: a host that does not resolve is warned of once, as dns, and its dead letters say unreachable (dns)" {
+	# .invalid never resolves (RFC 6761): skip where the resolver cannot
+	# say so at once.
+	run timeout 5 getent hosts rfpipe-test.invalid
+	[ "$status" -eq 2 ] || skip "the resolver does not say at once that .invalid does not resolve"
+	for i in 1 2 3; do
+		printf '{"id":"n%d","url":"http://rfpipe-test.invalid/x%d"}\n' "$i" "$i"
+	done >"$M"
+	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --seed 1 "$M"
+	[ "$(grep -c 'is not answering' <<<"$stderr")" -eq 1 ]
+	[[ $stderr == *'rfp-fetch: endpoint "rfpipe-test.invalid" is not answering: dns ('* ]]
+	[ "$(jq -s 'map(select(.dead_detail | endswith("unreachable (dns)"))) | length' "$RUN/dead.ndjson")" -eq 3 ]
+	jq -e '.run.endpoints["rfpipe-test.invalid"].last_error == "unreachable"' "$RUN/summary.json"
+}
+
 @test "operator: off a terminal, progress prints a plain line every 30 logical seconds" {
 	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF2'
 	routes:
@@ -393,6 +441,8 @@ cls() {
 	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -j 1 --run-dir "$RUN" "$M" 2>/dev/null
 	n=$(grep -c '^rfp-sink: progress: ' <<<"$stderr")
 	[ "$n" -ge 2 ] && [ "$n" -le 20 ]
+	# Plain: one line each, nothing a terminal would draw with.
+	[[ $stderr != *$'\r'* && $stderr != *$'\e'* ]]
 }
 
 @test "operator: the breaker opening is warned of once, the moment it opens" {
