@@ -208,7 +208,20 @@ mistake() {
 	manifest /nih 3 nih >"$M"
 	echo 'deadline: "2020-01-01T00:00"' >"$BATS_TEST_TMPDIR/c.yaml"
 	mistake --config "$BATS_TEST_TMPDIR/c.yaml" "$M"
-	[[ $stderr == *'deadline "2020-01-01T00:00" is in the past'* ]]
+	[ "$stderr" = "rfp-fetch: $BATS_TEST_TMPDIR/c.yaml: key \"deadline\": \"2020-01-01T00:00\" is in the past (2020-01-01T00:00:00Z)" ]
+}
+
+@test "operator: a config deadline that cannot be read is named as the config's key, not as an option, nothing made" {
+	manifest /nih 3 nih >"$M"
+	c=$BATS_TEST_TMPDIR/c.yaml
+	printf 'max_attempts: 3\ndeadline: tomorrow\n' >"$c"
+	want="rfp-backoff: $c:2: key \"deadline\": expected a time such as \"06:00\", \"2026-12-01T06:00Z\" or \"+8h\", got \"tomorrow\""
+	mistake --config "$c" "$M"
+	[ "$stderr" = "$want" ]
+	run -2 --separate-stderr pipeline.sh --check --config "$c" "$M"
+	[ "$stderr" = "$want" ]
+	run -2 --separate-stderr rfp-fetch --config "$c" </dev/null
+	[ "$stderr" = "${want/rfp-backoff/rfp-fetch}" ]
 }
 
 @test "operator: -j abc is reported as -j before the run directory is made" {
