@@ -264,6 +264,35 @@ mistake() {
 	[ "$stderr" = "rfpipe: mkdir $BATS_TEST_TMPDIR/file/run: Not a directory" ]
 }
 
+@test "operator: a run directory, or its state/, that cannot be written is one line naming it and exit 2" {
+	local d
+	# Under /tmp, where nobody may reach it: modes mean nothing to root.
+	d=$(mktemp -d /tmp/rfp-operator.XXXXXX)
+	chmod 755 "$d"
+	mkdir -p "$d/run/state" "$d/run/docs" "$d/run/logs"
+	printf '{"id":"a","url":"http://127.0.0.1:9/a"}\n' >"$d/m"
+	[ "$(id -u)" -ne 0 ] || chown -R nobody "$d"
+	as_other() {
+		if [ "$(id -u)" -eq 0 ]; then
+			runuser -u nobody -- env PATH="$PATH" "$@"
+		else
+			"$@"
+		fi
+	}
+	chmod 555 "$d/run"
+	run --separate-stderr as_other timeout 20 "$ROOT/pipeline.sh" -q --run-dir "$d/run" "$d/m"
+	chmod 755 "$d/run"
+	r1=$status e1=$stderr
+	chmod 555 "$d/run/state"
+	run --separate-stderr as_other timeout 20 "$ROOT/pipeline.sh" -q --run-dir "$d/run" "$d/m"
+	chmod 755 "$d/run/state"
+	rm -rf "$d"
+	[ "$r1" -eq 2 ]
+	[ "$e1" = "rfp-backoff: run directory $d/run: Permission denied" ]
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "rfp-backoff: run directory $d/run: $d/run/state: Permission denied" ]
+}
+
 @test "operator: rfpipe --check prints per endpoint the documents and limits, exit 0, nothing made" {
 	mock_start "$FIX/mock/ok.yaml"
 	{ manifest /nih 2 nih; manifest /nsf 3 nsf; } >"$M"
