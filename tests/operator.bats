@@ -234,6 +234,35 @@ mistake() {
 	[[ $stderr == 'rfpipe: option --jobs: expected an integer from 1 to 4096, got "0"'* ]]
 }
 
+@test "operator: every usage mistake exits 2 before the run directory is made, naming the option as typed" {
+	printf '{"id":"a","url":"http://127.0.0.1:9/a"}\n' >"$M"
+	local args want
+	while IFS='|' read -r args want; do
+		# shellcheck disable=SC2086  # args are words
+		run -2 --separate-stderr pipeline.sh --run-dir "$RUN" $args "$M"
+		[ ! -e "$RUN" ] || fail "$args: the run directory was made"
+		[[ ${stderr_lines[0]} == *": $want"* ]] ||
+		    fail "$args: \"${stderr_lines[0]}\" does not say \"$want\""
+	done <<-'EOF'
+	--budget x|option --budget: expected a count or a multiple
+	--max-attempts 0|option --max-attempts: expected an integer
+	--progress bogus|option --progress: expected auto, plain or none
+	--seed abc|option --seed: expected an integer
+	--bogus|unknown option "--bogus"
+	--batch 5|option --batch: needs --queue
+	--jobs 99999|option --jobs: expected an integer from 1 to 4096
+	--deadline 25:00|option --deadline: cannot read "25:00" as a time
+	--deadline=+abc|option --deadline: cannot read "+abc" as a time
+	EOF
+}
+
+@test "operator: rfpipe --check prints the deadline that will apply" {
+	printf '{"id":"a","url":"http://127.0.0.1:9/a"}\n' >"$M"
+	run -0 --separate-stderr pipeline.sh --check --deadline 2099-01-01T06:00Z "$M"
+	[[ $output == *"deadline: 2099-01-01T06:00:00Z"* ]]
+	[[ $output == *"endpoint 127.0.0.1:9: 1 document; "* ]]
+}
+
 @test "operator: a config endpoint that matches no record is named with the records' endpoints: an error to --check, a warning to a run" {
 	mock_start "$FIX/mock/ok.yaml"
 	{ manifest /nih 2 nih; manifest /nsf 1; } >"$M"
