@@ -239,7 +239,7 @@ mistake() {
 	local args want
 	while IFS='|' read -r args want; do
 		# shellcheck disable=SC2086  # args are words
-		run -2 --separate-stderr pipeline.sh --run-dir "$RUN" $args "$M"
+		run -2 --separate-stderr timeout 30 "$ROOT/pipeline.sh" --run-dir "$RUN" $args "$M"
 		[ ! -e "$RUN" ] || fail "$args: the run directory was made"
 		[[ ${stderr_lines[0]} == *": $want"* ]] ||
 		    fail "$args: \"${stderr_lines[0]}\" does not say \"$want\""
