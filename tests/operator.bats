@@ -454,6 +454,21 @@ cls() {
 	[ "$(cat "$R1.dead")" = "$(printf 'nf-1\tpermanent')" ]
 }
 
+@test "operator: by hand, an rfp-sink that never starts does not leave rfp-fetch waiting for ever" {
+	printf '{"id":"a","url":"http://127.0.0.1:9/a"}\n' >"$M"
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	# A mistyped option: rfp-sink exits before it opens the FIFO.
+	run --separate-stderr timeout 60 sh -c '
+	    rfp-fetch --run-dir "$1" --retry-fifo "$2" <"$3" |
+	    rfp-classify |
+	    rfp-backoff --run-dir "$1" --seed 1 |
+	    rfp-sink --run-dir "$1" --retry-fifo "$2" --bogus' sh "$RUN" \
+	    "$BATS_TEST_TMPDIR/fifo" "$M"
+	[ "$status" -eq 2 ]
+	[[ $stderr == *'rfp-sink: unknown option "--bogus"'* ]]
+	[[ $stderr == *"rfp-fetch: rfp-sink has not opened $BATS_TEST_TMPDIR/fifo in 15 s; stopping: a re-run on this run directory fetches what was not filed"* ]]
+}
+
 @test "operator: rfp-backoff without --admitted grows a multiple budget with the documents it sees" {
 	mkdir -p "$RUN"
 	run -0 rfp-backoff --run-dir "$RUN" --seed 1 <<-'EOF'
