@@ -44,6 +44,8 @@ for i in 1 2 3; do
 	printf '{"id":"APP-%d","url":"http://127.0.0.1:%s/grants/apply/%d","method":"POST","body":{"opportunity":%d},"endpoint":"grants","cycle":"2026-A"}\n' "$i" "$port" "$i" "$i"
 done >>"$run/manifest.ndjson"
 
+echo "demo: 300 documents and 3 applications: NIH allows 2 requests a second (rfpipe is not told),"
+echo "demo: Grants.gov answers 503 past 3 at once, NSF is down for its first minute"
 status=0
 ./pipeline.sh --run-dir "$run/run" --config examples/demo/rfpipe.yaml \
     --seed 1 "$run/manifest.ndjson" || status=$?
