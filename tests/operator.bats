@@ -117,6 +117,30 @@ check_interrupted() {
 	[ "$(requests_for /fast/doc-1)" -eq 1 ]
 }
 
+@test "operator: SIGINT stops an rfpipe that a script started in the background, where SIGINT is ignored, exit 130" {
+	start_slow 30
+	local d=$BATS_TEST_TMPDIR pid i
+	# A shell without job control starts "&" jobs with SIGINT ignored.
+	setsid sh -c '"$1" -j 2 --run-dir "$2" --seed 1 "$3" 2>"$4/err" &
+	    echo "$!" >"$4/pid"; wait "$!"; echo "$?" >"$4/status"' sh \
+	    "$ROOT/pipeline.sh" "$RUN" "$M" "$d" &
+	sh_pid=$!
+	for i in $(seq 1 500); do
+		[ -s "$d/pid" ] && [ "$(requests_for /slow/doc-1)" -ge 1 ] 2>/dev/null && break
+		sleep 0.01
+	done
+	pid=$(cat "$d/pid")
+	kill -INT "$pid"
+	if ! timeout 30 tail --pid="$pid" -f /dev/null; then
+		kill -KILL -- -"$sh_pid"
+		fail "SIGINT did not stop rfpipe"
+	fi
+	wait "$sh_pid"
+	[ "$(cat "$d/status")" -eq 130 ]
+	grep -Fqx "rfpipe: interrupted by SIGINT; resume with: $ROOT/pipeline.sh -j 2 --run-dir $RUN --seed 1 $M" "$d/err"
+	jq -e '.interrupted == true and .reconciled == true' "$RUN/summary.json"
+}
+
 @test "operator: the command line to resume with is quoted for a shell" {
 	start_slow 3
 	cp "$M" "$BATS_TEST_TMPDIR/it's a manifest"
