@@ -71,5 +71,5 @@ sum() {
 
 @test "demo: without bin/rfp-report the demo says nothing of a report" {
 	[ -x "$ROOT/bin/rfp-report" ] && skip "bin/rfp-report is built"
-	! grep -q report "$BATS_FILE_TMPDIR/out"
+	run ! grep -q report "$BATS_FILE_TMPDIR/out"
 }
