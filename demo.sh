@@ -1,7 +1,10 @@
 #!/bin/sh
-# The demo batch: 300 documents across NIH RePORTER-, Grants.gov- and
-# NSF-shaped routes on the bundled mock portal, the NSF PDFs read with
-# pdftotext, ending with the summary.
+# The demo batch: 300 documents and 3 applications across NIH RePORTER-,
+# Grants.gov- and NSF-shaped routes on the bundled mock portal
+# (examples/demo/portal.yaml): one rate limited, one overloaded, one down
+# for a while.  The NSF PDFs are read with pdftotext; the summary shows
+# the 429s paced, the retries, the breaker that opened and closed, and the
+# dead letters by reason.
 # Usage: ./demo.sh [RUN-DIR]   (default demo-run; removed first)
 set -eu
 
@@ -36,7 +39,13 @@ while [ "$i" -le 100 ]; do
 	printf '{"id":"NSF-%03d","url":"http://127.0.0.1:%s/nsf/award/%d.pdf","endpoint":"nsf","expect":{"magic":"%%PDF-","min_bytes":1000}}\n' "$i" "$port" "$i"
 	i=$((i + 1))
 done >"$run/manifest.ndjson"
+# Three applications: submissions, each with its own Idempotency-Key.
+for i in 1 2 3; do
+	printf '{"id":"APP-%d","url":"http://127.0.0.1:%s/grants/apply/%d","method":"POST","body":{"opportunity":%d},"endpoint":"grants","cycle":"2026-A"}\n' "$i" "$port" "$i" "$i"
+done >>"$run/manifest.ndjson"
 
+echo "demo: 300 documents and 3 applications: NIH allows 2 requests a second (rfpipe is not told),"
+echo "demo: Grants.gov answers 503 past 3 at once, NSF is down for its first minute"
 status=0
 ./pipeline.sh --run-dir "$run/run" --config examples/demo/rfpipe.yaml \
     --seed 1 "$run/manifest.ndjson" || status=$?
@@ -44,5 +53,8 @@ echo
 echo "demo: results in $run/run/results.ndjson, dead letters in $run/run/dead.ndjson"
 echo "demo: the NSF awards as text in $run/run/docs/NSF-*.parsed"
 echo "demo: triage with: jq -r .dead_reason $run/run/dead.ndjson | sort | uniq -c"
+# The report (rfpipe report), once it is built.
+if [ -x bin/rfp-report ]; then bin/rfp-report --html "$run/report.html" "$run/run" >/dev/null &&
+	echo "demo: the report: $run/report.html"; fi
 # 3 means "finished with dead letters", which the demo's portals guarantee.
 [ "$status" -eq 0 ] || [ "$status" -eq 3 ]

@@ -68,6 +68,19 @@ quote() {
 	*)	printf '%s' "$1" ;;
 	esac
 }
+# A shell without job control starts "&" jobs with SIGINT ignored, and a
+# signal ignored on entry cannot be trapped: start again with SIGINT and
+# SIGTERM at their defaults, so that either, sent to this PID, stops the
+# run as Ctrl-C at a terminal does.  (Linux: SigIgn, bits 2 and 15.)
+if [ -z "${RFPIPE_SIGNALS_RESET:-}" ] && [ -r /proc/$$/status ]; then
+	ign=$(sed -n 's/^SigIgn:[[:space:]]*\([0-9a-f]*\)$/\1/p' /proc/$$/status)
+	if [ -n "$ign" ] && [ $((0x$ign & 0x4002)) -ne 0 ] &&
+	    env --default-signal=INT true 2>/dev/null; then
+		RFPIPE_SIGNALS_RESET=1 exec env --default-signal=INT,TERM \
+		    /bin/sh "$0" "$@"
+	fi
+fi
+
 # The command line as typed: what an interrupted run says to resume with.
 cmdline=$(quote "$0")
 for a in "$@"; do

@@ -52,8 +52,9 @@ show(const struct conf *c, const char *name, long docs)
 		snprintf(rate, sizeof(rate), "rate adaptive");
 	statuses(e, CONF_TRANSIENT, t, sizeof(t));
 	statuses(e, CONF_PERMANENT, p, sizeof(p));
-	printf("endpoint %s: %ld documents; concurrency %ld, %s; breaker "
+	printf("endpoint %s: %ld document%s; concurrency %ld, %s; breaker "
 	    "%ld failures, cooldown %gs%s%s%s%s%s%s\n", name, docs,
+	    docs == 1 ? "" : "s",
 	    e->concurrency > 0 ? e->concurrency : c->concurrency, rate,
 	    e->breaker.failures, e->breaker.cooldown,
 	    e == &c->defaults ? " (defaults)" : "",
@@ -162,8 +163,14 @@ check_manifest(int fd, const struct conf *c, const char *config,
 		clk_iso(deadline, when, sizeof(when));
 		/* "+0s" is meant; a time already past is a mistake. */
 		if (deadline < clk_now() && deadline_text[0] != '+') {
-			msg_warn("deadline \"%s\" is in the past (%s)",
-			    deadline_text, when);
+			/* rfp-fetch took the config's when given none. */
+			if (deadline_text == c->deadline)
+				msg_warn("%s: key \"deadline\": \"%s\" is in "
+				    "the past (%s)", config, deadline_text,
+				    when);
+			else
+				msg_warn("option --deadline: \"%s\" is in the "
+				    "past (%s)", deadline_text, when);
 			problems++;
 		} else
 			printf("deadline: %s\n", when);

@@ -62,6 +62,12 @@
 #define PROG	"rfp-fetch"
 #define FILING_MAX 2		/* x concurrency: on the wire and filing */
 #define FILES_FIXED 64		/* open files besides the transfers' */
+/*
+ * rfp-sink opens the retry FIFO first thing, and gives up after 10 s
+ * without a reader: one not heard from by then never will be (it failed
+ * to start), and nothing else would end the run.  Real seconds.
+ */
+#define SINK_WAIT 15
 
 static const char usage[] =
     "usage: rfp-fetch [-hv] [-j N] [--ca-file FILE] [--check]\n"
@@ -381,6 +387,14 @@ run(void)
 		if (S.fifo_ready) {
 			S.fifo_ready = 0;
 			admit_back();
+		}
+		if (admit_fifo() != NULL && !admit_sink_seen() &&
+		    clk_mono() - S.t0 > SINK_WAIT) {
+			msg_warn("rfp-sink has not opened %s in %d s; stopping: "
+			    "a re-run on this run directory fetches what was "
+			    "not filed", admit_fifo(), SINK_WAIT);
+			S.stop = -1;
+			break;
 		}
 		if (admit_sink_gone()) {
 			msg_warn("rfp-sink closed %s with %ld records not "

@@ -87,6 +87,60 @@ check_interrupted() {
 	check_interrupted 143 TERM
 }
 
+@test "operator: what was done before SIGTERM is filed, and the resume line finishes the rest" {
+	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF'
+	routes:
+	  - {match: "/fast/*", endpoint: fast}
+	  - {match: "/slow/*", endpoint: slow, slow_ms: 6000000, script: [slow, 200]}
+	EOF
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	{ manifest /fast 5 fast; manifest /slow 10 slow; } >"$M"
+	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" -q \
+	    --run-dir "$RUN" --seed 1 "$M" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	for i in $(seq 1 500); do
+		[ "$(cat "$RUN/results.ndjson" 2>/dev/null | wc -l)" -eq 5 ] &&
+		    [ "$(requests_for /slow/doc-1)" -ge 1 ] 2>/dev/null && break
+		sleep 0.01
+	done
+	kill -TERM "$pid"
+	timeout 30 tail --pid="$pid" -f /dev/null || kill -KILL -- -"$pid"
+	run -143 wait "$pid"
+	[ "$(jq -r .id "$RUN/results.ndjson" | sort | tr '\n' ' ')" = "fast-1 fast-2 fast-3 fast-4 fast-5 " ]
+	jq -e '.interrupted and .reconciled and .run.succeeded == 5 and .pending == 10' "$RUN/summary.json"
+	# The line as printed, run again: the slow route answers at once now.
+	line=$(grep -o 'resume with: .*' "$BATS_TEST_TMPDIR/err")
+	eval "set -- ${line#resume with: }"
+	run -0 timeout 60 "$@"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 15 ]
+	[ "$(jq -r .id "$RUN/results.ndjson" | sort -u | wc -l)" -eq 15 ]
+	[ "$(requests_for /fast/doc-1)" -eq 1 ]
+}
+
+@test "operator: SIGINT stops an rfpipe that a script started in the background, where SIGINT is ignored, exit 130" {
+	start_slow 30
+	local d=$BATS_TEST_TMPDIR pid i
+	# A shell without job control starts "&" jobs with SIGINT ignored.
+	setsid sh -c '"$1" -j 2 --run-dir "$2" --seed 1 "$3" 2>"$4/err" &
+	    echo "$!" >"$4/pid"; wait "$!"; echo "$?" >"$4/status"' sh \
+	    "$ROOT/pipeline.sh" "$RUN" "$M" "$d" &
+	sh_pid=$!
+	for i in $(seq 1 500); do
+		[ -s "$d/pid" ] && [ "$(requests_for /slow/doc-1)" -ge 1 ] 2>/dev/null && break
+		sleep 0.01
+	done
+	pid=$(cat "$d/pid")
+	kill -INT "$pid"
+	if ! timeout 30 tail --pid="$pid" -f /dev/null; then
+		kill -KILL -- -"$sh_pid"
+		fail "SIGINT did not stop rfpipe"
+	fi
+	wait "$sh_pid"
+	[ "$(cat "$d/status")" -eq 130 ]
+	grep -Fqx "rfpipe: interrupted by SIGINT; resume with: $ROOT/pipeline.sh -j 2 --run-dir $RUN --seed 1 $M" "$d/err"
+	jq -e '.interrupted == true and .reconciled == true' "$RUN/summary.json"
+}
+
 @test "operator: the command line to resume with is quoted for a shell" {
 	start_slow 3
 	cp "$M" "$BATS_TEST_TMPDIR/it's a manifest"
@@ -189,7 +243,20 @@ mistake() {
 	manifest /nih 3 nih >"$M"
 	echo 'deadline: "2020-01-01T00:00"' >"$BATS_TEST_TMPDIR/c.yaml"
 	mistake --config "$BATS_TEST_TMPDIR/c.yaml" "$M"
-	[[ $stderr == *'deadline "2020-01-01T00:00" is in the past'* ]]
+	[ "$stderr" = "rfp-fetch: $BATS_TEST_TMPDIR/c.yaml: key \"deadline\": \"2020-01-01T00:00\" is in the past (2020-01-01T00:00:00Z)" ]
+}
+
+@test "operator: a config deadline that cannot be read is named as the config's key, not as an option, nothing made" {
+	manifest /nih 3 nih >"$M"
+	c=$BATS_TEST_TMPDIR/c.yaml
+	printf 'max_attempts: 3\ndeadline: tomorrow\n' >"$c"
+	want="rfp-backoff: $c:2: key \"deadline\": expected a time such as \"06:00\", \"2026-12-01T06:00Z\" or \"+8h\", got \"tomorrow\""
+	mistake --config "$c" "$M"
+	[ "$stderr" = "$want" ]
+	run -2 --separate-stderr pipeline.sh --check --config "$c" "$M"
+	[ "$stderr" = "$want" ]
+	run -2 --separate-stderr rfp-fetch --config "$c" </dev/null
+	[ "$stderr" = "${want/rfp-backoff/rfp-fetch}" ]
 }
 
 @test "operator: -j abc is reported as -j before the run directory is made" {
@@ -200,6 +267,35 @@ mistake() {
 	[[ $stderr != *fifo* ]]
 	mistake --jobs=0 "$M"
 	[[ $stderr == 'rfpipe: option --jobs: expected an integer from 1 to 4096, got "0"'* ]]
+}
+
+@test "operator: every usage mistake exits 2 before the run directory is made, naming the option as typed" {
+	printf '{"id":"a","url":"http://127.0.0.1:9/a"}\n' >"$M"
+	local args want
+	while IFS='|' read -r args want; do
+		# shellcheck disable=SC2086  # args are words
+		run -2 --separate-stderr timeout 30 "$ROOT/pipeline.sh" --run-dir "$RUN" $args "$M"
+		[ ! -e "$RUN" ] || fail "$args: the run directory was made"
+		[[ ${stderr_lines[0]} == *": $want"* ]] ||
+		    fail "$args: \"${stderr_lines[0]}\" does not say \"$want\""
+	done <<-'EOF'
+	--budget x|option --budget: expected a count or a multiple
+	--max-attempts 0|option --max-attempts: expected an integer
+	--progress bogus|option --progress: expected auto, plain or none
+	--seed abc|option --seed: expected an integer
+	--bogus|unknown option "--bogus"
+	--batch 5|option --batch: needs --queue
+	--jobs 99999|option --jobs: expected an integer from 1 to 4096
+	--deadline 25:00|option --deadline: cannot read "25:00" as a time
+	--deadline=+abc|option --deadline: cannot read "+abc" as a time
+	EOF
+}
+
+@test "operator: rfpipe --check prints the deadline that will apply" {
+	printf '{"id":"a","url":"http://127.0.0.1:9/a"}\n' >"$M"
+	run -0 --separate-stderr pipeline.sh --check --deadline 2099-01-01T06:00Z "$M"
+	[[ $output == *"deadline: 2099-01-01T06:00:00Z"* ]]
+	[[ $output == *"endpoint 127.0.0.1:9: 1 document; "* ]]
 }
 
 @test "operator: a config endpoint that matches no record is named with the records' endpoints: an error to --check, a warning to a run" {
@@ -230,6 +326,35 @@ mistake() {
 	: >"$BATS_TEST_TMPDIR/file"
 	run -2 --separate-stderr pipeline.sh --run-dir "$BATS_TEST_TMPDIR/file/run" "$M"
 	[ "$stderr" = "rfpipe: mkdir $BATS_TEST_TMPDIR/file/run: Not a directory" ]
+}
+
+@test "operator: a run directory, or its state/, that cannot be written is one line naming it and exit 2" {
+	local d
+	# Under /tmp, where nobody may reach it: modes mean nothing to root.
+	d=$(mktemp -d /tmp/rfp-operator.XXXXXX)
+	chmod 755 "$d"
+	mkdir -p "$d/run/state" "$d/run/docs" "$d/run/logs"
+	printf '{"id":"a","url":"http://127.0.0.1:9/a"}\n' >"$d/m"
+	[ "$(id -u)" -ne 0 ] || chown -R nobody "$d"
+	as_other() {
+		if [ "$(id -u)" -eq 0 ]; then
+			runuser -u nobody -- env PATH="$PATH" "$@"
+		else
+			"$@"
+		fi
+	}
+	chmod 555 "$d/run"
+	run --separate-stderr as_other timeout 20 "$ROOT/pipeline.sh" -q --run-dir "$d/run" "$d/m"
+	chmod 755 "$d/run"
+	r1=$status e1=$stderr
+	chmod 555 "$d/run/state"
+	run --separate-stderr as_other timeout 20 "$ROOT/pipeline.sh" -q --run-dir "$d/run" "$d/m"
+	chmod 755 "$d/run/state"
+	rm -rf "$d"
+	[ "$r1" -eq 2 ]
+	[ "$e1" = "rfp-backoff: run directory $d/run: Permission denied" ]
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "rfp-backoff: run directory $d/run: $d/run/state: Permission denied" ]
 }
 
 @test "operator: rfpipe --check prints per endpoint the documents and limits, exit 0, nothing made" {
@@ -275,6 +400,9 @@ cls() {
 	check a '.class == "transient" and .reason == "http_409"'
 	cls '{"id":"b","status":409}'
 	check b '.class == "permanent" and .reason == "unknown_http_409"'
+	# A POST marked idempotent is no submission and carries no key.
+	cls '{"id":"c","method":"POST","idempotent":true,"status":409}'
+	check c '.class == "permanent" and .reason == "unknown_http_409"'
 }
 
 @test "operator: classify: dns and tls_handshake errors are transient, a bad certificate is not" {
@@ -361,6 +489,21 @@ cls() {
 	[ "$(cat "$R1.dead")" = "$(printf 'nf-1\tpermanent')" ]
 }
 
+@test "operator: by hand, an rfp-sink that never starts does not leave rfp-fetch waiting for ever" {
+	printf '{"id":"a","url":"http://127.0.0.1:9/a"}\n' >"$M"
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	# A mistyped option: rfp-sink exits before it opens the FIFO.
+	run --separate-stderr timeout 60 sh -c '
+	    rfp-fetch --run-dir "$1" --retry-fifo "$2" <"$3" |
+	    rfp-classify |
+	    rfp-backoff --run-dir "$1" --seed 1 |
+	    rfp-sink --run-dir "$1" --retry-fifo "$2" --bogus' sh "$RUN" \
+	    "$BATS_TEST_TMPDIR/fifo" "$M"
+	[ "$status" -eq 2 ]
+	[[ $stderr == *'rfp-sink: unknown option "--bogus"'* ]]
+	[[ $stderr == *"rfp-fetch: rfp-sink has not opened $BATS_TEST_TMPDIR/fifo in 15 s; stopping: a re-run on this run directory fetches what was not filed"* ]]
+}
+
 @test "operator: rfp-backoff without --admitted grows a multiple budget with the documents it sees" {
 	mkdir -p "$RUN"
 	run -0 rfp-backoff --run-dir "$RUN" --seed 1 <<-'EOF'
@@ -393,6 +536,21 @@ cls() {
 	grep -Eq '^  127\.0\.0\.1:9 +0 +3  unreachable$' <<<"$stderr"
 }
 
+@test "operator: a host that does not resolve is warned of once, as dns, and its dead letters say unreachable (dns)" {
+	# .invalid never resolves (RFC 6761): skip where the resolver cannot
+	# say so at once.
+	run timeout 5 getent hosts rfpipe-test.invalid
+	[ "$status" -eq 2 ] || skip "the resolver does not say at once that .invalid does not resolve"
+	for i in 1 2 3; do
+		printf '{"id":"n%d","url":"http://rfpipe-test.invalid/x%d"}\n' "$i" "$i"
+	done >"$M"
+	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --seed 1 "$M"
+	[ "$(grep -c 'is not answering' <<<"$stderr")" -eq 1 ]
+	[[ $stderr == *'rfp-fetch: endpoint "rfpipe-test.invalid" is not answering: dns ('* ]]
+	[ "$(jq -s 'map(select(.dead_detail | endswith("unreachable (dns)"))) | length' "$RUN/dead.ndjson")" -eq 3 ]
+	jq -e '.run.endpoints["rfpipe-test.invalid"].last_error == "unreachable"' "$RUN/summary.json"
+}
+
 @test "operator: off a terminal, progress prints a plain line every 30 logical seconds" {
 	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF2'
 	routes:
@@ -404,9 +562,14 @@ cls() {
 	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -j 1 --run-dir "$RUN" "$M" 2>/dev/null
 	n=$(grep -c '^rfp-sink: progress: ' <<<"$stderr")
 	[ "$n" -ge 2 ] && [ "$n" -le 20 ]
+	# Plain: one line each, nothing a terminal would draw with.
+	[[ $stderr != *$'\r'* && $stderr != *$'\e'* ]]
 }
 
 @test "operator: the breaker opening is warned of once, the moment it opens" {
+	# The 60 s outage is 3 s, not 0.6: longer than rfpipe takes to start
+	# on a loaded machine, so the breaker opens every time.
+	export RFPIPE_TIME_SCALE=0.05
 	mock_start "$FIX/pipeline/outage.yaml"
 	manifest /down 30 down >"$M"
 	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" \

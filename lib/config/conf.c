@@ -10,12 +10,13 @@
 #include "lib/config/cfg.h"
 #include "lib/config/conf.h"
 #include "lib/record/hdr.h"
+#include "lib/base/clk.h"
 #include "lib/base/num.h"
 #include "lib/base/x.h"
 
 enum kind { K_LONG, K_DOUBLE, K_DUR, K_BOOL, K_STR, K_BUDGET, K_ONOPEN,
 	K_BREAKER, K_ENDPOINTS, K_SEED, K_PARSE, K_ARGV, K_TRANSIENT,
-	K_PERMANENT, K_ORIGINS };
+	K_PERMANENT, K_ORIGINS, K_DEADLINE };
 
 #define ARGV_MAX	256	/* words of a parse command */
 
@@ -41,7 +42,7 @@ static const struct key top[] = {
 	{ "cap", K_DUR, C(cap), 0.001, 86400 },
 	{ "concurrency", K_LONG, C(concurrency), 1, 4096 },
 	{ "connect_timeout", K_DUR, C(connect_timeout), 0.001, 3600 },
-	{ "deadline", K_STR, C(deadline), 0, 0 },
+	{ "deadline", K_DEADLINE, C(deadline), 0, 0 },
 	{ "endpoints", K_ENDPOINTS, 0, 0, 0 },
 	{ "ledger", K_STR, C(ledger), 0, 0 },
 	{ "max_attempts", K_LONG, C(max_attempts), 1, 1000 },
@@ -433,6 +434,22 @@ one(struct ctx *x, const struct key *k, const char *path, json_t *v,
 	case K_STR:
 		if (!json_is_string(v))
 			return bad(x, path, "expected a string");
+		free(*(char **)p);
+		*(char **)p = xstrdup(json_string_value(v));
+		return 0;
+	case K_DEADLINE:
+		/* Read now, so a mistake is named as the key, not as an option. */
+		if (!json_is_string(v))
+			return bad(x, path, "expected a time such as \"06:00\", "
+			    "\"2026-12-01T06:00Z\" or \"+8h\"");
+		if (clk_deadline(json_string_value(v), clk_now(), &d) == -1) {
+			char what[160];
+
+			snprintf(what, sizeof(what), "expected a time such as "
+			    "\"06:00\", \"2026-12-01T06:00Z\" or \"+8h\", "
+			    "got \"%.40s\"", json_string_value(v));
+			return bad(x, path, what);
+		}
 		free(*(char **)p);
 		*(char **)p = xstrdup(json_string_value(v));
 		return 0;

@@ -85,9 +85,14 @@ state_mkdirs(const char *rundir, char *err, size_t errlen)
 	/* Writable by us: a read-only run directory fails here, at once. */
 	snprintf(path, sizeof(path), "%s/%s", rundir,
 	    rundir_name(RUNDIR_STATE));
-	if (access(path, W_OK) == -1 || access(rundir, W_OK) == -1) {
+	if (access(rundir, W_OK) == -1) {
 		snprintf(err, errlen, "run directory %s: %s", rundir,
 		    strerror(errno));
+		return -1;
+	}
+	if (access(path, W_OK) == -1) {
+		snprintf(err, errlen, "run directory %s: %s: %s", rundir,
+		    path, strerror(errno));
 		return -1;
 	}
 	return 0;
