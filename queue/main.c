@@ -294,22 +294,28 @@ pull(void)
 static const char q_file[] =
     "WITH f AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS f(id text, "
     "fate text, dead_reason text, rec jsonb, line bigint)), "
+    /*
+     * The group's rows, locked, found by their ids: a condition on status
+     * here led the planner to the (status, seq) index, a scan of the
+     * whole queue at every filing.
+     */
+    "o AS (SELECT id, status, owner FROM rfp_queue WHERE id = ANY "
+    "(ARRAY(SELECT id FROM f)) ORDER BY id FOR UPDATE), "
     "c AS (UPDATE rfp_queue q SET status = f.fate, owner = $2, lease_until "
-    "= NULL FROM f WHERE q.id = f.id AND (q.status = 'queued' OR (q.status "
-    "= 'claimed' AND q.owner = $2)) RETURNING q.id), "
+    "= NULL FROM f, o WHERE q.id = f.id AND o.id = f.id AND (o.status = "
+    "'queued' OR (o.status = 'claimed' AND o.owner = $2)) RETURNING q.id), "
     "r AS (INSERT INTO rfp_results (id, fate, dead_reason, owner, rec) "
     "SELECT f.id, f.fate, f.dead_reason, $2, f.rec FROM f JOIN c USING "
     "(id) ON CONFLICT (id) DO UPDATE SET filings = rfp_results.filings + "
     "1), "
     /* Filed before by this owner: counted, as it was, in refiled. */
-    "d AS (UPDATE rfp_results s SET filings = s.filings + 1 FROM f, "
-    "rfp_queue q WHERE s.id = f.id AND q.id = f.id AND q.owner = $2 AND "
-    "q.status IN ('done', 'dead') AND f.id NOT IN (SELECT id FROM c) "
+    "d AS (UPDATE rfp_results s SET filings = s.filings + 1 FROM o WHERE "
+    "s.id = o.id AND o.owner = $2 AND o.status IN ('done', 'dead') "
     "RETURNING s.id) "
     "SELECT pg_notify('" CHANNEL "', (SELECT count(*) FROM c) || ' ' || $2), "
     "(SELECT coalesce(json_agg(json_build_array(line, id, EXISTS (SELECT "
-    "FROM rfp_queue q WHERE q.id = f.id))), '[]')::text FROM f WHERE id NOT "
-    "IN (SELECT id FROM c) AND id NOT IN (SELECT id FROM d))";
+    "FROM o WHERE o.id = f.id))), '[]')::text FROM f WHERE id NOT IN "
+    "(SELECT id FROM c) AND id NOT IN (SELECT id FROM d))";
 
 #define GROUP_MAX	256
 
