@@ -152,6 +152,17 @@ load(void)
 	if (json_array_size(g) > 0)
 		added += load_group(g);
 	json_decref(g);
+	/*
+	 * Statistics on what was just loaded, before a pull plans its claim:
+	 * with none, the planner took the queue for a few rows and read every
+	 * queued one to sort them at each claim (3 ms a claim for 10,000).
+	 * A user who may not analyze the table is told nothing.
+	 */
+	if (added > 0) {
+		PQclear(q("SET LOCAL client_min_messages = error", 0, NULL,
+		    PGRES_COMMAND_OK));
+		PQclear(q("ANALYZE rfp_queue", 0, NULL, PGRES_COMMAND_OK));
+	}
 	/* A pull waiting for work wakes (owner "": nothing of it closed). */
 	if (added > 0)
 		PQclear(q("SELECT pg_notify('" CHANNEL "', '0 ')", 0, NULL,
@@ -168,13 +179,15 @@ load(void)
  * Those are looked for once a quarter lease, not at every claim: the scan
  * of status 'claimed' meets the dead row versions of every record done
  * since the last vacuum, and cost 3 ms a claim after 5,000 records.
+ * The rows to update are named by an array of ids, so that they are
+ * found through the primary key, not by a hash join over the queue.
  */
 static const char q_claim[] =
     "WITH n AS (SELECT id, seq FROM rfp_queue WHERE status = 'queued' "
     "ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED) "
     "UPDATE rfp_queue SET status = 'claimed', owner = $1, lease_until = "
     "now() + $2::float8 * interval '1 second', claims = claims + 1 WHERE "
-    "id IN (SELECT id FROM n) RETURNING rec::text";
+    "id = ANY (ARRAY(SELECT id FROM n)) RETURNING rec::text";
 static const char q_sweep[] =
     "WITH e AS (SELECT id, seq FROM rfp_queue WHERE status = 'claimed' AND "
     "lease_until < now() AND owner <> $1 ORDER BY seq LIMIT $3::int FOR "
@@ -182,8 +195,8 @@ static const char q_sweep[] =
     "= 'queued' ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED) "
     "UPDATE rfp_queue SET status = 'claimed', owner = $1, lease_until = "
     "now() + $2::float8 * interval '1 second', claims = claims + 1 WHERE id "
-    "IN (SELECT id FROM (SELECT * FROM e UNION ALL SELECT * FROM n) x "
-    "ORDER BY seq LIMIT $3::int) RETURNING rec::text";
+    "= ANY (ARRAY(SELECT id FROM (SELECT * FROM e UNION ALL SELECT * FROM "
+    "n) x ORDER BY seq LIMIT $3::int)) RETURNING rec::text";
 static const char q_renew[] =
     "UPDATE rfp_queue SET lease_until = now() + $2::float8 * interval "
     "'1 second' WHERE status = 'claimed' AND owner = $1";
