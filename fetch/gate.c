@@ -121,20 +121,17 @@ slot_take(struct ep *e)
 		return -1;
 	if (e->nidle > 0)
 		return (int)e->idle[--e->nidle];
-	for (i = 0; i < ep_limit(e); i++) {
-		if (e->slot_held[i])
-			continue;
-		if (fo->run_dir == NULL && !store_shared())
-			rc = 1;
-		else if ((rc = store_slot_take(fo->run_dir, e->name, i, err,
-		    sizeof(err))) == -1)
-			msg_die(1, "%s", err);
-		if (rc == 1) {
-			e->slot_held[i] = 1;
-			return (int)i;
-		}
-	}
-	return -1;
+	if (fo->run_dir == NULL && !store_shared()) {
+		for (i = 0; i < ep_limit(e) && e->slot_held[i]; i++)
+			;
+		rc = i < ep_limit(e);
+	} else if ((rc = store_slot_take(fo->run_dir, e->name, ep_limit(e),
+	    e->slot_held, &i, err, sizeof(err))) == -1)
+		msg_die(1, "%s", err);
+	if (rc == 0)
+		return -1;
+	e->slot_held[i] = 1;
+	return (int)i;
 }
 
 /* Done with slot i of e: held until gate_release, at the end of the turn. */
@@ -153,15 +150,12 @@ void
 gate_release(void)
 {
 	struct ep *e;
-	long i;
 
 	for (e = eps; e != NULL; e = e->next) {
-		while (e->nidle > 0) {
-			i = e->idle[--e->nidle];
-			if (fo->run_dir != NULL || store_shared())
-				store_slot_give(e->name, i);
-			e->slot_held[i] = 0;
-		}
+		if (e->nidle > 0 && (fo->run_dir != NULL || store_shared()))
+			store_slot_give(e->name, e->idle, e->nidle);
+		while (e->nidle > 0)
+			e->slot_held[e->idle[--e->nidle]] = 0;
 	}
 }
 

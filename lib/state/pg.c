@@ -363,36 +363,78 @@ fail:
 	return -1;
 }
 
-static int
-slot_sql(const char *sql, const char *ep, long i, char *err, size_t errlen)
+/*
+ * A PostgreSQL int[] literal (to free): the k below n with flags[k] set,
+ * or with flags NULL the n values idx[].
+ */
+static char *
+int_array(const char *flags, const long *idx, long n)
 {
-	char n[32];
-	const char *p[2] = { ep, n };
+	size_t len = 1, cap = 64;
+	char *s = xmalloc(cap);
+	long k;
+
+	s[0] = '{';
+	for (k = 0; k < n; k++) {
+		if (flags != NULL && !flags[k])
+			continue;
+		if (len + 24 > cap)
+			s = xrealloc(s, cap *= 2);
+		len += (size_t)snprintf(s + len, cap - len, "%s%ld",
+		    len > 1 ? "," : "", flags != NULL ? k : idx[k]);
+	}
+	s[len++] = '}';
+	s[len] = '\0';
+	return s;
+}
+
+/*
+ * The CASE keeps a slot this session holds from being locked again (a
+ * session lock is counted, and one give would not free it): the planner
+ * may reorder the conditions of an AND, not the branches of a CASE.
+ * LIMIT 1 stops the scan at the first lock taken.
+ */
+static const char q_slot_take[] =
+    "SELECT i FROM generate_series(0, $2::int - 1) AS i WHERE CASE WHEN "
+    "i = ANY ($3::int[]) THEN false ELSE pg_try_advisory_lock(hashtext($1), "
+    "i) END LIMIT 1";
+
+int
+pg_slot_take(const char *ep, long n, const char *held, long *slot,
+    char *err, size_t errlen)
+{
+	char nb[32], *h = int_array(held, NULL, n);
+	const char *p[3] = { ep, nb, h };
 	PGresult *r;
 	int rc;
 
-	snprintf(n, sizeof(n), "%ld", i);
-	if ((r = pg_exec(sql, 2, p, PGRES_TUPLES_OK, err, errlen)) == NULL)
+	snprintf(nb, sizeof(nb), "%ld", n);
+	r = pg_exec_named("slot_take", q_slot_take, 3, p, PGRES_TUPLES_OK, err,
+	    errlen);
+	free(h);
+	if (r == NULL)
 		return -1;
-	rc = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	if ((rc = PQntuples(r) == 1))
+		*slot = strtol(PQgetvalue(r, 0, 0), NULL, 10);
 	PQclear(r);
 	return rc;
 }
 
-int
-pg_slot_take(const char *ep, long i, char *err, size_t errlen)
-{
-	return slot_sql("SELECT pg_try_advisory_lock(hashtext($1), $2::int)",
-	    ep, i, err, errlen);
-}
-
 void
-pg_slot_give(const char *ep, long i)
+pg_slot_give(const char *ep, const long *idx, long n)
 {
-	char err[256];
+	char err[256], *a;
+	const char *p[2];
 
-	(void)slot_sql("SELECT pg_advisory_unlock(hashtext($1), $2::int)", ep,
-	    i, err, sizeof(err));
+	if (n == 0)
+		return;
+	a = int_array(NULL, idx, n);
+	p[0] = ep;
+	p[1] = a;
+	PQclear(pg_exec_named("slot_give", "SELECT pg_advisory_unlock("
+	    "hashtext($1), i) FROM unnest($2::int[]) AS i", 2, p,
+	    PGRES_TUPLES_OK, err, sizeof(err)));
+	free(a);
 }
 
 int

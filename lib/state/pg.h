@@ -98,10 +98,14 @@ int	pg_wait(double secs, pg_note_fn *fn, void *arg, char *err,
 /* Run fn on the jsonb of rfp_state (kind, key) in one transaction. */
 int	pg_update(const char *kind, const char *key, state_fn *fn, void *arg,
 	    char *err, size_t errlen);
-/* Session advisory lock (ep, i): 1 taken, 0 busy, -1 error. */
-int	pg_slot_take(const char *ep, long i, char *err, size_t errlen);
-/* Release it. */
-void	pg_slot_give(const char *ep, long i);
+/*
+ * Take the lowest session advisory lock (ep, i), i below n and held[i]
+ * 0, in one statement: 1 taken (*slot), 0 none free, -1 error.
+ */
+int	pg_slot_take(const char *ep, long n, const char *held, long *slot,
+	    char *err, size_t errlen);
+/* Release the n locks (ep, idx[k]) in one statement. */
+void	pg_slot_give(const char *ep, const long *idx, long n);
 /* Append a ledger entry (an object with key, id, event, t). */
 int	pg_ledger_append(const json_t *entry, char *err, size_t errlen);
 /*

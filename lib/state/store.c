@@ -137,16 +137,15 @@ store_update(const char *rundir, const char *kind, const char *key,
 	return rc;
 }
 
-int
-store_slot_take(const char *rundir, const char *ep, long i, char *err,
+/* Try to take slot i of ep in the run directory: 1, 0 busy, -1. */
+static int
+file_slot_take(const char *rundir, const char *ep, long i, char *err,
     size_t errlen)
 {
 	char *safe, *name, *path;
 	json_t *v;
 	int fd;
 
-	if (shared)
-		return pg_slot_take(ep, i, err, errlen);
 	if (slots == NULL)
 		slots = json_object();
 	safe = doc_safe_name(ep);
@@ -177,20 +176,43 @@ store_slot_take(const char *rundir, const char *ep, long i, char *err,
 	return -1;
 }
 
+int
+store_slot_take(const char *rundir, const char *ep, long n, const char *held,
+    long *slot, char *err, size_t errlen)
+{
+	long i;
+	int rc;
+
+	if (shared)
+		return pg_slot_take(ep, n, held, slot, err, errlen);
+	for (i = 0; i < n; i++) {
+		if (held[i])
+			continue;
+		if ((rc = file_slot_take(rundir, ep, i, err, errlen)) != 0) {
+			*slot = i;
+			return rc;
+		}
+	}
+	return 0;
+}
+
 void
-store_slot_give(const char *ep, long i)
+store_slot_give(const char *ep, const long *idx, long n)
 {
 	char *safe, *name;
 	json_t *v;
+	long k;
 
 	if (shared) {
-		pg_slot_give(ep, i);
+		pg_slot_give(ep, idx, n);
 		return;
 	}
 	safe = doc_safe_name(ep);
-	name = xasprintf("%s.%ld", safe, i);
-	if ((v = json_object_get(slots, name)) != NULL)
-		flock((int)json_integer_value(v), LOCK_UN);
-	free(name);
+	for (k = 0; k < n; k++) {
+		name = xasprintf("%s.%ld", safe, idx[k]);
+		if ((v = json_object_get(slots, name)) != NULL)
+			flock((int)json_integer_value(v), LOCK_UN);
+		free(name);
+	}
 	free(safe);
 }

@@ -39,13 +39,15 @@ int	store_update(const char *rundir, const char *kind, const char *key,
 	    state_fn *fn, void *arg, char *err, size_t errlen);
 
 /*
- * Try to take concurrency slot i of endpoint ep without waiting: a flock'd
- * file RUNDIR/state/slots/EP.I, or a session advisory lock; both die with
- * their holder.  1 taken, 0 busy, -1 with err set.
+ * Take the lowest free concurrency slot below n of endpoint ep that held
+ * (n flags) does not mark, without waiting: a flock'd file
+ * RUNDIR/state/slots/EP.I, or a session advisory lock taken by one
+ * statement whatever n; both die with their holder.  1 taken (*slot set),
+ * 0 all busy, -1 with err set.
  */
-int	store_slot_take(const char *rundir, const char *ep, long i, char *err,
-	    size_t errlen);
-/* Give back a slot taken by store_slot_take. */
-void	store_slot_give(const char *ep, long i);
+int	store_slot_take(const char *rundir, const char *ep, long n,
+	    const char *held, long *slot, char *err, size_t errlen);
+/* Give back the n slots idx[] of ep taken by store_slot_take, at once. */
+void	store_slot_give(const char *ep, const long *idx, long n);
 
 #endif
