@@ -137,6 +137,32 @@ store_update(const char *rundir, const char *kind, const char *key,
 	return rc;
 }
 
+int
+store_listen(const char *channel, char *err, size_t errlen)
+{
+	return shared ? pg_listen(channel, err, errlen) : 0;
+}
+
+int
+store_news_fd(void)
+{
+	return shared ? pg_news_fd() : -1;
+}
+
+int
+store_news(int readable, store_news_fn *fn, void *arg, char *err,
+    size_t errlen)
+{
+	return shared ? pg_news(readable, fn, arg, err, errlen) : 0;
+}
+
+void
+store_tell(const char *channel, const char *payload)
+{
+	if (shared)
+		pg_tell(channel, payload);
+}
+
 /* Try to take slot i of ep in the run directory: 1, 0 busy, -1. */
 static int
 file_slot_take(const char *rundir, const char *ep, long i, char *err,

@@ -39,6 +39,31 @@ int	store_update(const char *rundir, const char *kind, const char *key,
 	    state_fn *fn, void *arg, char *err, size_t errlen);
 
 /*
+ * News between hosts: PostgreSQL's LISTEN and NOTIFY.  With the run
+ * directory's files there is none to send or wait for, as every process
+ * reads the same files.
+ */
+/* What store_news gives each piece of news: its channel and payload. */
+typedef void store_news_fn(const char *channel, const char *payload,
+	    void *arg);
+/* Hear what other processes tell on channel: 0, or -1 with err set. */
+int	store_listen(const char *channel, char *err, size_t errlen);
+/* The descriptor to poll for news coming in, or -1 when none can. */
+int	store_news_fd(void);
+/*
+ * Give fn the news in hand from other processes, reading what came in
+ * first when readable is 1 (store_news_fd was readable); how many, or -1
+ * with err set.
+ */
+int	store_news(int readable, store_news_fn *fn, void *arg, char *err,
+	    size_t errlen);
+/*
+ * From the state_fn of a store_update: tell the listeners of channel
+ * payload when the update commits, not when it does not.
+ */
+void	store_tell(const char *channel, const char *payload);
+
+/*
  * Take the lowest free concurrency slot below n of endpoint ep that held
  * (n flags) does not mark, without waiting: a flock'd file
  * RUNDIR/state/slots/EP.I, or a session advisory lock taken by one
