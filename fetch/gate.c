@@ -453,6 +453,27 @@ gate_done(struct ep *e)
 	e->inflight--;
 }
 
+/*
+ * News that the breaker of the endpoint named payload opened on another
+ * host: what this process trusted of it is void, and its next request
+ * asks the breaker.
+ */
+void
+gate_news(const char *channel, const char *payload, void *arg)
+{
+	struct ep *e;
+
+	(void)channel;
+	(void)arg;
+	for (e = eps; e != NULL; e = e->next)
+		if (strcmp(e->name, payload) == 0) {
+			e->brk_closed = 0;
+			e->brk_free = 0;
+			msg_debug("endpoint \"%s\": its breaker opened on "
+			    "another host", e->name);
+		}
+}
+
 /* A new pass over the ready queue: no reservation is carried into it. */
 void
 gate_pass(void)
