@@ -591,24 +591,39 @@ pg_slot_give(const char *ep, const long *idx, long n)
 	free(a);
 }
 
-int
-pg_ledger_append(const json_t *entry, char *err, size_t errlen)
-{
-	char *s = json_dumps(entry, JSON_COMPACT), t[64];
-	const char *p[5];
-	PGresult *r;
+static const char q_ledger_add[] =
+    "INSERT INTO rfp_ledger (key, id, event, t, entry) VALUES ($1, $2, $3, "
+    "$4::float8, $5::jsonb)";
+static const char q_ledger_latest[] =
+    "SELECT entry::text FROM rfp_ledger WHERE key = $1 ORDER BY seq DESC "
+    "LIMIT 1";
 
-	snprintf(t, sizeof(t), "%.6f", json_number_value(json_object_get(
-	    entry, "t")));
+/* q_ledger_add's parameters for entry (t and *s, to free, hold two). */
+static void
+ledger_params(const json_t *entry, const char **p, char *t, size_t tlen,
+    char **s)
+{
+	*s = json_dumps(entry, JSON_COMPACT);
+	snprintf(t, tlen, "%.6f", json_number_value(json_object_get(entry,
+	    "t")));
 	p[0] = json_string_value(json_object_get(entry, "key"));
 	p[1] = json_string_value(json_object_get(entry, "id"));
 	p[2] = json_string_value(json_object_get(entry, "event"));
 	p[3] = t;
-	p[4] = s;
+	p[4] = *s;
+}
+
+int
+pg_ledger_append(const json_t *entry, char *err, size_t errlen)
+{
+	char *s, t[64];
+	const char *p[5];
+	PGresult *r;
+
+	ledger_params(entry, p, t, sizeof(t), &s);
 	/* Autocommit: on return the entry is durable, like fdatasync. */
-	r = pg_exec("INSERT INTO rfp_ledger (key, id, event, t, entry) VALUES "
-	    "($1, $2, $3, $4::float8, $5::jsonb)", 5, p, PGRES_COMMAND_OK, err,
-	    errlen);
+	r = pg_exec_named("ledger_add", q_ledger_add, 5, p, PGRES_COMMAND_OK,
+	    err, errlen);
 	free(s);
 	if (r == NULL)
 		return -1;
@@ -619,38 +634,51 @@ pg_ledger_append(const json_t *entry, char *err, size_t errlen)
 /*
  * Append entry only when key's latest entry is still seen (NULL: none),
  * in one transaction under a lock on the key: 0 appended, 1 not (*now set
- * to the latest, the caller's to free), -1 on error.
+ * to the latest, the caller's to free), -1 on error.  Two round trips:
+ * the lock and the look, then the entry and the commit.
  */
 int
 pg_ledger_append_if(const json_t *entry, const json_t *seen, json_t **now,
     char *err, size_t errlen)
 {
-	const char *p[1];
+	const char *p[5];
+	const struct step look[] = {
+		{ NULL, "BEGIN", 0, NULL, PGRES_COMMAND_OK },
+		{ "ledger_lock", "SELECT pg_advisory_xact_lock("
+		    "hashtextextended($1, 7270002))", 1, p, PGRES_TUPLES_OK },
+		{ "ledger_latest", q_ledger_latest, 1, p, PGRES_TUPLES_OK },
+	}, add[] = {
+		{ "ledger_add", q_ledger_add, 5, p, PGRES_COMMAND_OK },
+		{ NULL, "COMMIT", 0, NULL, PGRES_COMMAND_OK },
+	};
 	PGresult *r;
 	json_t *cur = NULL;
+	char *s, t[64];
+	int rc;
 
 	*now = NULL;
-	p[0] = json_string_value(json_object_get(entry, "key"));
-	if (run1("BEGIN", err, errlen) == -1)
-		return -1;
-	if ((r = pg_exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 7270002))",
-	    1, p, PGRES_TUPLES_OK, err, errlen)) == NULL)
+	ledger_params(entry, p, t, sizeof(t), &s);
+	if (pipe_run(look, 3, &r, err, errlen) == -1)
 		goto fail;
+	if (PQntuples(r) == 1)
+		cur = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
 	PQclear(r);
-	if (pg_ledger_lookup(p[0], &cur, err, errlen) == -1)
-		goto fail;
 	if (!(cur == NULL ? seen == NULL : seen != NULL &&
 	    json_equal(cur, seen))) {
 		rollback();
+		free(s);
 		*now = cur;
 		return 1;
 	}
 	json_decref(cur);
-	if (pg_ledger_append(entry, err, errlen) == -1)
-		goto fail;
-	return run1("COMMIT", err, errlen);
+	rc = pipe_run(add, 2, &r, err, errlen);
+	PQclear(r);
+	free(s);
+	if (rc == -1)
+		rollback();
+	return rc;
 fail:
-	json_decref(cur);
+	free(s);
 	rollback();
 	return -1;
 }
@@ -662,9 +690,8 @@ pg_ledger_lookup(const char *key, json_t **entry, char *err, size_t errlen)
 	PGresult *r;
 
 	*entry = NULL;
-	if ((r = pg_exec("SELECT entry::text FROM rfp_ledger WHERE key = $1 "
-	    "ORDER BY seq DESC LIMIT 1", 1, p, PGRES_TUPLES_OK, err,
-	    errlen)) == NULL)
+	if ((r = pg_exec_named("ledger_latest", q_ledger_latest, 1, p,
+	    PGRES_TUPLES_OK, err, errlen)) == NULL)
 		return -1;
 	if (PQntuples(r) == 1)
 		*entry = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
