@@ -73,7 +73,7 @@ usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
                  nginx: files state, PostgreSQL state, and the PostgreSQL
                  queue (--queue; for 3, also with each pipeline's state
                  apart); 10,000 documents (--quick: 3,000); then 1 and 3
-                 against nginx limited to 500 r/s, 2,000 documents
+                 against nginx limited to 500 r/s (burst 1), 2,000 documents
                  (--quick: 1,000), with the 429s counted; one table on
                  stdout, nothing written to bench/RESULTS.md
   --keep         keep the work directory (logs, outputs) and say where

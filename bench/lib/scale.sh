@@ -2,7 +2,7 @@
 # pipelines, files state, PostgreSQL state and the PostgreSQL queue, on one
 # PostgreSQL cluster, against an unlimited nginx (limit_req at 10^6 r/s,
 # burst 10^6: never refuses), then against a limited one (limit_req at
-# scale_rate r/s, burst 0, 429s counted); one table on stdout.
+# scale_rate r/s, burst 1 nodelay, 429s counted); one table on stdout.
 # Its globals are set by bench/run.sh (checked whole with it).
 # shellcheck shell=bash disable=SC2034,SC2154
 
@@ -29,7 +29,7 @@ scale_scenario() {
 	done
 	nginx_stop
 	scale_ng=$work/scale-lim/nginx
-	nginx_start "$work/scale-lim" "$scale_rate" 0 1 429
+	nginx_start "$work/scale-lim" "$scale_rate" 1 1 429
 	for spec in $scale_lim_runs; do
 		IFS=: read -r name h m <<<"$spec"
 		scale_run "$name" "$h" "$m" "$scale_lim_n" "$scale_rate/s"
