@@ -40,6 +40,7 @@ struct ep {
 	struct pace_cfg	 pace;		/* in real seconds */
 	double		 blocked_until;	/* no slot, pace or breaker until then */
 	int		 paced;		/* ... and it was the pace */
+	int		 slotless;	/* ... and it was the slots */
 	char		*slot_held;
 	long		*idle;		/* slots held with no transfer */
 	long		 nidle;
@@ -200,12 +201,14 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	if ((*slot = slot_take(e)) == -1) {
 		e->blocked_until = now + 0.005;
 		e->paced = 0;
+		e->slotless = 1;
 		return 0;
 	}
 	if (e->credit == 0 && e->pace_wait > 0) {
 		gate_give(e, *slot);
 		e->blocked_until = now + e->pace_wait;
 		e->paced = 1;
+		e->slotless = 0;
 		return 0;
 	}
 	if (e->credit == 0) {
@@ -247,6 +250,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			gate_give(e, *slot);
 			e->blocked_until = now + e->pace_wait;
 			e->paced = 1;
+			e->slotless = 0;
 			return 0;
 		}
 	}
@@ -293,6 +297,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	j->held = 1;
 	e->blocked_until = until;
 	e->paced = 0;
+	e->slotless = 0;
 	return 0;
 }
 
@@ -454,24 +459,29 @@ gate_done(struct ep *e)
 }
 
 /*
- * News that the breaker of the endpoint named payload opened on another
- * host: what this process trusted of it is void, and its next request
- * asks the breaker.
+ * News from another host about the endpoint named payload: its breaker
+ * opened (what this process trusted of it is void, and its next request
+ * asks the breaker), or it gave back slots (an endpoint waiting for one
+ * tries again now).
  */
 void
 gate_news(const char *channel, const char *payload, void *arg)
 {
 	struct ep *e;
 
-	(void)channel;
 	(void)arg;
-	for (e = eps; e != NULL; e = e->next)
-		if (strcmp(e->name, payload) == 0) {
+	for (e = eps; e != NULL; e = e->next) {
+		if (strcmp(e->name, payload) != 0)
+			continue;
+		if (strcmp(channel, BREAKER_CHANNEL) == 0) {
 			e->brk_closed = 0;
 			e->brk_free = 0;
 			msg_debug("endpoint \"%s\": its breaker opened on "
 			    "another host", e->name);
-		}
+		} else if (strcmp(channel, STORE_SLOT_CHANNEL) == 0 &&
+		    e->slotless)
+			e->blocked_until = 0;
+	}
 }
 
 /* A new pass over the ready queue: no reservation is carried into it. */

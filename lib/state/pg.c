@@ -17,6 +17,7 @@ static PGconn *conn;
 static char *where;		/* the URL, redacted, for messages */
 static json_t *prepared;	/* names prepared on conn */
 static json_t *tells;		/* [channel, payload] for pg_update to send */
+static int slot_ear = 1;	/* 0: listening for slots given back */
 
 #define LIBPQ	"libpq.so.5"	/* Debian's libpq5 */
 
@@ -417,6 +418,7 @@ pg_close(void)
 	prepared = NULL;
 	json_decref(tells);
 	tells = NULL;
+	slot_ear = 1;
 	free(where);
 	where = NULL;
 }
@@ -571,6 +573,14 @@ pg_slot_take(const char *ep, long n, const char *held, long *slot,
 	if ((rc = PQntuples(r) == 1))
 		*slot = strtol(PQgetvalue(r, 0, 0), NULL, 10);
 	PQclear(r);
+	/*
+	 * Waiting for a slot, hear when another host gives some back; not
+	 * waiting, be woken by none.
+	 */
+	if (rc != slot_ear && run1(rc ? "UNLISTEN " STORE_SLOT_CHANNEL :
+	    "LISTEN " STORE_SLOT_CHANNEL, err, errlen) == -1)
+		return -1;
+	slot_ear = rc;
 	return rc;
 }
 
@@ -585,8 +595,9 @@ pg_slot_give(const char *ep, const long *idx, long n)
 	a = int_array(NULL, idx, n);
 	p[0] = ep;
 	p[1] = a;
-	PQclear(pg_exec_named("slot_give", "SELECT pg_advisory_unlock("
-	    "hashtext($1), i) FROM unnest($2::int[]) AS i", 2, p,
+	PQclear(pg_exec_named("slot_give", "SELECT pg_notify('"
+	    STORE_SLOT_CHANNEL "', $1) FROM (SELECT count(pg_advisory_unlock("
+	    "hashtext($1), i)) FROM unnest($2::int[]) AS i) AS g", 2, p,
 	    PGRES_TUPLES_OK, err, sizeof(err)));
 	free(a);
 }

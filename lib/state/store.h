@@ -68,8 +68,12 @@ void	store_tell(const char *channel, const char *payload);
  * (n flags) does not mark, without waiting: a flock'd file
  * RUNDIR/state/slots/EP.I, or a session advisory lock taken by one
  * statement whatever n; both die with their holder.  1 taken (*slot set),
- * 0 all busy, -1 with err set.
+ * 0 all busy, -1 with err set.  In PostgreSQL a process that found them
+ * all busy listens on STORE_SLOT_CHANNEL, told the endpoint whenever
+ * another process gives slots back, until it takes one.
  */
+#define STORE_SLOT_CHANNEL	"rfp_slot"
+
 int	store_slot_take(const char *rundir, const char *ep, long n,
 	    const char *held, long *slot, char *err, size_t errlen);
 /* Give back the n slots idx[] of ep taken by store_slot_take, at once. */
