@@ -69,10 +69,12 @@ usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
                  minutes; a full one writes its section of bench/RESULTS.md
   --cells P      with --limiters: only the cells whose id matches P
                  (gcra-*, nginx-*, pg-3, ...; see bench/scenarios/limiters/cells)
-  --scale        documents/s of 1 and 3 pipelines against an unlimited
+  --scale        documents/s of 1, 2 and 3 pipelines against an unlimited
                  nginx: files state, PostgreSQL state, and the PostgreSQL
                  queue (--queue; for 3, also with each pipeline's state
-                 apart); 10,000 documents (--quick: 3,000), one table on
+                 apart); 10,000 documents (--quick: 3,000); then 1 and 3
+                 against nginx limited to 500 r/s (burst 1), 2,000 documents
+                 (--quick: 1,000), with the 429s counted; one table on
                  stdout, nothing written to bench/RESULTS.md
   --keep         keep the work directory (logs, outputs) and say where
   --work DIR     work in DIR (default: a new directory under \${TMPDIR:-/tmp})

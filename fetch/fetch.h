@@ -144,6 +144,9 @@ void	gate_release(void);
 void	gate_feedback(const struct xfer *x);
 /* Tell the shared pace and breaker the news; force: all of it now. */
 void	gate_flush(int force);
+/* store_news_fn: another host opened the breaker of, or gave back slots
+   of, the endpoint. */
+void	gate_news(const char *channel, const char *payload, void *arg);
 void	gate_pass(void);	/* a pass over the ready jobs begins */
 void	gate_pass_end(void);	/* ... and ends */
 double	gate_wake(double now, double t, int ready);

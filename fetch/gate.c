@@ -41,6 +41,7 @@ struct ep {
 	struct pace_cfg	 pace;		/* in real seconds */
 	double		 blocked_until;	/* no slot, pace or breaker until then */
 	int		 paced;		/* ... and it was the pace */
+	int		 slotless;	/* ... and it was the slots */
 	char		*slot_held;
 	long		*idle;		/* slots held with no transfer */
 	long		 nidle;
@@ -150,20 +151,17 @@ slot_take(struct ep *e)
 		return -1;
 	if (e->nidle > 0)
 		return (int)e->idle[--e->nidle];
-	for (i = 0; i < ep_limit(e); i++) {
-		if (e->slot_held[i])
-			continue;
-		if (fo->run_dir == NULL && !store_shared())
-			rc = 1;
-		else if ((rc = store_slot_take(fo->run_dir, e->name, i, err,
-		    sizeof(err))) == -1)
-			msg_die(1, "%s", err);
-		if (rc == 1) {
-			e->slot_held[i] = 1;
-			return (int)i;
-		}
-	}
-	return -1;
+	if (fo->run_dir == NULL && !store_shared()) {
+		for (i = 0; i < ep_limit(e) && e->slot_held[i]; i++)
+			;
+		rc = i < ep_limit(e);
+	} else if ((rc = store_slot_take(fo->run_dir, e->name, ep_limit(e),
+	    e->slot_held, &i, err, sizeof(err))) == -1)
+		msg_die(1, "%s", err);
+	if (rc == 0)
+		return -1;
+	e->slot_held[i] = 1;
+	return (int)i;
 }
 
 /* Done with slot i of e: held until gate_release, at the end of the turn. */
@@ -182,15 +180,12 @@ void
 gate_release(void)
 {
 	struct ep *e;
-	long i;
 
 	for (e = eps; e != NULL; e = e->next) {
-		while (e->nidle > 0) {
-			i = e->idle[--e->nidle];
-			if (fo->run_dir != NULL || store_shared())
-				store_slot_give(e->name, i);
-			e->slot_held[i] = 0;
-		}
+		if (e->nidle > 0 && (fo->run_dir != NULL || store_shared()))
+			store_slot_give(e->name, e->idle, e->nidle);
+		while (e->nidle > 0)
+			e->slot_held[e->idle[--e->nidle]] = 0;
 	}
 }
 
@@ -235,12 +230,14 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	if ((*slot = slot_take(e)) == -1) {
 		e->blocked_until = now + 0.005;
 		e->paced = 0;
+		e->slotless = 1;
 		return 0;
 	}
 	if (e->credit == 0 && e->pace_wait > 0) {
 		gate_give(e, *slot);
 		e->blocked_until = now + e->pace_wait;
 		e->paced = 1;
+		e->slotless = 0;
 		return 0;
 	}
 	if (e->credit == 0) {
@@ -285,6 +282,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			gate_give(e, *slot);
 			e->blocked_until = now + e->pace_wait;
 			e->paced = 1;
+			e->slotless = 0;
 			return 0;
 		}
 	}
@@ -333,6 +331,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	j->held = 1;
 	e->blocked_until = until;
 	e->paced = 0;
+	e->slotless = 0;
 	return 0;
 }
 
@@ -507,6 +506,32 @@ void
 gate_done(struct ep *e)
 {
 	e->inflight--;
+}
+
+/*
+ * News from another host about the endpoint named payload: its breaker
+ * opened (what this process trusted of it is void, and its next request
+ * asks the breaker), or it gave back slots (an endpoint waiting for one
+ * tries again now).
+ */
+void
+gate_news(const char *channel, const char *payload, void *arg)
+{
+	struct ep *e;
+
+	(void)arg;
+	for (e = eps; e != NULL; e = e->next) {
+		if (strcmp(e->name, payload) != 0)
+			continue;
+		if (strcmp(channel, BREAKER_CHANNEL) == 0) {
+			e->brk_closed = 0;
+			e->brk_free = 0;
+			msg_debug("endpoint \"%s\": its breaker opened on "
+			    "another host", e->name);
+		} else if (strcmp(channel, STORE_SLOT_CHANNEL) == 0 &&
+		    e->slotless)
+			e->blocked_until = 0;
+	}
 }
 
 /* A new pass over the ready queue: no reservation is carried into it. */

@@ -45,6 +45,7 @@
 #include <jansson.h>
 
 #include "lib/accounts/attlog.h"
+#include "lib/control/breaker.h"
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
 #include "lib/record/doc.h"
@@ -378,9 +379,10 @@ poll_timeout(void)
 static void
 run(void)
 {
-	struct curl_waitfd w[4];
+	struct curl_waitfd w[5];
 	unsigned int nw, i;
-	int cut = 0;
+	int cut = 0, news = 0;
+	char err[512];
 
 	while (!finished() && !S.stop) {
 		admit_manifest();
@@ -443,10 +445,22 @@ run(void)
 			w[nw].events = CURL_WAIT_POLLIN;
 			w[nw++].revents = 0;
 		}
+		/* Other hosts' news wakes the loop (breaker openings). */
+		if (store_news_fd() != -1) {
+			w[nw].fd = store_news_fd();
+			w[nw].events = CURL_WAIT_POLLIN;
+			w[nw++].revents = 0;
+		}
 		wire_poll(w, nw, (int)poll_timeout());
-		for (i = 0; i < nw; i++)
+		news = 0;
+		for (i = 0; i < nw; i++) {
 			if (w[i].fd == admit_fifo_fd() && w[i].revents != 0)
 				S.fifo_ready = 1;
+			if (w[i].fd == store_news_fd() && w[i].revents != 0)
+				news = 1;
+		}
+		if (store_news(news, gate_news, NULL, err, sizeof(err)) == -1)
+			msg_die(1, "%s", err);
 	}
 }
 
@@ -725,7 +739,8 @@ main(int argc, char *argv[])
 		return c;
 	}
 	cli.state = opt_state_pick(cli.state, &fo.conf, cli.config);
-	if (cli.state != NULL && store_init(cli.state, err, sizeof(err)) == -1)
+	if (cli.state != NULL && (store_init(cli.state, err, sizeof(err)) ==
+	    -1 || store_listen(BREAKER_CHANNEL, err, sizeof(err)) == -1))
 		msg_die(1, "%s", err);
 	if ((cli.resume || cli.retry_dead) && fo.run_dir == NULL)
 		msg_die(2, "option --%s: needs --run-dir", cli.resume ?

@@ -371,3 +371,38 @@ filed() {
 	run -0 rfp-queue --state "$URL" summary
 	echo "$output" | jq -e '.total == 1 and .done == 1 and .refiled == 1 and (.reconciled | not) and .dead_reasons == {}'
 }
+
+# wait_for FILE PATTERN: at most 10 s for a line matching PATTERN in FILE.
+wait_for() {
+	local i
+	for i in $(seq 1 200); do
+		grep -q -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	fail "nothing matching \"$2\" in $1 after 10 s: $(cat "$1")"
+}
+
+@test "breaker: an opening on one host reaches another host's idle rfp-fetch at once, not at its next read" {
+	printf 'routes:\n  - {match: "/ok/*", endpoint: n}\n  - {match: "/bad/*", endpoint: n, script: [503]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	printf 'breaker:\n  failures: 3\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	# Host B: one document answered, then idle with its input held open:
+	# nothing of its own makes it read the breaker again.
+	timeout 30 rfp-fetch -v --state "$URL" --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/b.out" 2>"$BATS_TEST_TMPDIR/b.err" &
+	b=$!
+	exec 5>"$BATS_TEST_TMPDIR/in"
+	printf '{"id":"ok-1","url":"%s/ok/1","endpoint":"n"}\n' "$MOCK_URL" >&5
+	wait_for "$BATS_TEST_TMPDIR/b.out" '"ok-1"'
+	# Host A: three fresh documents fail, and the third opens the breaker.
+	for i in 1 2 3; do
+		printf '{"id":"bad-%d","url":"%s/bad/%d","endpoint":"n"}\n' "$i" "$MOCK_URL" "$i"
+	done | timeout 30 rfp-fetch --state "$URL" --config "$BATS_TEST_TMPDIR/c.yaml" >/dev/null
+	[ "$(sql "SELECT doc->>'state' FROM rfp_state WHERE kind = 'breaker' AND key = 'n'")" = open ]
+	# B hears of it while it waits.
+	wait_for "$BATS_TEST_TMPDIR/b.err" 'endpoint "n": its breaker opened on another host'
+	[ "$(grep -c 'its breaker opened' "$BATS_TEST_TMPDIR/b.err")" -eq 1 ]
+	exec 5>&-
+	wait "$b"
+}

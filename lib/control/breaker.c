@@ -118,6 +118,7 @@ open_now(json_t *d, const struct op *o, int reopen)
 	json_object_set_new(d, "probe_pid", json_integer(0));
 	iinc(d, "openings");
 	to(d, "open", o->now);
+	store_tell(BREAKER_CHANNEL, o->ep);
 }
 
 /* Should a closed breaker open after this failure? */

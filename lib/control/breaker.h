@@ -12,6 +12,13 @@
 
 #include "lib/config/conf.h"
 
+/*
+ * With the state in PostgreSQL, an opening is told on this channel, its
+ * payload the endpoint, in the transaction that opens it: a process that
+ * listens there need not wait for its next read to hold back.
+ */
+#define BREAKER_CHANNEL	"rfp_breaker"
+
 enum breaker_verdict {
 	BREAKER_ALLOW,	/* closed: send */
 	BREAKER_PROBE,	/* half-open: send, this request is the probe */

@@ -16,6 +16,8 @@
 static PGconn *conn;
 static char *where;		/* the URL, redacted, for messages */
 static json_t *prepared;	/* names prepared on conn */
+static json_t *tells;		/* [channel, payload] for pg_update to send */
+static int slot_ear = 1;	/* 0: listening for slots given back */
 
 #define LIBPQ	"libpq.so.5"	/* Debian's libpq5 */
 
@@ -42,6 +44,13 @@ load(char *err, size_t errlen)
 		SYM(PQconsumeInput, consumeinput),
 		SYM(PQnotifies, notifies), SYM(PQfreemem, freemem),
 		SYM(PQprepare, prepare), SYM(PQexecPrepared, execprepared),
+		SYM(PQenterPipelineMode, enterpipelinemode),
+		SYM(PQexitPipelineMode, exitpipelinemode),
+		SYM(PQpipelineSync, pipelinesync),
+		SYM(PQsendQueryParams, sendqueryparams),
+		SYM(PQsendPrepare, sendprepare),
+		SYM(PQsendQueryPrepared, sendqueryprepared),
+		SYM(PQgetResult, getresult), SYM(PQbackendPID, backendpid),
 	};
 #undef SYM
 	static void *h;
@@ -143,43 +152,84 @@ pg_exec_named(const char *name, const char *sql, int n,
 	return r;
 }
 
-/* Give fn each notification in hand; how many. */
+/*
+ * One statement of a pipeline: prepared once per connection under name,
+ * or with name NULL sent as it is.
+ */
+struct step {
+	const char	*name;
+	const char	*sql;
+	int		 n;
+	const char *const *p;
+	ExecStatusType	 want;
+};
+
+#define PIPE_MAX	4
+
+/*
+ * Send the n steps at once in libpq's pipeline mode, one round trip for
+ * all, and read every result: 0 with the last step's result in *last
+ * (the caller PQclears it), or -1 with err set by the first step that
+ * failed (the server skips the steps after it).
+ */
 static int
-notes(pg_note_fn *fn, void *arg)
+pipe_run(const struct step *s, int n, PGresult **last, char *err,
+    size_t errlen)
 {
-	PGnotify *nf;
-	int n = 0;
+	PGresult *r;
+	ExecStatusType want;
+	int i, k, ok = 1, prep[PIPE_MAX];
 
-	while ((nf = PQnotifies(conn)) != NULL) {
-		fn(nf->relname, nf->extra, arg);
-		PQfreemem(nf);
-		n++;
+	*last = NULL;
+	if (prepared == NULL)
+		prepared = json_object();
+	if (PQenterPipelineMode(conn) == 0)
+		goto broken;
+	for (i = 0; i < n; i++) {
+		prep[i] = s[i].name != NULL && json_object_get(prepared,
+		    s[i].name) == NULL;
+		if (prep[i] && PQsendPrepare(conn, s[i].name, s[i].sql,
+		    s[i].n, NULL) == 0)
+			goto broken;
+		if (s[i].name != NULL ? PQsendQueryPrepared(conn, s[i].name,
+		    s[i].n, s[i].p, NULL, NULL, 0) == 0 : PQsendQueryParams(
+		    conn, s[i].sql, s[i].n, NULL, s[i].p, NULL, NULL, 0) == 0)
+			goto broken;
 	}
-	return n;
-}
-
-int
-pg_wait(double secs, pg_note_fn *fn, void *arg, char *err, size_t errlen)
-{
-	struct pollfd pfd;
-	int n;
-
-	/* libpq keeps what came in with a result: look there first. */
-	if (PQconsumeInput(conn) == 0)
-		goto fail;
-	if ((n = notes(fn, arg)) > 0)
-		return n;
-	pfd.fd = PQsocket(conn);
-	pfd.events = POLLIN;
-	if (poll(&pfd, 1, secs > 0 ? (int)(secs * 1000 + 0.5) : 0) == -1 &&
-	    errno != EINTR) {
-		snprintf(err, errlen, "%s: poll: %s", where, strerror(errno));
-		return -1;
+	if (PQpipelineSync(conn) == 0)
+		goto broken;
+	/* Each command's results end with a NULL; the sync's does not. */
+	for (i = 0; i < n; i++)
+		for (k = prep[i]; k >= 0; k--) {
+			if ((r = PQgetResult(conn)) == NULL)
+				goto broken;
+			want = k == 1 ? PGRES_COMMAND_OK : s[i].want;
+			if (ok && PQresultStatus(r) != want) {
+				ok = 0;
+				pgerr(err, errlen, "", PQresultErrorMessage(r));
+			}
+			if (k == 1 && PQresultStatus(r) == PGRES_COMMAND_OK)
+				json_object_set_new(prepared, s[i].name,
+				    json_true());
+			if (ok && k == 0 && i == n - 1)
+				*last = r;
+			else
+				PQclear(r);
+			while ((r = PQgetResult(conn)) != NULL)
+				PQclear(r);
+		}
+	if ((r = PQgetResult(conn)) == NULL ||
+	    PQresultStatus(r) != PGRES_PIPELINE_SYNC) {
+		PQclear(r);
+		goto broken;
 	}
-	if (PQconsumeInput(conn) == 0)
-		goto fail;
-	return notes(fn, arg);
-fail:
+	PQclear(r);
+	if (PQexitPipelineMode(conn) == 0)
+		goto broken;
+	return ok ? 0 : -1;
+broken:
+	PQclear(*last);
+	*last = NULL;
 	pgerr(err, errlen, "", PQerrorMessage(conn));
 	return -1;
 }
@@ -199,6 +249,83 @@ run1(const char *sql, char *err, size_t errlen)
 	}
 	PQclear(r);
 	return 0;
+}
+
+/* Give fn each notification in hand (with own 0, not this session's). */
+static int
+notes(pg_note_fn *fn, void *arg, int own)
+{
+	PGnotify *nf;
+	int n = 0;
+
+	while ((nf = PQnotifies(conn)) != NULL) {
+		if (own || nf->be_pid != PQbackendPID(conn)) {
+			fn(nf->relname, nf->extra, arg);
+			n++;
+		}
+		PQfreemem(nf);
+	}
+	return n;
+}
+
+int
+pg_listen(const char *channel, char *err, size_t errlen)
+{
+	char *sql = xasprintf("LISTEN %s", channel);
+	int rc = run1(sql, err, errlen);
+
+	free(sql);
+	return rc;
+}
+
+int
+pg_news_fd(void)
+{
+	return PQsocket(conn);
+}
+
+int
+pg_news(int readable, pg_note_fn *fn, void *arg, char *err, size_t errlen)
+{
+	if (readable && PQconsumeInput(conn) == 0) {
+		pgerr(err, errlen, "", PQerrorMessage(conn));
+		return -1;
+	}
+	return notes(fn, arg, 0);
+}
+
+void
+pg_tell(const char *channel, const char *payload)
+{
+	if (tells == NULL)
+		tells = json_array();
+	json_array_append_new(tells, json_pack("[s,s]", channel, payload));
+}
+
+int
+pg_wait(double secs, pg_note_fn *fn, void *arg, char *err, size_t errlen)
+{
+	struct pollfd pfd;
+	int n;
+
+	/* libpq keeps what came in with a result: look there first. */
+	if (PQconsumeInput(conn) == 0)
+		goto fail;
+	if ((n = notes(fn, arg, 1)) > 0)
+		return n;
+	pfd.fd = PQsocket(conn);
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, secs > 0 ? (int)(secs * 1000 + 0.5) : 0) == -1 &&
+	    errno != EINTR) {
+		snprintf(err, errlen, "%s: poll: %s", where, strerror(errno));
+		return -1;
+	}
+	if (PQconsumeInput(conn) == 0)
+		goto fail;
+	return notes(fn, arg, 1);
+fail:
+	pgerr(err, errlen, "", PQerrorMessage(conn));
+	return -1;
 }
 
 static void
@@ -289,43 +416,64 @@ pg_close(void)
 	conn = NULL;
 	json_decref(prepared);
 	prepared = NULL;
+	json_decref(tells);
+	tells = NULL;
+	slot_ear = 1;
 	free(where);
 	where = NULL;
 }
 
-static const char *q_lock =
+static const char q_lock[] =
     "SELECT doc::text FROM rfp_state WHERE kind = $1 AND key = $2 "
     "FOR UPDATE";
 
+/*
+ * Two round trips: the transaction opened and the row locked and read in
+ * one pipeline, the row written and the transaction committed in another
+ * (a third, once, for a row not yet there), so the row is held locked
+ * for one round trip of the client's.
+ */
 int
 pg_update(const char *kind, const char *key, state_fn *fn, void *arg,
     char *err, size_t errlen)
 {
-	const char *p[3] = { kind, key ? key : "", NULL };
-	json_error_t je;
-	PGresult *r;
-	json_t *doc = NULL;
-	char *s = NULL;
-	int rc;
-
+	const char *p[3] = { kind, key ? key : "", NULL }, *tp[1] = { NULL };
 	/*
 	 * Pace and breaker are advice: a server crash may lose their last
 	 * moments, so they skip the WAL flush.  The budget is not advice.
 	 */
-	if (run1(strcmp(kind, "budget") == 0 ? "BEGIN" : "BEGIN; SET LOCAL "
-	    "synchronous_commit = off", err, errlen) == -1)
-		return -1;
-	if ((r = pg_exec(q_lock, 2, p, PGRES_TUPLES_OK, err, errlen)) == NULL)
+	const struct step open[] = {
+		{ NULL, "BEGIN", 0, NULL, PGRES_COMMAND_OK },
+		{ NULL, strcmp(kind, "budget") == 0 ? "SET LOCAL "
+		    "synchronous_commit = on" : "SET LOCAL synchronous_commit "
+		    "= off", 0, NULL, PGRES_COMMAND_OK },
+		{ "state_lock", q_lock, 2, p, PGRES_TUPLES_OK },
+	}, add[] = {
+		{ "state_add", "INSERT INTO rfp_state (kind, key) VALUES "
+		    "($1, $2) ON CONFLICT DO NOTHING", 2, p,
+		    PGRES_COMMAND_OK },
+		{ "state_lock", q_lock, 2, p, PGRES_TUPLES_OK },
+	}, put[] = {
+		{ "state_put", "UPDATE rfp_state SET doc = $3::jsonb WHERE "
+		    "kind = $1 AND key = $2", 3, p, PGRES_COMMAND_OK },
+		{ NULL, "COMMIT", 0, NULL, PGRES_COMMAND_OK },
+		/* Delivered at the commit, to the listeners in it. */
+		{ "state_tell", "SELECT pg_notify(t->>0, t->>1) FROM "
+		    "jsonb_array_elements($1::jsonb) AS t", 1, tp,
+		    PGRES_TUPLES_OK },
+	};
+	const struct step put_tell[] = { put[0], put[2], put[1] };
+	json_error_t je;
+	PGresult *r, *c;
+	json_t *doc = NULL;
+	char *s;
+	int rc;
+
+	if (pipe_run(open, 3, &r, err, errlen) == -1)
 		goto fail;
 	if (PQntuples(r) == 0) {
 		PQclear(r);
-		if ((r = pg_exec("INSERT INTO rfp_state (kind, key) VALUES "
-		    "($1, $2) ON CONFLICT DO NOTHING", 2, p, PGRES_COMMAND_OK,
-		    err, errlen)) == NULL)
-			goto fail;
-		PQclear(r);
-		if ((r = pg_exec(q_lock, 2, p, PGRES_TUPLES_OK, err,
-		    errlen)) == NULL)
+		if (pipe_run(add, 2, &r, err, errlen) == -1)
 			goto fail;
 	}
 	if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)) {
@@ -340,19 +488,27 @@ pg_update(const char *kind, const char *key, state_fn *fn, void *arg,
 		}
 	}
 	PQclear(r);
+	json_array_clear(tells);
 	rc = fn(&doc, arg, err, errlen);
 	if (rc == 0) {
 		s = json_dumps(doc, JSON_COMPACT);
 		p[2] = s;
-		r = pg_exec("UPDATE rfp_state SET doc = $3::jsonb WHERE "
-		    "kind = $1 AND key = $2", 3, p, PGRES_COMMAND_OK, err,
-		    errlen);
+		if (json_array_size(tells) > 0) {
+			tp[0] = json_dumps(tells, JSON_COMPACT);
+			rc = pipe_run(put_tell, 3, &c, err, errlen);
+			free((char *)tp[0]);
+		} else
+			rc = pipe_run(put, 2, &c, err, errlen);
 		free(s);
-		if (r == NULL)
-			rc = -1;
-		PQclear(r);
+		PQclear(c);
+		json_decref(doc);
+		json_array_clear(tells);
+		if (rc == -1)
+			goto fail;
+		return 0;
 	}
 	json_decref(doc);
+	json_array_clear(tells);
 	if (rc == -1)
 		goto fail;
 	if (run1("COMMIT", err, errlen) == -1)
@@ -363,56 +519,122 @@ fail:
 	return -1;
 }
 
-static int
-slot_sql(const char *sql, const char *ep, long i, char *err, size_t errlen)
+/*
+ * A PostgreSQL int[] literal (to free): the k below n with flags[k] set,
+ * or with flags NULL the n values idx[].
+ */
+static char *
+int_array(const char *flags, const long *idx, long n)
 {
-	char n[32];
-	const char *p[2] = { ep, n };
+	size_t len = 1, cap = 64;
+	char *s = xmalloc(cap);
+	long k;
+
+	s[0] = '{';
+	for (k = 0; k < n; k++) {
+		if (flags != NULL && !flags[k])
+			continue;
+		if (len + 24 > cap)
+			s = xrealloc(s, cap *= 2);
+		len += (size_t)snprintf(s + len, cap - len, "%s%ld",
+		    len > 1 ? "," : "", flags != NULL ? k : idx[k]);
+	}
+	s[len++] = '}';
+	s[len] = '\0';
+	return s;
+}
+
+/*
+ * The CASE keeps a slot this session holds from being locked again (a
+ * session lock is counted, and one give would not free it): the planner
+ * may reorder the conditions of an AND, not the branches of a CASE.
+ * LIMIT 1 stops the scan at the first lock taken.
+ */
+static const char q_slot_take[] =
+    "SELECT i FROM generate_series(0, $2::int - 1) AS i WHERE CASE WHEN "
+    "i = ANY ($3::int[]) THEN false ELSE pg_try_advisory_lock(hashtext($1), "
+    "i) END LIMIT 1";
+
+int
+pg_slot_take(const char *ep, long n, const char *held, long *slot,
+    char *err, size_t errlen)
+{
+	char nb[32], *h = int_array(held, NULL, n);
+	const char *p[3] = { ep, nb, h };
 	PGresult *r;
 	int rc;
 
-	snprintf(n, sizeof(n), "%ld", i);
-	if ((r = pg_exec(sql, 2, p, PGRES_TUPLES_OK, err, errlen)) == NULL)
+	snprintf(nb, sizeof(nb), "%ld", n);
+	r = pg_exec_named("slot_take", q_slot_take, 3, p, PGRES_TUPLES_OK, err,
+	    errlen);
+	free(h);
+	if (r == NULL)
 		return -1;
-	rc = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	if ((rc = PQntuples(r) == 1))
+		*slot = strtol(PQgetvalue(r, 0, 0), NULL, 10);
 	PQclear(r);
+	/*
+	 * Waiting for a slot, hear when another host gives some back; not
+	 * waiting, be woken by none.
+	 */
+	if (rc != slot_ear && run1(rc ? "UNLISTEN " STORE_SLOT_CHANNEL :
+	    "LISTEN " STORE_SLOT_CHANNEL, err, errlen) == -1)
+		return -1;
+	slot_ear = rc;
 	return rc;
 }
 
-int
-pg_slot_take(const char *ep, long i, char *err, size_t errlen)
+void
+pg_slot_give(const char *ep, const long *idx, long n)
 {
-	return slot_sql("SELECT pg_try_advisory_lock(hashtext($1), $2::int)",
-	    ep, i, err, errlen);
+	char err[256], *a;
+	const char *p[2];
+
+	if (n == 0)
+		return;
+	a = int_array(NULL, idx, n);
+	p[0] = ep;
+	p[1] = a;
+	PQclear(pg_exec_named("slot_give", "SELECT pg_notify('"
+	    STORE_SLOT_CHANNEL "', $1) FROM (SELECT count(pg_advisory_unlock("
+	    "hashtext($1), i)) FROM unnest($2::int[]) AS i) AS g", 2, p,
+	    PGRES_TUPLES_OK, err, sizeof(err)));
+	free(a);
 }
 
-void
-pg_slot_give(const char *ep, long i)
-{
-	char err[256];
+static const char q_ledger_add[] =
+    "INSERT INTO rfp_ledger (key, id, event, t, entry) VALUES ($1, $2, $3, "
+    "$4::float8, $5::jsonb)";
+static const char q_ledger_latest[] =
+    "SELECT entry::text FROM rfp_ledger WHERE key = $1 ORDER BY seq DESC "
+    "LIMIT 1";
 
-	(void)slot_sql("SELECT pg_advisory_unlock(hashtext($1), $2::int)", ep,
-	    i, err, sizeof(err));
+/* q_ledger_add's parameters for entry (t and *s, to free, hold two). */
+static void
+ledger_params(const json_t *entry, const char **p, char *t, size_t tlen,
+    char **s)
+{
+	*s = json_dumps(entry, JSON_COMPACT);
+	snprintf(t, tlen, "%.6f", json_number_value(json_object_get(entry,
+	    "t")));
+	p[0] = json_string_value(json_object_get(entry, "key"));
+	p[1] = json_string_value(json_object_get(entry, "id"));
+	p[2] = json_string_value(json_object_get(entry, "event"));
+	p[3] = t;
+	p[4] = *s;
 }
 
 int
 pg_ledger_append(const json_t *entry, char *err, size_t errlen)
 {
-	char *s = json_dumps(entry, JSON_COMPACT), t[64];
+	char *s, t[64];
 	const char *p[5];
 	PGresult *r;
 
-	snprintf(t, sizeof(t), "%.6f", json_number_value(json_object_get(
-	    entry, "t")));
-	p[0] = json_string_value(json_object_get(entry, "key"));
-	p[1] = json_string_value(json_object_get(entry, "id"));
-	p[2] = json_string_value(json_object_get(entry, "event"));
-	p[3] = t;
-	p[4] = s;
+	ledger_params(entry, p, t, sizeof(t), &s);
 	/* Autocommit: on return the entry is durable, like fdatasync. */
-	r = pg_exec("INSERT INTO rfp_ledger (key, id, event, t, entry) VALUES "
-	    "($1, $2, $3, $4::float8, $5::jsonb)", 5, p, PGRES_COMMAND_OK, err,
-	    errlen);
+	r = pg_exec_named("ledger_add", q_ledger_add, 5, p, PGRES_COMMAND_OK,
+	    err, errlen);
 	free(s);
 	if (r == NULL)
 		return -1;
@@ -423,38 +645,51 @@ pg_ledger_append(const json_t *entry, char *err, size_t errlen)
 /*
  * Append entry only when key's latest entry is still seen (NULL: none),
  * in one transaction under a lock on the key: 0 appended, 1 not (*now set
- * to the latest, the caller's to free), -1 on error.
+ * to the latest, the caller's to free), -1 on error.  Two round trips:
+ * the lock and the look, then the entry and the commit.
  */
 int
 pg_ledger_append_if(const json_t *entry, const json_t *seen, json_t **now,
     char *err, size_t errlen)
 {
-	const char *p[1];
+	const char *p[5];
+	const struct step look[] = {
+		{ NULL, "BEGIN", 0, NULL, PGRES_COMMAND_OK },
+		{ "ledger_lock", "SELECT pg_advisory_xact_lock("
+		    "hashtextextended($1, 7270002))", 1, p, PGRES_TUPLES_OK },
+		{ "ledger_latest", q_ledger_latest, 1, p, PGRES_TUPLES_OK },
+	}, add[] = {
+		{ "ledger_add", q_ledger_add, 5, p, PGRES_COMMAND_OK },
+		{ NULL, "COMMIT", 0, NULL, PGRES_COMMAND_OK },
+	};
 	PGresult *r;
 	json_t *cur = NULL;
+	char *s, t[64];
+	int rc;
 
 	*now = NULL;
-	p[0] = json_string_value(json_object_get(entry, "key"));
-	if (run1("BEGIN", err, errlen) == -1)
-		return -1;
-	if ((r = pg_exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 7270002))",
-	    1, p, PGRES_TUPLES_OK, err, errlen)) == NULL)
+	ledger_params(entry, p, t, sizeof(t), &s);
+	if (pipe_run(look, 3, &r, err, errlen) == -1)
 		goto fail;
+	if (PQntuples(r) == 1)
+		cur = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
 	PQclear(r);
-	if (pg_ledger_lookup(p[0], &cur, err, errlen) == -1)
-		goto fail;
 	if (!(cur == NULL ? seen == NULL : seen != NULL &&
 	    json_equal(cur, seen))) {
 		rollback();
+		free(s);
 		*now = cur;
 		return 1;
 	}
 	json_decref(cur);
-	if (pg_ledger_append(entry, err, errlen) == -1)
-		goto fail;
-	return run1("COMMIT", err, errlen);
+	rc = pipe_run(add, 2, &r, err, errlen);
+	PQclear(r);
+	free(s);
+	if (rc == -1)
+		rollback();
+	return rc;
 fail:
-	json_decref(cur);
+	free(s);
 	rollback();
 	return -1;
 }
@@ -466,9 +701,8 @@ pg_ledger_lookup(const char *key, json_t **entry, char *err, size_t errlen)
 	PGresult *r;
 
 	*entry = NULL;
-	if ((r = pg_exec("SELECT entry::text FROM rfp_ledger WHERE key = $1 "
-	    "ORDER BY seq DESC LIMIT 1", 1, p, PGRES_TUPLES_OK, err,
-	    errlen)) == NULL)
+	if ((r = pg_exec_named("ledger_latest", q_ledger_latest, 1, p,
+	    PGRES_TUPLES_OK, err, errlen)) == NULL)
 		return -1;
 	if (PQntuples(r) == 1)
 		*entry = json_loads(PQgetvalue(r, 0, 0), 0, NULL);

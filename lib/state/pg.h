@@ -42,6 +42,17 @@ struct pg_lib {
 		    const Oid *);
 	PGresult *(*execprepared)(PGconn *, const char *, int,
 		    const char *const *, const int *, const int *, int);
+	int	 (*enterpipelinemode)(PGconn *);
+	int	 (*exitpipelinemode)(PGconn *);
+	int	 (*pipelinesync)(PGconn *);
+	int	 (*sendqueryparams)(PGconn *, const char *, int, const Oid *,
+		    const char *const *, const int *, const int *, int);
+	int	 (*sendprepare)(PGconn *, const char *, const char *, int,
+		    const Oid *);
+	int	 (*sendqueryprepared)(PGconn *, const char *, int,
+		    const char *const *, const int *, const int *, int);
+	PGresult *(*getresult)(PGconn *);
+	int	 (*backendpid)(const PGconn *);
 };
 extern struct pg_lib pg_lib;
 
@@ -64,6 +75,14 @@ extern struct pg_lib pg_lib;
 #define PQfreemem		(*pg_lib.freemem)
 #define PQprepare		(*pg_lib.prepare)
 #define PQexecPrepared		(*pg_lib.execprepared)
+#define PQenterPipelineMode	(*pg_lib.enterpipelinemode)
+#define PQexitPipelineMode	(*pg_lib.exitpipelinemode)
+#define PQpipelineSync		(*pg_lib.pipelinesync)
+#define PQsendQueryParams	(*pg_lib.sendqueryparams)
+#define PQsendPrepare		(*pg_lib.sendprepare)
+#define PQsendQueryPrepared	(*pg_lib.sendqueryprepared)
+#define PQgetResult		(*pg_lib.getresult)
+#define PQbackendPID		(*pg_lib.backendpid)
 
 /* Connect to url and create or migrate the schema to version want. */
 int	pg_open(const char *url, int want, char *err, size_t errlen);
@@ -95,13 +114,32 @@ typedef void pg_note_fn(const char *channel, const char *payload,
  */
 int	pg_wait(double secs, pg_note_fn *fn, void *arg, char *err,
 	    size_t errlen);
-/* Run fn on the jsonb of rfp_state (kind, key) in one transaction. */
+/* LISTEN on channel: 0, or -1 with err set. */
+int	pg_listen(const char *channel, char *err, size_t errlen);
+/* The connection's socket. */
+int	pg_news_fd(void);
+/*
+ * Give fn the notifications in hand that other sessions sent, reading
+ * the socket first when readable; how many, or -1 with err set.
+ */
+int	pg_news(int readable, pg_note_fn *fn, void *arg, char *err,
+	    size_t errlen);
+/* NOTIFY channel, payload in the transaction of the pg_update running. */
+void	pg_tell(const char *channel, const char *payload);
+/*
+ * Run fn on the jsonb of rfp_state (kind, key) in one transaction, with
+ * the notifications fn asked for by pg_tell.
+ */
 int	pg_update(const char *kind, const char *key, state_fn *fn, void *arg,
 	    char *err, size_t errlen);
-/* Session advisory lock (ep, i): 1 taken, 0 busy, -1 error. */
-int	pg_slot_take(const char *ep, long i, char *err, size_t errlen);
-/* Release it. */
-void	pg_slot_give(const char *ep, long i);
+/*
+ * Take the lowest session advisory lock (ep, i), i below n and held[i]
+ * 0, in one statement: 1 taken (*slot), 0 none free, -1 error.
+ */
+int	pg_slot_take(const char *ep, long n, const char *held, long *slot,
+	    char *err, size_t errlen);
+/* Release the n locks (ep, idx[k]) in one statement. */
+void	pg_slot_give(const char *ep, const long *idx, long n);
 /* Append a ledger entry (an object with key, id, event, t). */
 int	pg_ledger_append(const json_t *entry, char *err, size_t errlen);
 /*

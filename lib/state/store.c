@@ -138,15 +138,40 @@ store_update(const char *rundir, const char *kind, const char *key,
 }
 
 int
-store_slot_take(const char *rundir, const char *ep, long i, char *err,
+store_listen(const char *channel, char *err, size_t errlen)
+{
+	return shared ? pg_listen(channel, err, errlen) : 0;
+}
+
+int
+store_news_fd(void)
+{
+	return shared ? pg_news_fd() : -1;
+}
+
+int
+store_news(int readable, store_news_fn *fn, void *arg, char *err,
+    size_t errlen)
+{
+	return shared ? pg_news(readable, fn, arg, err, errlen) : 0;
+}
+
+void
+store_tell(const char *channel, const char *payload)
+{
+	if (shared)
+		pg_tell(channel, payload);
+}
+
+/* Try to take slot i of ep in the run directory: 1, 0 busy, -1. */
+static int
+file_slot_take(const char *rundir, const char *ep, long i, char *err,
     size_t errlen)
 {
 	char *safe, *name, *path;
 	json_t *v;
 	int fd;
 
-	if (shared)
-		return pg_slot_take(ep, i, err, errlen);
 	if (slots == NULL)
 		slots = json_object();
 	safe = doc_safe_name(ep);
@@ -177,20 +202,43 @@ store_slot_take(const char *rundir, const char *ep, long i, char *err,
 	return -1;
 }
 
+int
+store_slot_take(const char *rundir, const char *ep, long n, const char *held,
+    long *slot, char *err, size_t errlen)
+{
+	long i;
+	int rc;
+
+	if (shared)
+		return pg_slot_take(ep, n, held, slot, err, errlen);
+	for (i = 0; i < n; i++) {
+		if (held[i])
+			continue;
+		if ((rc = file_slot_take(rundir, ep, i, err, errlen)) != 0) {
+			*slot = i;
+			return rc;
+		}
+	}
+	return 0;
+}
+
 void
-store_slot_give(const char *ep, long i)
+store_slot_give(const char *ep, const long *idx, long n)
 {
 	char *safe, *name;
 	json_t *v;
+	long k;
 
 	if (shared) {
-		pg_slot_give(ep, i);
+		pg_slot_give(ep, idx, n);
 		return;
 	}
 	safe = doc_safe_name(ep);
-	name = xasprintf("%s.%ld", safe, i);
-	if ((v = json_object_get(slots, name)) != NULL)
-		flock((int)json_integer_value(v), LOCK_UN);
-	free(name);
+	for (k = 0; k < n; k++) {
+		name = xasprintf("%s.%ld", safe, idx[k]);
+		if ((v = json_object_get(slots, name)) != NULL)
+			flock((int)json_integer_value(v), LOCK_UN);
+		free(name);
+	}
 	free(safe);
 }

@@ -39,13 +39,44 @@ int	store_update(const char *rundir, const char *kind, const char *key,
 	    state_fn *fn, void *arg, char *err, size_t errlen);
 
 /*
- * Try to take concurrency slot i of endpoint ep without waiting: a flock'd
- * file RUNDIR/state/slots/EP.I, or a session advisory lock; both die with
- * their holder.  1 taken, 0 busy, -1 with err set.
+ * News between hosts: PostgreSQL's LISTEN and NOTIFY.  With the run
+ * directory's files there is none to send or wait for, as every process
+ * reads the same files.
  */
-int	store_slot_take(const char *rundir, const char *ep, long i, char *err,
+/* What store_news gives each piece of news: its channel and payload. */
+typedef void store_news_fn(const char *channel, const char *payload,
+	    void *arg);
+/* Hear what other processes tell on channel: 0, or -1 with err set. */
+int	store_listen(const char *channel, char *err, size_t errlen);
+/* The descriptor to poll for news coming in, or -1 when none can. */
+int	store_news_fd(void);
+/*
+ * Give fn the news in hand from other processes, reading what came in
+ * first when readable is 1 (store_news_fd was readable); how many, or -1
+ * with err set.
+ */
+int	store_news(int readable, store_news_fn *fn, void *arg, char *err,
 	    size_t errlen);
-/* Give back a slot taken by store_slot_take. */
-void	store_slot_give(const char *ep, long i);
+/*
+ * From the state_fn of a store_update: tell the listeners of channel
+ * payload when the update commits, not when it does not.
+ */
+void	store_tell(const char *channel, const char *payload);
+
+/*
+ * Take the lowest free concurrency slot below n of endpoint ep that held
+ * (n flags) does not mark, without waiting: a flock'd file
+ * RUNDIR/state/slots/EP.I, or a session advisory lock taken by one
+ * statement whatever n; both die with their holder.  1 taken (*slot set),
+ * 0 all busy, -1 with err set.  In PostgreSQL a process that found them
+ * all busy listens on STORE_SLOT_CHANNEL, told the endpoint whenever
+ * another process gives slots back, until it takes one.
+ */
+#define STORE_SLOT_CHANNEL	"rfp_slot"
+
+int	store_slot_take(const char *rundir, const char *ep, long n,
+	    const char *held, long *slot, char *err, size_t errlen);
+/* Give back the n slots idx[] of ep taken by store_slot_take, at once. */
+void	store_slot_give(const char *ep, const long *idx, long n);
 
 #endif
