@@ -53,8 +53,8 @@ echo
 echo "demo: results in $run/run/results.ndjson, dead letters in $run/run/dead.ndjson"
 echo "demo: the NSF awards as text in $run/run/docs/NSF-*.parsed"
 echo "demo: triage with: jq -r .dead_reason $run/run/dead.ndjson | sort | uniq -c"
-# The report (rfpipe report), once it is built.
-if [ -x bin/rfp-report ]; then bin/rfp-report --html "$run/report.html" "$run/run" >/dev/null &&
-	echo "demo: the report: $run/report.html"; fi
+# The morning's page: timelines per portal, dead letters by reason.
+./pipeline.sh report -q --html "$run/report.html" "$run/run"
+echo "demo: the report to open or mail: $run/report.html"
 # 3 means "finished with dead letters", which the demo's portals guarantee.
 [ "$status" -eq 0 ] || [ "$status" -eq 3 ]

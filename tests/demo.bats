@@ -69,7 +69,8 @@ sum() {
 	    (map(select(.path == "/grants/apply/1") | .key) | length == 2 and .[0] == .[1])' "$D/mock.log"
 }
 
-@test "demo: without bin/rfp-report the demo says nothing of a report" {
-	[ -x "$ROOT/bin/rfp-report" ] && skip "bin/rfp-report is built"
-	run ! grep -q report "$BATS_FILE_TMPDIR/out"
+@test "demo: it ends by writing the HTML report, whose figures are the summary's" {
+	grep -Fx "demo: the report to open or mail: $D/report.html" "$BATS_FILE_TMPDIR/out"
+	[ -s "$D/report.html" ]
+	grep -q "id=\"n-succeeded\" data-n=\"$(jq .run.succeeded "$D/run/summary.json")\"" "$D/report.html"
 }
