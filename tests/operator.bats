@@ -212,6 +212,9 @@ check_interrupted() {
 	grep -q -- '--deadline' "$ROOT/examples/systemd/rfpipe.service"
 	grep -q '^OnCalendar=' "$ROOT/examples/systemd/rfpipe.timer"
 	grep -q '^SuccessExitStatus=3 4$' "$ROOT/examples/systemd/rfpipe.service"
+	# The report is wired in: after the run, whatever its exit status.
+	grep -E '^[0-9*]+ [0-9*]+ .*rfpipe .*--deadline[^&]*; rfpipe report .*--html' "$ROOT/examples/cron/crontab"
+	grep -q '^ExecStopPost=/usr/bin/rfpipe report .*--html' "$ROOT/examples/systemd/rfpipe.service"
 	# The timer's calendar reads (verify would want /usr/bin/rfpipe).
 	if command -v systemd-analyze >/dev/null; then
 		run -0 systemd-analyze calendar "$(sed -n 's/^OnCalendar=//p' "$ROOT/examples/systemd/rfpipe.timer")"
