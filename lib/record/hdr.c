@@ -311,10 +311,18 @@ origin_of(const char *url)
 	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) ==
 	    CURLUE_OK && (strcmp(scheme, "http") == 0 ||
 	    strcmp(scheme, "https") == 0)) {
-		for (q = host; *q != '\0'; q++)
+		/*
+		 * A host decoded into a control byte ("b.e%7fxample") names
+		 * no server, and its origin would not parse again: none.
+		 */
+		for (q = host; *q != '\0'; q++) {
+			if ((unsigned char)*q <= 0x20 || *q == 0x7f)
+				goto out;
 			*q = (char)tolower((unsigned char)*q);
+		}
 		o = xasprintf("%s://%s:%s", scheme, host, port);
 	}
+out:
 	curl_free(scheme);
 	curl_free(host);
 	curl_free(port);

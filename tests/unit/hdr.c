@@ -274,6 +274,9 @@ test_origins(void)
 		{ "http://[::1]:9/", "http://[::1]:9" },
 		{ "ftp://example.org/", NULL },
 		{ "/relative", NULL },
+		/* A host that decodes into a control byte names no server. */
+		{ "https://b.e%7fxample/", NULL },
+		{ "https://b.e%0axample/", NULL },
 	};
 	static const struct {
 		const char *first, *next;
