@@ -407,6 +407,16 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->p_at = e->now;
 		p->p_seq = p->takes;
 		p->p_ok = 0;
+	} else if (p->cuts == 0 && p->p_ok == 0 && told(c) == 0 &&
+	    p->rate <= START_RATE / sc) {
+		/*
+		 * A pace started at the floor, for want of anything delivered
+		 * to measure, and not yet through once: a refusal now is of
+		 * the burst that started it (several processes' sends, on
+		 * their way), not of the floor.  Halving it took the rate
+		 * measure to 2/s against 20/s, and it stayed there.
+		 */
+		return;
 	} else if (e->seq >= 0 ? e->seq >= p->cut_seq :
 	    e->sent_at >= p->dec_at) {
 		/*

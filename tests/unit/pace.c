@@ -338,6 +338,38 @@ told_floor(void)
 }
 
 /*
+ * Several processes start at once: their first sends are refused together,
+ * and one refusal starts the pace at its floor (nothing delivered yet to
+ * measure).  The others, answered a moment later, are of the same burst:
+ * they must not cut the floor, or the pace takes 2/s for the limit.
+ */
+static void
+floor_start(void)
+{
+	struct pace_cfg none = { 0, 0, 0, 0, 0 };
+	struct pace_grant g;
+	struct pace_ev e;
+	char err[256];
+	double t = T0 + 3 * 7200;
+	int i;
+
+	memset(&e, 0, sizeof(e));
+	e.retry_after = -1;
+	e.ev = PACE_SLOW, e.sent_at = t, e.now = t + 0.001, e.seq = -1;
+	pace_feedback_n(NULL, "floor", &none, &e, 1, err, sizeof(err));
+	/* Sent by another process just after, refused just after. */
+	e.sent_at = t + 0.002, e.now = t + 0.003;
+	pace_feedback_n(NULL, "floor", &none, &e, 1, err, sizeof(err));
+	for (t += 0.05, i = 0; i < 8; i++, t += 0.05) {
+		e.ev = PACE_OK, e.sent_at = t, e.now = t + 0.01;
+		pace_feedback_n(NULL, "floor", &none, &e, 1, err, sizeof(err));
+	}
+	pace_take_n(NULL, "floor", &none, t, 0, &g, err, sizeof(err));
+	ok(g.rate >= 16, "a pace started at its floor by a burst's refusals "
+	    "doubles from it: %.1f/s after 8 successes", g.rate);
+}
+
+/*
  * A burst allowance spent at a low rate: the successes it let through at
  * once, and those still on the wire when it ran out, say nothing of the
  * rate; the pace comes down to what gets through in a few steps.
@@ -653,6 +685,7 @@ main(void)
 	limiters();
 	shapes();
 	told_floor();
+	floor_start();
 	bursts();
 	stale();
 	quota();
