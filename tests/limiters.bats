@@ -62,6 +62,17 @@ never_opened() {
 	[ "$(mock_overlap c 0.025 '.action != "rate_limited"')" -ge 3 ]
 }
 
+@test "limiters: a quota below -j told by X-RateLimit headers is spent on documents, not on reservations" {
+	# The first ask reserved -j sends while the window let 2 go: the
+	# 30 unused counted against Remaining, and 48 of 50 left dead.
+	scenario x '{kind: quota, limit: 30, headers: x}'
+	manifest /x 50 x >"$BATS_TEST_TMPDIR/m"
+	run -3 pipeline.sh -q -j 32 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 30 ]
+	jq -e '.run.dead_by_reason.quota == 20' "$RUN/summary.json"
+	[ "$(logged '.action == "rate_limited"')" -eq 0 ]
+}
+
 @test "limiters: a daily quota dead-letters the rest as quota, unsent" {
 	scenario q '{kind: quota, limit: 20, retry_after: 86400}'
 	manifest /q 60 q >"$BATS_TEST_TMPDIR/m"

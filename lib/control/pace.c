@@ -298,6 +298,14 @@ take(struct pst *p, struct op *o)
 	g->seq = (long)p->takes;
 	/* 0: no window; the stored one is at least 1 (load checks). */
 	g->window = o->c->rate > 0 || o->c->conc_told ? 0 : (long)p->win;
+	/*
+	 * No more than the window can be in flight, so no more is granted:
+	 * a grant not used is still counted against a RateLimit remaining,
+	 * and the first ask (the caller not yet knowing the window) would
+	 * spend a quota of 30 on 2 sends and 28 phantom ones.
+	 */
+	if (g->window > 0 && o->want > g->window)
+		o->want = g->window;
 	/* A reset saved by an earlier run is held to the same bound. */
 	if (p->rl_left == 0 && p->rl_reset > o->now && o->c->quota_after > 0 &&
 	    conf_wait_past(p->rl_reset - o->now, o->c->quota_after))
