@@ -7,8 +7,9 @@
  * summary of the whole run directory, the pending ids (seen, not filed)
  * and each endpoint's top errors.  With --metrics it writes the counts in
  * the Prometheus text format, with --html one self-contained page; each
- * file is written as FILE.tmp and renamed, so a collector or a mailer
- * never reads half of one.
+ * file is written beside itself under a new name and renamed, so a
+ * collector or a mailer never reads half of one (a device or a FIFO is
+ * written straight).
  *
  * It never writes, locks or makes anything in the run directory, and
  * never changes a file there: it can run while a pipeline does.
@@ -16,6 +17,9 @@
  * Exit: 0 when the report is written, 1 when a file of the run directory
  * could not be read or an output could not be written, 2 on a usage error.
  */
+#include <sys/stat.h>
+
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,34 +43,110 @@ static struct {
 	int		 quiet;
 } opts;
 
-/* Write path by way of path.tmp, renamed once whole; -1 said. */
+/*
+ * Whether the output path would land in the run directory run (its
+ * folder, once resolved, is run or under it): 1, 0, or -1 said.
+ */
 static int
-write_file(const char *path, const struct rep *r,
+inside(const char *path, const char *run)
+{
+	char *dir = xstrdup(path), *slash, *rd = NULL, *rr = NULL;
+	size_t n;
+	int in = -1;
+
+	if ((slash = strrchr(dir, '/')) != NULL)
+		slash == dir ? (void)(slash[1] = '\0') : (void)(*slash = '\0');
+	if ((rd = realpath(slash != NULL ? dir : ".", NULL)) == NULL)
+		msg_warnsys("%s", path);
+	else if ((rr = realpath(run, NULL)) == NULL)
+		msg_warnsys("%s", run);
+	else {
+		n = strlen(rr);
+		in = strncmp(rd, rr, n) == 0 && (rd[n] == '\0' ||
+		    rd[n] == '/');
+	}
+	free(dir);
+	free(rd);
+	free(rr);
+	return in;
+}
+
+/*
+ * Write path: a regular file (or none yet) by way of a new temporary
+ * file beside it, renamed over it once whole, so a collector or a mailer
+ * never reads half of one; a device or a FIFO (/dev/stdout) straight,
+ * never replaced.  A symbolic link is refused, as is a path in the run
+ * directory, which the report never changes.  0, or -1 said.
+ */
+static int
+write_file(const char *path, const char *run, const struct rep *r,
     void (*fn)(const struct rep *, FILE *))
 {
-	char *tmp = xasprintf("%s.tmp", path);
-	FILE *f;
-	int rc = 0;
+	struct stat st;
+	char *tmp = NULL;
+	mode_t um;
+	FILE *f = NULL;
+	int fd, rc = 0, direct = 0;
 
-	if ((f = fopen(tmp, "w")) == NULL) {
-		msg_warnsys("open %s", tmp);
-		free(tmp);
+	if (lstat(path, &st) == 0) {
+		if (S_ISLNK(st.st_mode)) {
+			msg_warn("%s: a symbolic link; name the file itself",
+			    path);
+			return -1;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			msg_warn("%s: a directory, not a file", path);
+			return -1;
+		}
+		direct = S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode);
+	} else if (errno != ENOENT) {
+		msg_warnsys("%s", path);
 		return -1;
 	}
-	fn(r, f);
-	if (fflush(f) == EOF || ferror(f) || fsync(fileno(f)) == -1) {
-		msg_warnsys("write %s", tmp);
-		rc = -1;
+	if (!direct) {
+		switch (inside(path, run)) {
+		case -1:
+			return -1;
+		case 1:
+			msg_warn("%s: in the run directory, which rfp-report "
+			    "never changes", path);
+			return -1;
+		}
+		tmp = xasprintf("%s.XXXXXX", path);
+		if ((fd = mkstemp(tmp)) == -1) {
+			msg_warnsys("create %s", tmp);
+			free(tmp);
+			return -1;
+		}
+		um = umask(0);
+		umask(um);
+		if (fchmod(fd, 0666 & ~um) == -1 ||
+		    (f = fdopen(fd, "w")) == NULL) {
+			msg_warnsys("%s", tmp);
+			close(fd);
+			rc = -1;
+		}
+	} else if ((f = fopen(path, "w")) == NULL) {
+		msg_warnsys("open %s", path);
+		return -1;
 	}
-	if (fclose(f) == EOF && rc == 0) {
-		msg_warnsys("write %s", tmp);
-		rc = -1;
+	if (f != NULL) {
+		fn(r, f);
+		if (fflush(f) == EOF || ferror(f) ||
+		    (!direct && fsync(fileno(f)) == -1)) {
+			msg_warnsys("write %s", direct ? path : tmp);
+			rc = -1;
+		}
+		if (fclose(f) == EOF && rc == 0) {
+			msg_warnsys("write %s", direct ? path : tmp);
+			rc = -1;
+		}
 	}
-	if (rc == 0 && rename(tmp, path) == -1) {
+	if (!direct && rc == 0 && rename(tmp, path) == -1) {
 		msg_warnsys("rename %s", tmp);
 		rc = -1;
 	}
-	if (rc == -1)
+	if (!direct && rc == -1)
 		unlink(tmp);
 	free(tmp);
 	return rc;
@@ -130,10 +210,11 @@ main(int argc, char *argv[])
 		rc = 1;
 	if (!opts.quiet)
 		rep_text(&r, stdout);
-	if (opts.metrics != NULL && write_file(opts.metrics, &r,
-	    rep_prom) == -1)
+	if (opts.metrics != NULL && write_file(opts.metrics, argv[optind],
+	    &r, rep_prom) == -1)
 		rc = 1;
-	if (opts.html != NULL && write_file(opts.html, &r, rep_html) == -1)
+	if (opts.html != NULL && write_file(opts.html, argv[optind], &r,
+	    rep_html) == -1)
 		rc = 1;
 	rep_free(&r);
 	opt_fshut();

@@ -350,3 +350,36 @@ NDJSON
 	grep -qF 'id="n-openings" data-n="1"' "$h"
 	grep -qF 'id="reconciliation" data-reconciled="unknown"' "$h"
 }
+
+@test "report: an output is never a link followed, a device replaced or a file of the run directory" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$M"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$M"
+	before=$(cd "$RUN" && find . -type f -exec sha256sum {} + | sort)
+	# A device is written straight, not replaced by a file.
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	timeout 20 cat "$BATS_TEST_TMPDIR/fifo" >"$BATS_TEST_TMPDIR/fifo.out" &
+	reader=$!
+	run -0 timeout 20 rfp-report -q --metrics "$BATS_TEST_TMPDIR/fifo" "$RUN"
+	wait "$reader"
+	[ -p "$BATS_TEST_TMPDIR/fifo" ]
+	grep -q '^rfpipe_' "$BATS_TEST_TMPDIR/fifo.out"
+	# A link (and a planted temporary file's name) is not followed.
+	echo precious >"$BATS_TEST_TMPDIR/target"
+	ln -s "$BATS_TEST_TMPDIR/target" "$BATS_TEST_TMPDIR/link.prom"
+	ln -s "$BATS_TEST_TMPDIR/target" "$BATS_TEST_TMPDIR/out.prom.tmp"
+	run -1 --separate-stderr rfp-report -q --metrics "$BATS_TEST_TMPDIR/link.prom" "$RUN"
+	[ "$stderr" = "rfp-report: $BATS_TEST_TMPDIR/link.prom: a symbolic link; name the file itself" ]
+	run -0 rfp-report -q --metrics "$BATS_TEST_TMPDIR/out.prom" "$RUN"
+	[ "$(cat "$BATS_TEST_TMPDIR/target")" = precious ]
+	[ -L "$BATS_TEST_TMPDIR/link.prom" ]
+	grep -q '^rfpipe_' "$BATS_TEST_TMPDIR/out.prom"
+	# Nothing is written into the run directory, by any name.
+	run -1 --separate-stderr rfp-report -q --metrics "$RUN/summary.json" "$RUN"
+	[[ $stderr == *"in the run directory, which rfp-report never changes" ]]
+	run -1 rfp-report -q --html "$RUN/logs/../r.html" "$RUN"
+	run -1 rfp-report -q --html "$RUN" "$RUN"
+	after=$(cd "$RUN" && find . -type f -exec sha256sum {} + | sort)
+	[ "$before" = "$after" ]
+	[ -z "$(ls "$BATS_TEST_TMPDIR" | grep -E 'out\.prom\.[A-Za-z0-9]{6}$')" ]
+}
