@@ -276,7 +276,7 @@ dom_sum() {
 	# An output that cannot be written is named, and exits 1.
 	mkdir -p "$RUN"
 	run -1 --separate-stderr rfp-report -q --metrics /nonexistent/m.prom "$RUN"
-	[ "$stderr" = "rfp-report: open /nonexistent/m.prom.tmp: No such file or directory" ]
+	[ "$stderr" = "rfp-report: /nonexistent/m.prom: No such file or directory" ]
 }
 
 @test "report: a request cut by a signal is logged stopped, and is pending in the report" {
