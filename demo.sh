@@ -5,13 +5,25 @@
 # for a while.  The NSF PDFs are read with pdftotext; the summary shows
 # the 429s paced, the retries, the breaker that opened and closed, and the
 # dead letters by reason.
-# Usage: ./demo.sh [RUN-DIR]   (default demo-run; removed first)
+# Usage: ./demo.sh [RUN-DIR]   (default demo-run in the source tree; a
+# relative RUN-DIR is taken from where the demo is run; an earlier demo's
+# directory is removed first, anything else there is refused)
 set -eu
 
+run=${1:-$(dirname "$0")/demo-run}
+case $run in
+/*) ;;
+*) run=$PWD/$run ;;
+esac
+# Only an earlier demo's directory (its manifest and mock log) is removed.
+if [ -e "$run" ] && [ -n "$(ls -A "$run" 2>/dev/null)" ] &&
+    ! { [ -f "$run/manifest.ndjson" ] && [ -f "$run/mock.log" ]; }; then
+	echo "demo: $run is not an earlier demo's directory; give a new one" >&2
+	exit 2
+fi
 cd "$(dirname "$0")"
 ./scripts/deps.sh demo
 make -s all
-run=${1:-demo-run}
 rm -rf "$run"
 mkdir -p "$run"
 

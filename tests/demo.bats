@@ -74,3 +74,13 @@ sum() {
 	[ -s "$D/report.html" ]
 	grep -q "id=\"n-succeeded\" data-n=\"$(jq .run.succeeded "$D/run/summary.json")\"" "$D/report.html"
 }
+
+@test "demo: a relative RUN-DIR is the caller's, and a directory that is no earlier demo's is refused untouched" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir doc
+	echo keep >doc/f
+	run -2 --separate-stderr "$ROOT/demo.sh" doc
+	[ "$stderr" = "demo: $BATS_TEST_TMPDIR/doc is not an earlier demo's directory; give a new one" ]
+	[ "$(cat doc/f)" = keep ]
+	[ -d "$ROOT/doc" ] && [ -f "$ROOT/doc/design.md" ]
+}
