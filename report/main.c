@@ -43,6 +43,29 @@ static struct {
 	int		 quiet;
 } opts;
 
+/* Whether dir holds what a pipeline leaves in its run directory. */
+static int
+is_run_dir(const char *dir)
+{
+	static const char *const names[] = {
+		"results.ndjson", "dead.ndjson", "summary.json",
+		"logs/attempts.ndjson", "state"
+	};
+	struct stat st;
+	size_t i;
+	char *p;
+	int found = 0;
+
+	if (stat(dir, &st) == -1 || !S_ISDIR(st.st_mode))
+		return 0;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]) && !found; i++) {
+		p = xasprintf("%s/%s", dir, names[i]);
+		found = access(p, F_OK) == 0;
+		free(p);
+	}
+	return found;
+}
+
 /*
  * Whether the output path would land in the run directory run (its
  * folder, once resolved, is run or under it): 1, 0, or -1 said.
@@ -206,6 +229,10 @@ main(int argc, char *argv[])
 	/* Not a run directory at all: nothing to report, not a report of 0. */
 	if (access(argv[optind], R_OK | X_OK) == -1)
 		msg_diesys(1, "open %s", argv[optind]);
+	if (!is_run_dir(argv[optind]))
+		msg_die(1, "%s: not a run directory (no results.ndjson, "
+		    "dead.ndjson, summary.json, logs/ or state/)",
+		    argv[optind]);
 	if (rep_load(&r, argv[optind]) == -1)
 		rc = 1;
 	if (!opts.quiet)

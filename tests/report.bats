@@ -162,12 +162,15 @@ YAML
 	snapshot "$RUN" >"$BATS_TEST_TMPDIR/after"
 	diff "$BATS_TEST_TMPDIR/before" "$BATS_TEST_TMPDIR/after"
 	[ -s "$BATS_TEST_TMPDIR/r.html" ] && [ -s "$BATS_TEST_TMPDIR/r.prom" ]
-	# An empty directory too: nothing is made in it.
+	# An empty directory, or one that is no run directory (a typo in a
+	# crontab), is an error, not a report of zeros; nothing is made.
 	mkdir "$BATS_TEST_TMPDIR/empty"
-	run -0 timeout 30 rfp-report "$BATS_TEST_TMPDIR/empty"
+	run -1 --separate-stderr timeout 30 rfp-report --metrics \
+	    "$BATS_TEST_TMPDIR/e.prom" "$BATS_TEST_TMPDIR/empty"
+	[ "$stderr" = "rfp-report: $BATS_TEST_TMPDIR/empty: not a run directory (no results.ndjson, dead.ndjson, summary.json, logs/ or state/)" ]
 	[ -z "$(ls -A "$BATS_TEST_TMPDIR/empty")" ]
-	assert_line --regexp '^  pending +0$'
-	assert_line "  no attempt log"
+	[ ! -e "$BATS_TEST_TMPDIR/e.prom" ]
+	run -1 timeout 30 rfp-report /etc
 }
 
 @test "report: --metrics writes the Prometheus text format, each sample name{labels} value" {
@@ -275,6 +278,7 @@ dom_sum() {
 	[[ ${lines[0]} == "usage: rfp-report "* ]]
 	# An output that cannot be written is named, and exits 1.
 	mkdir -p "$RUN"
+	: >"$RUN/results.ndjson"
 	run -1 --separate-stderr rfp-report -q --metrics /nonexistent/m.prom "$RUN"
 	[ "$stderr" = "rfp-report: /nonexistent/m.prom: No such file or directory" ]
 }
