@@ -505,7 +505,8 @@ quota(void)
 static void
 ratelimit(void)
 {
-	struct pace_cfg c = { 0, 0, 0, T0 + 100, 0 };
+	/* A told concurrency: no window, so a take may grant 10 or 40. */
+	struct pace_cfg c = { 0, 0, 0, T0 + 100, 1 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -538,6 +539,14 @@ ratelimit(void)
 	pace_take_n(dir, "rl", &c, T0 + 2.2, 1, &g, err, sizeof(err));
 	ok(g.granted == 0 && g.quota_until > T0 + 100, "nothing left until "
 	    "past the deadline: a quota");
+	/*
+	 * With a window, no more is granted than it lets fly: a grant not
+	 * used is still counted against what a RateLimit header says is left.
+	 */
+	c.conc_told = 0;
+	pace_take_n(dir, "rl-win", &c, T0, 32, &g, err, sizeof(err));
+	ok(g.window == 2 && g.granted == 2, "the first ask of 32 is granted "
+	    "the window's 2 (granted %ld, window %ld)", g.granted, g.window);
 }
 
 /* Issue #24: a reset past quota_after is a quota, not a hold for ever. */
