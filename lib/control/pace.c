@@ -361,8 +361,15 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	if (rl->remaining < 0 || (e->seq >= 0 && e->seq < p->rl_seq))
 		return;		/* nothing, or older news than we have */
 	p->rl_seq = (double)e->seq;
-	/* Sends granted after this one's are not in its count. */
+	/*
+	 * Sends granted after this one's are not in its count; of those,
+	 * no more than the window can have gone (a grant not used is no
+	 * send, and taking it for one would leave dead as "quota" what the
+	 * portal would still serve).
+	 */
 	later = e->seq >= 0 ? fmax(0, p->takes - (double)e->seq - 1) : 0;
+	if (!(c->rate > 0) && !c->conc_told)
+		later = fmin(later, p->win);
 	p->rl_left = fmax(0, (double)rl->remaining - later);
 	p->rl_limit = rl->limit >= 0 ? (double)rl->limit : -1;
 	/*
@@ -463,12 +470,16 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 
 	if (p->w_held >= 0)
 		p->w_held++;
-	if (e->inflight >= (long)p->win) {
+	if (2 * e->inflight >= (long)p->win) {
 		/*
-		 * A burst allowance is spent at once, answered at once: a
-		 * fast answer grows the window by little, so little is in
-		 * flight when the burst runs out.  A slow one says less
-		 * about a burst and much about the time to fill -j.
+		 * A success sent with half the window or more in flight
+		 * grows it (sends go out in rounds, and only the last of a
+		 * round sees the window full: +1 a round trip was a crawl
+		 * against slow answers).  A burst allowance is spent at
+		 * once, answered at once: a fast answer grows the window by
+		 * little, so little is in flight when the burst runs out.
+		 * A slow one says less about a burst and much about the
+		 * time to fill -j.
 		 */
 		if (p->w_held < 0)
 			p->win = fmin(p->win + fmin(1, fmax(WIN_GROW, (e->now -

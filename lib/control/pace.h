@@ -5,7 +5,8 @@
  *
  * Before the portal has ever pushed back nothing is paced: the window
  * starts at 2 and grows by a quarter of a request per fast success (a
- * whole one per success slower than 0.1 s), so a portal with no
+ * whole one per success slower than 0.1 s) sent with half the window or
+ * more in flight, so a portal with no
  * limit is soon driven at the full -j, and a burst allowance is spent with
  * few requests left over to be refused.  The first refusal (429, or 503
  * while the endpoint is answering) starts the pace; from then on the rate
