@@ -387,3 +387,17 @@ NDJSON
 	[ "$before" = "$after" ]
 	[ -z "$(ls "$BATS_TEST_TMPDIR" | grep -E 'out\.prom\.[A-Za-z0-9]{6}$')" ]
 }
+
+@test "report: a line torn by an earlier run is ended before the next run logs" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 2 nih >"$M"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$M"
+	printf '{"t":"req","id":"torn' >>"$LOG"
+	manifest /nih 4 nih >"$M"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$M"
+	# The torn line stands alone; every other line is whole JSON.
+	[ "$(grep -c '^{"t":"req","id":"torn$' "$LOG")" -eq 1 ]
+	[ "$(grep -v '^{"t":"req","id":"torn$' "$LOG" | jq -c . | wc -l)" -eq \
+	    "$(grep -vc '^{"t":"req","id":"torn$' "$LOG")" ]
+	[ "$(jq -R 'fromjson? | select(.t == "req")' "$LOG" | jq -s length)" -eq 4 ]
+}

@@ -1,4 +1,6 @@
 /* attlog: appending to RUNDIR/logs/attempts.ndjson, one write a line. */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -47,12 +49,26 @@ struct attlog *
 attlog_open(const char *rundir)
 {
 	struct attlog *l;
-	char *path = rundir_path(rundir, RUNDIR_ATTEMPTS, NULL);
+	struct stat st;
+	char *path = rundir_path(rundir, RUNDIR_ATTEMPTS, NULL), c;
 	int fd, e;
 
-	if ((fd = state_open(path, O_WRONLY | O_APPEND | O_CREAT, 0600)) ==
+	if ((fd = state_open(path, O_RDWR | O_APPEND | O_CREAT, 0600)) ==
 	    -1) {
 		e = errno;
+		free(path);
+		errno = e;
+		return NULL;
+	}
+	/*
+	 * A line torn by an earlier run (a full disk, a crash) is ended
+	 * here, so this run's first line is not glued to it.
+	 */
+	if (fstat(fd, &st) == -1 || (st.st_size > 0 &&
+	    (pread(fd, &c, 1, st.st_size - 1) != 1 || (c != '\n' &&
+	    write(fd, "\n", 1) != 1)))) {
+		e = errno;
+		close(fd);
 		free(path);
 		errno = e;
 		return NULL;
@@ -72,6 +88,7 @@ attlog_path(const struct attlog *l)
 int
 attlog_write(struct attlog *l, enum attlog_type t, double at, json_t *fields)
 {
+	struct stat st;
 	json_t *o;
 	char *s;
 	size_t n, off = 0;
@@ -109,6 +126,10 @@ attlog_write(struct attlog *l, enum attlog_type t, double at, json_t *fields)
 	free(s);
 	if (rc == -1) {
 		w = errno;
+		/* Half a line is taken back: the file ends in a whole one. */
+		if (off > 0 && fstat(l->fd, &st) == 0 &&
+		    st.st_size >= (off_t)off)
+			(void)ftruncate(l->fd, st.st_size - (off_t)off);
 		close(l->fd);
 		l->fd = -1;
 		errno = (int)w;
