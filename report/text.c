@@ -14,6 +14,27 @@
 #define PENDING_SHOWN	50	/* ids listed; the rest are counted */
 #define TOP_SHOWN	3	/* errors listed an endpoint */
 
+/*
+ * s with each control byte written \xNN: an id or an endpoint name from
+ * a manifest reaches a terminal or a mail, and must not forge a line of
+ * the report or drive the terminal.  Into buf, len bytes, cut to fit.
+ */
+static const char *
+shown(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (; s != NULL && *s != '\0' && n + 5 < len; s++) {
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			n += (size_t)snprintf(buf + n, len - n, "\\x%02x",
+			    (unsigned char)*s);
+		else
+			buf[n++] = *s;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 static long
 geti(const json_t *o, const char *k)
 {
@@ -42,10 +63,11 @@ rep_text(const struct rep *r, FILE *f)
 {
 	const struct rep_ep *e;
 	json_t *top, *p;
+	char b[1024];
 	size_t i;
 	int k;
 
-	fprintf(f, "rfp-report: %s\n", r->dir);
+	fprintf(f, "rfp-report: %s\n", shown(r->dir, b, sizeof(b)));
 	fprintf(f, "  succeeded       %7ld\n", r->succeeded);
 	fprintf(f, "  dead-lettered   %7ld\n", r->dead);
 	for (k = 0; k < FATE_NREASONS; k++)
@@ -64,7 +86,8 @@ rep_text(const struct rep *r, FILE *f)
 		fprintf(f, "  %-24s %6s %6s %8s %6s  %s\n", "endpoint", "ok",
 		    "dead", "requests", "429s", "top errors");
 	for (e = r->eps; e != NULL; e = e->next) {
-		fprintf(f, "  %-24.24s %6ld %6ld %8ld %6ld ", e->name,
+		fprintf(f, "  %-24.24s %6ld %6ld %8ld %6ld ",
+		    shown(e->name, b, sizeof(b)),
 		    summ_count(e->summ, "succeeded"), summ_count(e->summ,
 		    "dead"), e->reqs, e->http_429);
 		top = rep_top_errors(e);
@@ -72,7 +95,8 @@ rep_text(const struct rep *r, FILE *f)
 			if (i == TOP_SHOWN)
 				break;
 			fprintf(f, "%s%s %ld", i ? ", " : " ",
-			    json_string_value(json_array_get(p, 0)), (long)
+			    shown(json_string_value(json_array_get(p, 0)), b,
+			    sizeof(b)), (long)
 			    json_integer_value(json_array_get(p, 1)));
 		}
 		fprintf(f, "%s\n", json_array_size(top) == 0 ? " -" : "");
@@ -87,6 +111,7 @@ rep_text(const struct rep *r, FILE *f)
 			    json_array_size(r->pending) - i);
 			break;
 		}
-		fprintf(f, "  %s\n", json_string_value(p));
+		fprintf(f, "  %s\n", shown(json_string_value(p), b,
+		    sizeof(b)));
 	}
 }

@@ -401,3 +401,14 @@ NDJSON
 	    "$(grep -vc '^{"t":"req","id":"torn$' "$LOG")" ]
 	[ "$(jq -R 'fromjson? | select(.t == "req")' "$LOG" | jq -s length)" -eq 4 ]
 }
+
+@test "report: control bytes in ids and endpoint names are shown escaped, never raw" {
+	mkdir -p "$RUN/logs"
+	: >"$RUN/results.ndjson"
+	printf '%s\n' '{"t":"req","at":1e9,"id":"evil\n  succeeded 99\u001b[2J","ep":"ep\nx","attempt":1,"sent":1e9,"ms":1,"status":503,"error":null,"rate":0,"breaker":"closed"}' >"$LOG"
+	run -0 --separate-stderr rfp-report "$RUN"
+	assert_line '  evil\x0a  succeeded 99\x1b[2J'
+	refute_line '  succeeded 99'
+	[[ $output != *$'\e'* ]]
+	assert_line --regexp '^  ep\\x0ax '
+}
