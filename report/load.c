@@ -77,10 +77,13 @@ each_line(struct rep *r, const char *path, line_fn *fn, int dead)
 	json_t *j;
 	int fd, rc;
 
-	if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
+	if ((fd = state_open_read(path)) == -1) {
 		if (errno == ENOENT)
 			return 0;
-		msg_warnsys("open %s", path);
+		if (errno == EINVAL)
+			msg_warn("%s: not a regular file", path);
+		else
+			msg_warnsys("open %s", path);
 		return -1;
 	}
 	rd = rec_reader_new(fd, REC_STREAM_MAX);

@@ -412,3 +412,10 @@ NDJSON
 	[[ $output != *$'\e'* ]]
 	assert_line --regexp '^  ep\\x0ax '
 }
+
+@test "report: a FIFO where a file of the run directory should be is named, not waited on" {
+	mkdir -p "$RUN"
+	mkfifo "$RUN/results.ndjson"
+	run -1 --separate-stderr timeout 20 rfp-report -q "$RUN"
+	[ "$stderr" = "rfp-report: $RUN/results.ndjson: not a regular file" ]
+}

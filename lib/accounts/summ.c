@@ -130,7 +130,7 @@ recount(json_t *t, const char *path)
 	json_t *rec;
 	int fd, rc;
 
-	if ((fd = state_open(path, O_RDONLY, 0)) == -1)
+	if ((fd = state_open_read(path)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	r = rec_reader_new(fd, REC_STREAM_MAX);
 	s = xmalloc(sizeof(*s));

@@ -24,6 +24,27 @@ state_open(const char *path, int flags, mode_t mode)
 	return open(path, flags | O_NOFOLLOW | O_CLOEXEC, mode);
 }
 
+int
+state_open_read(const char *path)
+{
+	struct stat st;
+	int fd, fl;
+
+	memset(&st, 0, sizeof(st));
+	/* Not blocking on a FIFO planted where a file should be. */
+	if ((fd = state_open(path, O_RDONLY | O_NONBLOCK, 0)) == -1)
+		return -1;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (fl = fcntl(fd, F_GETFL)) == -1 ||
+	    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1) {
+		fl = errno;
+		close(fd);
+		errno = S_ISREG(st.st_mode) ? fl : EINVAL;
+		return -1;
+	}
+	return fd;
+}
+
 /*
  * Make path (mode 0700), or accept it as found when it is a directory of
  * ours that no one else may write to: the files made in it are then ours

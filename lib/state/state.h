@@ -34,6 +34,11 @@ int	state_mkdir(const char *path, char *err, size_t errlen);
  * are added, so a symbolic link planted there is never written through.
  */
 int	state_open(const char *path, int flags, mode_t mode);
+/*
+ * Open path to read, as state_open: a regular file only (a FIFO or a
+ * device is -1 with errno EINVAL, never waited on).
+ */
+int	state_open_read(const char *path);
 /* json_load_file through state_open; NULL with je->text set. */
 json_t	*state_load(const char *path, size_t flags, json_error_t *je);
 /*
