@@ -284,9 +284,11 @@ rep_load(struct rep *r, const char *dir)
 		free(path);
 	}
 	path = rundir_path(dir, RUNDIR_SUMMARY, NULL);
-	if ((r->summary = json_load_file(path, 0, &je)) == NULL &&
-	    access(path, F_OK) == 0)
+	if ((r->summary = state_load(path, 0, &je)) == NULL &&
+	    access(path, F_OK) == 0) {
 		msg_warn("%s: %s", path, je.text);
+		rc = -1;
+	}
 	free(path);
 	/* Pending: every id seen, less those filed, in the order seen. */
 	left = json_array();

@@ -419,3 +419,13 @@ NDJSON
 	run -1 --separate-stderr timeout 20 rfp-report -q "$RUN"
 	[ "$stderr" = "rfp-report: $RUN/results.ndjson: not a regular file" ]
 }
+
+@test "report: a corrupt summary.json is named and exits 1, the rest still reported" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 2 nih >"$M"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$M"
+	echo '{torn' >"$RUN/summary.json"
+	run -1 --separate-stderr rfp-report "$RUN"
+	[[ ${stderr_lines[0]} == "rfp-report: $RUN/summary.json: "* ]]
+	assert_line --regexp '^  succeeded +2$'
+}

@@ -149,9 +149,10 @@ state_load(const char *path, size_t flags, json_error_t *je)
 	json_t *doc;
 	int fd;
 
-	if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
+	if ((fd = state_open_read(path)) == -1) {
 		if (je != NULL)
 			snprintf(je->text, sizeof(je->text), "%s",
+			    errno == EINVAL ? "not a regular file" :
 			    strerror(errno));
 		return NULL;
 	}
