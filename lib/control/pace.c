@@ -484,7 +484,8 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		if (p->w_held < 0)
 			p->win = fmin(p->win + fmin(1, fmax(WIN_GROW, (e->now -
 			    e->sent_at) / clk_real(WIN_SLOW))), WIN_MAX);
-		else if (p->w_held >= WIN_HOLD)
+		/* A window cut to a cap probes past it only when full. */
+		else if (p->w_held >= WIN_HOLD && e->inflight >= (long)p->win)
 			p->win = fmin(p->win + 1.0 / p->win, WIN_MAX);
 	}
 	if (!p->paced)
