@@ -128,8 +128,9 @@ attlog_write(struct attlog *l, enum attlog_type t, double at, json_t *fields)
 		w = errno;
 		/* Half a line is taken back: the file ends in a whole one. */
 		if (off > 0 && fstat(l->fd, &st) == 0 &&
-		    st.st_size >= (off_t)off)
-			(void)ftruncate(l->fd, st.st_size - (off_t)off);
+		    st.st_size >= (off_t)off &&
+		    ftruncate(l->fd, st.st_size - (off_t)off) == -1)
+			off = 0;	/* the write's error is the one said */
 		close(l->fd);
 		l->fd = -1;
 		errno = (int)w;
