@@ -29,6 +29,7 @@
 #include "lib/base/msg.h"
 #include "lib/base/opt.h"
 #include "lib/base/x.h"
+#include "lib/state/rundir.h"
 #include "report/report.h"
 
 #define PROG	"rfp-report"
@@ -47,9 +48,9 @@ static struct {
 static int
 is_run_dir(const char *dir)
 {
-	static const char *const names[] = {
-		"results.ndjson", "dead.ndjson", "summary.json",
-		"logs/attempts.ndjson", "state"
+	static const enum rundir_file names[] = {
+		RUNDIR_RESULTS, RUNDIR_DEAD, RUNDIR_SUMMARY, RUNDIR_ATTEMPTS,
+		RUNDIR_STATE
 	};
 	struct stat st;
 	size_t i;
@@ -59,7 +60,7 @@ is_run_dir(const char *dir)
 	if (stat(dir, &st) == -1 || !S_ISDIR(st.st_mode))
 		return 0;
 	for (i = 0; i < sizeof(names) / sizeof(names[0]) && !found; i++) {
-		p = xasprintf("%s/%s", dir, names[i]);
+		p = rundir_path(dir, names[i], NULL);
 		found = access(p, F_OK) == 0;
 		free(p);
 	}
