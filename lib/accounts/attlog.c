@@ -49,8 +49,7 @@ struct attlog *
 attlog_open(const char *rundir)
 {
 	struct attlog *l;
-	struct stat st;
-	char *path = rundir_path(rundir, RUNDIR_ATTEMPTS, NULL), c;
+	char *path = rundir_path(rundir, RUNDIR_ATTEMPTS, NULL);
 	int fd, e;
 
 	if ((fd = state_open(path, O_RDWR | O_APPEND | O_CREAT, 0600)) ==
@@ -64,9 +63,8 @@ attlog_open(const char *rundir)
 	 * A line torn by an earlier run (a full disk, a crash) is ended
 	 * here, so this run's first line is not glued to it.
 	 */
-	if (fstat(fd, &st) == -1 || (st.st_size > 0 &&
-	    (pread(fd, &c, 1, st.st_size - 1) != 1 || (c != '\n' &&
-	    write(fd, "\n", 1) != 1)))) {
+	if ((e = state_line_ended(fd)) == -1 || (e == 0 &&
+	    write(fd, "\n", 1) != 1)) {
 		e = errno;
 		close(fd);
 		free(path);

@@ -13,9 +13,9 @@
 
 #include "lib/base/clk.h"
 #include "lib/accounts/ledger.h"
-#include "lib/state/pg.h"
 #include "lib/record/rec.h"
 #include "lib/state/rundir.h"
+#include "lib/state/state.h"
 #include "lib/state/store.h"
 #include "lib/base/x.h"
 
@@ -162,17 +162,6 @@ refresh(struct ledger *l, char *err, size_t errlen)
 	return 0;
 }
 
-static char
-last_byte(const struct ledger *l)
-{
-	struct stat st;
-	char c = '\n';
-
-	if (fstat(l->fd, &st) == 0 && st.st_size > 0)
-		(void)!pread(l->fd, &c, 1, st.st_size - 1);
-	return c;
-}
-
 static int
 lock(struct ledger *l, int how, char *err, size_t errlen)
 {
@@ -217,7 +206,7 @@ ledger_lookup(struct ledger *l, const char *key, enum ledger_state *st,
 	int rc;
 
 	if (l->shared) {
-		if (pg_ledger_lookup(key, &e, err, errlen) == -1)
+		if (store_ledger_lookup(key, &e, err, errlen) == -1)
 			return -1;
 		if (e != NULL)
 			set(l->keys, key, state_of(json_string_value(
@@ -267,7 +256,7 @@ ledger_append(struct ledger *l, const char *key, const char *id,
 
 	e = entry_new(key, id, st, extra);
 	if (l->shared) {
-		rc = pg_ledger_append(e, err, errlen);
+		rc = store_ledger_append(e, err, errlen);
 		json_decref(e);
 		return rc;
 	}
@@ -280,7 +269,8 @@ ledger_append(struct ledger *l, const char *key, const char *id,
 	if (refresh(l, err, errlen) == -1)
 		rc = -1;
 	/* After a torn line, start on a line of our own. */
-	line = xasprintf("%s%s\n", last_byte(l) != '\n' ? "\n" : "", s);
+	line = xasprintf("%s%s\n", state_line_ended(l->fd) == 0 ? "\n" : "",
+	    s);
 	len = strlen(line);
 	/*
 	 * Through short writes: a full disk then fails the next write(2),
@@ -313,7 +303,7 @@ ledger_append_if(struct ledger *l, const char *key, const char *id,
 	*now = NULL;
 	if (l->shared) {
 		e = entry_new(key, id, st, extra);
-		rc = pg_ledger_append_if(e, seen, now, err, errlen);
+		rc = store_ledger_append_if(e, seen, now, err, errlen);
 		json_decref(e);
 		if (rc == 1)
 			*now_st = *now ? state_of(json_string_value(

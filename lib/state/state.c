@@ -45,6 +45,21 @@ state_open_read(const char *path)
 	return fd;
 }
 
+int
+state_line_ended(int fd)
+{
+	struct stat st;
+	char c;
+
+	if (fstat(fd, &st) == -1)
+		return -1;
+	if (st.st_size == 0)
+		return 1;
+	if (pread(fd, &c, 1, st.st_size - 1) != 1)
+		return -1;
+	return c == '\n';
+}
+
 /*
  * Make path (mode 0700), or accept it as found when it is a directory of
  * ours that no one else may write to: the files made in it are then ours

@@ -39,6 +39,13 @@ int	state_open(const char *path, int flags, mode_t mode);
  * device is -1 with errno EINVAL, never waited on).
  */
 int	state_open_read(const char *path);
+/*
+ * Whether the file open on fd ends a line: 1 when it is empty or its last
+ * byte is a newline, 0 when its last line is torn (its writer stopped
+ * mid-write: a full disk, a crash), -1 with errno when it cannot be read.
+ * An appender that finds 0 ends the torn line before its own.
+ */
+int	state_line_ended(int fd);
 /* json_load_file through state_open; NULL with je->text set. */
 json_t	*state_load(const char *path, size_t flags, json_error_t *je);
 /*

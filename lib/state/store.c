@@ -242,3 +242,23 @@ store_slot_give(const char *ep, const long *idx, long n)
 	}
 	free(safe);
 }
+
+int
+store_ledger_append(const json_t *entry, char *err, size_t errlen)
+{
+	return pg_ledger_append(entry, err, errlen);
+}
+
+int
+store_ledger_append_if(const json_t *entry, const json_t *seen,
+    json_t **now, char *err, size_t errlen)
+{
+	return pg_ledger_append_if(entry, seen, now, err, errlen);
+}
+
+int
+store_ledger_lookup(const char *key, json_t **entry, char *err,
+    size_t errlen)
+{
+	return pg_ledger_lookup(key, entry, err, errlen);
+}

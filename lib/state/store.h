@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "lib/state/state.h"
 
 /* The tool's schema version; a database with a newer one is refused. */
@@ -78,5 +80,23 @@ int	store_slot_take(const char *rundir, const char *ep, long n,
 	    const char *held, long *slot, char *err, size_t errlen);
 /* Give back the n slots idx[] of ep taken by store_slot_take, at once. */
 void	store_slot_give(const char *ep, const long *idx, long n);
+/*
+ * The submission ledger when the state is shared (store_shared()): the
+ * table rfp_ledger, every host's.  With files, lib/accounts/ledger keeps
+ * RUNDIR/state/ledger.ndjson itself.  Entries are objects with key, id,
+ * event and t.
+ */
+/* Append entry: 0 or -1 with err set. */
+int	store_ledger_append(const json_t *entry, char *err, size_t errlen);
+/*
+ * Append entry only while its key's latest entry is seen (NULL: none),
+ * under a lock on the key: 0 appended, 1 not (*now: the latest, to free),
+ * -1 with err set.
+ */
+int	store_ledger_append_if(const json_t *entry, const json_t *seen,
+	    json_t **now, char *err, size_t errlen);
+/* The latest entry for key (a new reference, NULL when none): 0 or -1. */
+int	store_ledger_lookup(const char *key, json_t **entry, char *err,
+	    size_t errlen);
 
 #endif
