@@ -51,6 +51,11 @@ MOCK = $(B)/bin/rfp-mockportal
 LIBSRC = $(wildcard lib/*/*.c)
 LIBOBJ = $(LIBSRC:%.c=$(B)/obj/%.o)
 LIBA = $(B)/obj/lib/librfp.a
+# What acts for a stage's main (messages, options, the stage loop): it
+# prints and exits, which nothing in lib/ does; linked before librfp.a.
+CMDSRC = $(wildcard cmd/*.c)
+CMDOBJ = $(CMDSRC:%.c=$(B)/obj/%.o)
+CMDA = $(B)/obj/cmd/librfpcmd.a
 UNITSRC = $(wildcard tests/unit/*.c)
 UNITS = $(UNITSRC:tests/unit/%.c=$(B)/bin/unit-%)
 MOCKSRC = $(wildcard tests/mockportal/*.c)
@@ -68,7 +73,7 @@ $(B)/obj/%.o: %.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # What prints the version (--version, the user agent) is rebuilt with it.
-$(B)/obj/lib/base/opt.o $(B)/obj/fetch/xfer.o: debian/changelog
+$(B)/obj/cmd/opt.o $(B)/obj/fetch/xfer.o: debian/changelog
 
 # rfpipe is pipeline.sh with the version filled in; the copy in the source
 # tree reads it from debian/changelog when asked.
@@ -83,17 +88,22 @@ $(LIBA): $(LIBOBJ)
 	rm -f $@
 	$(AR) rcs $@ $(LIBOBJ)
 
+$(CMDA): $(CMDOBJ)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $(CMDOBJ)
+
 objs = $(patsubst %.c,$(B)/obj/%.o,$(wildcard $(1)/*.c))
 .SECONDEXPANSION:
-$(B)/bin/rfp-%: $$(call objs,$$*) $(LIBA)
+$(B)/bin/rfp-%: $$(call objs,$$*) $(CMDA) $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(MOCK): $(MOCKSRC:%.c=$(B)/obj/%.o) $(LIBA)
+$(MOCK): $(MOCKSRC:%.c=$(B)/obj/%.o) $(CMDA) $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(MOCKLIBS)
 
-$(B)/bin/unit-%: $(B)/obj/tests/unit/%.o $(LIBA)
+$(B)/bin/unit-%: $(B)/obj/tests/unit/%.o $(CMDA) $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -36,10 +36,12 @@
 #include "lib/config/conf.h"
 #include "lib/record/doc.h"
 #include "lib/record/fate.h"
-#include "lib/base/msg.h"
-#include "lib/base/opt.h"
+#include "cmd/loop.h"
+#include "cmd/msg.h"
+#include "cmd/opt.h"
 #include "lib/record/rec.h"
 #include "lib/record/scan.h"
+#include "lib/record/view.h"
 #include "lib/state/rundir.h"
 #include "lib/state/state.h"
 #include "lib/state/store.h"
@@ -66,14 +68,15 @@ static struct opts {
 
 /* Draw the retry delay in logical seconds. */
 static double
-delay_for(const json_t *rec, long attempt, double ra)
+delay_for(struct view *v, long attempt, double ra)
 {
 	const struct conf *c = &opts.conf;
+	const char *id;
 	double ceiling, u;
 
 	ceiling = fmin(c->cap, c->base * pow(2, (double)(attempt - 1)));
-	u = clk_draw(opts.conf.seed, rec_str(rec, "id") ? rec_str(rec, "id") :
-	    "", attempt);
+	id = view_str(v, "id");
+	u = clk_draw(opts.conf.seed, id ? id : "", attempt);
 	if (ra < 0)
 		return u * ceiling;
 	/* A floor, not an appointment: spread at least as wide as the floor. */
@@ -103,11 +106,11 @@ spend(long *left)
 	return rc;
 }
 
-static void dead(json_t *, enum fate_reason, const char *, ...)
+static void dead(struct view *, enum fate_reason, const char *, ...)
     __attribute__((format(printf, 3, 4)));
 
 static void
-dead(json_t *rec, enum fate_reason reason, const char *fmt, ...)
+dead(struct view *v, enum fate_reason reason, const char *fmt, ...)
 {
 	char detail[200];
 	va_list ap;
@@ -115,7 +118,7 @@ dead(json_t *rec, enum fate_reason reason, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	rec_kill(rec, reason, detail);
+	view_kill(v, reason, detail);
 }
 
 /*
@@ -123,25 +126,25 @@ dead(json_t *rec, enum fate_reason reason, const char *fmt, ...)
  * (429) may have been committed: re-sending it blindly could file it twice.
  */
 static int
-ambiguous(const json_t *rec)
+ambiguous(struct view *v)
 {
-	const char *ep = rec_str(rec, "endpoint");
+	const char *ep = view_str(v, "endpoint");
 
 	/* With a status_url, rfp-fetch asks before it ever re-sends. */
-	if (!doc_is_submission(rec) ||
-	    !json_is_true(json_object_get(rec, "sent")) ||
-	    rec_int(rec, "status", 0) == 429 ||
-	    rec_str(rec, "status_url") != NULL)
+	if (!doc_submits(view_str(v, "method"), view_type(v, "idempotent") ==
+	    SCAN_TRUE) || view_type(v, "sent") != SCAN_TRUE ||
+	    view_int(v, "status", 0) == 429 ||
+	    view_str(v, "status_url") != NULL)
 		return 0;
 	return ep == NULL || !conf_endpoint(&opts.conf, ep)->idempotency_keys;
 }
 
 /* What the last attempt met, for the operator: "unreachable (connect)". */
 static const char *
-cause(const json_t *rec)
+cause(struct view *v)
 {
 	static char buf[96];
-	const char *r = rec_str(rec, "reason");
+	const char *r = view_str(v, "reason");
 
 	if (r == NULL)
 		r = "?";
@@ -151,155 +154,109 @@ cause(const json_t *rec)
 }
 
 static int
-transient(json_t *rec, long lineno)
+transient(struct view *v, long lineno)
 {
 	const struct conf *c = &opts.conf;
+	const char *id = view_str(v, "id"), *ep = view_str(v, "endpoint");
+	const char *why = view_str(v, "reason");
 	double now = clk_now(), ra = -1, d, nb;
-	long attempt = rec_int(rec, "attempt", 1), left;
+	long attempt = view_int(v, "attempt", 1), left;
 	int rc;
 
 	/* Whatever else ends it, a submission that may be in is ambiguous. */
-	if (ambiguous(rec)) {
-		dead(rec, FATE_AMBIGUOUS_SUBMIT, "the submission may have "
+	if (ambiguous(v)) {
+		dead(v, FATE_AMBIGUOUS_SUBMIT, "the submission may have "
 		    "reached the server (%s) and endpoint \"%s\" is not "
 		    "declared to honour Idempotency-Key; not re-sent",
-		    rec_str(rec, "reason") ? rec_str(rec, "reason") : "?",
-		    rec_str(rec, "endpoint") ? rec_str(rec, "endpoint") : "?");
+		    why ? why : "?", ep ? ep : "?");
 		return 0;
 	}
 	if (opts.deadline > 0 && now >= opts.deadline) {
-		dead(rec, FATE_DEADLINE_CUT, "transient failure after the "
+		dead(v, FATE_DEADLINE_CUT, "transient failure after the "
 		    "deadline");
 		return 0;
 	}
 	if (attempt >= c->max_attempts) {
-		dead(rec, FATE_EXHAUSTED, "%ld of %ld attempts failed; %s",
-		    attempt, c->max_attempts, cause(rec));
+		dead(v, FATE_EXHAUSTED, "%ld of %ld attempts failed; %s",
+		    attempt, c->max_attempts, cause(v));
 		return 0;
 	}
-	if (json_is_number(json_object_get(rec, "retry_after_s")))
-		ra = rec_num(rec, "retry_after_s", -1);
+	ra = view_num(v, "retry_after_s", -1);
 	if (conf_wait_past(ra, c->max_retry_after)) {
 		if (opts.deadline > 0 && now + clk_real(ra) > opts.deadline)
-			dead(rec, FATE_DEADLINE_CUT, "Retry-After %.0f s lands "
+			dead(v, FATE_DEADLINE_CUT, "Retry-After %.0f s lands "
 			    "past the deadline", ra);
 		else
-			dead(rec, FATE_QUOTA, "the portal said to come back in "
+			dead(v, FATE_QUOTA, "the portal said to come back in "
 			    "%.0f s, past max_retry_after %.0f s; its other "
 			    "documents are held unsent", ra, c->max_retry_after);
 		return 0;
 	}
-	d = delay_for(rec, attempt, ra);
+	d = delay_for(v, attempt, ra);
 	nb = now + clk_real(d);
 	if (opts.deadline > 0 && nb >= opts.deadline) {
-		dead(rec, FATE_DEADLINE_CUT, "retry due %.1f s after the "
+		dead(v, FATE_DEADLINE_CUT, "retry due %.1f s after the "
 		    "deadline", nb - opts.deadline);
 		return 0;
 	}
 	if ((rc = spend(&left)) == -1)
 		return -1;
 	if (rc == 0) {
-		dead(rec, FATE_BUDGET_SPENT, "the run's retry budget is "
-		    "spent; %s", cause(rec));
+		dead(v, FATE_BUDGET_SPENT, "the run's retry budget is "
+		    "spent; %s", cause(v));
 		return 0;
 	}
 	msg_debug("line %ld: %s: retry in %.3f s (attempt %ld, %ld retries "
-	    "left)", lineno, rec_str(rec, "id") ? rec_str(rec, "id") : "?", d,
-	    attempt, left);
+	    "left)", lineno, id ? id : "?", d, attempt, left);
 	if (attlog_write(opts.log, ATTLOG_DELAY, now, json_pack(
-	    "{s:O?,s:O?,s:I,s:f,s:s,s:f}", "id", json_object_get(rec, "id"),
-	    "ep", json_object_get(rec, "endpoint"), "attempt",
+	    "{s:s?,s:s?,s:I,s:f,s:s,s:f}", "id", id, "ep", ep, "attempt",
 	    (json_int_t)attempt, "delay_s", round(d * 1000) / 1000, "why",
 	    ra >= 0 ? "retry_after" : "backoff", "not_before", nb)) == -1)
 		msg_warnsys("write %s", attlog_path(opts.log));
-	json_object_set_new(rec, "fate", json_string(fate_name(FATE_RETRY)));
-	json_object_set_new(rec, "not_before", json_real(nb));
-	json_object_set_new(rec, "delay_s", json_real(round(d * 1000) /
-	    1000));
+	view_set_str(v, "fate", fate_name(FATE_RETRY));
+	view_set_real(v, "not_before", nb);
+	view_set_real(v, "delay_s", round(d * 1000) / 1000);
 	return 0;
-}
-
-static int
-decide(json_t *rec, long lineno, void *arg)
-{
-	const char *cls;
-
-	(void)arg;
-	opts.seen++;
-	if (rec_int(rec, "attempt", 1) <= 1)
-		opts.docs++;
-	if (json_object_get(rec, "fate") != NULL)
-		return 0;
-	cls = rec_str(rec, "class");
-	if (cls == NULL) {
-		msg_line(lineno, "missing field \"class\"");
-		rec_kill(rec, FATE_BAD_INPUT, "missing field \"class\"");
-		json_object_set_new(rec, "line", json_integer(lineno));
-		return 0;
-	}
-	if (strcmp(cls, "ok") == 0) {
-		json_object_set_new(rec, "fate", json_string(
-		    fate_name(FATE_DONE)));
-		return 0;
-	}
-	if (strcmp(cls, "transient") == 0)
-		return transient(rec, lineno);
-	/* The body came, and the site's parser refused it: say what it said. */
-	if (json_is_string(json_object_get(rec, "parse_error")) &&
-	    strncmp(rec_str(rec, "reason") ? rec_str(rec, "reason") : "",
-	    "parse_", 6) == 0) {
-		rec_kill(rec, FATE_PARSE_FAILED, rec_str(rec, "parse_detail") ?
-		    rec_str(rec, "parse_detail") : rec_str(rec, "reason"));
-		return 0;
-	}
-	rec_kill(rec, FATE_PERMANENT, rec_str(rec, "reason"));
-	return 0;
-}
-
-/* 1 when the scanned record is a document's first attempt (or has none). */
-static int
-first(const struct scan_rec *s)
-{
-	const struct scan_member *m = scan_get(s, "attempt");
-
-	return m == NULL || m->type != SCAN_INTEGER || strtol(m->val, NULL,
-	    10) <= 1;
 }
 
 /*
- * The common cases without a tree: a record that has a fate passes as it
- * came, one of class ok gets "fate":"done" added and is otherwise left
- * byte for byte.  Everything else goes to decide through jansson.
+ * One record: a fate for what rfp-classify decided.  Records that carry a
+ * fate pass untouched; the view keeps every byte this stage does not set.
  */
 static int
-decide_line(const char *line, size_t len, long lineno, struct rec_out *out,
-    void *arg)
+decide(struct view *v, long lineno, struct rec_out *out, void *arg)
 {
-	static const struct scan_set done = { "fate", "\"done\"" };
-	static struct scan_rec s;
-	static char *buf;
-	static size_t size;
-	const char *cls;
-	char cbuf[16];
-	size_t n;
+	const char *cls, *why;
 
-	(void)lineno;
+	(void)out;
 	(void)arg;
-	if (scan_record(line, len, &s) == -1)
-		return 0;
-	if (scan_get(&s, "fate") != NULL) {
-		opts.seen++;
-		opts.docs += first(&s);
-		return rec_out_line(out, line, (size_t)(s.close + 1 - line)) ==
-		    -1 ? -1 : 1;
-	}
-	if (scan_field(&s, "class", cbuf, sizeof(cbuf), &cls) != 0 ||
-	    strcmp(cls, "ok") != 0)
-		return 0;
 	opts.seen++;
-	opts.docs += first(&s);
-	n = scan_edit(line, &s, &done, 1, &buf, &size);
-	return rec_out_put(out, buf, n) == -1 ? -1 : 1;
+	if (view_int(v, "attempt", 1) <= 1)
+		opts.docs++;
+	if (view_type(v, "fate") != -1)
+		return 0;
+	if ((cls = view_str(v, "class")) == NULL) {
+		msg_line(lineno, "missing field \"class\"");
+		view_kill(v, FATE_BAD_INPUT, "missing field \"class\"");
+		view_set_int(v, "line", lineno);
+		return 0;
+	}
+	if (strcmp(cls, "ok") == 0) {
+		view_set_str(v, "fate", fate_name(FATE_DONE));
+		return 0;
+	}
+	if (strcmp(cls, "transient") == 0)
+		return transient(v, lineno);
+	/* The body came, and the site's parser refused it: say what it said. */
+	why = view_str(v, "reason");
+	if (view_str(v, "parse_error") != NULL && why != NULL &&
+	    strncmp(why, "parse_", 6) == 0) {
+		view_kill(v, FATE_PARSE_FAILED, view_str(v, "parse_detail") ?
+		    view_str(v, "parse_detail") : why);
+		return 0;
+	}
+	view_kill(v, FATE_PERMANENT, why);
+	return 0;
 }
 
 /*
@@ -428,12 +385,11 @@ options(int argc, char *argv[])
 int
 main(int argc, char *argv[])
 {
-	static const struct rec_hooks hooks = { .line = decide_line };
 
 	msg_init(PROG);
 	opt_check_env();
 	options(argc, argv);
-	if (rec_loop_with(PROG, STDIN_FILENO, STDOUT_FILENO, &hooks, decide,
+	if (loop_run(PROG, STDIN_FILENO, STDOUT_FILENO, NULL, decide,
 	    NULL) == -1)
 		msg_die(1, "stopped: output is incomplete");
 	store_close();

@@ -27,15 +27,15 @@
 #include "lib/record/class.h"
 #include "lib/config/conf.h"
 #include "lib/record/hdr.h"
-#include "lib/base/msg.h"
-#include "lib/base/opt.h"
+#include "cmd/loop.h"
+#include "cmd/msg.h"
+#include "cmd/opt.h"
 #include "lib/record/rec.h"
 #include "lib/record/scan.h"
+#include "lib/record/view.h"
 
 #define PROG	"rfp-classify"
 #define RA_MAX	86400.0		/* a Retry-After past a day is absurd */
-#define FIELD_MAX	256		/* longest error, Retry-After, date read */
-#define ADDED_MAX	4		/* fields this stage sets */
 
 enum ra_kind {
 	RA_NONE,		/* no Retry-After: retry_after_s untouched */
@@ -121,8 +121,12 @@ ra_derive(const char *raw, const char *date, double response_at,
 	return RA_OK;
 }
 
+/*
+ * One record: a pure function of its members.  Records that carry a fate
+ * pass untouched; the view keeps every byte this stage does not set.
+ */
 static int
-classify(json_t *rec, long lineno, void *arg)
+classify(struct view *v, long lineno, struct rec_out *out, void *arg)
 {
 	struct class_in in;
 	enum class_kind k;
@@ -130,102 +134,24 @@ classify(json_t *rec, long lineno, void *arg)
 	char reason[64];
 	double d = 0;
 
+	(void)out;
 	(void)arg;
-	if (json_object_get(rec, "fate") != NULL)
+	if (view_type(v, "fate") != -1)
 		return 0;
-	class_read(rec, &in);
-	in.over = over(rec_str(rec, "endpoint"), in.has_status, in.status);
+	class_read(v, &in);
+	in.over = over(view_str(v, "endpoint"), in.has_status, in.status);
 	k = class_decide(&in, reason, sizeof(reason));
-	json_object_set_new(rec, "class", json_string(class_name(k)));
-	json_object_set_new(rec, "reason", json_string(reason));
-	ra = ra_derive(rec_str(rec, "retry_after"), rec_str(rec, "date"),
-	    rec_num(rec, "response_at", 0), lineno, &d);
-	if (ra == RA_NONE)
-		return 0;
-	json_object_set_new(rec, "retry_after_s",
-	    ra == RA_BAD ? json_null() : json_real(d));
+	view_set_str(v, "class", class_name(k));
+	view_set_str(v, "reason", reason);
+	ra = ra_derive(view_str(v, "retry_after"), view_str(v, "date"),
+	    view_num(v, "response_at", 0), lineno, &d);
+	if (ra == RA_BAD)
+		view_set_null(v, "retry_after_s");
+	else if (ra != RA_NONE)
+		view_set_real(v, "retry_after_s", d);
 	if (ra == RA_CLAMPED)
-		json_object_set_new(rec, "retry_after_clamped", json_true());
+		view_set_true(v, "retry_after_clamped");
 	return 0;
-}
-
-/*
- * The fast path: a record within lib/scan's subset is classified from its
- * text and put out with only this stage's fields changed; anything else
- * (an escape in a field it reads, say) goes the jansson way.  Both ways
- * decide with class_decide and ra_derive, so they agree.
- */
-static int
-classify_line(const char *line, size_t len, long lineno,
-    struct rec_out *out, void *arg)
-{
-	static struct scan_rec s;
-	char ebuf[FIELD_MAX], rbuf[FIELD_MAX], dbuf[FIELD_MAX];
-	char pbuf[FIELD_MAX], nbuf[FIELD_MAX], mbuf[16];
-	static char *buf;
-	static size_t size;
-	size_t olen;
-	char reason[64];
-	const struct scan_member *m;
-	const char *raw, *date, *ep, *meth;
-	struct class_in in;
-	struct scan_set e[ADDED_MAX];
-	enum class_kind k;
-	enum ra_kind ra;
-	double d = 0, at = 0;
-	int n = 0;
-
-	(void)arg;
-	if (scan_record(line, len, &s) == -1)
-		return 0;
-	if (scan_get(&s, "fate") != NULL) {
-		return rec_out_line(out, line, (size_t)(s.close + 1 - line)) ==
-		    -1 ? -1 : 1;
-	}
-	if (scan_field(&s, "error", ebuf, sizeof(ebuf), &in.error) == -1 ||
-	    scan_field(&s, "retry_after", rbuf, sizeof(rbuf), &raw) == -1 ||
-	    scan_field(&s, "date", dbuf, sizeof(dbuf), &date) == -1 ||
-	    scan_field(&s, "parse_error", nbuf, sizeof(nbuf),
-	    &in.parse_error) == -1 ||
-	    scan_field(&s, "endpoint", pbuf, sizeof(pbuf), &ep) == -1 ||
-	    scan_field(&s, "method", mbuf, sizeof(mbuf), &meth) == -1)
-		return 0;
-	m = scan_get(&s, "status");
-	in.has_status = m != NULL && m->type == SCAN_INTEGER;
-	in.status = in.has_status ? strtol(m->val, NULL, 10) : 0;
-	in.bad_status = m != NULL && m->type != SCAN_NULL && !in.has_status;
-	m = scan_get(&s, "check");
-	in.check_failed = m != NULL && m->type != SCAN_NULL &&
-	    m->type != SCAN_FALSE;
-	/* As doc_is_submission: what rfp-fetch sends with a key. */
-	m = scan_get(&s, "idempotent");
-	in.keyed_submit = meth != NULL && strcmp(meth, "GET") &&
-	    strcmp(meth, "HEAD") && (m == NULL || m->type != SCAN_TRUE);
-	in.over = over(ep, in.has_status, in.status);
-	m = scan_get(&s, "response_at");
-	if (m != NULL && (m->type == SCAN_INTEGER || m->type == SCAN_REAL))
-		at = strtod(m->val, NULL);
-
-	k = class_decide(&in, reason, sizeof(reason));
-	e[n].key = "class";
-	snprintf(e[n++].text, sizeof(e[0].text), "\"%s\"", class_name(k));
-	e[n].key = "reason";
-	snprintf(e[n++].text, sizeof(e[0].text), "\"%s\"", reason);
-	ra = ra_derive(raw, date, at, lineno, &d);
-	if (ra != RA_NONE) {
-		e[n].key = "retry_after_s";
-		if (ra == RA_BAD)
-			snprintf(e[n].text, sizeof(e[n].text), "null");
-		else if (rec_real(d, e[n].text, sizeof(e[n].text)) == -1)
-			return -1;	/* out of memory: its warning is out */
-		n++;
-	}
-	if (ra == RA_CLAMPED) {
-		e[n].key = "retry_after_clamped";
-		snprintf(e[n++].text, sizeof(e[0].text), "true");
-	}
-	olen = scan_edit(line, &s, e, n, &buf, &size);
-	return rec_out_put(out, buf, olen) == -1 ? -1 : 1;
 }
 
 /* Whether the two status lists share a status. */
@@ -260,7 +186,6 @@ main(int argc, char *argv[])
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	static const struct rec_hooks hooks = { .line = classify_line };
 	const char *config = NULL, *perm = NULL, *trans = NULL;
 	int c;
 
@@ -302,7 +227,7 @@ main(int argc, char *argv[])
 	if (perm != NULL && trans != NULL && both(perm, trans))
 		msg_die(2, "option --transient: a status also in "
 		    "--permanent");
-	if (rec_loop_with(PROG, STDIN_FILENO, STDOUT_FILENO, &hooks, classify,
+	if (loop_run(PROG, STDIN_FILENO, STDOUT_FILENO, NULL, classify,
 	    NULL) == -1)
 		msg_diesys(1, "stdio");
 	conf_free(&opts.conf);

@@ -6,7 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/base/msg.h"
+#include "cmd/msg.h"
+#include "lib/base/x.h"
 
 int msg_verbose;
 static const char *prog = "rfpipe";
@@ -15,6 +16,7 @@ void
 msg_init(const char *p)
 {
 	prog = p;
+	x_name(p);
 }
 
 const char *

@@ -8,9 +8,9 @@
 
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
-#include "lib/base/msg.h"
+#include "cmd/msg.h"
 #include "lib/base/num.h"
-#include "lib/base/opt.h"
+#include "cmd/opt.h"
 
 void
 opt_version(void)

@@ -5,8 +5,8 @@
 #include <stddef.h>
 
 #include "lib/config/conf.h"
-#include "lib/base/msg.h"
-#include "lib/base/opt.h"
+#include "cmd/msg.h"
+#include "cmd/opt.h"
 #include "lib/state/store.h"
 
 const char *

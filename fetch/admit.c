@@ -19,7 +19,7 @@
 #include "lib/config/conf.h"
 #include "lib/record/doc.h"
 #include "lib/record/fate.h"
-#include "lib/base/msg.h"
+#include "cmd/msg.h"
 #include "lib/record/rec.h"
 #include "lib/state/rundir.h"
 #include "lib/state/state.h"

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/base/msg.h"
+#include "cmd/msg.h"
 #include "lib/record/rec.h"
 #include "lib/base/x.h"
 #include "fetch/fetch.h"

@@ -15,7 +15,7 @@
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
 #include "lib/record/doc.h"
-#include "lib/base/msg.h"
+#include "cmd/msg.h"
 #include "lib/record/rec.h"
 #include "lib/base/x.h"
 

@@ -30,7 +30,7 @@
 #include <jansson.h>
 
 #include "fetch/fetch.h"
-#include "lib/base/msg.h"
+#include "cmd/msg.h"
 #include "lib/record/rec.h"
 #include "lib/state/owner.h"
 #include "lib/state/rundir.h"
@@ -127,7 +127,8 @@ claims_open(const char *rundir, const char *owner)
 	C.dir = rundir_path(rundir, RUNDIR_OWNERS, NULL);
 	C.me = owner != NULL ? xstrdup(owner) : xasprintf("%ld.%ld",
 	    (long)getpid(), (long)time(NULL));
-	if ((C.own_fd = owner_hold(rundir, C.me, err, sizeof(err))) == -1)
+	if ((C.own_fd = owner_hold(rundir, C.me, msg_prog(), err,
+	    sizeof(err))) == -1)
 		msg_die(1, "%s", err);
 	path = rundir_path(rundir, RUNDIR_CLAIMS, NULL);
 	if ((C.fd = state_open(path, O_RDWR | O_APPEND | O_CREAT, 0600)) ==

@@ -11,12 +11,13 @@
 #include "lib/accounts/attlog.h"
 #include "lib/control/breaker.h"
 #include "lib/record/class.h"
+#include "lib/record/view.h"
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
 #include "lib/record/doc.h"
 #include "lib/record/hdr.h"
 #include "lib/record/fate.h"
-#include "lib/base/msg.h"
+#include "cmd/msg.h"
 #include "lib/control/pace.h"
 #include "lib/record/rec.h"
 #include "lib/state/store.h"
@@ -66,12 +67,14 @@ struct ep {
 static struct ep *eps;
 static const struct fopts *fo;	/* set by gate_init */
 static double t_start;		/* older transitions are not this run's */
+static struct view *answer;	/* an answer, as rfp-classify reads it */
 
 void
 gate_init(const struct fopts *o)
 {
 	fo = o;
 	t_start = clk_now();
+	answer = view_new();
 }
 
 /* Read the breaker's transitions for the attempt log; write nothing. */
@@ -358,7 +361,8 @@ gate_feedback(const struct xfer *x)
 	int slow, up;
 
 	/* As rfp-classify will, the endpoint's own status lists first. */
-	class_read(rec, &in);
+	view_open_tree(answer, json_incref((json_t *)rec));
+	class_read(answer, &in);
 	if (in.has_status && in.status >= 0 && in.status <= CONF_STATUS_MAX &&
 	    ce->status_class[in.status] != 0)
 		in.over = ce->status_class[in.status] == CONF_TRANSIENT ?
@@ -597,4 +601,6 @@ gate_free(void)
 		free(e);
 	}
 	eps = NULL;
+	view_free(answer);
+	answer = NULL;
 }

@@ -11,7 +11,7 @@
 
 #include "lib/base/clk.h"
 #include "lib/record/fate.h"
-#include "lib/base/msg.h"
+#include "cmd/msg.h"
 #include "lib/record/rec.h"
 #include "fetch/fetch.h"
 

@@ -5,7 +5,7 @@
  */
 #include <curl/curl.h>
 
-#include "lib/base/msg.h"
+#include "cmd/msg.h"
 #include "fetch/fetch.h"
 
 static struct {

@@ -17,7 +17,7 @@
 #include "lib/base/clk.h"
 #include "lib/record/doc.h"
 #include "lib/record/hdr.h"
-#include "lib/base/msg.h"
+#include "cmd/msg.h"
 #include "lib/record/rec.h"
 #include "lib/state/rundir.h"
 #include "lib/state/state.h"

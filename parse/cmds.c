@@ -10,7 +10,7 @@
 #include <jansson.h>
 
 #include "lib/config/conf.h"
-#include "lib/base/msg.h"
+#include "cmd/msg.h"
 #include "lib/base/x.h"
 #include "parse/parse.h"
 

@@ -36,10 +36,12 @@
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
 #include "lib/record/fate.h"
-#include "lib/base/msg.h"
-#include "lib/base/opt.h"
+#include "cmd/loop.h"
+#include "cmd/msg.h"
+#include "cmd/opt.h"
 #include "lib/state/pg.h"
 #include "lib/record/rec.h"
+#include "lib/record/view.h"
 #include "lib/state/store.h"
 #include "lib/base/x.h"
 
@@ -300,7 +302,7 @@ pull(void)
 
 /*
  * Group filing: the records of a group are filed by one statement, when
- * the input has nothing more ready (before rec_loop's next read), or when
+ * the input has nothing more ready (before loop_run's next read), or when
  * the group is full.  A row is closed only while this owner's claim on it
  * stands (or it was never claimed); the others are refused and named.
  */
@@ -374,24 +376,13 @@ file_flush(void *arg)
 	return 0;
 }
 
-/* rec_loop's first look at each line: only to learn where output goes. */
+/* One record: filed in the group when it is done or dead, and passed on. */
 static int
-file_see(const char *line, size_t len, long lineno, struct rec_out *out,
-    void *arg)
+file1(struct view *v, long lineno, struct rec_out *out, void *arg)
 {
-	(void)line;
-	(void)len;
-	(void)lineno;
-	(void)arg;
+	const char *fate = view_str(v, "fate"), *id = view_str(v, "id");
+
 	grp.out = out;
-	return 0;
-}
-
-static int
-file1(json_t *rec, long lineno, void *arg)
-{
-	const char *fate = rec_str(rec, "fate"), *id = rec_str(rec, "id");
-
 	if (id == NULL || (fate_of(fate) != FATE_DONE &&
 	    fate_of(fate) != FATE_DEAD))
 		return 0;
@@ -399,8 +390,8 @@ file1(json_t *rec, long lineno, void *arg)
 	    file_flush(arg) == -1)
 		return -1;
 	json_array_append_new(grp.recs, json_pack("{s:s,s:s,s:s?,s:O,s:I}",
-	    "id", id, "fate", fate, "dead_reason", rec_str(rec,
-	    "dead_reason"), "rec", rec, "line", (json_int_t)lineno));
+	    "id", id, "fate", fate, "dead_reason", view_str(v,
+	    "dead_reason"), "rec", view_tree(v), "line", (json_int_t)lineno));
 	json_object_set_new(grp.ids, id, json_true());
 	if (json_array_size(grp.recs) >= GROUP_MAX && file_flush(arg) == -1)
 		return -1;
@@ -410,7 +401,7 @@ file1(json_t *rec, long lineno, void *arg)
 static void
 file(void)
 {
-	const struct rec_hooks h = { file_see, file_flush, NULL, 0 };
+	const struct loop_hooks h = { file_flush, NULL, 0 };
 	int rc;
 
 	/*
@@ -423,7 +414,7 @@ file(void)
 	grp.recs = json_array();
 	grp.ids = json_object();
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	rc = rec_loop_with(PROG, STDIN_FILENO, STDOUT_FILENO, &h, file1,
+	rc = loop_run(PROG, STDIN_FILENO, STDOUT_FILENO, &h, file1,
 	    NULL);
 	grp.out = NULL;
 	if (rc == -1 || file_flush(NULL) == -1)

@@ -15,7 +15,7 @@
 
 #include "lib/accounts/attlog.h"
 #include "lib/accounts/summ.h"
-#include "lib/base/msg.h"
+#include "cmd/msg.h"
 #include "lib/record/fate.h"
 #include "lib/record/rec.h"
 #include "lib/state/rundir.h"

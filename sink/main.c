@@ -49,13 +49,15 @@
 #include "lib/base/clk.h"
 #include "lib/accounts/dead.h"
 #include "lib/record/fate.h"
-#include "lib/base/msg.h"
+#include "cmd/loop.h"
+#include "cmd/msg.h"
 #include "lib/base/num.h"
-#include "lib/base/opt.h"
+#include "cmd/opt.h"
 #include "lib/record/rec.h"
 #include "lib/state/owner.h"
 #include "lib/state/rundir.h"
 #include "lib/record/scan.h"
+#include "lib/record/view.h"
 #include "lib/state/state.h"
 #include "lib/accounts/summ.h"
 #include "lib/base/x.h"
@@ -100,13 +102,6 @@ static void
 on_signal(int sig)
 {
 	stopped = sig;
-}
-
-/* Gather rec, or the record text t when rec is NULL, into o. */
-static int
-put(struct rec_out *o, const json_t *rec, const char *t, size_t len)
-{
-	return rec != NULL ? rec_out_json(o, rec) : rec_out_line(o, t, len);
 }
 
 /*
@@ -336,28 +331,26 @@ progress_idle(void *arg)
 }
 
 /*
- * File a counted record by its fate: rec, or its text t when rec is NULL.
- * A retry goes back to rfp-fetch through the FIFO, or without one to
- * stdout; done and dead go to their files and are acknowledged.  1 when
- * filed, 0 for the loop to write rec to stdout, -1 on a fatal error.
+ * File a counted record by its fate: t is its text, len bytes with its
+ * newline.  A retry goes back to rfp-fetch through the FIFO, or without
+ * one to stdout; done and dead go to their files and are acknowledged.
+ * 1 when filed, -1 on a fatal error.
  */
 static int
-file(const char *fate, const json_t *rec, const char *t, size_t len,
-    struct rec_out *out)
+file(const char *fate, const char *t, size_t len, struct rec_out *out)
 {
 	int done = fate_of(fate) == FATE_DONE;
 
 	if (fate_of(fate) == FATE_RETRY) {
 		if (opts.fd_fifo == -1)
-			return rec != NULL ? 0 :
-			    rec_out_line(out, t, len) == -1 ? -1 : 1;
+			return rec_out_put(out, t, len) == -1 ? -1 : 1;
 		if (flush_files() == -1)
 			return -1;
-		if (put(opts.fifo_out, rec, t, len) == -1)
+		if (rec_out_put(opts.fifo_out, t, len) == -1)
 			fifo_lost();
 		return 1;
 	}
-	if (put(done ? opts.done_out : opts.dead_out, rec, t, len) == -1) {
+	if (rec_out_put(done ? opts.done_out : opts.dead_out, t, len) == -1) {
 		msg_warnsys("write %s/%s", opts.run_dir, rundir_name(done ?
 		    RUNDIR_RESULTS : RUNDIR_DEAD));
 		return -1;
@@ -367,57 +360,40 @@ file(const char *fate, const json_t *rec, const char *t, size_t len,
 	return ack(fate) == -1 ? -1 : 1;
 }
 
-static int
-sink(json_t *rec, long lineno, void *arg)
-{
-	const char *fate = rec_str(rec, "fate");
-
-	(void)arg;
-	if (fate_of(fate) == -1) {
-		progress_clear();
-		msg_line(lineno, fate ? "field \"fate\": unknown fate "
-		    "\"%.20s\"" : "missing field \"fate\"%.0s", fate ? fate :
-		    "");
-		rec_kill(rec, FATE_BAD_INPUT, fate ? "unknown fate" :
-		    "missing field \"fate\"");
-		json_object_set_new(rec, "line", json_integer(lineno));
-		fate = fate_name(FATE_DEAD);
-	}
-	summ_add(opts.run, rec);
-	progress();
-	return file(fate, rec, NULL, 0, NULL);
-}
-
 /*
- * A record with a known fate, read without a tree, is counted from its
- * text and filed as it came, byte for byte; anything else goes to sink.
+ * One record: counted and filed by its fate, every byte as it came unless
+ * the fate is missing or unknown (then it is dead bad_input).
  */
 static int
-sink_line(const char *line, size_t len, long lineno, struct rec_out *out,
-    void *arg)
+sink(struct view *v, long lineno, struct rec_out *out, void *arg)
 {
-	static struct scan_rec s;
-	char fb[16], eb[256], wb[64], rb[64];
-	const struct scan_member *st;
 	struct summ_in in;
+	const char *t;
+	size_t len;
 
-	(void)lineno;
 	(void)arg;
-	if (scan_record(line, len, &s) == -1 ||
-	    scan_field(&s, "fate", fb, sizeof(fb), &in.fate) != 0 ||
-	    fate_of(in.fate) == -1 ||
-	    scan_field(&s, "endpoint", eb, sizeof(eb), &in.endpoint) == -1 ||
-	    scan_field(&s, "dead_reason", wb, sizeof(wb),
-	    &in.dead_reason) == -1 ||
-	    scan_field(&s, "reason", rb, sizeof(rb), &in.reason) == -1)
-		return 0;
-	st = scan_get(&s, "status");
-	in.attempted = st != NULL || scan_get(&s, "error") != NULL;
-	in.http_429 = st != NULL && st->type == SCAN_INTEGER &&
-	    st->vlen == 3 && memcmp(st->val, "429", 3) == 0;
+	in.fate = view_str(v, "fate");
+	if (fate_of(in.fate) == -1) {
+		progress_clear();
+		msg_line(lineno, in.fate ? "field \"fate\": unknown fate "
+		    "\"%.20s\"" : "missing field \"fate\"%.0s", in.fate ?
+		    in.fate : "");
+		view_kill(v, FATE_BAD_INPUT, in.fate ? "unknown fate" :
+		    "missing field \"fate\"");
+		view_set_int(v, "line", lineno);
+		in.fate = fate_name(FATE_DEAD);
+	}
+	in.endpoint = view_str(v, "endpoint");
+	in.dead_reason = view_str(v, "dead_reason");
+	in.reason = view_str(v, "reason");
+	in.attempted = view_type(v, "status") != -1 ||
+	    view_type(v, "error") != -1;
+	in.http_429 = view_int(v, "status", 0) == 429;
 	summ_add_in(opts.run, &in);
 	progress();
-	return file(in.fate, NULL, line, (size_t)(s.close + 1 - line), out);
+	if ((t = view_text(v, &len)) == NULL)
+		return -1;
+	return file(in.fate, t, len, out);
 }
 
 /*
@@ -548,7 +524,7 @@ owner_take(void)
 
 	opts.fd_owner = -1;
 	if (opts.owner != NULL && (opts.fd_owner = owner_hold(opts.run_dir,
-	    opts.owner, err, sizeof(err))) == -1)
+	    opts.owner, PROG, err, sizeof(err))) == -1)
 		msg_die(1, "%s", err);
 }
 
@@ -580,11 +556,26 @@ open_files(void)
 		opts.fifo_out = rec_out_new(opts.fd_fifo);
 }
 
+/* What the summary met, one warning a line; then, unless -q, its table. */
+static void
+tell(const struct summ *s)
+{
+	const char *p = summ_problems(s), *nl;
+	char *t;
+
+	for (; (nl = strchr(p, '\n')) != NULL; p = nl + 1)
+		msg_warn("%.*s", (int)(nl - p), p);
+	if (!opts.quiet && (t = summ_table(s)) != NULL) {
+		(void)!write(STDERR_FILENO, t, strlen(t));
+		free(t);
+	}
+}
+
 int
 main(int argc, char *argv[])
 {
 	double t0 = clk_now();
-	struct rec_hooks hooks = { .line = sink_line, .drain = fifo_drain,
+	struct loop_hooks hooks = { .drain = fifo_drain,
 	    .idle = progress_idle };
 	char err[512];
 	int rc;
@@ -612,7 +603,7 @@ main(int argc, char *argv[])
 	if (opts.progress == PROGRESS_NONE)
 		hooks.idle = NULL;
 	hooks.idle_s = opts.p_every;
-	rc = rec_loop_with(PROG, STDIN_FILENO, STDOUT_FILENO,
+	rc = loop_run(PROG, STDIN_FILENO, STDOUT_FILENO,
 	    &hooks, sink, NULL);
 	if (fifo_drain(NULL) == -1)
 		rc = -1;
@@ -637,8 +628,8 @@ main(int argc, char *argv[])
 	if (dead_compact(opts.run_dir, opts.fd_lock, err, sizeof(err)) == -1)
 		msg_warn("%s/%s: %s; left as it was", opts.run_dir,
 		    rundir_name(RUNDIR_DEAD), err);
-	rc = summ_finish(opts.run, opts.run_dir, opts.admitted_from, t0,
-	    opts.quiet);
+	rc = summ_finish(opts.run, opts.run_dir, opts.admitted_from, t0);
+	tell(opts.run);
 	close(opts.fd_lock);
 	owner_release(opts.run_dir, opts.owner, opts.fd_owner);
 	opt_fshut();

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +12,9 @@
 
 #include "lib/base/clk.h"
 #include "lib/record/fate.h"
-#include "lib/base/msg.h"
 #include "lib/record/rec.h"
 #include "lib/state/rundir.h"
-#include "lib/record/scan.h"
+#include "lib/record/view.h"
 #include "lib/state/state.h"
 #include "lib/accounts/summ.h"
 #include "lib/base/x.h"
@@ -22,8 +22,37 @@
 struct summ {
 	json_t	*t;	/* {"succeeded":n,"dead":n,"dead_by_reason":{},...} */
 	json_t	*tot;	/* the same of the run directory's files, once read */
+	json_t	*out;	/* summary.json's document, once finished */
+	char	*rundir;	/* ... of this run directory */
+	char	*problems;	/* what summ_finish met, a line each */
+	size_t	 plen;
 	int	 stopped;	/* the signal that stopped the run, or 0 */
 };
+
+static void problem(struct summ *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Note a problem for the stage to tell. */
+static void
+problem(struct summ *s, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(line))
+		n = sizeof(line) - 1;
+	s->problems = xrealloc(s->problems, s->plen + (size_t)n + 2);
+	memcpy(s->problems + s->plen, line, (size_t)n);
+	s->plen += (size_t)n;
+	s->problems[s->plen++] = '\n';
+	s->problems[s->plen] = '\0';
+}
 
 static json_t *
 tally(void)
@@ -119,40 +148,30 @@ summ_add(struct summ *s, const json_t *rec)
 
 /* Recount a results or dead file into t; -1 when it cannot be read. */
 static int
-recount(json_t *t, const char *path)
+recount(struct summ *s, json_t *t, const char *path)
 {
 	struct rec_reader *r;
-	struct scan_rec *s;
-	char *line, err[128], fb[16], wb[64];
-	const char *fate, *why;
+	struct view *v;
+	char *line, err[128];
 	size_t len;
 	long lineno;
-	json_t *rec;
 	int fd, rc;
 
 	if ((fd = state_open_read(path)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	r = rec_reader_new(fd, REC_STREAM_MAX);
-	s = xmalloc(sizeof(*s));
+	v = view_new();
 	while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF) {
 		if (rc == REC_ERR)
 			break;
-		/* Most lines are read without a tree; jansson has the rest. */
-		if (rc == REC_LINE && scan_record(line, len, s) == 0 &&
-		    scan_field(s, "fate", fb, sizeof(fb), &fate) != -1 &&
-		    scan_field(s, "dead_reason", wb, sizeof(wb), &why) != -1) {
-			count(t, fate, why);
+		if (rc != REC_LINE || view_open(v, line, len, err,
+		    sizeof(err)) == -1) {
+			problem(s, "%s:%ld: unreadable record", path, lineno);
 			continue;
 		}
-		if (rc != REC_LINE || (rec = rec_parse(line, len, err,
-		    sizeof(err))) == NULL) {
-			msg_warn("%s:%ld: unreadable record", path, lineno);
-			continue;
-		}
-		count(t, rec_str(rec, "fate"), rec_str(rec, "dead_reason"));
-		json_decref(rec);
+		count(t, view_str(v, "fate"), view_str(v, "dead_reason"));
 	}
-	free(s);
+	view_free(v);
 	rec_reader_free(r);
 	close(fd);
 	return rc == REC_ERR ? -1 : 0;
@@ -204,9 +223,11 @@ geti(const json_t *o, const char *k)
 	return (long)json_integer_value(json_object_get(o, k));
 }
 
-static void
-table(const json_t *s, const char *rundir)
+char *
+summ_table(const struct summ *sm)
 {
+	const json_t *s = sm->out;
+	const char *rundir = sm->rundir;
 	const json_t *run = json_object_get(s, "run");
 	const json_t *by = json_object_get(run, "dead_by_reason");
 	const json_t *eps = json_object_get(run, "endpoints"), *e, *b;
@@ -217,6 +238,8 @@ table(const json_t *s, const char *rundir)
 	size_t n = 0;
 	int i;
 
+	if (s == NULL)
+		return NULL;
 #define P(...) do { int w_ = snprintf(buf + n, sizeof(buf) - n, __VA_ARGS__); \
 	if (w_ > 0) n = n + (size_t)w_ >= sizeof(buf) ? sizeof(buf) - 1 : \
 	    n + (size_t)w_; } while (0)
@@ -274,12 +297,12 @@ table(const json_t *s, const char *rundir)
 	    "succeeded"), rundir_name(RUNDIR_RESULTS), geti(tot, "dead"),
 	    rundir_name(RUNDIR_DEAD));
 #undef P
-	(void)!write(STDERR_FILENO, buf, n);
+	return xstrdup(buf);
 }
 
 int
 summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
-    double t0, int quiet)
+    double t0)
 {
 	json_t *out = json_object(), *tot = tally(), *rep = NULL;
 	json_error_t je;
@@ -293,7 +316,7 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 	if (admitted_from != NULL) {
 		rep = state_load(admitted_from, 0, &je);
 		if (!json_is_integer(json_object_get(rep, "admitted"))) {
-			msg_warn("%s: no admitted count (%s)", admitted_from,
+			problem(s, "%s: no admitted count (%s)", admitted_from,
 			    rep ? "field \"admitted\" missing" : je.text);
 			rc = -1;
 		} else
@@ -316,12 +339,12 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 	}
 	json_object_set(out, "run", s->t);
 	path = rundir_path(rundir, RUNDIR_RESULTS, NULL);
-	if (recount(tot, path) == -1)
-		msg_warnsys("read %s", path), rc = -1;
+	if (recount(s, tot, path) == -1)
+		problem(s, "read %s: %s", path, strerror(errno)), rc = -1;
 	free(path);
 	path = rundir_path(rundir, RUNDIR_DEAD, NULL);
-	if (recount(tot, path) == -1)
-		msg_warnsys("read %s", path), rc = -1;
+	if (recount(s, tot, path) == -1)
+		problem(s, "read %s: %s", path, strerror(errno)), rc = -1;
 	free(path);
 	json_object_set(out, "totals", tot);
 	json_decref(s->tot);
@@ -335,7 +358,7 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 		json_object_set_new(out, "pending", json_integer(filed <=
 		    admitted ? admitted - filed : 0));
 		if (filed > admitted) {
-			msg_warn("RECONCILIATION FAILED: admitted %ld, filed "
+			problem(s, "RECONCILIATION FAILED: admitted %ld, filed "
 			    "%ld (succeeded %ld + dead %ld)", admitted, filed,
 			    geti(s->t, "succeeded"), geti(s->t, "dead"));
 			rc = -1;
@@ -344,7 +367,7 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 		json_object_set_new(out, "reconciled", json_boolean(admitted ==
 		    filed));
 		if (admitted != filed) {
-			msg_warn("RECONCILIATION FAILED: admitted %ld, filed "
+			problem(s, "RECONCILIATION FAILED: admitted %ld, filed "
 			    "%ld (succeeded %ld + dead %ld)", admitted, filed,
 			    geti(s->t, "succeeded"), geti(s->t, "dead"));
 			rc = -1;
@@ -354,15 +377,22 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 	path = rundir_path(rundir, RUNDIR_SUMMARY, NULL);
 	tmp = xasprintf("%s.%ld", path, (long)getpid());
 	if (state_dump(out, path, tmp, JSON_INDENT(2)) == -1) {
-		msg_warnsys("write %s", path);
+		problem(s, "write %s: %s", path, strerror(errno));
 		rc = -1;
 	}
 	free(tmp);
 	free(path);
-	if (!quiet)
-		table(out, rundir);
-	json_decref(out);
+	json_decref(s->out);
+	s->out = out;
+	free(s->rundir);
+	s->rundir = xstrdup(rundir);
 	return rc;
+}
+
+const char *
+summ_problems(const struct summ *s)
+{
+	return s->problems != NULL ? s->problems : "";
 }
 
 void
@@ -400,5 +430,8 @@ summ_free(struct summ *s)
 		return;
 	json_decref(s->t);
 	json_decref(s->tot);
+	json_decref(s->out);
+	free(s->rundir);
+	free(s->problems);
 	free(s);
 }

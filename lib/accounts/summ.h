@@ -27,13 +27,18 @@ void	summ_stopped(struct summ *s, int sig);
 /*
  * Reconcile this run's tally with the admitted count in admitted_from (a
  * JSON report from rfp-fetch; NULL: not checked), recount the run
- * directory's files for the cumulative totals, write RUNDIR/summary.json
- * and, unless quiet, the table on stderr.  0 when the counts reconcile;
- * a run stopped by a signal (here or in the report's "stopped") reconciles
+ * directory's files for the cumulative totals and write
+ * RUNDIR/summary.json.  0 when the counts reconcile and everything could
+ * be read and written, else -1; summ_problems says what went wrong.  A
+ * run stopped by a signal (here or in the report's "stopped") reconciles
  * when nothing was filed twice, the rest being pending.
  */
 int	summ_finish(struct summ *s, const char *rundir,
-	    const char *admitted_from, double t0, int quiet);
+	    const char *admitted_from, double t0);
+/* What summ_finish met, a line each ("" when nothing): for the stage to tell. */
+const char *summ_problems(const struct summ *s);
+/* The operator's table of a finished summary (caller frees), or NULL. */
+char	*summ_table(const struct summ *s);
 /* This run's count of "succeeded", "dead" or a dead reason. */
 long	summ_count(const struct summ *s, const char *what);
 /* The same of the whole run directory, after summ_finish. */

@@ -1,16 +1,27 @@
-/* x: allocation wrappers that exit 1 on out-of-memory. */
+/*
+ * x: allocation wrappers that exit 1 on out-of-memory: the one place in
+ * lib/ that ends the process, as every caller would, with one line.
+ */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/base/msg.h"
 #include "lib/base/x.h"
+
+static const char *prog = "rfpipe";
+
+void
+x_name(const char *name)
+{
+	prog = name;
+}
 
 static _Noreturn void
 oom(void)
 {
-	msg_die(1, "out of memory");
+	fprintf(stderr, "%s: out of memory\n", prog);
+	exit(1);
 }
 
 void *

@@ -5,6 +5,7 @@
 #include <jansson.h>
 
 #include "lib/record/class.h"
+#include "lib/record/view.h"
 #include "lib/record/doc.h"
 
 /*
@@ -90,39 +91,47 @@ class_decide(const struct class_in *in, char *reason, size_t len)
 }
 
 void
-class_read(const json_t *rec, struct class_in *in)
+class_read(struct view *v, struct class_in *in)
 {
-	json_t *st = json_object_get(rec, "status");
-	json_t *chk = json_object_get(rec, "check");
+	int st = view_type(v, "status"), chk = view_type(v, "check");
 
-	in->error = json_string_value(json_object_get(rec, "error"));
-	in->has_status = json_is_integer(st);
-	in->status = in->has_status ? (long)json_integer_value(st) : 0;
-	in->bad_status = st != NULL && !json_is_null(st) && !in->has_status;
-	in->check_failed = chk != NULL && !json_is_null(chk) &&
-	    !json_is_false(chk);
-	in->parse_error = json_string_value(json_object_get(rec,
-	    "parse_error"));
+	in->error = view_str(v, "error");
+	in->has_status = st == SCAN_INTEGER;
+	in->status = view_int(v, "status", 0);
+	in->bad_status = st != -1 && st != SCAN_NULL && !in->has_status;
+	in->check_failed = chk != -1 && chk != SCAN_NULL && chk != SCAN_FALSE;
+	in->parse_error = view_str(v, "parse_error");
 	/* rfp-fetch sends every submission with an Idempotency-Key. */
-	in->keyed_submit = doc_is_submission(rec);
+	in->keyed_submit = doc_submits(view_str(v, "method"),
+	    view_type(v, "idempotent") == SCAN_TRUE);
 	in->over = -1;
+}
+
+/* Classify rec, a tree, reading it through a view; fetch: as fetched. */
+static enum class_kind
+of(const json_t *rec, int fetch, char *reason, size_t len)
+{
+	struct view *v = view_new();
+	struct class_in in;
+	enum class_kind k;
+
+	view_open_tree(v, json_incref((json_t *)rec));
+	class_read(v, &in);
+	if (fetch)
+		in.parse_error = NULL;
+	k = class_decide(&in, reason, len);
+	view_free(v);
+	return k;
 }
 
 enum class_kind
 class_of(const json_t *rec, char *reason, size_t len)
 {
-	struct class_in in;
-
-	class_read(rec, &in);
-	return class_decide(&in, reason, len);
+	return of(rec, 0, reason, len);
 }
 
 enum class_kind
 class_of_fetch(const json_t *rec, char *reason, size_t len)
 {
-	struct class_in in;
-
-	class_read(rec, &in);
-	in.parse_error = NULL;
-	return class_decide(&in, reason, len);
+	return of(rec, 1, reason, len);
 }

@@ -27,8 +27,9 @@ struct class_in {
 /* Classify from what was read; the reason is cut to fit len. */
 enum class_kind class_decide(const struct class_in *in, char *reason,
 	    size_t len);
-/* Read into in what classification reads of rec (in->over: -1). */
-void	class_read(const json_t *rec, struct class_in *in);
+struct view;
+/* Read into in what classification reads of a record (in->over: -1). */
+void	class_read(struct view *v, struct class_in *in);
 /*
  * Classify a fetched record from its status, error and check fields, and
  * for a 2xx its parse_error.

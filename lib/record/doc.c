@@ -251,11 +251,15 @@ doc_safe_name(const char *s)
 int
 doc_is_submission(const json_t *rec)
 {
-	const char *m = json_string_value(json_object_get(rec, "method"));
+	return doc_submits(json_string_value(json_object_get(rec, "method")),
+	    json_is_true(json_object_get(rec, "idempotent")));
+}
 
-	if (m == NULL || strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0)
-		return 0;
-	return !json_is_true(json_object_get(rec, "idempotent"));
+int
+doc_submits(const char *method, int idempotent)
+{
+	return method != NULL && strcmp(method, "GET") != 0 &&
+	    strcmp(method, "HEAD") != 0 && !idempotent;
 }
 
 char *

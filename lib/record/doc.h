@@ -21,6 +21,11 @@ char	*doc_endpoint(const json_t *rec);
 char	*doc_safe_name(const char *s);
 /* 1 when the record is a submission (non-idempotent method). */
 int	doc_is_submission(const json_t *rec);
+/*
+ * The rule itself: a method (NULL: GET) other than GET and HEAD, on a
+ * record whose "idempotent" is not true.
+ */
+int	doc_submits(const char *method, int idempotent);
 /* The record's idempotency key (caller frees): given, or hash of id+cycle. */
 char	*doc_idem_key(const json_t *rec);
 

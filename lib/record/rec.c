@@ -13,7 +13,6 @@
 #include <jansson.h>
 
 #include "lib/record/fate.h"
-#include "lib/base/msg.h"
 #include "lib/record/rec.h"
 #include "lib/base/x.h"
 
@@ -462,8 +461,8 @@ out_write(struct rec_out *o, const char *s, size_t len, int nl)
 	rc = nl ? rec_write_line(o->fd, s, len) : rec_write_all(o->fd, s, len);
 	if (rc == -1 && at != -1) {
 		e = errno;
-		if (ftruncate(o->fd, at) == -1)
-			msg_warnsys("truncate a torn record");
+		/* Were the cut to fail too, the write's error is the one told. */
+		(void)!ftruncate(o->fd, at);
 		errno = e;
 	}
 	return rc;
@@ -617,82 +616,4 @@ rec_num(const json_t *rec, const char *key, double def)
 	json_t *v = json_object_get(rec, key);
 
 	return json_is_number(v) ? json_number_value(v) : def;
-}
-
-int
-rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn, void *arg)
-{
-	return rec_loop_with(stage, fd_in, fd_out, NULL, fn, arg);
-}
-
-int
-rec_loop_with(const char *stage, int fd_in, int fd_out,
-    const struct rec_hooks *h, rec_fn *fn, void *arg)
-{
-	rec_line_fn *fast = h != NULL ? h->line : NULL;
-	struct rec_reader *r = rec_reader_new(fd_in, REC_STREAM_MAX);
-	struct rec_out *o = rec_out_new(fd_out);
-	char *line, err[256];
-	size_t len;
-	long lineno;
-	json_t *rec;
-	int rc, ret = 0;
-
-	rec_reader_flush_first(r, o);
-	if (h != NULL && h->drain != NULL)
-		rec_reader_drain(r, h->drain, arg);
-	if (h != NULL && h->idle != NULL)
-		rec_reader_idle(r, h->idle_s, h->idle, arg);
-	for (;;) {
-		switch (rec_next(r, &line, &len, &lineno)) {
-		case REC_EOF:
-			goto out;
-		case REC_ERR:
-		case REC_AGAIN:
-			ret = -1;
-			goto out;
-		case REC_TOOLONG:
-			msg_line(lineno, "line longer than %d bytes",
-			    REC_STREAM_MAX);
-			rec = rec_bad_input(stage, lineno, "line too long",
-			    line, len);
-			break;
-		default:
-			if (len == 0)
-				continue;
-			if (fast != NULL &&
-			    (rc = fast(line, len, lineno, o, arg)) != 0) {
-				if (rc == -1) {
-					ret = -1;
-					goto out;
-				}
-				continue;
-			}
-			if ((rec = rec_parse(line, len, err, sizeof(err))) ==
-			    NULL) {
-				msg_line(lineno, "%s", err);
-				rec = rec_bad_input(stage, lineno, err, line,
-				    len);
-			}
-			break;
-		}
-		/* Bad lines go to fn too, already dead, for it to file. */
-		rc = fn(rec, lineno, arg);
-		if (rc == 0 && rec_out_json(o, rec) == -1) {
-			json_decref(rec);
-			ret = -1;
-			goto out;
-		}
-		json_decref(rec);
-		if (rc == -1) {
-			ret = -1;
-			goto out;
-		}
-	}
-out:
-	if (rec_out_flush(o) == -1)
-		ret = -1;
-	rec_out_free(o);
-	rec_reader_free(r);
-	return ret;
 }

@@ -111,35 +111,4 @@ long	rec_int(const json_t *rec, const char *key, long def);
 /* Number field (integer or real) or def. */
 double	rec_num(const json_t *rec, const char *key, double def);
 
-/*
- * The stage loop: read fd_in to EOF; fn handles each parsed record and
- * returns 0 to write it to fd_out, 1 when it wrote or consumed it itself,
- * -1 on a fatal error.  Lines are capped at REC_STREAM_MAX: the loop
- * reads what an earlier stage wrote.  Bad lines become dead bad_input
- * records, given to fn like any other (fn passes records that carry a
- * fate).  Returns 0 at EOF, -1 on a read/write error or a fatal handler
- * error.
- */
-typedef int rec_fn(json_t *rec, long lineno, void *arg);
-int	rec_loop(const char *stage, int fd_in, int fd_out, rec_fn *fn,
-	    void *arg);
-/*
- * What a stage may add to rec_loop.  line sees each line first and returns
- * 1 when it put the record out itself, 0 to have it parsed and given to
- * fn as usual, -1 on a fatal error.  drain is called before every read
- * (what the stage gathers elsewhere is written then; -1 stops the loop);
- * idle every idle_s real seconds while the loop waits for input.
- */
-typedef int rec_line_fn(const char *line, size_t len, long lineno,
-	    struct rec_out *out, void *arg);
-struct rec_hooks {
-	rec_line_fn	*line;
-	int		(*drain)(void *arg);
-	void		(*idle)(void *arg);
-	double		 idle_s;
-};
-/* rec_loop with hooks (NULL: none); output is gathered as by rec_out. */
-int	rec_loop_with(const char *stage, int fd_in, int fd_out,
-	    const struct rec_hooks *h, rec_fn *fn, void *arg);
-
 #endif

@@ -47,7 +47,7 @@ struct scan_rec {
 /* A member to set: its value replaced where the line has key, else added. */
 struct scan_set {
 	const char	*key;		/* plain ASCII, no quote or backslash */
-	char		 text[80];	/* the value's JSON text */
+	const char	*text;		/* the value's JSON text */
 };
 
 /* 0 when line is one object within the subset (s filled in), else -1. */

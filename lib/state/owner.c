@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/base/msg.h"
 #include "lib/base/x.h"
 #include "lib/record/rec.h"
 #include "lib/state/owner.h"
@@ -27,7 +26,8 @@ owner_name_ok(const char *name)
 }
 
 int
-owner_hold(const char *rundir, const char *name, char *err, size_t errlen)
+owner_hold(const char *rundir, const char *name, const char *who, char *err,
+    size_t errlen)
 {
 	struct stat a, b;
 	char *dir, *path, *line;
@@ -56,7 +56,7 @@ owner_hold(const char *rundir, const char *name, char *err, size_t errlen)
 		close(fd);
 	}
 	free(path);
-	line = xasprintf("%s %ld\n", msg_prog(), (long)getpid());
+	line = xasprintf("%s %ld\n", who, (long)getpid());
 	(void)!rec_write_all(fd, line, strlen(line));
 	free(line);
 	return fd;

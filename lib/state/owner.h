@@ -15,11 +15,11 @@ int	owner_name_ok(const char *name);
 /*
  * Make the owners directory if need be, open name's file and lock it
  * shared, again when the file locked is no longer the one there (a reader
- * took it for a dead owner's and removed it meanwhile); write "PROG PID"
- * in it for an operator.  The fd, or -1 and err.
+ * took it for a dead owner's and removed it meanwhile); write "WHO PID"
+ * in it for an operator (who: the stage's name).  The fd, or -1 and err.
  */
-int	owner_hold(const char *rundir, const char *name, char *err,
-	    size_t errlen);
+int	owner_hold(const char *rundir, const char *name, const char *who,
+	    char *err, size_t errlen);
 /* Let it go: removed when no other stage holds it.  fd -1: nothing. */
 void	owner_release(const char *rundir, const char *name, int fd);
 

@@ -4,7 +4,8 @@
 #   make fuzz-check                                        3 s each, for check
 #   make fuzz FUZZ_ARGS="-fork=2 -ignore_crashes=1"        more libFuzzer flags
 #
-# Each target is tests/fuzz/<name>.c, linked with lib/*.c compiled again by
+# Each target is tests/fuzz/<name>.c, linked with lib/*/*.c and cmd/*.c
+# compiled again by
 # clang with the sanitizers into build/fuzz/ (never obj/).  Runs work on a
 # copy of tests/fuzz/corpus/<name> in build/fuzz/corpus/<name>, so what the
 # fuzzer finds never lands in the repository; crashes are written to
@@ -15,7 +16,7 @@
 FUZZ_CC = clang
 FUZZ_SECONDS ?= 60
 FUZZ_DIR = build/fuzz
-FUZZ_ALL = cfg conf hdr id $(if $(wildcard lib/ledger.h),ledger) num rec scan \
+FUZZ_ALL = cfg conf hdr id ledger num rec scan \
 	wire
 FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_SAN = -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
@@ -23,7 +24,7 @@ FUZZ_SAN = -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 FUZZ_CFLAGS = $(FUZZ_SAN) -std=c11 -Wall -Wextra -Werror -Wshadow \
 	-Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes \
 	$(shell pkg-config --cflags $(PKGS))
-FUZZ_LIBOBJ = $(LIBSRC:%.c=$(FUZZ_DIR)/%.o)
+FUZZ_LIBOBJ = $(LIBSRC:%.c=$(FUZZ_DIR)/%.o) $(CMDSRC:%.c=$(FUZZ_DIR)/%.o)
 FUZZ_LIBA = $(FUZZ_DIR)/librfp.a
 # The rec target serves one fd from memory in short reads (see rec.c).
 FUZZ_LDFLAGS_rec = -Wl,--wrap=read

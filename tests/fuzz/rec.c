@@ -2,7 +2,7 @@
  * Fuzz lib/rec.  The input is a byte stream read as NDJSON lines.
  *
  * Pass one reads it from a memfd under the stage cap and does with each
- * line what rec_loop does: rec_parse, or rec_bad_input for an unusable
+ * line what loop_run (cmd/loop.c) does: rec_parse, or rec_bad_input for an unusable
  * line, then rec_out_json and a flush to /dev/null.  Every record must
  * dump as exactly one line and parse back equal (one line in, one record
  * out).
@@ -81,7 +81,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-/* What rec_loop does with one line, plus the round trip of its record. */
+/* What loop_run does with one line, plus the round trip of its record. */
 static void
 handle(const char *line, size_t len, long lineno, int toolong)
 {

@@ -36,8 +36,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/base/msg.h"
-#include "lib/base/opt.h"
+#include "cmd/msg.h"
+#include "cmd/opt.h"
 #include "lib/base/x.h"
 #include "limit.h"
 #include "portal.h"

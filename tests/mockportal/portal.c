@@ -21,7 +21,7 @@
 #include <microhttpd.h>
 
 #include "lib/base/clk.h"
-#include "lib/base/msg.h"
+#include "cmd/msg.h"
 #include "lib/base/x.h"
 #include "limit.h"
 #include "portal.h"

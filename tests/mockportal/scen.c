@@ -11,7 +11,7 @@
 #include <jansson.h>
 
 #include "lib/config/cfg.h"
-#include "lib/base/msg.h"
+#include "cmd/msg.h"
 #include "lib/base/num.h"
 #include "lib/base/x.h"
 #include "limit.h"

@@ -1,6 +1,6 @@
 /*
  * Unit tests of lib/rec: the capped line reader, rec_parse, the bad_input
- * record, field getters and the stage loop.  TAP on stdout.
+ * record and field getters.  TAP on stdout.
  */
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -16,7 +16,7 @@
 
 #include <jansson.h>
 
-#include "lib/base/msg.h"
+#include "cmd/msg.h"
 #include "lib/record/rec.h"
 #include "tests/unit/tap.h"
 
@@ -437,119 +437,6 @@ test_getters_and_write(void)
 	json_decref(r);
 }
 
-struct seen {
-	long	 lines[16];
-	int	 n;
-	int	 mode;		/* 0: write, 1: consume id "drop", -1 fail at 3 */
-};
-
-static int
-handler(json_t *rec, long lineno, void *arg)
-{
-	struct seen *s = arg;
-	const char *id = rec_str(rec, "id");
-
-	if (s->n < 16)
-		s->lines[s->n] = lineno;
-	s->n++;
-	if (s->mode == -1 && lineno == 3)
-		return -1;
-	if (s->mode == 1 && id != NULL && strcmp(id, "drop") == 0)
-		return 1;
-	json_object_set_new(rec, "seen", json_integer(lineno));
-	return 0;
-}
-
-/* Run rec_loop on input; the output lines into out (NULL-terminated). */
-static int
-loop(const char *in, struct seen *s, json_t **out, int nout, char *errbuf,
-    size_t errlen)
-{
-	FILE *fo = tmpfile(), *fe = tmpfile();
-	int fdin = fd_of(in, strlen(in)), saved, rc, i = 0;
-	struct rec_reader *r;
-	char err[64], *line;
-	size_t len;
-	long lineno;
-	ssize_t n;
-
-	saved = dup(2);
-	dup2(fileno(fe), 2);
-	rc = rec_loop("unit", fdin, fileno(fo), handler, s);
-	dup2(saved, 2);
-	close(saved);
-	close(fdin);
-	lseek(fileno(fe), 0, SEEK_SET);
-	n = read(fileno(fe), errbuf, errlen - 1);
-	errbuf[n > 0 ? n : 0] = '\0';
-	fclose(fe);
-	lseek(fileno(fo), 0, SEEK_SET);
-	r = rec_reader_new(fileno(fo), 0);
-	while (i < nout - 1 && rec_next(r, &line, &len, &lineno) == REC_LINE)
-		out[i++] = rec_parse(line, len, err, sizeof(err));
-	out[i] = NULL;
-	rec_reader_free(r);
-	fclose(fo);
-	return rc;
-}
-
-static void
-outs_free(json_t **o)
-{
-	for (; *o != NULL; o++)
-		json_decref(*o);
-}
-
-static void
-test_loop(void)
-{
-	struct seen s;
-	json_t *out[16];
-	char err[1024];
-	int rc;
-
-	memset(&s, 0, sizeof(s));
-	rc = loop("{\"id\":\"a\"}\nnot json\n\n[1]\n{\"id\":\"b\"}\n", &s,
-	    out, 16, err, sizeof(err));
-	is_long(rc, 0, "loop: returns 0 at EOF");
-	is_long(s.n, 4, "loop: handler saw every non-empty line, bad ones dead");
-	ok(s.lines[0] == 1 && s.lines[1] == 2 && s.lines[2] == 4 &&
-	    s.lines[3] == 5, "loop: handler got line numbers 1, 2, 4 and 5");
-	ok(out[0] && out[1] && out[2] && out[3] && !out[4],
-	    "loop: one record out per non-empty line (4)");
-	if (out[0] && out[1] && out[2] && out[3]) {
-		is_long(rec_int(out[0], "seen", 0), 1, "loop: record 1 handled");
-		is_str(rec_str(out[1], "dead_reason"), "bad_input",
-		    "loop: bad JSON is dead bad_input");
-		is_long(rec_int(out[1], "line", 0), 2,
-		    "loop: bad JSON carries line 2");
-		is_long(rec_int(out[2], "line", 0), 4,
-		    "loop: a non-object carries line 4");
-		is_long(rec_int(out[3], "seen", 0), 5, "loop: record 5 handled");
-	}
-	ok(strstr(err, "unit-rec: line 2: malformed JSON") != NULL &&
-	    strstr(err, "unit-rec: line 4: record is not a JSON object") !=
-	    NULL, "loop: one message per bad line, with its number");
-	outs_free(out);
-
-	memset(&s, 0, sizeof(s));
-	s.mode = 1;
-	loop("{\"id\":\"drop\"}\n{\"id\":\"keep\"}\n", &s, out, 16, err,
-	    sizeof(err));
-	ok(out[0] != NULL && out[1] == NULL &&
-	    strcmp(rec_str(out[0], "id"), "keep") == 0,
-	    "loop: a handler returning 1 writes nothing");
-	outs_free(out);
-
-	memset(&s, 0, sizeof(s));
-	s.mode = -1;
-	rc = loop("{}\n{}\n{}\n{}\n", &s, out, 16, err, sizeof(err));
-	is_long(rc, -1, "loop: a fatal handler error returns -1");
-	is_long(s.n, 3, "loop: and stops reading");
-	outs_free(out);
-}
-
-
 /* What the drain hook saw. */
 struct drained {
 	int	 calls;
@@ -727,7 +614,6 @@ main(void)
 	test_parse();
 	test_bad_input();
 	test_getters_and_write();
-	test_loop();
 	test_drain();
 	test_piece();
 	return tap_done();
