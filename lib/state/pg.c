@@ -10,7 +10,6 @@
 #include <jansson.h>
 
 #include "lib/state/pg.h"
-#include "lib/state/store.h"
 #include "lib/base/x.h"
 
 static PGconn *conn;
@@ -380,13 +379,36 @@ fail:
 	return -1;
 }
 
+char *
+pg_redact(const char *url)
+{
+	const char *s = strstr(url, "://"), *at, *colon, *pw, *end;
+	char *r, *t;
+
+	/* scheme://user:password@host/... */
+	if (s == NULL || (at = strchr(s + 3, '@')) == NULL ||
+	    (colon = memchr(s + 3, ':', (size_t)(at - s - 3))) == NULL)
+		r = xstrdup(url);
+	else
+		r = xasprintf("%.*s:***%s", (int)(colon - url), url, at);
+	/* ...?password=secret&... */
+	if ((pw = strstr(r, "password=")) != NULL && (pw == r ||
+	    pw[-1] == '?' || pw[-1] == '&')) {
+		end = pw + strcspn(pw, "&");
+		t = xasprintf("%.*spassword=***%s", (int)(pw - r), r, end);
+		free(r);
+		r = t;
+	}
+	return r;
+}
+
 int
 pg_open(const char *url, int want, char *err, size_t errlen)
 {
 	if (load(err, errlen) == -1)
 		return -1;
 	free(where);
-	where = store_redact(url);
+	where = pg_redact(url);
 	conn = PQconnectdb(url);
 	if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
 		pgerr(err, errlen, "cannot connect", conn ? PQerrorMessage(
@@ -557,12 +579,12 @@ static const char q_slot_take[] =
 
 int
 pg_slot_take(const char *ep, long n, const char *held, long *slot,
-    char *err, size_t errlen)
+    const char *chan, char *err, size_t errlen)
 {
-	char nb[32], *h = int_array(held, NULL, n);
+	char nb[32], *h = int_array(held, NULL, n), *q;
 	const char *p[3] = { ep, nb, h };
 	PGresult *r;
-	int rc;
+	int rc, e;
 
 	snprintf(nb, sizeof(nb), "%ld", n);
 	r = pg_exec_named("slot_take", q_slot_take, 3, p, PGRES_TUPLES_OK, err,
@@ -577,28 +599,33 @@ pg_slot_take(const char *ep, long n, const char *held, long *slot,
 	 * Waiting for a slot, hear when another host gives some back; not
 	 * waiting, be woken by none.
 	 */
-	if (rc != slot_ear && run1(rc ? "UNLISTEN " STORE_SLOT_CHANNEL :
-	    "LISTEN " STORE_SLOT_CHANNEL, err, errlen) == -1)
-		return -1;
+	if (rc != slot_ear) {
+		q = xasprintf("%sLISTEN %s", rc ? "UN" : "", chan);
+		e = run1(q, err, errlen);
+		free(q);
+		if (e == -1)
+			return -1;
+	}
 	slot_ear = rc;
 	return rc;
 }
 
 void
-pg_slot_give(const char *ep, const long *idx, long n)
+pg_slot_give(const char *ep, const long *idx, long n, const char *chan)
 {
 	char err[256], *a;
-	const char *p[2];
+	const char *p[3];
 
 	if (n == 0)
 		return;
 	a = int_array(NULL, idx, n);
 	p[0] = ep;
 	p[1] = a;
-	PQclear(pg_exec_named("slot_give", "SELECT pg_notify('"
-	    STORE_SLOT_CHANNEL "', $1) FROM (SELECT count(pg_advisory_unlock("
-	    "hashtext($1), i)) FROM unnest($2::int[]) AS i) AS g", 2, p,
-	    PGRES_TUPLES_OK, err, sizeof(err)));
+	p[2] = chan;
+	PQclear(pg_exec_named("slot_give", "SELECT pg_notify($3, $1) FROM "
+	    "(SELECT count(pg_advisory_unlock(hashtext($1), i)) FROM "
+	    "unnest($2::int[]) AS i) AS g", 3, p, PGRES_TUPLES_OK, err,
+	    sizeof(err)));
 	free(a);
 }
 

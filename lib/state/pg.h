@@ -134,12 +134,16 @@ int	pg_update(const char *kind, const char *key, state_fn *fn, void *arg,
 	    char *err, size_t errlen);
 /*
  * Take the lowest session advisory lock (ep, i), i below n and held[i]
- * 0, in one statement: 1 taken (*slot), 0 none free, -1 error.
+ * 0, in one statement: 1 taken (*slot), 0 none free, -1 error.  None
+ * free, listen on chan (a plain identifier) until one is taken.
  */
 int	pg_slot_take(const char *ep, long n, const char *held, long *slot,
-	    char *err, size_t errlen);
-/* Release the n locks (ep, idx[k]) in one statement. */
-void	pg_slot_give(const char *ep, const long *idx, long n);
+	    const char *chan, char *err, size_t errlen);
+/* Release the n locks (ep, idx[k]) in one statement, telling chan ep. */
+void	pg_slot_give(const char *ep, const long *idx, long n,
+	    const char *chan);
+/* url with any password replaced by "***" (caller frees). */
+char	*pg_redact(const char *url);
 /* Append a ledger entry (an object with key, id, event, t). */
 int	pg_ledger_append(const json_t *entry, char *err, size_t errlen);
 /*

@@ -30,24 +30,7 @@ store_is_url(const char *url)
 char *
 store_redact(const char *url)
 {
-	const char *s = strstr(url, "://"), *at, *colon, *pw, *end;
-	char *r, *t;
-
-	/* scheme://user:password@host/... */
-	if (s == NULL || (at = strchr(s + 3, '@')) == NULL ||
-	    (colon = memchr(s + 3, ':', (size_t)(at - s - 3))) == NULL)
-		r = xstrdup(url);
-	else
-		r = xasprintf("%.*s:***%s", (int)(colon - url), url, at);
-	/* ...?password=secret&... */
-	if ((pw = strstr(r, "password=")) != NULL && (pw == r ||
-	    pw[-1] == '?' || pw[-1] == '&')) {
-		end = pw + strcspn(pw, "&");
-		t = xasprintf("%.*spassword=***%s", (int)(pw - r), r, end);
-		free(r);
-		r = t;
-	}
-	return r;
+	return pg_redact(url);
 }
 
 int
@@ -210,7 +193,8 @@ store_slot_take(const char *rundir, const char *ep, long n, const char *held,
 	int rc;
 
 	if (shared)
-		return pg_slot_take(ep, n, held, slot, err, errlen);
+		return pg_slot_take(ep, n, held, slot, STORE_SLOT_CHANNEL, err,
+		    errlen);
 	for (i = 0; i < n; i++) {
 		if (held[i])
 			continue;
@@ -230,7 +214,7 @@ store_slot_give(const char *ep, const long *idx, long n)
 	long k;
 
 	if (shared) {
-		pg_slot_give(ep, idx, n);
+		pg_slot_give(ep, idx, n, STORE_SLOT_CHANNEL);
 		return;
 	}
 	safe = doc_safe_name(ep);
