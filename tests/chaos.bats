@@ -57,14 +57,6 @@ stage_of() {
 	return 0
 }
 
-# once DIR MANIFEST: every id of MANIFEST in exactly one of DIR's results
-# and dead letters, and nothing else there.
-once() {
-	jq -r .id "$2" | sort >"$BATS_TEST_TMPDIR/want"
-	cat "$1/results.ndjson" "$1/dead.ndjson" | jq -r .id | sort >"$BATS_TEST_TMPDIR/ids"
-	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/ids"
-}
-
 # refetched: the ids of the documents (GET) of the mock's log on stdin
 # that were fetched again: asked for after the mock had answered them for
 # good (200 or 404), or more than max_attempts (5) times, the poison ones
@@ -99,9 +91,8 @@ commits() {
 	[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
 
 	# 1. Every id exactly once across results and dead.
-	cat "$RUN/results.ndjson" "$RUN/dead.ndjson" | jq -r .id | sort >"$BATS_TEST_TMPDIR/ids"
+	filed_once "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/ids")" -eq "$N" ]
-	[ -z "$(uniq -d "$BATS_TEST_TMPDIR/ids")" ]
 
 	# 2. Each dead reason matches the mock's script for that document: a
 	# document answered 404 is permanent; one answered only 503 (poison) ran
@@ -169,7 +160,7 @@ commits() {
 	run timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$BATS_TEST_TMPDIR/c.yaml" \
 	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
-	once "$RUN" "$BATS_TEST_TMPDIR/m"
+	filed_once "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ ! -e "$RUN/state/ledger.ndjson" ]
 
 	# The README's re-run of the dead letters worth another night, the
@@ -201,7 +192,7 @@ commits() {
 	        (.fate == "done" and .replayed == true))' \
 	    "$run2/results.ndjson" "$run2/dead.ndjson"
 	# 3. Every id of run 2 stands once in run 2's files.
-	once "$run2" "$BATS_TEST_TMPDIR/again"
+	filed_once "$run2" "$BATS_TEST_TMPDIR/again"
 	jq -e '.reconciled == true' "$run2/summary.json"
 	# 4. Run 1's directory is as run 1 left it.
 	(cd "$RUN" && find . -type f -exec sha256sum {} + | sort) | diff "$BATS_TEST_TMPDIR/run1.sums" -
@@ -265,7 +256,7 @@ commits() {
 	wait "${pids[$((1 - k))]}" || :
 
 	# 1. Every id exactly once across results and dead.
-	once "$RUN" "$BATS_TEST_TMPDIR/m"
+	filed_once "$RUN" "$BATS_TEST_TMPDIR/m"
 	# 2. While both pipelines lived no document was fetched twice; over
 	# the whole story, only ids the killed pipeline had claimed were.
 	[ -z "$(head -n "$at" "$MOCK_LOG" | refetched)" ]

@@ -39,8 +39,7 @@ setup() {
 		[[ $i == part.a[a-d]' '[03] ]] || fail "a pipeline ended: $i"
 	done
 	# Every document filed exactly once, across results and dead letters.
-	[ "$(cat run/results.ndjson run/dead.ndjson | jq -r .id | sort | uniq -d)" = "" ]
-	[ "$(cat run/results.ndjson run/dead.ndjson | jq -r .id | sort)" = "$(jq -r .id manifest.ndjson | sort)" ]
+	filed_once run manifest.ndjson
 	[ "$(wc -l <run/results.ndjson)" -eq $((n - gone)) ]
 	[ "$(jq -s '[.[] | select(.dead_reason == "permanent")] | length' run/dead.ndjson)" -eq $gone ]
 	# Nothing fetched twice: one request per document, and two for each

@@ -254,3 +254,13 @@ kill_stage_at() {
 	fi
 	kill -KILL "$victim"
 }
+
+# filed_once DIR MANIFEST: every id of MANIFEST stands exactly once across
+# DIR's results.ndjson and dead.ndjson, and no other id does (diff says
+# what is missing, doubled or foreign).
+filed_once() {
+	jq -r .id "$2" | sort >"$BATS_TEST_TMPDIR/want"
+	cat "$1/results.ndjson" "$1/dead.ndjson" 2>/dev/null | jq -r .id |
+	    sort >"$BATS_TEST_TMPDIR/ids"
+	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/ids"
+}

@@ -14,19 +14,12 @@ setup() {
 	printf 'max_attempts: 2\nbudget: 100\n' >"$BATS_TEST_TMPDIR/c.yaml"
 }
 
-# once: every id of the manifest in exactly one of the two files.
-once() {
-	jq -rs 'map(.id) | sort | .[]' "$RUN/results.ndjson" "$RUN/dead.ndjson" >"$BATS_TEST_TMPDIR/ids"
-	jq -r .id "$BATS_TEST_TMPDIR/m" | sort >"$BATS_TEST_TMPDIR/want"
-	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/ids"
-}
-
 @test "truth: --retry-dead that saves the dead leaves them in results.ndjson alone, and the run exits 0" {
 	run -3 pipeline.sh -q --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
 	[ "$(wc -l <"$RUN/dead.ndjson")" -eq 4 ]
-	once
+	filed_once "$RUN" "$BATS_TEST_TMPDIR/m"
 	run -0 pipeline.sh -q --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" --retry-dead "$BATS_TEST_TMPDIR/m"
-	once
+	filed_once "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ ! -s "$RUN/dead.ndjson" ]
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 10 ]
 	jq -e '.totals.dead == 0 and .totals.succeeded == 10' "$RUN/summary.json"
@@ -38,13 +31,13 @@ once() {
 	run -3 pipeline.sh -q --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
 	run -3 --separate-stderr pipeline.sh --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
 	[[ $stderr == *"run directory totals: 6 in results.ndjson, 4 in dead.ndjson"* ]]
-	once
+	filed_once "$RUN" "$BATS_TEST_TMPDIR/m"
 }
 
 @test "truth: a duplicate id in a manifest stands in one file, its first line's" {
 	{ cat "$BATS_TEST_TMPDIR/m"; manifest /ok 1 p; } >"$BATS_TEST_TMPDIR/m2"
 	run pipeline.sh -q --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m2"
-	once
+	filed_once "$RUN" "$BATS_TEST_TMPDIR/m"
 	jq -se 'map(select(.id == "p-1")) | length == 1 and .[0].fate == "done"' "$RUN/results.ndjson"
 	[ "$(jq -s 'map(select(.id == "p-1")) | length' "$RUN/dead.ndjson")" -eq 0 ]
 }
@@ -240,6 +233,6 @@ hold_owner() {
 	# flight as ambiguous_submit), each id in one file, once.
 	run timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
 	[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
-	once
+	filed_once "$RUN" "$BATS_TEST_TMPDIR/m"
 	jq -e '.totals.succeeded + .totals.dead == 30 and .run.held == 0' "$RUN/summary.json"
 }
