@@ -336,7 +336,7 @@ EOF
 	[ "$(count '.fate == "retry"')" -eq 10 ]
 }
 
-@test "backoff: the fast path and the full parse write the same records" {
+@test "backoff: a record read from its text and its twin read by jansson get the same" {
 	# A twin with an escaped key ("\u0070ad" is "pad") is outside the
 	# fast scan's subset, so it goes the jansson way.
 	local in=$F/twins.ndjson twin=$BATS_TEST_TMPDIR/twins.ndjson
@@ -354,7 +354,19 @@ EOF
 	check spaced '.fate == "done"'
 	check perm '.fate == "dead" and .dead_reason == "permanent"'
 	check no-class '.fate == "dead" and .dead_reason == "bad_input"'
-	# What the fast path does not set it leaves byte for byte.
+	# What it does not set it leaves byte for byte, read from the text.
 	[[ "${fast%%$'\n'*}" == '{"id":"ok","class":"ok","reason":"http_200","status":200,"response_at":1795990507.000002,"attempt":1,"fate":"done"}' ]]
 	[[ "$fast" == *'{"id":"fated","fate":"dead","dead_reason":"bad_input","class":"ok"}'* ]]
+}
+
+@test "backoff: a retry and a dead letter keep every byte they do not set" {
+	# jansson would write these reals back as 1795990507.0000019 and
+	# 1.1000000000000001, and pad the spacing away.
+	backoff_json --seed 1 --budget 10 -- \
+	    '{"id":"r", "class":"transient","reason":"http_503","attempt":1,"response_at":1795990507.000002,"w":1.1}' \
+	    '{"id":"d", "class":"permanent","reason":"http_404","attempt":1,"response_at":1795990507.000002,"w":1.1}'
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	[[ ${lines[0]} == '{"id":"r", "class":"transient","reason":"http_503","attempt":1,"response_at":1795990507.000002,"w":1.1,"fate":"retry","not_before":'* ]]
+	[ "${lines[1]}" = '{"id":"d", "class":"permanent","reason":"http_404","attempt":1,"response_at":1795990507.000002,"w":1.1,"fate":"dead","dead_reason":"permanent","dead_detail":"http_404"}' ]
 }

@@ -232,7 +232,7 @@ classify_json() {
 	[ "${stderr_lines[0]}" = 'rfp-classify: line 2: line longer than 1114112 bytes' ]
 }
 
-@test "classify: the fast path and the full parse write the same records and warnings" {
+@test "classify: a record read from its text and its twin read by jansson get the same records and warnings" {
 	# A twin with an escaped key ("\u0070ad" is "pad") is outside the
 	# fast scan's subset, so it goes the jansson way.
 	local in=$F/twins.ndjson twin=$BATS_TEST_TMPDIR/twins.ndjson
@@ -247,7 +247,7 @@ classify_json() {
 	[ "$stderr" = "$fast_err" ]
 	[ -n "$stderr" ]
 	diff <(jq -cS . <<<"$fast") <(jq -cS 'del(.pad)' <<<"$output")
-	# The fast path leaves what it does not set byte for byte (jansson
+	# Read from the text, what it does not set is left byte for byte (jansson
 	# would write 1795990507.0000019), and keeps the fields' order.
 	output=$fast
 	check ok '.class == "ok"'

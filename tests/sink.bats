@@ -339,7 +339,7 @@ slow_input() {
 	[ "$(wc -l <"$RD/results.ndjson")" -eq 2 ]
 }
 
-@test "sink: the fast path and the full parse file and count the same" {
+@test "sink: a record read from its text and its twin read by jansson are filed and counted the same" {
 	# A twin with an escaped key ("\u0070ad" is "pad") is outside the
 	# fast scan's subset, so it goes the jansson way.
 	local in=$FIX/sink/twins.ndjson twin=$BATS_TEST_TMPDIR/twins.ndjson f
