@@ -313,8 +313,6 @@ options(int argc, char *argv[])
 		case 'D':
 			deadline = optarg;
 			break;
-		case 'h':
-			opt_help(usage);
 		case 'm':
 			maxa = opt_long("max-attempts", optarg, 1, 1000);
 			break;
@@ -337,13 +335,8 @@ options(int argc, char *argv[])
 		case 'S':
 			state = opt_state(optarg);
 			break;
-		case 'v':
-			msg_verbose = 1;
-			break;
-		case 'V':
-			opt_version();
 		default:
-			opt_bad(usage, argv, c);
+			opt_common(usage, argv, c);
 		}
 	}
 	opt_no_operands(argc, argv, usage);

@@ -195,21 +195,14 @@ main(int argc, char *argv[])
 		case 'C':
 			config = optarg;
 			break;
-		case 'h':
-			opt_help(usage);
 		case 'P':
 			perm = optarg;
 			break;
 		case 'T':
 			trans = optarg;
 			break;
-		case 'v':
-			msg_verbose = 1;
-			break;
-		case 'V':
-			opt_version();
 		default:
-			opt_bad(usage, argv, c);
+			opt_common(usage, argv, c);
 		}
 	}
 	opt_no_operands(argc, argv, usage);

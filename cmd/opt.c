@@ -49,6 +49,22 @@ opt_bad(const char *usage, char *const argv[], int c)
 	opt_usage(usage);
 }
 
+void
+opt_common(const char *usage, char *const argv[], int c)
+{
+	switch (c) {
+	case 'h':
+		opt_help(usage);
+	case 'v':
+		msg_verbose = 1;
+		return;
+	case 'V':
+		opt_version();
+	default:
+		opt_bad(usage, argv, c);
+	}
+}
+
 long
 opt_long(const char *opt, const char *s, long min, long max)
 {

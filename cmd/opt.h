@@ -15,6 +15,13 @@ _Noreturn void opt_usage(const char *usage);
  * name the option in the project's words, print usage, exit 2.
  */
 _Noreturn void opt_bad(const char *usage, char *const argv[], int c);
+/*
+ * What every executable's getopt_long switch ends in, for c none of its
+ * own: -h prints usage and exits 0, -v makes messages verbose,
+ * --version ('V') prints the version and exits 0; anything else is
+ * opt_bad's.
+ */
+void	opt_common(const char *usage, char *const argv[], int c);
 /* Parse a positive integer option value or die 2 naming the option. */
 long	opt_long(const char *opt, const char *s, long min, long max);
 /* Parse a number option value in [min, max] or die 2 naming the option. */

@@ -574,8 +574,6 @@ options(int argc, char *argv[], struct cli *cli)
 		case 'f':
 			cli->fifo = optarg;
 			break;
-		case 'h':
-			opt_help(usage);
 		case 'j':
 			jobs = opt_long("jobs", optarg, 1, 4096);
 			break;
@@ -613,13 +611,8 @@ options(int argc, char *argv[], struct cli *cli)
 		case 'u':
 			cli->resume = 1;
 			break;
-		case 'v':
-			msg_verbose = 1;
-			break;
-		case 'V':
-			opt_version();
 		default:
-			opt_bad(usage, argv, c);
+			opt_common(usage, argv, c);
 		}
 	}
 	opt_no_operands(argc, argv, usage);

@@ -557,8 +557,6 @@ main(int argc, char *argv[])
 		case 'd':
 			opts.run_dir = optarg;
 			break;
-		case 'h':
-			opt_help(usage);
 		case 'j':
 			opts.jobs = opt_long("jobs", optarg, 1, 4096);
 			break;
@@ -568,13 +566,8 @@ main(int argc, char *argv[])
 		case 'r':
 			opts.reparse = 1;
 			break;
-		case 'v':
-			msg_verbose = 1;
-			break;
-		case 'V':
-			opt_version();
 		default:
-			opt_bad(usage, argv, c);
+			opt_common(usage, argv, c);
 		}
 	}
 	opt_no_operands(argc, argv, usage);

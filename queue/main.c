@@ -500,8 +500,6 @@ main(int argc, char *argv[])
 		case 'C':
 			config = optarg;
 			break;
-		case 'h':
-			opt_help(usage);
 		case 'l':
 			opts.lease = opt_duration("lease", optarg);
 			break;
@@ -511,13 +509,8 @@ main(int argc, char *argv[])
 		case 'S':
 			state = opt_state(optarg);
 			break;
-		case 'v':
-			msg_verbose = 1;
-			break;
-		case 'V':
-			opt_version();
 		default:
-			opt_bad(usage, argv, c);
+			opt_common(usage, argv, c);
 		}
 	}
 	if (optind == argc) {

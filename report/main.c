@@ -191,8 +191,6 @@ options(int argc, char *argv[])
 
 	while ((c = getopt_long(argc, argv, ":hq", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'h':
-			opt_help(usage);
 		case 'H':
 			opts.html = optarg;
 			break;
@@ -202,10 +200,8 @@ options(int argc, char *argv[])
 		case 'q':
 			opts.quiet = 1;
 			break;
-		case 'V':
-			opt_version();
 		default:
-			opt_bad(usage, argv, c);
+			opt_common(usage, argv, c);
 		}
 	}
 	if (argc - optind != 1) {

@@ -458,8 +458,6 @@ options(int argc, char *argv[])
 		case 'f':
 			opts.fifo = optarg;
 			break;
-		case 'h':
-			opt_help(usage);
 		case 'o':
 			if (!owner_name_ok(optarg))
 				msg_die(2, "option --owner: expected at most "
@@ -487,13 +485,8 @@ options(int argc, char *argv[])
 		case 't':
 			opts.total = opt_long("total", optarg, 0, 1000000000L);
 			break;
-		case 'v':
-			msg_verbose = 1;
-			break;
-		case 'V':
-			opt_version();
 		default:
-			opt_bad(usage, argv, c);
+			opt_common(usage, argv, c);
 		}
 	}
 	opt_no_operands(argc, argv, usage);

@@ -20,23 +20,6 @@
 #include "lib/record/rec.h"
 #include "tests/unit/tap.h"
 
-/* A readable fd holding exactly len bytes of s. */
-static int
-fd_of(const char *s, size_t len)
-{
-	FILE *f = tmpfile();
-	int fd;
-
-	if (f == NULL || fwrite(s, 1, len, f) != len || fflush(f) != 0) {
-		perror("unit-rec: tmpfile");
-		exit(2);
-	}
-	fd = dup(fileno(f));
-	fclose(f);
-	lseek(fd, 0, SEEK_SET);
-	return fd;
-}
-
 struct got {
 	int	 n;
 	char	*line[64];
@@ -86,7 +69,7 @@ test_basic(void)
 {
 	struct got g;
 
-	read_all(fd_of("a\nbb\n\nccc\n", 10), 0, &g);
+	read_all(tap_fd_of("a\nbb\n\nccc\n", 10), 0, &g);
 	is_long(g.n, 4, "four lines, the empty one included");
 	is_str(g.line[0], "a", "first line");
 	is_str(g.line[1], "bb", "second line");
@@ -97,25 +80,25 @@ test_basic(void)
 	is_long(g.end, REC_EOF, "ends with REC_EOF");
 	got_free(&g);
 
-	read_all(fd_of("a\r\nb\r\n", 6), 0, &g);
+	read_all(tap_fd_of("a\r\nb\r\n", 6), 0, &g);
 	is_long(g.n, 2, "CRLF: two lines");
 	is_str(g.line[0], "a", "CRLF: CR stripped from line 1");
 	is_long((long)g.len[1], 1, "CRLF: length excludes CR");
 	got_free(&g);
 
-	read_all(fd_of("x\nlast", 6), 0, &g);
+	read_all(tap_fd_of("x\nlast", 6), 0, &g);
 	is_long(g.n, 2, "last line without newline is returned");
 	is_str(g.line[1], "last", "last line's text");
 	is_long(g.lineno[1], 2, "last line's number");
 	is_long(g.rc[1], REC_LINE, "last line is REC_LINE");
 	got_free(&g);
 
-	read_all(fd_of("", 0), 0, &g);
+	read_all(tap_fd_of("", 0), 0, &g);
 	is_long(g.n, 0, "empty input: no line");
 	is_long(g.end, REC_EOF, "empty input: REC_EOF");
 	got_free(&g);
 
-	read_all(fd_of("only\n", 5), 0, &g);
+	read_all(tap_fd_of("only\n", 5), 0, &g);
 	is_long(g.n, 1, "a single newline-terminated line: no phantom line");
 	got_free(&g);
 }
@@ -130,7 +113,7 @@ test_cap(void)
 	/* Exactly at the cap (16), then one over, then a good line. */
 	n = (size_t)snprintf(buf, sizeof(buf), "%s\n%s\n%s\n",
 	    "0123456789abcdef", "0123456789abcdefg", "ok");
-	read_all(fd_of(buf, n), 16, &g);
+	read_all(tap_fd_of(buf, n), 16, &g);
 	is_long(g.n, 3, "cap: three lines");
 	is_long(g.rc[0], REC_LINE, "cap: a line of exactly cap bytes is a line");
 	is_long((long)g.len[0], 16, "cap: its length is cap");
@@ -143,13 +126,13 @@ test_cap(void)
 
 	/* CRLF is not counted against the cap. */
 	n = (size_t)snprintf(buf, sizeof(buf), "%s\r\n", "0123456789abcdef");
-	read_all(fd_of(buf, n), 16, &g);
+	read_all(tap_fd_of(buf, n), 16, &g);
 	is_long(g.rc[0], REC_LINE, "cap: cap bytes plus CRLF is a line");
 	got_free(&g);
 
 	/* Over the cap and without a newline at EOF. */
 	n = (size_t)snprintf(buf, sizeof(buf), "ok\n%s", "0123456789abcdefXYZ");
-	read_all(fd_of(buf, n), 16, &g);
+	read_all(tap_fd_of(buf, n), 16, &g);
 	is_long(g.n, 2, "cap: long unterminated last line is reported");
 	is_long(g.rc[1], REC_TOOLONG, "cap: ... as REC_TOOLONG");
 	is_long(g.lineno[1], 2, "cap: ... with its line number");
@@ -170,7 +153,7 @@ test_huge(void)
 		s[n++] = 'x';
 	s[n++] = '\n';
 	n += (size_t)sprintf(s + n, "after\n");
-	read_all(fd_of(s, n), 1000, &g);
+	read_all(tap_fd_of(s, n), 1000, &g);
 	is_long(g.n, 3, "huge: three lines");
 	is_long(g.rc[1], REC_TOOLONG, "huge: the 300 kB line is too long");
 	is_str(g.line[2], "after", "huge: the line after it is intact");
@@ -178,7 +161,7 @@ test_huge(void)
 	got_free(&g);
 
 	/* The same line is fine under the default cap (1 MiB). */
-	read_all(fd_of(s, n), 0, &g);
+	read_all(tap_fd_of(s, n), 0, &g);
 	is_long(g.rc[1], REC_LINE, "huge: 300 kB is under REC_LINE_MAX");
 	is_long((long)g.len[1], (long)big, "huge: read whole");
 	got_free(&g);
@@ -205,7 +188,7 @@ test_boundaries(void)
 		s[n++] = i % 7 == 0 ? '\r' : 'z';
 		s[n++] = '\n';
 	}
-	r = rec_reader_new(fd_of(s, n), 0);
+	r = rec_reader_new(tap_fd_of(s, n), 0);
 	for (i = 0; (rc = rec_next(r, &line, &len, &lineno)) == REC_LINE;
 	    i++) {
 		char want[16];
@@ -468,7 +451,7 @@ test_drain(void)
 
 	memset(&d, 0, sizeof(d));
 	d.lines = &n;
-	r = rec_reader_new(fd_of("a\nb\nc\n", 6), 0);
+	r = rec_reader_new(tap_fd_of("a\nb\nc\n", 6), 0);
 	rec_reader_drain(r, drain_count, &d);
 	while ((rc = rec_next(r, &line, &len, &lineno)) == REC_LINE)
 		n++;
@@ -482,7 +465,7 @@ test_drain(void)
 	d.lines = &n;
 	d.fail_at = 1;
 	n = 0;
-	r = rec_reader_new(fd_of("a\nb\n", 4), 0);
+	r = rec_reader_new(tap_fd_of("a\nb\n", 4), 0);
 	rec_reader_drain(r, drain_count, &d);
 	ok(rec_next(r, &line, &len, &lineno) == REC_ERR,
 	    "drain: its failure stops the reader before it reads");

@@ -4,7 +4,9 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int tap_n, tap_fail;
 
@@ -56,6 +58,23 @@ tap_done(void)
 {
 	printf("1..%d\n", tap_n);
 	return tap_fail != 0;
+}
+
+/* A readable fd holding exactly len bytes of s, at its start. */
+static inline int
+tap_fd_of(const char *s, size_t len)
+{
+	FILE *f = tmpfile();
+	int fd;
+
+	if (f == NULL || fwrite(s, 1, len, f) != len || fflush(f) != 0) {
+		perror("tap: tmpfile");
+		exit(2);
+	}
+	fd = dup(fileno(f));
+	fclose(f);
+	lseek(fd, 0, SEEK_SET);
+	return fd;
 }
 
 #endif

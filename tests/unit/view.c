@@ -18,23 +18,6 @@
 #include "lib/record/view.h"
 #include "tests/unit/tap.h"
 
-/* A readable fd holding exactly len bytes of s. */
-static int
-fd_of(const char *s, size_t len)
-{
-	FILE *f = tmpfile();
-	int fd;
-
-	if (f == NULL || fwrite(s, 1, len, f) != len || fflush(f) != 0) {
-		perror("unit-view: tmpfile");
-		exit(2);
-	}
-	fd = dup(fileno(f));
-	fclose(f);
-	lseek(fd, 0, SEEK_SET);
-	return fd;
-}
-
 /* v's text, NUL-terminated without its newline, in a static buffer. */
 static const char *
 text(struct view *v)
@@ -255,7 +238,7 @@ loop(const char *in, struct seen *s, json_t **out, int nout, char *errbuf,
     size_t errlen)
 {
 	FILE *fo = tmpfile(), *fe = tmpfile();
-	int fdin = fd_of(in, strlen(in)), saved, rc, i = 0;
+	int fdin = tap_fd_of(in, strlen(in)), saved, rc, i = 0;
 	struct rec_reader *r;
 	char err[64], *line;
 	size_t len;
