@@ -34,6 +34,7 @@
 #include "lib/accounts/attlog.h"
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
+#include "lib/control/budget.h"
 #include "lib/record/doc.h"
 #include "lib/record/fate.h"
 #include "cmd/loop.h"
@@ -43,7 +44,7 @@
 #include "lib/record/scan.h"
 #include "lib/record/view.h"
 #include "lib/state/rundir.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/state/store.h"
 
 #define PROG	"rfp-backoff"
@@ -366,7 +367,7 @@ options(int argc, char *argv[])
 	state = opt_state_pick(state, &opts.conf, config);
 	if (state != NULL && store_init(state, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
-	if (opts.run_dir != NULL && state_mkdirs(opts.run_dir, err,
+	if (opts.run_dir != NULL && files_mkdirs(opts.run_dir, err,
 	    sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	if (opts.run_dir != NULL && (opts.log = attlog_open(opts.run_dir)) ==
@@ -388,7 +389,7 @@ main(int argc, char *argv[])
 	store_close();
 	attlog_close(opts.log);
 	conf_free(&opts.conf);
-	state_close_all();
+	files_close_all();
 	opt_fshut();
 	return 0;
 }

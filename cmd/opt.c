@@ -1,4 +1,4 @@
-/* opt: --help, --version, numeric option values, closing stdout. */
+/* opt: --help, --version, option values, --state, closing stdout. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 #include "cmd/msg.h"
 #include "lib/base/num.h"
 #include "cmd/opt.h"
+#include "lib/state/store.h"
 
 void
 opt_version(void)
@@ -132,4 +133,23 @@ opt_check_env(void)
 	if (clk_scale() < 0)
 		msg_die(2, "environment RFPIPE_TIME_SCALE: expected a number "
 		    "in (0, 1], got \"%s\"", getenv("RFPIPE_TIME_SCALE"));
+}
+
+const char *
+opt_state(const char *s)
+{
+	if (!store_is_url(s))
+		msg_die(2, "option --state: expected a postgresql:// URL");
+	return s;
+}
+
+const char *
+opt_state_pick(const char *flag, const struct conf *c, const char *config)
+{
+	if (flag != NULL || c->state == NULL)
+		return flag;
+	if (!store_is_url(c->state))
+		msg_die(2, "%s: key \"state\": expected a postgresql:// URL",
+		    config);
+	return c->state;
 }

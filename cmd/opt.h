@@ -28,7 +28,7 @@ long	opt_long(const char *opt, const char *s, long min, long max);
 double	opt_double(const char *opt, const char *s, double min, double max);
 /* Parse a duration option value ("30s", "1h30m") or die 2. */
 double	opt_duration(const char *opt, const char *s);
-/* A --state value: a postgresql:// URL, or exit 2 naming the option (optstate.c). */
+/* A --state value: a postgresql:// URL, or exit 2 naming the option. */
 const char *opt_state(const char *s);
 /*
  * The state URL: flag (from --state) when given, else the state key of c

@@ -22,7 +22,7 @@
 #include "cmd/msg.h"
 #include "lib/record/rec.h"
 #include "lib/state/rundir.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/base/x.h"
 #include "fetch/fetch.h"
 
@@ -307,7 +307,7 @@ load_done(void)
 	A.done_size[0] = A.done_size[1] = 0;
 	for (i = 0; i < ndone(); i++) {
 		path = rundir_path(fo->run_dir, done_files[i], NULL);
-		if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
+		if ((fd = files_open(path, O_RDONLY, 0)) == -1) {
 			if (errno != ENOENT)
 				msg_diesys(1, "open %s", path);
 			free(path);

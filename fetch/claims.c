@@ -34,7 +34,7 @@
 #include "lib/record/rec.h"
 #include "lib/state/owner.h"
 #include "lib/state/rundir.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/base/x.h"
 
 static struct {
@@ -63,7 +63,7 @@ alive(const char *owner)
 		return json_is_true(json_object_get(C.alive, owner));
 	path = xasprintf("%s/%s", C.dir, owner);
 	held = 0;
-	if ((fd = state_open(path, O_RDONLY, 0)) != -1) {
+	if ((fd = files_open(path, O_RDONLY, 0)) != -1) {
 		held = flock(fd, LOCK_EX | LOCK_NB) == -1 &&
 		    errno == EWOULDBLOCK;
 		/* Locked so, a stage of it that comes late makes another. */
@@ -131,7 +131,7 @@ claims_open(const char *rundir, const char *owner)
 	    sizeof(err))) == -1)
 		msg_die(1, "%s", err);
 	path = rundir_path(rundir, RUNDIR_CLAIMS, NULL);
-	if ((C.fd = state_open(path, O_RDWR | O_APPEND | O_CREAT, 0600)) ==
+	if ((C.fd = files_open(path, O_RDWR | O_APPEND | O_CREAT, 0600)) ==
 	    -1)
 		msg_diesys(1, "open %s", path);
 	free(path);
@@ -217,7 +217,7 @@ stages_of(const char *owner)
 	path = xasprintf("%s/%s", C.dir, owner);
 	out = xstrdup("");
 	buf = xmalloc(4096);
-	fd = state_open(path, O_RDONLY, 0);
+	fd = files_open(path, O_RDONLY, 0);
 	n = fd == -1 ? 0 : read(fd, buf, 4095);
 	buf[n > 0 ? n : 0] = '\0';
 	for (p = strtok_r(buf, "\n", &sp); p != NULL;

@@ -55,7 +55,7 @@
 #include "lib/record/rec.h"
 #include "lib/state/owner.h"
 #include "lib/state/rundir.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/state/store.h"
 #include "lib/base/x.h"
 #include "fetch/fetch.h"
@@ -332,7 +332,7 @@ write_report(void)
 	if (S.stop > 0)
 		json_object_set_new(r, "stopped", json_integer(S.stop));
 	tmp = xasprintf("%s.tmp", S.report);
-	if (state_dump(r, S.report, tmp, JSON_COMPACT) == -1)
+	if (files_dump(r, S.report, tmp, JSON_COMPACT) == -1)
 		msg_diesys(1, "write %s", S.report);
 	free(tmp);
 	json_decref(r);
@@ -654,16 +654,16 @@ run_dir_open(void)
 	char err[512], *path;
 	size_t i;
 
-	if (state_mkdirs(fo.run_dir, err, sizeof(err)) == -1)
+	if (files_mkdirs(fo.run_dir, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
 		path = rundir_path(fo.run_dir, RUNDIR_STATE, sub[i]);
-		if (state_mkdir(path, err, sizeof(err)) == -1)
+		if (files_mkdir(path, err, sizeof(err)) == -1)
 			msg_die(1, "%s", err);
 		free(path);
 	}
 	path = rundir_path(fo.run_dir, RUNDIR_PART, NULL);
-	if (state_mkdir(path, err, sizeof(err)) == -1)
+	if (files_mkdir(path, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	if ((fo.part_fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
@@ -709,7 +709,7 @@ tidy(void)
 	xfer_pool_free();
 	bodies_close_root();
 	curl_global_cleanup();
-	state_close_all();
+	files_close_all();
 	conf_free(&fo.conf);
 }
 

@@ -19,7 +19,7 @@
 #include "cmd/msg.h"
 #include "lib/record/rec.h"
 #include "lib/state/rundir.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/base/x.h"
 #include "fetch/fetch.h"
 
@@ -279,7 +279,7 @@ submit_outcome(const struct xfer *x)
 	    rec_int(rec, "bytes", 0) <= 65536) {
 		path = xasprintf("%s/%s", fo->run_dir, rec_str(rec,
 		    "body_path"));
-		reply = state_load(path, JSON_DECODE_ANY, NULL);
+		reply = files_load(path, JSON_DECODE_ANY, NULL);
 		free(path);
 	}
 	extra = json_pack("{s:I,s:o,s:o}", "attempt", (json_int_t)rec_int(rec,

@@ -20,7 +20,7 @@
 #include "cmd/msg.h"
 #include "lib/record/rec.h"
 #include "lib/state/rundir.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/base/x.h"
 #include "fetch/fetch.h"
 
@@ -678,7 +678,7 @@ check(const json_t *expect, const struct xfer *x)
 				bad = 1;
 			else if (n > 0)
 				bad = memcmp(x->mem, magic, n) != 0;
-		} else if ((fd = state_open(path, O_RDONLY, 0)) == -1 ||
+		} else if ((fd = files_open(path, O_RDONLY, 0)) == -1 ||
 		    (f = fdopen(fd, "rb")) == NULL) {
 			if (fd != -1)
 				close(fd);
@@ -695,7 +695,7 @@ check(const json_t *expect, const struct xfer *x)
 	}
 	if (json_is_true(json_object_get(expect, "json"))) {
 		if ((doc = path == NULL ? json_loadb(x->mem ? x->mem : "",
-		    x->mlen, JSON_DECODE_ANY, &je) : state_load(path,
+		    x->mlen, JSON_DECODE_ANY, &je) : files_load(path,
 		    JSON_DECODE_ANY, &je)) == NULL)
 			return xasprintf("json: body is not JSON (%s)", je.text);
 		json_decref(doc);

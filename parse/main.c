@@ -48,7 +48,7 @@
 #include "cmd/opt.h"
 #include "lib/record/rec.h"
 #include "lib/state/rundir.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/base/x.h"
 #include "parse/parse.h"
 
@@ -165,10 +165,10 @@ open_dirs(void)
 	char *p, err[512];
 
 	L.dirs.run_dir = opts.run_dir;
-	if (state_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
+	if (files_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	p = rundir_path(opts.run_dir, RUNDIR_PART, NULL);
-	if (state_mkdir(p, err, sizeof(err)) == -1)
+	if (files_mkdir(p, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	if ((L.dirs.part = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)

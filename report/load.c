@@ -19,7 +19,7 @@
 #include "lib/record/fate.h"
 #include "lib/record/rec.h"
 #include "lib/state/rundir.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/base/x.h"
 #include "report/report.h"
 
@@ -77,7 +77,7 @@ each_line(struct rep *r, const char *path, line_fn *fn, int dead)
 	json_t *j;
 	int fd, rc;
 
-	if ((fd = state_open_read(path)) == -1) {
+	if ((fd = files_open_read(path)) == -1) {
 		if (errno == ENOENT)
 			return 0;
 		if (errno == EINVAL)
@@ -284,7 +284,7 @@ rep_load(struct rep *r, const char *dir)
 		free(path);
 	}
 	path = rundir_path(dir, RUNDIR_SUMMARY, NULL);
-	if ((r->summary = state_load(path, 0, &je)) == NULL &&
+	if ((r->summary = files_load(path, 0, &je)) == NULL &&
 	    access(path, F_OK) == 0) {
 		msg_warn("%s: %s", path, je.text);
 		rc = -1;

@@ -58,7 +58,7 @@
 #include "lib/state/rundir.h"
 #include "lib/record/scan.h"
 #include "lib/record/view.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/accounts/summ.h"
 #include "lib/base/x.h"
 
@@ -148,7 +148,7 @@ open_fifo(const char *path)
 	struct stat st;
 	int fd, fl;
 
-	while ((fd = state_open(path, O_WRONLY | O_NONBLOCK, 0)) == -1) {
+	while ((fd = files_open(path, O_WRONLY | O_NONBLOCK, 0)) == -1) {
 		if (errno != ENXIO || clk_mono() - t0 > 10)
 			msg_diesys(1, "open %s", path);
 		clk_sleep(0.005, NULL);
@@ -421,7 +421,7 @@ open_out(enum rundir_file f)
 	char *path = rundir_path(opts.run_dir, f, NULL);
 	int fd;
 
-	fd = state_open(path, O_WRONLY | O_APPEND | O_CREAT, 0600);
+	fd = files_open(path, O_WRONLY | O_APPEND | O_CREAT, 0600);
 	if (fd == -1)
 		msg_diesys(1, "open %s", path);
 	free(path);
@@ -535,7 +535,7 @@ open_files(void)
 	opts.fd_fifo = -1;
 	if (opts.fifo != NULL)
 		opts.fd_fifo = open_fifo(opts.fifo);
-	if (state_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
+	if (files_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	owner_take();
 	/* Before dead.ndjson is opened: see lib/accounts/dead.h. */

@@ -12,8 +12,9 @@
 #include "lib/control/breaker.h"
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
+#include "lib/control/budget.h"
 #include "lib/control/pace.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/state/store.h"
 
 int
@@ -35,7 +36,7 @@ main(int argc, char *argv[])
 	url = argc > 2 && argv[2][0] != '\0' ? argv[2] : NULL;
 	n = argc > 3 ? strtol(argv[3], NULL, 10) : 2000;
 	conf_init(&conf);
-	state_mkdirs(rundir, NULL, 0);
+	files_mkdirs(rundir, NULL, 0);
 	snprintf(path, sizeof(path), "%s/state/rate", rundir);
 	mkdir(path, 0700);
 	snprintf(path, sizeof(path), "%s/state/breaker", rundir);

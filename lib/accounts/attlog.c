@@ -12,7 +12,7 @@
 
 #include "lib/accounts/attlog.h"
 #include "lib/state/rundir.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/base/x.h"
 
 struct attlog {
@@ -52,7 +52,7 @@ attlog_open(const char *rundir)
 	char *path = rundir_path(rundir, RUNDIR_ATTEMPTS, NULL);
 	int fd, e;
 
-	if ((fd = state_open(path, O_RDWR | O_APPEND | O_CREAT, 0600)) ==
+	if ((fd = files_open(path, O_RDWR | O_APPEND | O_CREAT, 0600)) ==
 	    -1) {
 		e = errno;
 		free(path);
@@ -63,7 +63,7 @@ attlog_open(const char *rundir)
 	 * A line torn by an earlier run (a full disk, a crash) is ended
 	 * here, so this run's first line is not glued to it.
 	 */
-	if ((e = state_line_ended(fd)) == -1 || (e == 0 &&
+	if ((e = files_line_ended(fd)) == -1 || (e == 0 &&
 	    write(fd, "\n", 1) != 1)) {
 		e = errno;
 		close(fd);

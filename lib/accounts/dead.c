@@ -13,7 +13,7 @@
 #include "lib/record/rec.h"
 #include "lib/state/rundir.h"
 #include "lib/record/view.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/base/x.h"
 
 int
@@ -22,7 +22,7 @@ dead_hold(const char *rundir, char *err, size_t errlen)
 	char *path = rundir_path(rundir, RUNDIR_SINK_LOCK, NULL);
 	int fd;
 
-	if ((fd = state_open(path, O_RDWR | O_CREAT, 0600)) == -1 ||
+	if ((fd = files_open(path, O_RDWR | O_CREAT, 0600)) == -1 ||
 	    flock(fd, LOCK_SH) == -1) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		if (fd != -1)
@@ -48,7 +48,7 @@ each(const char *path, struct view *v, void (*fn)(const char *, size_t,
 	long lineno;
 	int fd, rc, e = 0;
 
-	if ((fd = state_open(path, O_RDONLY, 0)) == -1)
+	if ((fd = files_open(path, O_RDONLY, 0)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	r = rec_reader_new(fd, REC_STREAM_MAX);
 	while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF) {
@@ -159,7 +159,7 @@ dead_compact(const char *rundir, int fd, char *err, size_t errlen)
 	}
 	if ((dropped = l.dropped) == 0)
 		goto out;
-	if ((l.out = state_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600)) ==
+	if ((l.out = files_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600)) ==
 	    -1)
 		goto fail;
 	l.n = 0;

@@ -15,7 +15,7 @@
 #include "lib/accounts/ledger.h"
 #include "lib/record/rec.h"
 #include "lib/state/rundir.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/state/store.h"
 #include "lib/base/x.h"
 
@@ -187,7 +187,7 @@ ledger_open(const char *rundir, const char *path, char *err, size_t errlen)
 	}
 	l->path = path != NULL ? xstrdup(path) :
 	    rundir_path(rundir, RUNDIR_LEDGER, NULL);
-	l->fd = state_open(l->path, O_RDWR | O_APPEND | O_CREAT, 0600);
+	l->fd = files_open(l->path, O_RDWR | O_APPEND | O_CREAT, 0600);
 	if (l->fd == -1) {
 		snprintf(err, errlen, "open %s: %s", l->path, strerror(errno));
 		json_decref(l->keys);
@@ -269,7 +269,7 @@ ledger_append(struct ledger *l, const char *key, const char *id,
 	if (refresh(l, err, errlen) == -1)
 		rc = -1;
 	/* After a torn line, start on a line of our own. */
-	line = xasprintf("%s%s\n", state_line_ended(l->fd) == 0 ? "\n" : "",
+	line = xasprintf("%s%s\n", files_line_ended(l->fd) == 0 ? "\n" : "",
 	    s);
 	len = strlen(line);
 	/*

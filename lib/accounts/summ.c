@@ -15,7 +15,7 @@
 #include "lib/record/rec.h"
 #include "lib/state/rundir.h"
 #include "lib/record/view.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/accounts/summ.h"
 #include "lib/base/x.h"
 
@@ -157,7 +157,7 @@ recount(struct summ *s, json_t *t, const char *path)
 	long lineno;
 	int fd, rc;
 
-	if ((fd = state_open_read(path)) == -1)
+	if ((fd = files_open_read(path)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	r = rec_reader_new(fd, REC_STREAM_MAX);
 	v = view_new();
@@ -187,7 +187,7 @@ state_report(json_t *out, const char *rundir)
 	DIR *d;
 
 	path = rundir_state(rundir, "budget", NULL);
-	if (state_read(path, &doc, err, sizeof(err)) == 0 && doc != NULL)
+	if (files_read(path, &doc, err, sizeof(err)) == 0 && doc != NULL)
 		json_object_set_new(out, "budget", doc);
 	else
 		json_object_set_new(out, "budget", json_null());
@@ -201,7 +201,7 @@ state_report(json_t *out, const char *rundir)
 			if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0)
 				continue;
 			p = xasprintf("%s/%s", path, de->d_name);
-			if (state_read(p, &doc, err, sizeof(err)) == 0 &&
+			if (files_read(p, &doc, err, sizeof(err)) == 0 &&
 			    doc != NULL) {
 				json_t *ep = json_object_get(doc, "endpoint");
 
@@ -314,7 +314,7 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 	json_object_set_new(out, "finished_at", json_real(clk_now()));
 	json_object_set_new(out, "wall_s", json_real(clk_now() - t0));
 	if (admitted_from != NULL) {
-		rep = state_load(admitted_from, 0, &je);
+		rep = files_load(admitted_from, 0, &je);
 		if (!json_is_integer(json_object_get(rep, "admitted"))) {
 			problem(s, "%s: no admitted count (%s)", admitted_from,
 			    rep ? "field \"admitted\" missing" : je.text);
@@ -376,7 +376,7 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 		json_object_set_new(out, "reconciled", json_null());
 	path = rundir_path(rundir, RUNDIR_SUMMARY, NULL);
 	tmp = xasprintf("%s.%ld", path, (long)getpid());
-	if (state_dump(out, path, tmp, JSON_INDENT(2)) == -1) {
+	if (files_dump(out, path, tmp, JSON_INDENT(2)) == -1) {
 		problem(s, "write %s: %s", path, strerror(errno));
 		rc = -1;
 	}

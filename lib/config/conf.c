@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "lib/config/cfg.h"
+#include "lib/config/ydoc.h"
 #include "lib/config/conf.h"
 #include "lib/record/hdr.h"
 #include "lib/base/clk.h"
@@ -268,7 +268,7 @@ conf_statuses(struct conf *c, const char *list, char cls)
 }
 
 struct ctx {
-	const struct cfg *cfg;
+	const struct ydoc *cfg;
 	struct conf	*c;
 	char		*err;
 	size_t		 errlen;
@@ -280,7 +280,7 @@ bad(struct ctx *x, const char *path, const char *what)
 	const char *key = strrchr(path, '.');
 
 	snprintf(x->err, x->errlen, "%s:%ld: key \"%s\": %s", x->cfg->path,
-	    cfg_line(x->cfg, path), key ? key + 1 : path, what);
+	    ydoc_line(x->cfg, path), key ? key + 1 : path, what);
 	return -1;
 }
 
@@ -520,7 +520,7 @@ apply(struct ctx *x, const struct key *keys, const char *path, json_t *obj,
 				break;
 		if (k->name == NULL) {
 			snprintf(x->err, x->errlen, "%s:%ld: unknown key "
-			    "\"%s\"", x->cfg->path, cfg_line(x->cfg, sub),
+			    "\"%s\"", x->cfg->path, ydoc_line(x->cfg, sub),
 			    name);
 			free(sub);
 			return -1;
@@ -537,11 +537,11 @@ int
 conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 {
 	struct ctx x;
-	struct cfg *cfg;
+	struct ydoc *cfg;
 	json_t *eps;
 	int rc;
 
-	if ((cfg = cfg_load(path, err, errlen)) == NULL)
+	if ((cfg = ydoc_load(path, err, errlen)) == NULL)
 		return -1;
 	x.cfg = cfg;
 	x.c = c;
@@ -559,7 +559,7 @@ conf_load(struct conf *c, const char *path, char *err, size_t errlen)
 	if (rc == 0 && eps != NULL)
 		rc = endpoints(&x, "endpoints", eps);
 	json_decref(eps);
-	cfg_free(cfg);
+	ydoc_free(cfg);
 	return rc;
 }
 

@@ -1,13 +1,10 @@
-/*
- * state: the run-wide retry budget, apart from the file helpers of
- * state.c so that a stage that only reads state files (rfp-sink) does not
- * link the store (and with it libpq).
- */
+/* budget: the run-wide retry budget, one document in the store. */
 #include <stdio.h>
 
 #include <jansson.h>
 
-#include "lib/state/state.h"
+#include "lib/control/budget.h"
+#include "lib/state/files.h"
 #include "lib/state/store.h"
 
 struct budget_arg {

@@ -13,7 +13,7 @@
 #include "lib/record/rec.h"
 #include "lib/state/owner.h"
 #include "lib/state/rundir.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 
 int
 owner_name_ok(const char *name)
@@ -34,14 +34,14 @@ owner_hold(const char *rundir, const char *name, const char *who, char *err,
 	int fd;
 
 	dir = rundir_path(rundir, RUNDIR_OWNERS, NULL);
-	if (state_mkdir(dir, err, errlen) == -1) {
+	if (files_mkdir(dir, err, errlen) == -1) {
 		free(dir);
 		return -1;
 	}
 	free(dir);
 	path = rundir_path(rundir, RUNDIR_OWNERS, name);
 	for (;;) {
-		if ((fd = state_open(path, O_RDWR | O_APPEND | O_CREAT,
+		if ((fd = files_open(path, O_RDWR | O_APPEND | O_CREAT,
 		    0600)) == -1 || flock(fd, LOCK_SH) == -1) {
 			snprintf(err, errlen, "open %s: %s", path,
 			    strerror(errno));

@@ -456,7 +456,7 @@ static const char q_lock[] =
  * for one round trip of the client's.
  */
 int
-pg_update(const char *kind, const char *key, state_fn *fn, void *arg,
+pg_update(const char *kind, const char *key, files_fn *fn, void *arg,
     char *err, size_t errlen)
 {
 	const char *p[3] = { kind, key ? key : "", NULL }, *tp[1] = { NULL };

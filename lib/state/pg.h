@@ -11,7 +11,7 @@
 #include <libpq-fe.h>
 #include <jansson.h>
 
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 
 /*
  * libpq, loaded by pg_open with dlopen(3): only a postgresql:// state needs
@@ -130,7 +130,7 @@ void	pg_tell(const char *channel, const char *payload);
  * Run fn on the jsonb of rfp_state (kind, key) in one transaction, with
  * the notifications fn asked for by pg_tell.
  */
-int	pg_update(const char *kind, const char *key, state_fn *fn, void *arg,
+int	pg_update(const char *kind, const char *key, files_fn *fn, void *arg,
 	    char *err, size_t errlen);
 /*
  * Take the lowest session advisory lock (ep, i), i below n and held[i]

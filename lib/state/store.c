@@ -78,7 +78,7 @@ store_close(void)
  * the document as it was).
  */
 static int
-mem_update(const char *kind, const char *key, state_fn *fn, void *arg,
+mem_update(const char *kind, const char *key, files_fn *fn, void *arg,
     char *err, size_t errlen)
 {
 	char *name = key ? xasprintf("%s/%s", kind, key) : xstrdup(kind);
@@ -99,7 +99,7 @@ mem_update(const char *kind, const char *key, state_fn *fn, void *arg,
 
 int
 store_update(const char *rundir, const char *kind, const char *key,
-    state_fn *fn, void *arg, char *err, size_t errlen)
+    files_fn *fn, void *arg, char *err, size_t errlen)
 {
 	char *safe, *path;
 	int rc;
@@ -115,7 +115,7 @@ store_update(const char *rundir, const char *kind, const char *key,
 		path = rundir_state(rundir, kind, safe);
 		free(safe);
 	}
-	rc = state_update(path, fn, arg, err, errlen);
+	rc = files_update(path, fn, arg, err, errlen);
 	free(path);
 	return rc;
 }
@@ -164,7 +164,7 @@ file_slot_take(const char *rundir, const char *ep, long i, char *err,
 		fd = (int)json_integer_value(v);
 	} else {
 		path = rundir_path(rundir, RUNDIR_SLOTS, name);
-		fd = state_open(path, O_RDWR | O_CREAT, 0600);
+		fd = files_open(path, O_RDWR | O_CREAT, 0600);
 		if (fd == -1) {
 			snprintf(err, errlen, "open %s: %s", path,
 			    strerror(errno));

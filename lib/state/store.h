@@ -3,7 +3,7 @@
  * default the flock'd files of the run directory (lib/state); with
  * store_init("postgresql://...") one PostgreSQL database shared by every
  * host.  The callers' logic is the same either way: each state change is
- * a state_fn run on one JSON document, here under an exclusive lock.
+ * a files_fn run on one JSON document, here under an exclusive lock.
  */
 #ifndef RFP_STORE_H
 #define RFP_STORE_H
@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 
 /* The tool's schema version; a database with a newer one is refused. */
 #define STORE_SCHEMA	1
@@ -38,7 +38,7 @@ int	store_is_url(const char *url);
  * this process's memory.  0, 1 (no write) or -1 with err set.
  */
 int	store_update(const char *rundir, const char *kind, const char *key,
-	    state_fn *fn, void *arg, char *err, size_t errlen);
+	    files_fn *fn, void *arg, char *err, size_t errlen);
 
 /*
  * News between hosts: PostgreSQL's LISTEN and NOTIFY.  With the run
@@ -60,7 +60,7 @@ int	store_news_fd(void);
 int	store_news(int readable, store_news_fn *fn, void *arg, char *err,
 	    size_t errlen);
 /*
- * From the state_fn of a store_update: tell the listeners of channel
+ * From the files_fn of a store_update: tell the listeners of channel
  * payload when the update commits, not when it does not.
  */
 void	store_tell(const char *channel, const char *payload);

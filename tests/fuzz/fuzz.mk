@@ -1,6 +1,6 @@
 # Fuzzing with libFuzzer (included by the top-level Makefile).
 #
-#   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="rec cfg"]  fuzz each target
+#   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="rec ydoc"]  fuzz each target
 #   make fuzz-check                                        3 s each, for check
 #   make fuzz FUZZ_ARGS="-fork=2 -ignore_crashes=1"        more libFuzzer flags
 #
@@ -16,7 +16,7 @@
 FUZZ_CC = clang
 FUZZ_SECONDS ?= 60
 FUZZ_DIR = build/fuzz
-FUZZ_ALL = cfg conf hdr id ledger num rec scan \
+FUZZ_ALL = conf hdr id ledger num rec scan ydoc \
 	wire
 FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_SAN = -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \

@@ -1,4 +1,4 @@
-/* scen: load and check a mock portal scenario (YAML via lib/cfg). */
+/* scen: load and check a mock portal scenario (YAML via lib/config/ydoc). */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "lib/config/cfg.h"
+#include "lib/config/ydoc.h"
 #include "cmd/msg.h"
 #include "lib/base/num.h"
 #include "lib/base/x.h"
@@ -23,7 +23,7 @@
 #define RA_TEXT_MAX	200
 
 struct ld {
-	const struct cfg *c;
+	const struct ydoc *c;
 	char		*err;
 	size_t		 errlen;
 };
@@ -95,7 +95,7 @@ line_of(const struct ld *ld, const char *kp)
 	char *p, *s = xstrdup(kp);
 	long line;
 
-	while ((line = cfg_line(ld->c, s)) == 0 &&
+	while ((line = ydoc_line(ld->c, s)) == 0 &&
 	    (line = first_line_under(ld, s)) == 0 &&
 	    (p = strrchr(s, '.')) != NULL)
 		*p = '\0';
@@ -1004,12 +1004,12 @@ struct scen *
 scen_load(const char *path, char *err, size_t errlen)
 {
 	struct ld ld;
-	struct cfg *c;
+	struct ydoc *c;
 	struct scen *s;
 	struct endpoint *ep;
 	int rc;
 
-	if ((c = cfg_load(path, err, errlen)) == NULL)
+	if ((c = ydoc_load(path, err, errlen)) == NULL)
 		return NULL;
 	ld.c = c;
 	ld.err = err;
@@ -1018,7 +1018,7 @@ scen_load(const char *path, char *err, size_t errlen)
 	rc = parse_top(&ld, s);
 	for (ep = s->eps; ep != NULL; ep = ep->next)
 		ep->rate_src = ep->outage_src = ep->limits_src = NULL;
-	cfg_free(c);
+	ydoc_free(c);
 	if (rc == -1) {
 		scen_free(s);
 		return NULL;

@@ -1,5 +1,5 @@
 /*
- * scen: the mock portal's scenario, loaded from YAML (lib/cfg) and checked
+ * scen: the mock portal's scenario, loaded from YAML (lib/config/ydoc) and checked
  * whole before the server starts.  man/rfp-mockportal.1 documents it.
  */
 #ifndef MOCK_SCEN_H

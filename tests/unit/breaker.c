@@ -14,7 +14,7 @@
 
 #include "lib/control/breaker.h"
 #include "lib/config/conf.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/base/x.h"
 #include "tests/unit/tap.h"
 
@@ -31,7 +31,7 @@ state(const char *ep)
 	json_t *d;
 
 	buf[0] = '\0';
-	if (state_read(path, &d, err, sizeof(err)) == 0 && d != NULL)
+	if (files_read(path, &d, err, sizeof(err)) == 0 && d != NULL)
 		snprintf(buf, sizeof(buf), "%s", json_string_value(
 		    json_object_get(d, "state")));
 	json_decref(d);
@@ -69,7 +69,7 @@ main(void)
 	char *p;
 	int i;
 
-	if (mkdtemp(dir) == NULL || state_mkdirs(dir, NULL, 0) == -1)
+	if (mkdtemp(dir) == NULL || files_mkdirs(dir, NULL, 0) == -1)
 		return 1;
 	p = xasprintf("%s/state/breaker", dir);
 	mkdir(p, 0700);

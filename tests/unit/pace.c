@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "lib/control/pace.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/base/x.h"
 #include "tests/unit/tap.h"
 
@@ -648,8 +648,8 @@ batch(void)
 	pa = xasprintf("%s/state/rate/one.json", dir);
 	pb = xasprintf("%s/state/rate/all.json", dir);
 	a = b = NULL;
-	state_read(pa, &a, err, sizeof(err));
-	state_read(pb, &b, err, sizeof(err));
+	files_read(pa, &a, err, sizeof(err));
+	files_read(pb, &b, err, sizeof(err));
 	json_object_del(a, "endpoint");
 	json_object_del(b, "endpoint");
 	ok(a != NULL && json_equal(a, b), "40 outcomes in one call leave the "

@@ -18,7 +18,7 @@
 
 #include "lib/accounts/ledger.h"
 #include "lib/record/rec.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "tests/unit/tap.h"
 
 static size_t chunk;	/* > 0: write at most this much a call */
@@ -73,7 +73,7 @@ main(void)
 	ok(rc == 0, "write_all: 0 through writes of 3 bytes");
 	is_str(slurp(path), text, "write_all: every byte, in order");
 
-	ok(state_mkdirs(dir, err, sizeof(err)) == 0, "ledger: a run dir");
+	ok(files_mkdirs(dir, err, sizeof(err)) == 0, "ledger: a run dir");
 	l = ledger_open(dir, NULL, err, sizeof(err));
 	ok(l != NULL, "ledger: opened");
 	budget = 10;		/* a short write, then a full disk */

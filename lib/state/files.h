@@ -1,11 +1,11 @@
 /*
- * state: the run directory's shared state files.  Every read-modify-write
+ * files: the run directory's shared state files.  Every read-modify-write
  * happens under flock(2) on the file itself, so separate processes share
  * one budget, one pace and one breaker per endpoint; a lock dies with its
  * holder.  A file that exists but does not parse is an error, never reset.
  */
-#ifndef RFP_STATE_H
-#define RFP_STATE_H
+#ifndef RFP_FILES_H
+#define RFP_FILES_H
 
 #include <sys/types.h>
 
@@ -18,7 +18,7 @@
  * empty).  Set *doc to the new content (ownership passes), return 0 to
  * write it, 1 to leave the file as it was, -1 to fail with err set.
  */
-typedef int state_fn(json_t **doc, void *arg, char *err, size_t errlen);
+typedef int files_fn(json_t **doc, void *arg, char *err, size_t errlen);
 
 /*
  * Make DIR, DIR/state, DIR/docs and DIR/logs (mode 0700), or accept each
@@ -26,55 +26,40 @@ typedef int state_fn(json_t **doc, void *arg, char *err, size_t errlen);
  * others (DIR may be a symbolic link, its subdirectories may not); 0, or
  * -1 with errno and the reason in err.
  */
-int	state_mkdirs(const char *rundir, char *err, size_t errlen);
+int	files_mkdirs(const char *rundir, char *err, size_t errlen);
 /* Make or accept one more directory of the run directory, by that rule. */
-int	state_mkdir(const char *path, char *err, size_t errlen);
+int	files_mkdir(const char *path, char *err, size_t errlen);
 /*
  * open(2) for every file of the run directory: O_NOFOLLOW and O_CLOEXEC
  * are added, so a symbolic link planted there is never written through.
  */
-int	state_open(const char *path, int flags, mode_t mode);
+int	files_open(const char *path, int flags, mode_t mode);
 /*
- * Open path to read, as state_open: a regular file only (a FIFO or a
+ * Open path to read, as files_open: a regular file only (a FIFO or a
  * device is -1 with errno EINVAL, never waited on).
  */
-int	state_open_read(const char *path);
+int	files_open_read(const char *path);
 /*
  * Whether the file open on fd ends a line: 1 when it is empty or its last
  * byte is a newline, 0 when its last line is torn (its writer stopped
  * mid-write: a full disk, a crash), -1 with errno when it cannot be read.
  * An appender that finds 0 ends the torn line before its own.
  */
-int	state_line_ended(int fd);
-/* json_load_file through state_open; NULL with je->text set. */
-json_t	*state_load(const char *path, size_t flags, json_error_t *je);
+int	files_line_ended(int fd);
+/* json_load_file through files_open; NULL with je->text set. */
+json_t	*files_load(const char *path, size_t flags, json_error_t *je);
 /*
- * Write doc to tmp (by state_open) and rename it to path, so path is
+ * Write doc to tmp (by files_open) and rename it to path, so path is
  * whole or as it was; 0, or -1 with errno (tmp removed).
  */
-int	state_dump(const json_t *doc, const char *path, const char *tmp,
+int	files_dump(const json_t *doc, const char *path, const char *tmp,
 	    size_t flags);
 /* Run fn on path's content under an exclusive lock; 0, 1 (no write) or -1. */
-int	state_update(const char *path, state_fn *fn, void *arg, char *err,
+int	files_update(const char *path, files_fn *fn, void *arg, char *err,
 	    size_t errlen);
-/* Close the state files state_update keeps open. */
-void	state_close_all(void);
+/* Close the state files files_update keeps open. */
+void	files_close_all(void);
 /* Read path's object under a shared lock (NULL when absent); -1 on error. */
-int	state_read(const char *path, json_t **doc, char *err, size_t errlen);
-
-/*
- * The run-wide retry budget in RUNDIR/state/budget.json, created with
- * init_total retries on first use.  Returns 1 when one retry was granted,
- * 0 when none is left, -1 on error; *left is what remains.
- * In lib/control/budget.c: it goes through the store, which may be PostgreSQL.
- */
-int	budget_spend(const char *rundir, long init_total, long *left,
-	    char *err, size_t errlen);
-/*
- * The same for a budget that grows as documents arrive: a total above the
- * stored one raises it, and what is left by as much.
- */
-int	budget_spend_grown(const char *rundir, long total, long *left,
-	    char *err, size_t errlen);
+int	files_read(const char *path, json_t **doc, char *err, size_t errlen);
 
 #endif

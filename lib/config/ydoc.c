@@ -1,4 +1,4 @@
-/* cfg: YAML (libyaml event API) to JSON (jansson), keeping key lines. */
+/* ydoc: a YAML document (libyaml events) as JSON (jansson), with key lines. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <yaml.h>
 
-#include "lib/config/cfg.h"
+#include "lib/config/ydoc.h"
 #include "lib/base/num.h"
 #include "lib/base/x.h"
 
@@ -188,13 +188,13 @@ node(struct conv *cv, yaml_event_t *ev, const char *path)
 	return v;
 }
 
-struct cfg *
-cfg_parse(const char *name, const char *text, size_t len, char *err,
+struct ydoc *
+ydoc_parse(const char *name, const char *text, size_t len, char *err,
     size_t errlen)
 {
 	struct conv cv;
 	yaml_event_t ev;
-	struct cfg *c;
+	struct ydoc *c;
 	json_t *root = NULL;
 	int done = 0;
 
@@ -262,13 +262,13 @@ fail:
 	return NULL;
 }
 
-struct cfg *
-cfg_load(const char *path, char *err, size_t errlen)
+struct ydoc *
+ydoc_load(const char *path, char *err, size_t errlen)
 {
 	FILE *f;
 	char *buf = NULL;
 	size_t len = 0, cap = 0, n;
-	struct cfg *c;
+	struct ydoc *c;
 
 	if ((f = fopen(path, "r")) == NULL) {
 		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
@@ -298,13 +298,13 @@ cfg_load(const char *path, char *err, size_t errlen)
 		return NULL;
 	}
 	fclose(f);
-	c = cfg_parse(path, buf, len, err, errlen);
+	c = ydoc_parse(path, buf, len, err, errlen);
 	free(buf);
 	return c;
 }
 
 long
-cfg_line(const struct cfg *c, const char *keypath)
+ydoc_line(const struct ydoc *c, const char *keypath)
 {
 	json_t *v;
 
@@ -314,7 +314,7 @@ cfg_line(const struct cfg *c, const char *keypath)
 }
 
 void
-cfg_free(struct cfg *c)
+ydoc_free(struct ydoc *c)
 {
 	if (c == NULL)
 		return;

@@ -17,7 +17,8 @@
 
 #include <jansson.h>
 
-#include "lib/state/state.h"
+#include "lib/control/budget.h"
+#include "lib/state/files.h"
 #include "tests/unit/tap.h"
 
 static char dir[] = "/tmp/unit-state.XXXXXX";
@@ -88,7 +89,7 @@ test_mkdirs(void)
 	int i, good = 1;
 
 	snprintf(rd, sizeof(rd), "%s/run", dir);
-	ok(state_mkdirs(rd, err, sizeof(err)) == 0,
+	ok(files_mkdirs(rd, err, sizeof(err)) == 0,
 	    "mkdirs: makes the run directory");
 	for (i = 0; i < 3; i++) {
 		snprintf(p, sizeof(p), "%s/%s", rd, subs[i]);
@@ -97,12 +98,12 @@ test_mkdirs(void)
 	}
 	ok(good && mode_of(rd) == 0700,
 	    "mkdirs: run, state, docs and logs are mode 0700");
-	ok(state_mkdirs(rd, err, sizeof(err)) == 0, "mkdirs: again is fine");
+	ok(files_mkdirs(rd, err, sizeof(err)) == 0, "mkdirs: again is fine");
 	snprintf(p, sizeof(p), "%s/file", dir);
 	put(p, "x");
 	snprintf(rd, sizeof(rd), "%s/file/run", dir);
 	errno = 0;
-	ok(state_mkdirs(rd, err, sizeof(err)) == -1 && errno == ENOTDIR,
+	ok(files_mkdirs(rd, err, sizeof(err)) == -1 && errno == ENOTDIR,
 	    "mkdirs: -1 with errno under a file");
 }
 
@@ -117,15 +118,15 @@ test_trust(void)
 	snprintf(rd, sizeof(rd), "%s/open", dir);
 	mkdir(rd, 0777);
 	chmod(rd, 0777);
-	ok(state_mkdirs(rd, err, sizeof(err)) == -1 &&
+	ok(files_mkdirs(rd, err, sizeof(err)) == -1 &&
 	    strstr(err, "writable by others (mode 0777)") != NULL,
 	    "mkdirs: a world-writable run directory is refused");
 	chmod(rd, 0750);
-	ok(state_mkdirs(rd, err, sizeof(err)) == 0,
+	ok(files_mkdirs(rd, err, sizeof(err)) == 0,
 	    "mkdirs: a run directory of ours, 0750, is accepted");
 	snprintf(p, sizeof(p), "%s/docs", rd);
 	chmod(p, 0770);
-	ok(state_mkdirs(rd, err, sizeof(err)) == -1 &&
+	ok(files_mkdirs(rd, err, sizeof(err)) == -1 &&
 	    strstr(err, "/docs: writable by others") != NULL,
 	    "mkdirs: so is a group-writable subdirectory");
 	chmod(p, 0700);
@@ -135,23 +136,23 @@ test_trust(void)
 	mkdir(p, 0700);
 	snprintf(q, sizeof(q), "%s/state", rd);
 	symlink(p, q);
-	ok(state_mkdirs(rd, err, sizeof(err)) == -1 &&
+	ok(files_mkdirs(rd, err, sizeof(err)) == -1 &&
 	    strstr(err, "/state: not a directory") != NULL,
 	    "mkdirs: a symbolic link for state/ is refused");
 	snprintf(p, sizeof(p), "%s/target", dir);
 	put(p, "{}");
 	snprintf(q, sizeof(q), "%s/run/state/planted.json", dir);
 	symlink(p, q);
-	ok(state_update(q, count_fn, &mode, err, sizeof(err)) == -1 &&
+	ok(files_update(q, count_fn, &mode, err, sizeof(err)) == -1 &&
 	    strcmp(get(p), "{}") == 0,
 	    "update: a planted symbolic link is not written through");
-	ok(state_read(q, &doc, err, sizeof(err)) == -1 && doc == NULL,
+	ok(files_read(q, &doc, err, sizeof(err)) == -1 && doc == NULL,
 	    "read: nor read through");
 	snprintf(q, sizeof(q), "%s/run/summary.json", dir);
 	symlink(p, q);
 	doc = json_pack("{s:i}", "n", 1);
 	snprintf(p, sizeof(p), "%s/run/summary.json.1", dir);
-	ok(state_dump(doc, q, p, JSON_COMPACT) == 0 &&
+	ok(files_dump(doc, q, p, JSON_COMPACT) == 0 &&
 	    strcmp(get(q), "{\"n\":1}") == 0 && access(p, F_OK) == -1,
 	    "dump: replaces a planted link with the file");
 	snprintf(p, sizeof(p), "%s/target", dir);
@@ -167,35 +168,35 @@ test_update(void)
 	int mode = 0, rc;
 
 	snprintf(p, sizeof(p), "%s/run/state/x.json", dir);
-	rc = state_update(p, count_fn, &mode, err, sizeof(err));
+	rc = files_update(p, count_fn, &mode, err, sizeof(err));
 	ok(rc == 0 && strstr(get(p), "\"n\":1") != NULL,
 	    "update: a new file gets the first content");
 	ok(mode_of(p) == 0600, "update: a state file is mode 0600");
-	rc = state_update(p, count_fn, &mode, err, sizeof(err));
+	rc = files_update(p, count_fn, &mode, err, sizeof(err));
 	ok(rc == 0 && strcmp(get(p), "{\"n\":2}\n") == 0,
 	    "update: a shorter rewrite leaves no stale tail");
 	mode = 1;
-	ok(state_update(p, count_fn, &mode, err, sizeof(err)) == 1 &&
+	ok(files_update(p, count_fn, &mode, err, sizeof(err)) == 1 &&
 	    strcmp(get(p), "{\"n\":2}\n") == 0, "update: 1 leaves the file");
 	mode = -1;
-	ok(state_update(p, count_fn, &mode, err, sizeof(err)) == -1 &&
+	ok(files_update(p, count_fn, &mode, err, sizeof(err)) == -1 &&
 	    strcmp(err, "refused") == 0 && strcmp(get(p), "{\"n\":2}\n") == 0,
 	    "update: -1 passes the error on and leaves the file");
 
-	ok(state_read(p, &doc, err, sizeof(err)) == 0 &&
+	ok(files_read(p, &doc, err, sizeof(err)) == 0 &&
 	    json_integer_value(json_object_get(doc, "n")) == 2,
 	    "read: the current object");
 	json_decref(doc);
 	snprintf(p, sizeof(p), "%s/run/state/absent.json", dir);
 	doc = json_true();
-	ok(state_read(p, &doc, err, sizeof(err)) == 0 && doc == NULL,
+	ok(files_read(p, &doc, err, sizeof(err)) == 0 && doc == NULL,
 	    "read: an absent file is NULL, not an error");
 	ok(access(p, F_OK) == -1, "read: does not create the file");
 
 	snprintf(p, sizeof(p), "%s/run/state/empty.json", dir);
 	put(p, "");
 	mode = 0;
-	ok(state_update(p, count_fn, &mode, err, sizeof(err)) == 0 &&
+	ok(files_update(p, count_fn, &mode, err, sizeof(err)) == 0 &&
 	    strstr(get(p), "\"n\":1") != NULL, "update: an empty file is new");
 }
 
@@ -213,14 +214,14 @@ test_corrupt(void)
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		put(p, bad[i]);
 		err[0] = '\0';
-		ok(state_update(p, count_fn, &mode, err, sizeof(err)) == -1 &&
+		ok(files_update(p, count_fn, &mode, err, sizeof(err)) == -1 &&
 		    strstr(err, p) == err && strstr(err, "corrupt state file") &&
 		    strchr(err, '\n') == NULL,
 		    "corrupt: update refuses %zu and names the file: %s", i, err);
 		ok(strcmp(get(p), bad[i]) == 0,
 		    "corrupt: the file is left as it was");
 		doc = NULL;
-		ok(state_read(p, &doc, err, sizeof(err)) == -1 && doc == NULL,
+		ok(files_read(p, &doc, err, sizeof(err)) == -1 && doc == NULL,
 		    "corrupt: read refuses it too");
 	}
 }
@@ -233,7 +234,7 @@ test_budget(void)
 	int rc[5], i;
 
 	snprintf(rd, sizeof(rd), "%s/budget-run", dir);
-	state_mkdirs(rd, NULL, 0);
+	files_mkdirs(rd, NULL, 0);
 	for (i = 0; i < 5; i++)
 		rc[i] = budget_spend(rd, 3, &lefts[i], err, sizeof(err));
 	ok(rc[0] == 1 && rc[1] == 1 && rc[2] == 1 && rc[3] == 0 && rc[4] == 0,
@@ -287,7 +288,7 @@ test_concurrent(void)
 	pid_t pid[4];
 
 	snprintf(rd, sizeof(rd), "%s/race", dir);
-	state_mkdirs(rd, NULL, 0);
+	files_mkdirs(rd, NULL, 0);
 	for (i = 0; i < 4; i++) {
 		if (pipe(fds[i]) == -1)
 			exit(2);

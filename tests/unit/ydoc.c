@@ -1,5 +1,5 @@
 /*
- * Unit tests of lib/cfg: YAML to JSON types, key lines, and the errors
+ * Unit tests of lib/config/ydoc: YAML to JSON types, key lines, and the errors
  * (duplicate keys, aliases, syntax, shape) worded "file:line: what".
  */
 #include <stdarg.h>
@@ -10,14 +10,14 @@
 
 #include <jansson.h>
 
-#include "lib/config/cfg.h"
+#include "lib/config/ydoc.h"
 #include "tests/unit/tap.h"
 
-static struct cfg *
+static struct ydoc *
 parse(const char *text, char *err, size_t errlen)
 {
 	err[0] = '\0';
-	return cfg_parse("t.yaml", text, strlen(text), err, errlen);
+	return ydoc_parse("t.yaml", text, strlen(text), err, errlen);
 }
 
 static void
@@ -42,7 +42,7 @@ test_types(void)
 	    "  other: x\n"		/* 16 */
 	    "hex: 0x10\n";		/* 17 */
 	char err[256];
-	struct cfg *c = parse(y, err, sizeof(err));
+	struct ydoc *c = parse(y, err, sizeof(err));
 	json_t *r, *l;
 
 	ok(c != NULL, "types: the document loads (%s)", err);
@@ -80,16 +80,16 @@ test_types(void)
 	    json_object_get(r, "map"), "inner"), "deep")) == 1,
 	    "types: nested mappings");
 
-	is_long(cfg_line(c, "int"), 1, "cfg_line: first key on line 1");
-	is_long(cfg_line(c, "word"), 10, "cfg_line: word on line 10");
-	is_long(cfg_line(c, "map"), 13, "cfg_line: map on line 13");
-	is_long(cfg_line(c, "map.inner.deep"), 15,
-	    "cfg_line: a nested key path");
-	is_long(cfg_line(c, "map.other"), 16, "cfg_line: a sibling key");
-	is_long(cfg_line(c, "nope"), 0, "cfg_line: 0 for an unknown key");
-	is_long(cfg_line(NULL, "int"), 0, "cfg_line: 0 for no config");
-	is_str(c->path, "t.yaml", "cfg: path is the name given");
-	cfg_free(c);
+	is_long(ydoc_line(c, "int"), 1, "ydoc_line: first key on line 1");
+	is_long(ydoc_line(c, "word"), 10, "ydoc_line: word on line 10");
+	is_long(ydoc_line(c, "map"), 13, "ydoc_line: map on line 13");
+	is_long(ydoc_line(c, "map.inner.deep"), 15,
+	    "ydoc_line: a nested key path");
+	is_long(ydoc_line(c, "map.other"), 16, "ydoc_line: a sibling key");
+	is_long(ydoc_line(c, "nope"), 0, "ydoc_line: 0 for an unknown key");
+	is_long(ydoc_line(NULL, "int"), 0, "ydoc_line: 0 for no config");
+	is_str(c->path, "t.yaml", "ydoc: path is the name given");
+	ydoc_free(c);
 }
 
 static void
@@ -112,7 +112,7 @@ test_errors(void)
 		{ "a:\n\tb: 1\n", "t.yaml:" },
 	};
 	char err[256];
-	struct cfg *c;
+	struct ydoc *c;
 	size_t i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -123,7 +123,7 @@ test_errors(void)
 		if (c != NULL || strncmp(err, bad[i].want,
 		    strlen(bad[i].want)) != 0)
 			printf("#   want prefix: %s\n", bad[i].want);
-		cfg_free(c);
+		ydoc_free(c);
 	}
 }
 
@@ -131,22 +131,22 @@ static void
 test_shapes(void)
 {
 	char err[256], deep[2000];
-	struct cfg *c;
+	struct ydoc *c;
 	size_t n = 0;
 	int i;
 
 	c = parse("", err, sizeof(err));
 	ok(c != NULL && json_is_object(c->root) &&
 	    json_object_size(c->root) == 0, "shapes: empty text is {}");
-	cfg_free(c);
+	ydoc_free(c);
 	c = parse("# only a comment\n", err, sizeof(err));
 	ok(c != NULL && json_object_size(c->root) == 0,
 	    "shapes: a comment-only file is {}");
-	cfg_free(c);
+	ydoc_free(c);
 	c = parse("---\na: 1\n...\n", err, sizeof(err));
 	ok(c != NULL && json_object_size(c->root) == 1,
 	    "shapes: explicit document markers are fine");
-	cfg_free(c);
+	ydoc_free(c);
 
 	for (i = 0; i < 100; i++)
 		n += (size_t)sprintf(deep + n, "[");
@@ -159,7 +159,7 @@ test_shapes(void)
 		c = parse(y, err, sizeof(err));
 		ok(c == NULL && strstr(err, "nesting too deep") != NULL,
 		    "shapes: 100 levels of nesting are refused: %s", err);
-		cfg_free(c);
+		ydoc_free(c);
 		free(y);
 	}
 }
@@ -167,8 +167,8 @@ test_shapes(void)
 static void
 test_load(void)
 {
-	char dir[] = "/tmp/unit-cfg.XXXXXX", path[256], err[512];
-	struct cfg *c;
+	char dir[] = "/tmp/unit-ydoc.XXXXXX", path[256], err[512];
+	struct ydoc *c;
 	FILE *f;
 
 	if (mkdtemp(dir) == NULL)
@@ -178,18 +178,18 @@ test_load(void)
 	fputs("# comment\nconcurrency: 4\nendpoints:\n  nih:\n    rate: 2\n",
 	    f);
 	fclose(f);
-	c = cfg_load(path, err, sizeof(err));
+	c = ydoc_load(path, err, sizeof(err));
 	ok(c != NULL && json_integer_value(json_object_get(c->root,
 	    "concurrency")) == 4, "load: reads a file");
-	is_long(cfg_line(c, "endpoints.nih.rate"), 5,
+	is_long(ydoc_line(c, "endpoints.nih.rate"), 5,
 	    "load: key lines from a file");
 	is_str(c ? c->path : NULL, path, "load: path kept");
-	cfg_free(c);
+	ydoc_free(c);
 
 	f = fopen(path, "w");
 	fputs("a: 1\n\n\na: 2\n", f);
 	fclose(f);
-	c = cfg_load(path, err, sizeof(err));
+	c = ydoc_load(path, err, sizeof(err));
 	{
 		char want[300];
 
@@ -197,10 +197,10 @@ test_load(void)
 		is_str(c == NULL ? err : NULL, want,
 		    "load: errors name the file and line");
 	}
-	cfg_free(c);
+	ydoc_free(c);
 	unlink(path);
 
-	c = cfg_load(path, err, sizeof(err));
+	c = ydoc_load(path, err, sizeof(err));
 	ok(c == NULL && strstr(err, "open ") == err &&
 	    strstr(err, "No such file or directory") != NULL,
 	    "load: a missing file: %s", err);

@@ -1,4 +1,4 @@
-/* state: flock'd JSON state files in the run directory. */
+/* files: the store's file backend: flock'd JSON documents. */
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -13,26 +13,26 @@
 #include <jansson.h>
 
 #include "lib/state/rundir.h"
-#include "lib/state/state.h"
+#include "lib/state/files.h"
 #include "lib/base/x.h"
 
 #define STATE_MAX	(1024 * 1024)
 
 int
-state_open(const char *path, int flags, mode_t mode)
+files_open(const char *path, int flags, mode_t mode)
 {
 	return open(path, flags | O_NOFOLLOW | O_CLOEXEC, mode);
 }
 
 int
-state_open_read(const char *path)
+files_open_read(const char *path)
 {
 	struct stat st;
 	int fd, fl;
 
 	memset(&st, 0, sizeof(st));
 	/* Not blocking on a FIFO planted where a file should be. */
-	if ((fd = state_open(path, O_RDONLY | O_NONBLOCK, 0)) == -1)
+	if ((fd = files_open(path, O_RDONLY | O_NONBLOCK, 0)) == -1)
 		return -1;
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
 	    (fl = fcntl(fd, F_GETFL)) == -1 ||
@@ -46,7 +46,7 @@ state_open_read(const char *path)
 }
 
 int
-state_line_ended(int fd)
+files_line_ended(int fd)
 {
 	struct stat st;
 	char c;
@@ -103,7 +103,7 @@ mkdir_ours(const char *path, int follow, char *err, size_t errlen)
 }
 
 int
-state_mkdirs(const char *rundir, char *err, size_t errlen)
+files_mkdirs(const char *rundir, char *err, size_t errlen)
 {
 	static const enum rundir_file subs[] = { RUNDIR_STATE, RUNDIR_DOCS,
 	    RUNDIR_LOGS };
@@ -135,12 +135,12 @@ state_mkdirs(const char *rundir, char *err, size_t errlen)
 }
 
 int
-state_dump(const json_t *doc, const char *path, const char *tmp,
+files_dump(const json_t *doc, const char *path, const char *tmp,
     size_t flags)
 {
 	int fd, e;
 
-	if ((fd = state_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600)) == -1)
+	if ((fd = files_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600)) == -1)
 		return -1;
 	if (json_dumpfd(doc, fd, flags) == -1) {
 		e = errno ? errno : ENOMEM;
@@ -159,12 +159,12 @@ state_dump(const json_t *doc, const char *path, const char *tmp,
 }
 
 json_t *
-state_load(const char *path, size_t flags, json_error_t *je)
+files_load(const char *path, size_t flags, json_error_t *je)
 {
 	json_t *doc;
 	int fd;
 
-	if ((fd = state_open_read(path)) == -1) {
+	if ((fd = files_open_read(path)) == -1) {
 		if (je != NULL)
 			snprintf(je->text, sizeof(je->text), "%s",
 			    errno == EINVAL ? "not a regular file" :
@@ -177,7 +177,7 @@ state_load(const char *path, size_t flags, json_error_t *je)
 }
 
 int
-state_mkdir(const char *path, char *err, size_t errlen)
+files_mkdir(const char *path, char *err, size_t errlen)
 {
 	return mkdir_ours(path, 0, err, errlen);
 }
@@ -260,14 +260,14 @@ held_open(const char *path)
 		held = json_object();
 	if ((v = json_object_get(held, path)) != NULL)
 		return (int)json_integer_value(v);
-	if ((fd = state_open(path, O_RDWR | O_CREAT, 0600)) == -1)
+	if ((fd = files_open(path, O_RDWR | O_CREAT, 0600)) == -1)
 		return -1;
 	json_object_set_new(held, path, json_integer(fd));
 	return fd;
 }
 
 void
-state_close_all(void)
+files_close_all(void)
 {
 	const char *k;
 	json_t *v;
@@ -279,7 +279,7 @@ state_close_all(void)
 }
 
 int
-state_update(const char *path, state_fn *fn, void *arg, char *err,
+files_update(const char *path, files_fn *fn, void *arg, char *err,
     size_t errlen)
 {
 	json_t *doc;
@@ -325,13 +325,13 @@ state_update(const char *path, state_fn *fn, void *arg, char *err,
 }
 
 int
-state_read(const char *path, json_t **doc, char *err, size_t errlen)
+files_read(const char *path, json_t **doc, char *err, size_t errlen)
 {
 	size_t len;
 	int fd, rc;
 
 	*doc = NULL;
-	if ((fd = state_open(path, O_RDONLY, 0)) == -1) {
+	if ((fd = files_open(path, O_RDONLY, 0)) == -1) {
 		if (errno == ENOENT)
 			return 0;
 		snprintf(err, errlen, "open %s: %s", path, strerror(errno));

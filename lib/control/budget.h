@@ -1,0 +1,22 @@
+/* budget: the run-wide retry budget, one document in the store. */
+#ifndef RFP_BUDGET_H
+#define RFP_BUDGET_H
+
+#include <stddef.h>
+
+/*
+ * The run-wide retry budget in RUNDIR/state/budget.json (or PostgreSQL's
+ * rfp_state), created with init_total retries on first use.  Returns 1
+ * when one retry was granted, 0 when none is left, -1 on error; *left is
+ * what remains.
+ */
+int	budget_spend(const char *rundir, long init_total, long *left,
+	    char *err, size_t errlen);
+/*
+ * The same for a budget that grows as documents arrive: a total above the
+ * stored one raises it, and what is left by as much.
+ */
+int	budget_spend_grown(const char *rundir, long total, long *left,
+	    char *err, size_t errlen);
+
+#endif
