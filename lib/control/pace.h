@@ -18,9 +18,10 @@
  * window is cut to what succeeded and held.  RateLimit headers and a
  * Retry-After past the quota horizon hold the endpoint.
  *
- * A state nobody has used for a minute (an earlier night, a resume) is a
- * hint, not a fact: the pace starts afresh, remembering only the rate it
- * had, past which it does not double.
+ * A state left by processes that have all ended (the run before, a
+ * moment ago or a night) or that nobody has used for a minute is a hint,
+ * not a fact: the pace starts afresh, remembering only the rate it had,
+ * past which it does not double.  Processes sharing it at once keep it.
  *
  * With a configured rate the pace is that rate, exactly, from the start;
  * with a configured concurrency there is no window below it.
