@@ -718,7 +718,7 @@ reset_bound(void)
 	struct pace_cfg c = { 0, 0, 3600, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
-	char err[256], *path;
+	char err[256] = "", *path;
 	FILE *f;
 
 	pace_take_n(dir, "far", &c, T0, 1, &g, err, sizeof(err));
