@@ -53,6 +53,8 @@
 				   hint: the portal may have changed since */
 #define USERS_MAX	64	/* processes a state names as its users */
 
+static json_t *mine;	/* the endpoints this process is a user of */
+
 /*
  * The state.  Every field is a number in the state file, under its own
  * name; counts are whole numbers held in doubles.
@@ -247,6 +249,13 @@ host(void)
 	if (name[0] == '\0' && gethostname(name, sizeof(name) - 1) == -1)
 		strcpy(name, "localhost");
 	return name;
+}
+
+/* This process as a state's users name it: "PID@HOST". */
+static void
+user_id(char *id, size_t n)
+{
+	snprintf(id, n, "%ld@%s", (long)getpid(), host());
 }
 
 /*
@@ -672,7 +681,7 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 		return -1;
 	}
 	now = o->take ? o->now : o->nev > 0 ? o->evs[0].now : 0;
-	snprintf(id, sizeof(id), "%ld@%s", (long)getpid(), host());
+	user_id(id, sizeof(id));
 	u = users(*doc, id, now, &inherited);
 	if (p.seen > 0 && (now - p.seen > clk_real(STALE) || inherited))
 		age(&p, o->c);
@@ -684,6 +693,9 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 	}
 	p.seen = fmax(p.seen, now);
 	json_object_set_new(u, id, json_real(p.seen));
+	if (mine == NULL)
+		mine = json_object();
+	json_object_set_new(mine, o->ep, json_true());
 	json_decref(*doc);
 	*doc = save(&p, o->ep);
 	json_object_set_new(*doc, "users", u);
@@ -754,4 +766,34 @@ pace_feedback(const char *rundir, const char *ep, const struct pace_cfg *c,
 		e.rl_seen = 1;
 	}
 	return pace_feedback_n(rundir, ep, c, &e, 1, err, errlen);
+}
+
+/* Strike this process from the users of the state in *doc. */
+static int
+leave(json_t **doc, void *arg, char *err, size_t errlen)
+{
+	char id[300];
+
+	(void)arg;
+	(void)err;
+	(void)errlen;
+	user_id(id, sizeof(id));
+	return json_object_del(json_object_get(*doc, "users"), id) == 0 ? 0 :
+	    1;
+}
+
+int
+pace_leave(const char *rundir, char *err, size_t errlen)
+{
+	const char *ep;
+	json_t *v;
+	int rc = 0;
+
+	json_object_foreach(mine, ep, v)
+		if (rc == 0 && store_update(rundir, "rate", ep, leave, NULL,
+		    err, errlen) == -1)
+			rc = -1;
+	json_decref(mine);
+	mine = NULL;
+	return rc;
 }

@@ -94,4 +94,12 @@ int	pace_feedback(const char *rundir, const char *ep,
 	    const struct hdr_ratelimit *rl, double now, char *err,
 	    size_t errlen);
 
+/*
+ * This process is done pacing: struck from the users of every endpoint it
+ * paced, so that whoever comes next, on any host, finds what is left a
+ * hint at once (rather than a minute after this process was last heard
+ * from).  0, or -1 with err set.
+ */
+int	pace_leave(const char *rundir, char *err, size_t errlen);
+
 #endif

@@ -587,6 +587,28 @@ inherited(void)
 	ok(r > 0, "... and once joined, holds "
 	    "after it ends (rate %.1f)", r);
 
+	/* One still running that said it is done: as if it had ended. */
+	if (pipe(go) == -1 || pipe(wait_fd) == -1)
+		ok(0, "pipe");
+	if ((pid = fork()) == 0) {
+		close(go[0]);
+		close(wait_fd[1]);
+		learn("left", T0);
+		pace_leave(dir, err, sizeof(err));
+		(void)!write(go[1], "x", 1);
+		(void)!read(wait_fd[0], &c, 1);
+		_exit(0);
+	}
+	close(go[1]);
+	close(wait_fd[0]);
+	(void)!read(go[0], &c, 1);
+	r = rate_at("left", T0 + 1);
+	ok(r == 0, "a pace its process left, still running, starts afresh "
+	    "(rate %.1f)", r);
+	close(wait_fd[1]);
+	close(go[0]);
+	waitpid(pid, NULL, 0);
+
 	text = xasprintf("{\"paced\": 1, \"rate\": 10, \"seen\": %.3f, "
 	    "\"users\": {\"1@elsewhere.invalid\": %.3f}}\n", T0 + 1,
 	    T0 + 1);
@@ -837,7 +859,7 @@ explore(void)
 int
 main(void)
 {
-	char *sub;
+	char *sub, err[256];
 
 	if (getenv("PACE_EXPLORE") != NULL) {
 		explore();
@@ -865,6 +887,7 @@ main(void)
 	ratelimit();
 	corrupt();
 	batch();
+	pace_leave(NULL, err, sizeof(err));
 	sub = xasprintf("rm -rf %s", dir);
 	if (system(sub) != 0)
 		return 1;
