@@ -156,4 +156,6 @@ stale_run() {
 		false
 	}
 	[ "$(logged '.endpoint == "free" and .action == "rate_limited"')" -eq 0 ]
+	# Each run struck itself off the pace's users as it ended.
+	jq -e '.users == {}' "$RUN/state/rate/p.json"
 }

@@ -442,4 +442,6 @@ stale_runs() {
 	run -0 jq -c 'select(.t == "pace")' "$BATS_TEST_TMPDIR/free/logs/attempts.ndjson"
 	[ -z "$output" ] || fail "paced: $output"
 	[ "$(logged '.endpoint == "free" and .action == "rate_limited"')" -eq 0 ]
+	# Each run struck itself off the pace's users as it ended.
+	[ "$(sql "SELECT doc->'users' FROM rfp_state WHERE kind = 'rate' AND key = 'p'")" = '{}' ]
 }
