@@ -58,7 +58,7 @@ set -eu
 usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
                     [--work DIR] [--results FILE] [--no-build] [--timeout S]
        bench/run.sh --limiters [--quick] [--cells PATTERN[,PATTERN...]] [...]
-       bench/run.sh --scale [--quick] [--no-build] [--keep] [--work DIR]
+       bench/run.sh --scale [--quick] [--cells PATTERN[,PATTERN...]] [...]
 
   --quick        smaller N and fewer scenarios: about 2 minutes (with
                  --limiters: 9 of the 28 cells, about 3 minutes)
@@ -68,14 +68,20 @@ usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
   --limiters     the limiter matrix alone (as --only limiters): about 13
                  minutes; a full one writes its section of bench/RESULTS.md
   --cells P      with --limiters: only the cells whose id matches P
-                 (gcra-*, nginx-*, pg-3, ...; see bench/scenarios/limiters/cells)
+                 (gcra-*, nginx-*, pg-3, ...; see bench/scenarios/limiters/cells);
+                 with --scale: only the runs whose name matches P
+                 (pg-*, queue-*, stale-*, ...; see bench/lib/scale.sh)
   --scale        documents/s of 1, 2 and 3 pipelines against an unlimited
                  nginx: files state, PostgreSQL state, and the PostgreSQL
                  queue (--queue; for 3, also with each pipeline's state
                  apart); 10,000 documents (--quick: 3,000); then 1 and 3
                  against nginx limited to 500 r/s (burst 1), 2,000 documents
-                 (--quick: 1,000), with the 429s counted; one table on
-                 stdout, nothing written to bench/RESULTS.md
+                 (--quick: 1,000), with the 429s counted; then the
+                 stale-pace sequences, one pipeline run at once after
+                 another on the same state, the limit changed between them
+                 (20 r/s, then unlimited; unlimited, then 20 r/s), files
+                 and PostgreSQL state; one table on stdout, nothing
+                 written to bench/RESULTS.md
   --keep         keep the work directory (logs, outputs) and say where
   --work DIR     work in DIR (default: a new directory under \${TMPDIR:-/tmp})
   --results FILE write the report there (default: bench/RESULTS.md after a

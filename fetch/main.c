@@ -46,6 +46,7 @@
 
 #include "lib/accounts/attlog.h"
 #include "lib/control/breaker.h"
+#include "lib/control/pace.h"
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
 #include "lib/record/doc.h"
@@ -689,10 +690,14 @@ static void
 tidy(void)
 {
 	struct admit_counts n;
+	char err[512];
 
 	admit_counts(&n);
 	admit_close();
 	gate_free();
+	/* Whoever paces these endpoints next finds no one still at it. */
+	if (pace_leave(fo.run_dir, err, sizeof(err)) == -1)
+		msg_warn("%s", err);
 	submit_close();
 	if (fo.run_dir != NULL) {
 		close(fo.part_fd);

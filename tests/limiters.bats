@@ -100,3 +100,62 @@ never_opened() {
 	[ ! -s "$RUN/results.ndjson" ]
 	run ! never_opened
 }
+
+# stale_portal: one mock, two routes of rfpipe's endpoint p (one pace): /slow/*
+# limited to 20/s with no burst, /free/* unlimited, as one portal before and
+# after its limit changed.
+stale_portal() {
+	printf 'routes:\n  - {match: "/slow/*", endpoint: slow, limits: [{kind: gcra, per_s: 20, burst: 0}]}\n  - {match: "/free/*", endpoint: free}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+}
+
+# stale_docs ROUTE N TAG: N documents on ROUTE, ids TAG-I, endpoint p.
+stale_docs() {
+	local i
+	for i in $(seq 1 "$2"); do
+		printf '{"id":"%s-%d","url":"%s/%s/%s-%d","endpoint":"p"}\n' \
+		    "$3" "$i" "$MOCK_URL" "$1" "$3" "$i"
+	done
+}
+
+# stale_run MANIFEST [OPTION...]: a pipeline on the run directory, bounded.
+stale_run() {
+	local m=$1
+	shift
+	run -0 timeout 60 "$ROOT/pipeline.sh" -q -j 32 --seed 1 --run-dir "$RUN" "$@" "$m"
+}
+
+@test "limiters: the run at once after an unlimited one, on the same run directory, does not stampede the portal now limited" {
+	# The pace the first run left (a window grown to -j) was trusted as
+	# measured: a quarter of the requests were refused.
+	stale_portal
+	stale_docs free 300 a >"$BATS_TEST_TMPDIR/m1"
+	stale_docs slow 300 b >"$BATS_TEST_TMPDIR/m2"
+	stale_run "$BATS_TEST_TMPDIR/m1"
+	stale_run "$BATS_TEST_TMPDIR/m2"
+	[ "$(grep -c '"id":"b-' "$RUN/results.ndjson")" -eq 300 ]
+	refused=$(logged '.endpoint == "slow" and .action == "rate_limited"')
+	sent=$(logged '.kind == "request" and .endpoint == "slow"')
+	echo "refused $refused of $sent"
+	[ "$((refused * 20))" -le "$sent" ]
+}
+
+@test "limiters: the run at once after a limited one, on the same run directory, is not paced at the old rate where the limit is gone" {
+	stale_portal
+	stale_docs slow 300 a >"$BATS_TEST_TMPDIR/m1"
+	stale_docs free 300 b >"$BATS_TEST_TMPDIR/m2"
+	stale_run "$BATS_TEST_TMPDIR/m1"
+	stale_run "$BATS_TEST_TMPDIR/m2"
+	[ "$(grep -c '"id":"b-' "$RUN/results.ndjson")" -eq 300 ]
+	# The second run's lines of the attempt log: nothing refused it, so
+	# nothing paced it (the first run's 20/s was its pace from the start).
+	jq -s -e '(to_entries | map(select(.value.t == "start")) | last.key) as $k
+	    | .[$k:] | map(select(.t == "pace")) | length == 0' \
+	    "$RUN/logs/attempts.ndjson" || {
+		jq -c 'select(.t == "pace")' "$RUN/logs/attempts.ndjson" | tail -n 3
+		false
+	}
+	[ "$(logged '.endpoint == "free" and .action == "rate_limited"')" -eq 0 ]
+	# Each run struck itself off the pace's users as it ended.
+	jq -e '.users == {}' "$RUN/state/rate/p.json"
+}

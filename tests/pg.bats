@@ -406,3 +406,42 @@ wait_for() {
 	exec 5>&-
 	wait "$b"
 }
+
+# stale_runs FIRST THEN: on one database, 300 documents through rfp's
+# endpoint p on the mock's route FIRST, then at once 300 on THEN, each run
+# with a run directory of its own; /slow/* is limited to 20/s with no
+# burst, /free/* is not.  Time ten times faster, so that the second run
+# starts well within the minute after which any pace is only a hint.
+stale_runs() {
+	local r i
+	export RFPIPE_TIME_SCALE=0.1
+	printf 'routes:\n  - {match: "/slow/*", endpoint: slow, limits: [{kind: gcra, per_s: 20, burst: 0}]}\n  - {match: "/free/*", endpoint: free}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	for r in "$1" "$2"; do
+		for i in $(seq 1 300); do
+			printf '{"id":"%s-%d","url":"%s/%s/%d","endpoint":"p"}\n' \
+			    "$r" "$i" "$MOCK_URL" "$r" "$i"
+		done >"$BATS_TEST_TMPDIR/$r.m"
+		run -0 timeout 60 "$ROOT/pipeline.sh" -q -j 32 --seed 1 \
+		    --run-dir "$BATS_TEST_TMPDIR/$r" --state "$URL" \
+		    "$BATS_TEST_TMPDIR/$r.m"
+		[ "$(wc -l <"$BATS_TEST_TMPDIR/$r/results.ndjson")" -eq 300 ]
+	done
+}
+
+@test "pipeline --state: the run at once after an unlimited one does not stampede the portal now limited" {
+	stale_runs free slow
+	refused=$(logged '.endpoint == "slow" and .action == "rate_limited"')
+	sent=$(logged '.kind == "request" and .endpoint == "slow"')
+	echo "refused $refused of $sent"
+	[ "$((refused * 20))" -le "$sent" ]
+}
+
+@test "pipeline --state: the run at once after a limited one is not paced at the old rate where the limit is gone" {
+	stale_runs slow free
+	run -0 jq -c 'select(.t == "pace")' "$BATS_TEST_TMPDIR/free/logs/attempts.ndjson"
+	[ -z "$output" ] || fail "paced: $output"
+	[ "$(logged '.endpoint == "free" and .action == "rate_limited"')" -eq 0 ]
+	# Each run struck itself off the pace's users as it ended.
+	[ "$(sql "SELECT doc->'users' FROM rfp_state WHERE kind = 'rate' AND key = 'p'")" = '{}' ]
+}

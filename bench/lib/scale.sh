@@ -2,7 +2,9 @@
 # pipelines, files state, PostgreSQL state and the PostgreSQL queue, on one
 # PostgreSQL cluster, against an unlimited nginx (limit_req at 10^6 r/s,
 # burst 10^6: never refuses), then against a limited one (limit_req at
-# scale_rate r/s, burst 1 nodelay, 429s counted); one table on stdout.
+# scale_rate r/s, burst 1 nodelay, 429s counted), then the stale-pace
+# sequences (scale_stale, below); one table on stdout.  --cells picks runs
+# by name.
 # Its globals are set by bench/run.sh (checked whole with it).
 # shellcheck shell=bash disable=SC2034,SC2154
 
@@ -25,6 +27,7 @@ scale_scenario() {
 	nginx_start "$work/scale" 1000000 1000000 1 429
 	for spec in $scale_runs; do
 		IFS=: read -r name h m <<<"$spec"
+		lim_selected "$name" || continue
 		scale_run "$name" "$h" "$m" "$scale_n" unlimited
 	done
 	nginx_stop
@@ -32,9 +35,11 @@ scale_scenario() {
 	nginx_start "$work/scale-lim" "$scale_rate" 1 1 429
 	for spec in $scale_lim_runs; do
 		IFS=: read -r name h m <<<"$spec"
+		lim_selected "$name" || continue
 		scale_run "$name" "$h" "$m" "$scale_lim_n" "$scale_rate/s"
 	done
 	nginx_stop
+	scale_stale
 	scale_table
 }
 
@@ -120,6 +125,8 @@ scale_table() {
 	awk -F'\t' -v lim="$scale_rate" '
 	    { r[$1] = $7 }
 	    END { p = r["pg-1"]; q1 = r["queue-1"]; q3 = r["queue-3"]
+		if (!(p > 0 && q1 > 0 && r["files-1"] > 0))
+			exit	# --cells left them out
 		printf "\n    %s  one pipeline through the queue >= 50%% of one with --state (%.0f%%)\n", \
 		(q1 >= p / 2 ? "PASS" : "FAIL"), 100 * q1 / p
 		printf "    %s  three pipelines on one queue >= 1.5 x one (%.2f x)\n", \
@@ -131,5 +138,121 @@ scale_table() {
 		printf "    against %d r/s: one pipeline with --state %d/s, three %d/s; one through the queue %d/s, three %d/s\n", \
 		lim, r["lim-pg-1"], r["lim-pg-3"], r["lim-queue-1"], r["lim-queue-3"] }' "$work/scale.tsv"
 	echo
+	scale_stale_checks
+	echo
 	echo "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); rfpipe $rev0"
+}
+
+# The stale-pace sequences: what an earlier run on the same state leaves the
+# next one, started at once, when the portal's limit changed in between.
+# Each runs on a state of its own: with pg a new database (--state), with
+# files one run directory that both runs use (rfpipe keeps the state in
+# the run directory: only a run directory used again, a resume or
+# --retry-dead, hands a pace on).  One pipeline, -j 32, a fresh nginx each
+# run on the endpoint name "stale" (the pace's key): unlimited, or
+# scale_slow r/s with no burst, nodelay, 429.
+#   fresh-S      a fresh state, unlimited, scale_n documents: the reference
+#   stale-a-S    after 300 documents at scale_slow r/s: unlimited, scale_n
+#   fresh-lim-S  a fresh state, scale_slow r/s, 300 documents: the reference
+#   stale-b-S    after scale_n documents unlimited: scale_slow r/s, 300
+# Targets (issue 22): stale-a >= 50 % of fresh's documents/s; stale-b saves
+# 300 of 300 with refusals <= 5 % of its requests.
+scale_slow=20
+scale_stale_runs='fresh:-:unlimited stale-a:slow:unlimited
+fresh-lim:-:slow stale-b:unlimited:slow'
+
+scale_stale() {
+	local st spec name first next n
+	for st in pg files; do
+		for spec in $scale_stale_runs; do
+			IFS=: read -r name first next <<<"$spec"
+			name=$name-$st
+			lim_selected "$name" || continue
+			n=$scale_n
+			[ "$next" = unlimited ] || n=300
+			scale_seq "$name" "$st" "$first" "$next" "$n"
+		done
+	done
+}
+
+# scale_seq NAME STATE FIRST NEXT N: on a new state, a run against the
+# portal FIRST (- for none: a fresh state), then at once the run measured:
+# N documents against NEXT; one row of the table.
+scale_seq() {
+	local name=$1 st=$2 first=$3 next=$4 n=$5 d=$work/stale/$1 url='' rc
+	local t0 elapsed ok req ref portal=$4
+	mkdir -p "$d"
+	if [ "$st" = pg ]; then
+		pg_createdb "${name//-/_}" || die "scale: CREATE DATABASE failed"
+		url=$(pg_url "${name//-/_}")
+	fi
+	if [ "$first" != - ]; then
+		scale_stale_portal "$d/first" "$first"
+		scale_stale_run "$d/first" "$d/run${url:+-first}" "$url" \
+		    "$([ "$first" = slow ] && echo 300 || echo "$scale_n")" \
+		    first-%d >/dev/null
+		nginx_stop
+		portal="$portal, after $first"
+	fi
+	scale_stale_portal "$d/then" "$next"
+	t0=$(now)
+	rc=$(scale_stale_run "$d/then" "$d/run" "$url" "$n" doc-%d)
+	elapsed=$(sub "$(now)" "$t0")
+	nginx_stop
+	# The documents of this run: in files, the run directory holds both.
+	ok=$(jq -r 'select(.id | startswith("doc-")) | .id' \
+	    "$d/run/results.ndjson" 2>/dev/null | sort -u | nlines)
+	req=$(count_lines "$d/then/nginx/logs/access.log")
+	ref=$(awk '$2 == 429 { n++ } END { print n + 0 }' \
+	    "$d/then/nginx/logs/access.log" 2>/dev/null || echo 0)
+	portal=${portal//slow/$scale_slow r\/s}
+	tsv_row "$work/scale.tsv" "$name" 1 "$st" "$portal" "$n" "$elapsed" \
+	    "$(awk -v n="$ok" -v e="$elapsed" 'BEGIN { printf "%.0f", n / e }')" \
+	    "$ok/$ok" "$ref/$req" "$rc"
+	say "scale $name: $ok of $n saved in ${elapsed}s, $ref of $req requests refused, exit $rc"
+}
+
+# scale_stale_portal DIR KIND: a fresh nginx in DIR, unlimited or slow.
+scale_stale_portal() {
+	mkdir -p "$1"
+	case $2 in
+	unlimited) nginx_start "$1" 1000000 1000000 1 429 ;;
+	*) nginx_start "$1" "$scale_slow" 0 1 429 ;;
+	esac
+}
+
+# scale_stale_run DIR RUNDIR URL N IDFMT: one pipeline on N documents (ids
+# IDFMT) against the nginx running; prints its exit.
+scale_stale_run() {
+	local d=$1 rd=$2 url=$3 s=0
+	gen_inputs "$d" "$4" /doc/ stale "$5"
+	(cd "$d" && PATH="$bin:$PATH" timeout -k 5 "$scale_tmo" "$rfpipe" \
+	    -j "$jobs" --seed 1 --progress=none --run-dir "$rd" \
+	    ${url:+--state "$url"} "$d/manifest.ndjson" >"$d/stdout" \
+	    2>"$d/stderr") || s=$?
+	exit_word "$s"
+}
+
+# scale_stale_checks: the targets of the stale-pace sequences, for the
+# states that ran.
+scale_stale_checks() {
+	awk -F'\t' -v slow="$scale_slow" '
+	    { r[$1] = $7; saved[$1] = $8; ref[$1] = $9; n[$1] = $5 }
+	    END {
+		for (k = split("pg files", s, " "); k > 0; k--) {
+			st = s[3 - k]
+			a = "stale-a-" st; f = "fresh-" st; b = "stale-b-" st
+			if ((a in r) && (f in r) && r[f] > 0)
+				printf "    %s  %s: unlimited after %d r/s >= 50%% of a fresh state'"'"'s documents/s (%d/s of %d/s, %.0f%%)\n", \
+				    (r[a] >= r[f] / 2 ? "PASS" : "FAIL"), st, slow, \
+				    r[a], r[f], 100 * r[a] / r[f]
+			if (b in r) {
+				split(saved[b], sv, "/"); split(ref[b], rq, "/")
+				pct = rq[2] > 0 ? 100 * rq[1] / rq[2] : 0
+				printf "    %s  %s: %d r/s after unlimited saves %d of %d (%d) with <= 5%% refusals (%d of %d, %.1f%%)\n", \
+				    (sv[1] == n[b] && pct <= 5 ? "PASS" : "FAIL"), st, \
+				    slow, n[b], n[b], sv[1], rq[1], rq[2], pct
+			}
+		}
+	    }' "$work/scale.tsv"
 }

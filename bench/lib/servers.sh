@@ -36,10 +36,11 @@ stop_mock() {
 
 # nginx_start DIR RATE BURST NODELAY STATUS: a fresh nginx in DIR/nginx,
 # its limit_req at RATE r/s with BURST (NODELAY 1: nodelay) refusing with
-# STATUS, on a free port: fresh limiter state, fresh access log.  Sets port
-# and ng_pid.
+# STATUS, on a free port: fresh limiter state, fresh access log.  BURST 0
+# is no burst= at all (nginx refuses burst=0).  Sets port and ng_pid.
 nginx_start() {
-	local ng=$1/nginx r=$2 b=$3 nd='' st=$5 i p user=''
+	local ng=$1/nginx r=$2 b='' nd='' st=$5 i p user=''
+	[ "$3" -gt 0 ] && b=" burst=$3"
 	[ "$4" = 1 ] && nd=' nodelay'
 	mkdir -p "$ng/logs" "$ng/tmp" "$ng/www"
 	printf '{"ok":true}\n' >"$ng/www/doc.json"

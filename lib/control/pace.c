@@ -3,11 +3,14 @@
  * state file (or PostgreSQL).  pace.h says what it does; the numbers here
  * say how fast.
  */
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -48,6 +51,9 @@
 #define SLACK		0.002	/* real seconds a very fast send may come early */
 #define STALE		60.0	/* a state nobody used for this long is a
 				   hint: the portal may have changed since */
+#define USERS_MAX	64	/* processes a state names as its users */
+
+static json_t *mine;	/* the endpoints this process is a user of */
 
 /*
  * The state.  Every field is a number in the state file, under its own
@@ -232,6 +238,86 @@ age(struct pst *p, const struct pace_cfg *c)
 	p->rl_rem = o.rl_rem;
 	p->rl_turn = o.rl_turn;
 	p->rl_wguess = o.rl_wguess;
+}
+
+/* This host's name: a user's process id means something only here. */
+static const char *
+host(void)
+{
+	static char name[256];
+
+	if (name[0] == '\0' && gethostname(name, sizeof(name) - 1) == -1)
+		strcpy(name, "localhost");
+	return name;
+}
+
+/* This process as a state's users name it: "PID@HOST". */
+static void
+user_id(char *id, size_t n)
+{
+	snprintf(id, n, "%ld@%s", (long)getpid(), host());
+}
+
+/*
+ * 1 when the process a state names as a user ("PID@HOST", last there at
+ * seen) may be using it still: on this host while it lives; on another,
+ * where only its use tells, while it used the state within STALE.
+ */
+static int
+user_alive(const char *id, double seen, double now)
+{
+	const char *at = strchr(id, '@');
+	char *end;
+	long pid;
+
+	if (at == NULL || now - seen > clk_real(STALE))
+		return 0;
+	if (strcmp(at + 1, host()) != 0)
+		return 1;
+	pid = strtol(id, &end, 10);
+	if (end != at || pid <= 0)
+		return 0;
+	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+/*
+ * The users of the state in doc as this process (id) takes its turn at
+ * now: a new object.  *inherited is 1 when this process is new to the
+ * state and no other is using it: all it holds was left by runs that
+ * have ended, however short a while ago (a re-run, a resume, the next
+ * batch at once), and is a hint.  Processes that share it now (pipelines
+ * on one run directory, hosts on one database) find each other and keep
+ * it as a fact.
+ */
+static json_t *
+users(const json_t *doc, const char *id, double now, int *inherited)
+{
+	json_t *u = json_object(), *old = json_object_get(doc, "users"), *v;
+	const char *k, *oldest;
+	int joined = json_object_get(old, id) != NULL;
+	double t;
+
+	json_object_foreach(old, k, v) {
+		if (!json_is_number(v))
+			continue;
+		t = json_number_value(v);
+		/* Checked on joining; from then on, their use is enough. */
+		if (strcmp(k, id) == 0 || (joined ? now - t <= clk_real(STALE) :
+		    user_alive(k, t, now)))
+			json_object_set(u, k, v);
+	}
+	*inherited = !joined && json_object_size(u) == 0;
+	while (!joined && json_object_size(u) >= USERS_MAX) {
+		oldest = NULL;
+		t = HUGE_VAL;
+		json_object_foreach(u, k, v)
+			if (json_number_value(v) < t) {
+				t = json_number_value(v);
+				oldest = k;
+			}
+		json_object_del(u, oldest);
+	}
+	return u;
 }
 
 static json_t *
@@ -583,8 +669,11 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 {
 	struct op *o = arg;
 	struct pst p;
+	json_t *u;
+	char id[300];
 	double now;
 	size_t i;
+	int inherited;
 
 	if (load(&p, *doc, o->c) == -1) {
 		snprintf(err, errlen, "state/rate of \"%s\": corrupt state "
@@ -592,7 +681,9 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 		return -1;
 	}
 	now = o->take ? o->now : o->nev > 0 ? o->evs[0].now : 0;
-	if (p.seen > 0 && now - p.seen > clk_real(STALE))
+	user_id(id, sizeof(id));
+	u = users(*doc, id, now, &inherited);
+	if (p.seen > 0 && (now - p.seen > clk_real(STALE) || inherited))
 		age(&p, o->c);
 	if (o->take)
 		take(&p, o);
@@ -601,8 +692,13 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 		now = fmax(now, o->evs[i].now);
 	}
 	p.seen = fmax(p.seen, now);
+	json_object_set_new(u, id, json_real(p.seen));
+	if (mine == NULL)
+		mine = json_object();
+	json_object_set_new(mine, o->ep, json_true());
 	json_decref(*doc);
 	*doc = save(&p, o->ep);
+	json_object_set_new(*doc, "users", u);
 	return 0;
 }
 
@@ -670,4 +766,34 @@ pace_feedback(const char *rundir, const char *ep, const struct pace_cfg *c,
 		e.rl_seen = 1;
 	}
 	return pace_feedback_n(rundir, ep, c, &e, 1, err, errlen);
+}
+
+/* Strike this process from the users of the state in *doc. */
+static int
+leave(json_t **doc, void *arg, char *err, size_t errlen)
+{
+	char id[300];
+
+	(void)arg;
+	(void)err;
+	(void)errlen;
+	user_id(id, sizeof(id));
+	return json_object_del(json_object_get(*doc, "users"), id) == 0 ? 0 :
+	    1;
+}
+
+int
+pace_leave(const char *rundir, char *err, size_t errlen)
+{
+	const char *ep;
+	json_t *v;
+	int rc = 0;
+
+	json_object_foreach(mine, ep, v)
+		if (rc == 0 && store_update(rundir, "rate", ep, leave, NULL,
+		    err, errlen) == -1)
+			rc = -1;
+	json_decref(mine);
+	mine = NULL;
+	return rc;
 }

@@ -18,9 +18,10 @@
  * window is cut to what succeeded and held.  RateLimit headers and a
  * Retry-After past the quota horizon hold the endpoint.
  *
- * A state nobody has used for a minute (an earlier night, a resume) is a
- * hint, not a fact: the pace starts afresh, remembering only the rate it
- * had, past which it does not double.
+ * A state left by processes that have all ended (the run before, a
+ * moment ago or a night) or that nobody has used for a minute is a hint,
+ * not a fact: the pace starts afresh, remembering only the rate it had,
+ * past which it does not double.  Processes sharing it at once keep it.
  *
  * With a configured rate the pace is that rate, exactly, from the start;
  * with a configured concurrency there is no window below it.
@@ -92,5 +93,13 @@ int	pace_feedback(const char *rundir, const char *ep,
 	    const struct pace_cfg *c, enum pace_event ev, double sent_at,
 	    const struct hdr_ratelimit *rl, double now, char *err,
 	    size_t errlen);
+
+/*
+ * This process is done pacing: struck from the users of every endpoint it
+ * paced, so that whoever comes next, on any host, finds what is left a
+ * hint at once (rather than a minute after this process was last heard
+ * from).  0, or -1 with err set.
+ */
+int	pace_leave(const char *rundir, char *err, size_t errlen);
 
 #endif

@@ -7,10 +7,13 @@
  * PACE_EXPLORE=1 prints a grid of GCRA cells instead (PACE_LAT: the
  * answers' latency, default 0.02 s), to explore a change with.
  */
+#include <sys/wait.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -487,6 +490,173 @@ stale(void)
 	t_start = T0;
 }
 
+/* Pace ep in dir at t, as a run against a limit would: paced, not fast. */
+static void
+learn(const char *ep, double t)
+{
+	struct pace_cfg none = { 0, 0, 0, 0, 0 };
+	struct pace_grant g;
+	struct pace_ev e;
+	char err[256];
+	int i;
+
+	memset(&e, 0, sizeof(e));
+	e.seq = -1;
+	e.retry_after = -1;
+	for (i = 0; i < 8; i++) {
+		pace_take_n(dir, ep, &none, t, 1, &g, err, sizeof(err));
+		e.ev = i < 7 ? PACE_OK : PACE_SLOW;
+		e.sent_at = t;
+		e.now = t + 0.01;
+		e.inflight = 1;
+		pace_feedback_n(dir, ep, &none, &e, 1, err, sizeof(err));
+		t += 0.1;
+	}
+}
+
+/* The pace a take of ep at t is granted; 0: not paced. */
+static double
+rate_at(const char *ep, double t)
+{
+	struct pace_cfg none = { 0, 0, 0, 0, 0 };
+	struct pace_grant g;
+	char err[256];
+
+	memset(&g, 0, sizeof(g));
+	if (pace_take_n(dir, ep, &none, t, 1, &g, err, sizeof(err)) == -1)
+		ok(0, "take: %s", err);
+	return g.rate;
+}
+
+/* Write the state of ep in dir as text. */
+static void
+put_state(const char *ep, const char *text)
+{
+	char *path = xasprintf("%s/state/rate/%s.json", dir, ep);
+	FILE *f = fopen(path, "w");
+
+	fputs(text, f);
+	fclose(f);
+	free(path);
+}
+
+/*
+ * A pace another process left a moment ago is a hint when that process
+ * has ended (the run before, at once), a fact while it still runs (one of
+ * the pipelines sharing the state); on another host, while it was heard
+ * from within a minute.
+ */
+static void
+inherited(void)
+{
+	int go[2], wait_fd[2];
+	json_t *d;
+	pid_t pid;
+	char c, *path, *text, err[256];
+	double r;
+	int i;
+
+	if ((pid = fork()) == 0) {
+		learn("ended", T0);
+		_exit(0);
+	}
+	waitpid(pid, NULL, 0);
+	r = rate_at("ended", T0 + 1);
+	ok(r == 0, "a pace left by a run "
+	    "that ended a second ago starts afresh (rate %.1f)", r);
+	if (pipe(go) == -1 || pipe(wait_fd) == -1)
+		ok(0, "pipe");
+	if ((pid = fork()) == 0) {
+		close(go[0]);
+		close(wait_fd[1]);
+		learn("shared", T0);
+		(void)!write(go[1], "x", 1);
+		(void)!read(wait_fd[0], &c, 1);
+		_exit(0);
+	}
+	close(go[1]);
+	close(wait_fd[0]);
+	(void)!read(go[0], &c, 1);
+	r = rate_at("shared", T0 + 1);
+	ok(r > 0, "a pace shared with a "
+	    "process still running holds (rate %.1f)", r);
+	close(wait_fd[1]);
+	close(go[0]);
+	waitpid(pid, NULL, 0);
+	r = rate_at("shared", T0 + 2);
+	ok(r > 0, "... and once joined, holds "
+	    "after it ends (rate %.1f)", r);
+
+	/* One still running that said it is done: as if it had ended. */
+	if (pipe(go) == -1 || pipe(wait_fd) == -1)
+		ok(0, "pipe");
+	if ((pid = fork()) == 0) {
+		close(go[0]);
+		close(wait_fd[1]);
+		learn("left", T0);
+		pace_leave(dir, err, sizeof(err));
+		(void)!write(go[1], "x", 1);
+		(void)!read(wait_fd[0], &c, 1);
+		_exit(0);
+	}
+	close(go[1]);
+	close(wait_fd[0]);
+	(void)!read(go[0], &c, 1);
+	r = rate_at("left", T0 + 1);
+	ok(r == 0, "a pace its process left, still running, starts afresh "
+	    "(rate %.1f)", r);
+	close(wait_fd[1]);
+	close(go[0]);
+	waitpid(pid, NULL, 0);
+
+	text = xasprintf("{\"paced\": 1, \"rate\": 10, \"seen\": %.3f, "
+	    "\"users\": {\"1@elsewhere.invalid\": %.3f}}\n", T0 + 1,
+	    T0 + 1);
+	put_state("far", text);
+	free(text);
+	r = rate_at("far", T0 + 2);
+	ok(r > 0, "a pace another host used a "
+	    "second ago holds (rate %.1f)", r);
+	text = xasprintf("{\"paced\": 1, \"rate\": 10, \"seen\": %.3f, "
+	    "\"users\": {\"1@elsewhere.invalid\": %.3f}}\n", T0 + 1,
+	    T0 - 100);
+	put_state("far-gone", text);
+	free(text);
+	r = rate_at("far-gone", T0 + 2);
+	ok(r == 0, "one another host last "
+	    "used over a minute ago starts afresh (rate %.1f)", r);
+
+	/* However many have come and gone, a bounded list. */
+	d = json_pack("{s:i,s:i,s:f,s:o}", "paced", 1, "rate", 10, "seen",
+	    T0 + 1, "users", json_object());
+	for (i = 1; i <= 100; i++) {
+		text = xasprintf("%d@elsewhere.invalid", i);
+		json_object_set_new(json_object_get(d, "users"), text,
+		    json_real(T0 + 1));
+		free(text);
+	}
+	text = json_dumps(d, 0);
+	json_decref(d);
+	put_state("many", text);
+	free(text);
+	rate_at("many", T0 + 2);
+	path = xasprintf("%s/state/rate/many.json", dir);
+	d = NULL;
+	state_read(path, &d, err, sizeof(err));
+	ok(d != NULL && json_object_size(json_object_get(d, "users")) <= 64,
+	    "a state names at most 64 users (%zu)", d == NULL ? 0 :
+	    json_object_size(json_object_get(d, "users")));
+	json_decref(d);
+	rate_at("many", T0 + 100);
+	d = NULL;
+	state_read(path, &d, err, sizeof(err));
+	ok(d != NULL && json_object_size(json_object_get(d, "users")) == 1,
+	    "... and forgets those not heard from for a minute (%zu left)",
+	    d == NULL ? 0 : json_object_size(json_object_get(d, "users")));
+	json_decref(d);
+	free(path);
+}
+
 /* A Retry-After past quota_after holds the endpoint; a shorter one doesn't. */
 static void
 quota(void)
@@ -570,7 +740,7 @@ reset_bound(void)
 	struct pace_cfg c = { 0, 0, 3600, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
-	char err[256], *path;
+	char err[256] = "", *path;
 	FILE *f;
 
 	pace_take_n(dir, "far", &c, T0, 1, &g, err, sizeof(err));
@@ -689,7 +859,7 @@ explore(void)
 int
 main(void)
 {
-	char *sub;
+	char *sub, err[256];
 
 	if (getenv("PACE_EXPLORE") != NULL) {
 		explore();
@@ -711,11 +881,13 @@ main(void)
 	floor_start();
 	bursts();
 	stale();
+	inherited();
 	quota();
 	reset_bound();
 	ratelimit();
 	corrupt();
 	batch();
+	pace_leave(NULL, err, sizeof(err));
 	sub = xasprintf("rm -rf %s", dir);
 	if (system(sub) != 0)
 		return 1;
