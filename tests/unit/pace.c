@@ -642,14 +642,14 @@ inherited(void)
 	rate_at("many", T0 + 2);
 	path = xasprintf("%s/state/rate/many.json", dir);
 	d = NULL;
-	state_read(path, &d, err, sizeof(err));
+	files_read(path, &d, err, sizeof(err));
 	ok(d != NULL && json_object_size(json_object_get(d, "users")) <= 64,
 	    "a state names at most 64 users (%zu)", d == NULL ? 0 :
 	    json_object_size(json_object_get(d, "users")));
 	json_decref(d);
 	rate_at("many", T0 + 100);
 	d = NULL;
-	state_read(path, &d, err, sizeof(err));
+	files_read(path, &d, err, sizeof(err));
 	ok(d != NULL && json_object_size(json_object_get(d, "users")) == 1,
 	    "... and forgets those not heard from for a minute (%zu left)",
 	    d == NULL ? 0 : json_object_size(json_object_get(d, "users")));
