@@ -389,3 +389,22 @@ sys.stdout.write("{\"id\":\"b\",\"fate\":\"dead\",\"dead_reason\":\"exhausted\"}
 	[ "$(jq -r .dead_reason "$RD/dead.ndjson")" = exhausted ]
 	[ ! -e "$RD/dead.ndjson.compact" ]
 }
+
+@test "sink: a torn last line in dead.ndjson is ended first, not glued to the next letter" {
+	mkdir -m 700 "$RD"
+	printf '%s' '{"id":"x","fate":"de' >"$RD/dead.ndjson"
+	printf '%s\n' '{"id":"b","fate":"dead","dead_reason":"permanent"}' >"$BATS_TEST_TMPDIR/in"
+	run -0 rfp-sink -q --run-dir "$RD" <"$BATS_TEST_TMPDIR/in"
+	[ "$(wc -l <"$RD/dead.ndjson")" -eq 2 ]
+	[ "$(tail -n 1 "$RD/dead.ndjson")" = '{"id":"b","fate":"dead","dead_reason":"permanent"}' ]
+	jq -e '.totals.dead == 1' "$RD/summary.json"
+}
+
+@test "sink: blank lines in the run directory's files are skipped by the recount, not called unreadable" {
+	mkdir -m 700 "$RD"
+	printf '\n%s\n\n' '{"id":"x","fate":"dead","dead_reason":"permanent"}' >"$RD/dead.ndjson"
+	printf '%s\n' '{"id":"b","fate":"done"}' >"$BATS_TEST_TMPDIR/in"
+	run -0 --separate-stderr rfp-sink -q --run-dir "$RD" <"$BATS_TEST_TMPDIR/in"
+	[ -z "$stderr" ]
+	jq -e '.totals.dead == 1 and .totals.succeeded == 1' "$RD/summary.json"
+}

@@ -164,6 +164,8 @@ recount(struct summ *s, json_t *t, const char *path)
 	while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF) {
 		if (rc == REC_ERR)
 			break;
+		if (rc == REC_LINE && len == 0)
+			continue;	/* blank lines are skipped */
 		if (rc != REC_LINE || view_open(v, line, len, err,
 		    sizeof(err)) == -1) {
 			problem(s, "%s:%ld: unreadable record", path, lineno);
