@@ -408,3 +408,11 @@ sys.stdout.write("{\"id\":\"b\",\"fate\":\"dead\",\"dead_reason\":\"exhausted\"}
 	[ -z "$stderr" ]
 	jq -e '.totals.dead == 1 and .totals.succeeded == 1' "$RD/summary.json"
 }
+
+@test "sink: a record's endpoint and reason reach the summary table without their control bytes" {
+	printf '%s\n' '{"id":"a","fate":"dead","dead_reason":"permanent","endpoint":"ev\u001b[31mil\nfake","reason":"x\u001b[2J"}' >"$BATS_TEST_TMPDIR/in"
+	run -0 --separate-stderr rfp-sink --progress none --run-dir "$RD" <"$BATS_TEST_TMPDIR/in"
+	[[ "$stderr" != *$'\033'* ]]
+	grep -qF '  ev?[31mil?fake ' <<<"$stderr"
+	grep -qF ' x?[2J' <<<"$stderr"
+}
