@@ -294,3 +294,10 @@ classify_json() {
 	check big-fated "(has(\"class\") | not) and (.pad | length) == 20000"
 	check c '.class == "permanent"'
 }
+
+@test "classify: a portal's Retry-After quoted in a warning reaches the terminal without its control bytes" {
+	classify_json '{"id":"a","status":503,"retry_after":"\u001b]0;owned\u0007\u001b[2J"}'
+	assert_success
+	[[ "$stderr" != *$'\033'* && "$stderr" != *$'\a'* ]]
+	[ "$stderr" = 'rfp-classify: line 1: warning: bad Retry-After "?]0;owned??[2J", using backoff' ]
+}
