@@ -37,7 +37,11 @@ msg_vfmt(char *buf, size_t size, const char *fmt, va_list ap)
 		buf[0] = '\0';
 }
 
-/* Emit "prog: <text>[: <syserr>]\n"; embedded newlines become spaces. */
+/*
+ * Emit "prog: <text>[: <syserr>]\n"; embedded newlines become spaces and
+ * other control bytes '?', so that a portal's header or a record's field
+ * quoted in a message cannot move the operator's terminal.
+ */
 static void
 emit(const char *pre, const char *sys, const char *fmt, va_list ap)
 {
@@ -49,6 +53,9 @@ emit(const char *pre, const char *sys, const char *fmt, va_list ap)
 	for (i = 0; text[i] != '\0'; i++)
 		if (text[i] == '\n' || text[i] == '\r')
 			text[i] = ' ';
+		else if (((unsigned char)text[i] < 0x20 && text[i] != '\t') ||
+		    text[i] == 0x7f)
+			text[i] = '?';
 	n = snprintf(line, sizeof(line), "%s: %s%s%s%s\n", prog, pre, text,
 	    sys ? ": " : "", sys ? sys : "");
 	if (n < 0)

@@ -419,11 +419,18 @@ static int
 open_out(enum rundir_file f)
 {
 	char *path = rundir_path(opts.run_dir, f, NULL);
-	int fd;
+	int fd, e;
 
-	fd = files_open(path, O_WRONLY | O_APPEND | O_CREAT, 0600);
+	fd = files_open(path, O_RDWR | O_APPEND | O_CREAT, 0600);
 	if (fd == -1)
 		msg_diesys(1, "open %s", path);
+	/*
+	 * A line torn by an earlier run (a crash, a full disk) is ended
+	 * here, so this run's first record is not glued to it.
+	 */
+	if ((e = files_line_ended(fd)) == -1 || (e == 0 &&
+	    write(fd, "\n", 1) != 1))
+		msg_diesys(1, "write %s", path);
 	free(path);
 	return fd;
 }

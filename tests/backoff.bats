@@ -370,3 +370,12 @@ EOF
 	[[ ${lines[0]} == '{"id":"r", "class":"transient","reason":"http_503","attempt":1,"response_at":1795990507.000002,"w":1.1,"fate":"retry","not_before":'* ]]
 	[ "${lines[1]}" = '{"id":"d", "class":"permanent","reason":"http_404","attempt":1,"response_at":1795990507.000002,"w":1.1,"fate":"dead","dead_reason":"permanent","dead_detail":"http_404"}' ]
 }
+
+@test "backoff: a dead_detail the cap cuts inside a UTF-8 character is cut before it, not null" {
+	local r e
+	r=$(printf 'r%.0s' $(seq 62))
+	e=$(printf '\303\251%.0s' $(seq 50))
+	backoff_json --seed 1 -- "{\"id\":\"a\",\"class\":\"transient\",\"reason\":\"$r\",\"method\":\"POST\",\"sent\":true,\"endpoint\":\"$e\"}"
+	assert_success
+	jq -e '.dead_reason == "ambiguous_submit" and (.dead_detail | type == "string" and endswith("\u00e9") and (utf8bytelength == 198))' <<<"$output"
+}

@@ -294,3 +294,28 @@ classify_json() {
 	check big-fated "(has(\"class\") | not) and (.pad | length) == 20000"
 	check c '.class == "permanent"'
 }
+
+@test "classify: a portal's Retry-After quoted in a warning reaches the terminal without its control bytes" {
+	classify_json '{"id":"a","status":503,"retry_after":"\u001b]0;owned\u0007\u001b[2J"}'
+	assert_success
+	[[ "$stderr" != *$'\033'* && "$stderr" != *$'\a'* ]]
+	[ "$stderr" = 'rfp-classify: line 1: warning: bad Retry-After "?]0;owned??[2J", using backoff' ]
+}
+
+@test "classify: a record of exactly 1 MiB and 64 KiB ending in CR LF passes however the LF arrives" {
+	# The reader gives up on a line past the cap before it sees the LF:
+	# written late, the LF found the CR already over it.
+	python3 -c '
+import sys
+cap = 1024 * 1024 + 64 * 1024
+head = b"{\"id\":\"a\",\"status\":200,\"x\":\""
+sys.stdout.buffer.write(head + b"x" * (cap - len(head) - 2) + b"\"}\r\n")' >"$BATS_TEST_TMPDIR/out"
+	run -0 --separate-stderr bash -c 'python3 -c "
+import sys, time
+b = open(sys.argv[1], \"rb\").read()
+sys.stdout.buffer.write(b[:-1]); sys.stdout.flush()
+time.sleep(0.2)
+sys.stdout.buffer.write(b[-1:]); sys.stdout.flush()" "$1" | timeout 20 rfp-classify' _ "$BATS_TEST_TMPDIR/out"
+	[ -z "$stderr" ]
+	[ "$(jq -r '.class + " " + .reason' <<<"$output")" = "ok http_200" ]
+}

@@ -363,3 +363,56 @@ slow_input() {
 	# Filed byte for byte: jansson would write 1795990507.0000019.
 	[ "$(head -n 1 "$RD/results.ndjson")" = "$(head -n 1 "$in")" ]
 }
+
+@test "sink: the compaction never drops a dead letter over the cap; it leaves dead.ndjson as it was" {
+	# An unknown fate near the cap: rfp-sink's own kill takes the letter
+	# past 1 MiB and 64 KiB; b's first letter is superseded.
+	python3 -c '
+import sys
+sys.stdout.write("{\"id\":\"a\",\"fate\":\"bogus\",\"x\":\"" + "x" * (1024 * 1024 + 64 * 1024 - 60) + "\"}\n")
+sys.stdout.write("{\"id\":\"b\",\"fate\":\"dead\",\"dead_reason\":\"permanent\"}\n")
+sys.stdout.write("{\"id\":\"b\",\"fate\":\"dead\",\"dead_reason\":\"exhausted\"}\n")
+' >"$BATS_TEST_TMPDIR/in"
+	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$BATS_TEST_TMPDIR/in"
+	assert_success
+	[ "$(wc -l <"$RD/dead.ndjson")" -eq 3 ]
+	[ "$(head -n 1 "$RD/dead.ndjson" | jq -r '.id + " " + .dead_reason')" = "a bad_input" ]
+	grep -q 'dead.ndjson: read: File too large; left as it was' <<<"$stderr"
+}
+
+@test "sink: a FIFO at dead.ndjson.compact does not hold the compaction" {
+	mkdir -m 700 "$RD"
+	mkfifo "$RD/dead.ndjson.compact"
+	printf '%s\n' '{"id":"b","fate":"dead","dead_reason":"permanent"}' \
+	    '{"id":"b","fate":"dead","dead_reason":"exhausted"}' >"$BATS_TEST_TMPDIR/in"
+	run -0 timeout -s KILL 10 rfp-sink -q --run-dir "$RD" <"$BATS_TEST_TMPDIR/in"
+	[ "$(jq -r .dead_reason "$RD/dead.ndjson")" = exhausted ]
+	[ ! -e "$RD/dead.ndjson.compact" ]
+}
+
+@test "sink: a torn last line in dead.ndjson is ended first, not glued to the next letter" {
+	mkdir -m 700 "$RD"
+	printf '%s' '{"id":"x","fate":"de' >"$RD/dead.ndjson"
+	printf '%s\n' '{"id":"b","fate":"dead","dead_reason":"permanent"}' >"$BATS_TEST_TMPDIR/in"
+	run -0 rfp-sink -q --run-dir "$RD" <"$BATS_TEST_TMPDIR/in"
+	[ "$(wc -l <"$RD/dead.ndjson")" -eq 2 ]
+	[ "$(tail -n 1 "$RD/dead.ndjson")" = '{"id":"b","fate":"dead","dead_reason":"permanent"}' ]
+	jq -e '.totals.dead == 1' "$RD/summary.json"
+}
+
+@test "sink: blank lines in the run directory's files are skipped by the recount, not called unreadable" {
+	mkdir -m 700 "$RD"
+	printf '\n%s\n\n' '{"id":"x","fate":"dead","dead_reason":"permanent"}' >"$RD/dead.ndjson"
+	printf '%s\n' '{"id":"b","fate":"done"}' >"$BATS_TEST_TMPDIR/in"
+	run -0 --separate-stderr rfp-sink -q --run-dir "$RD" <"$BATS_TEST_TMPDIR/in"
+	[ -z "$stderr" ]
+	jq -e '.totals.dead == 1 and .totals.succeeded == 1' "$RD/summary.json"
+}
+
+@test "sink: a record's endpoint and reason reach the summary table without their control bytes" {
+	printf '%s\n' '{"id":"a","fate":"dead","dead_reason":"permanent","endpoint":"ev\u001b[31mil\nfake","reason":"x\u001b[2J"}' >"$BATS_TEST_TMPDIR/in"
+	run -0 --separate-stderr rfp-sink --progress none --run-dir "$RD" <"$BATS_TEST_TMPDIR/in"
+	[[ "$stderr" != *$'\033'* ]]
+	grep -qF '  ev?[31mil?fake ' <<<"$stderr"
+	grep -qF ' x?[2J' <<<"$stderr"
+}

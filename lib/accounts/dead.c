@@ -36,11 +36,13 @@ dead_hold(const char *rundir, char *err, size_t errlen)
 /*
  * Call fn for each line of path with its id (NULL when it has none, or
  * the line is not a record), read through v; an absent file has no
- * lines.  0, or -1 with errno.
+ * lines.  0, or -1 with errno.  With whole, a line over the cap is an
+ * error (EFBIG): the reader keeps nothing of it, so a rewrite would lose
+ * it.
  */
 static int
-each(const char *path, struct view *v, void (*fn)(const char *, size_t,
-    const char *, void *), void *arg)
+each(const char *path, struct view *v, int whole, void (*fn)(const char *,
+    size_t, const char *, void *), void *arg)
 {
 	struct rec_reader *r;
 	char *line;
@@ -54,6 +56,10 @@ each(const char *path, struct view *v, void (*fn)(const char *, size_t,
 	while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF) {
 		if (rc == REC_ERR) {
 			e = errno ? errno : EIO;
+			break;
+		}
+		if (rc == REC_TOOLONG && whole) {
+			e = EFBIG;
 			break;
 		}
 		if (rc == REC_LINE && len > 0)
@@ -150,20 +156,24 @@ dead_compact(const char *rundir, int fd, char *err, size_t errlen)
 		goto out;
 	}
 	/* The letters first: only their ids are looked for in the results. */
-	if (each(dead, l.v, note_dead, &l) == -1 ||
-	    each(done, l.v, note_done, &l) == -1 ||
-	    (l.n = 0, each(dead, l.v, sift, &l)) == -1) {
+	if (each(dead, l.v, 1, note_dead, &l) == -1 ||
+	    each(done, l.v, 0, note_done, &l) == -1 ||
+	    (l.n = 0, each(dead, l.v, 1, sift, &l)) == -1) {
 		snprintf(err, errlen, "read: %s", strerror(errno));
 		dropped = -1;
 		goto out;
 	}
 	if ((dropped = l.dropped) == 0)
 		goto out;
-	if ((l.out = files_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600)) ==
-	    -1)
+	/*
+	 * A new file, never what stands at the name: a FIFO there would
+	 * block the open for good.
+	 */
+	if ((unlink(tmp) == -1 && errno != ENOENT) || (l.out = files_open(tmp,
+	    O_WRONLY | O_CREAT | O_EXCL, 0600)) == -1)
 		goto fail;
 	l.n = 0;
-	if (each(dead, l.v, sift, &l) == -1)
+	if (each(dead, l.v, 1, sift, &l) == -1)
 		goto fail;
 	if (l.err != 0) {
 		errno = l.err;

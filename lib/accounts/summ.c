@@ -164,6 +164,8 @@ recount(struct summ *s, json_t *t, const char *path)
 	while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF) {
 		if (rc == REC_ERR)
 			break;
+		if (rc == REC_LINE && len == 0)
+			continue;	/* blank lines are skipped */
 		if (rc != REC_LINE || view_open(v, line, len, err,
 		    sizeof(err)) == -1) {
 			problem(s, "%s:%ld: unreadable record", path, lineno);
@@ -223,6 +225,24 @@ geti(const json_t *o, const char *k)
 	return (long)json_integer_value(json_object_get(o, k));
 }
 
+/*
+ * s for the terminal, into buf: a control byte (an escape sequence, a
+ * newline) of a record's endpoint or reason becomes '?'.
+ */
+static const char *
+shown(char *buf, size_t len, const char *s)
+{
+	size_t i;
+
+	if (s == NULL)
+		return NULL;
+	for (i = 0; s[i] != '\0' && i + 1 < len; i++)
+		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' :
+		    s[i];
+	buf[i] = '\0';
+	return buf;
+}
+
 char *
 summ_table(const struct summ *sm)
 {
@@ -234,7 +254,7 @@ summ_table(const struct summ *sm)
 	const json_t *adm = json_object_get(s, "admitted");
 	const json_t *tot = json_object_get(s, "totals"), *br, *v;
 	const char *k;
-	char buf[8192];
+	char buf[8192], b1[128], b2[128];
 	size_t n = 0;
 	int i;
 
@@ -272,14 +292,16 @@ summ_table(const struct summ *sm)
 		P("  %-24s %8s %8s  %s\n", "endpoint", "ok", "dead",
 		    "last error");
 		json_object_foreach((json_t *)eps, k, e)
-			P("  %-24.24s %8ld %8ld  %.40s\n", k, geti(e,
-			    "succeeded"), geti(e, "dead"), json_string_value(
-			    json_object_get(e, "last_error")) ?: "-");
+			P("  %-24.24s %8ld %8ld  %.40s\n", shown(b1,
+			    sizeof(b1), k), geti(e, "succeeded"), geti(e,
+			    "dead"), shown(b2, sizeof(b2), json_string_value(
+			    json_object_get(e, "last_error"))) ?: "-");
 	}
 	br = json_object_get(s, "breakers");
 	json_object_foreach((json_t *)br, k, v)
-		P("  breaker %s: %s, opened %ld times, saved %ld requests\n", k,
-		    json_string_value(json_object_get(v, "state")) ?: "?",
+		P("  breaker %s: %s, opened %ld times, saved %ld requests\n",
+		    shown(b1, sizeof(b1), k), shown(b2, sizeof(b2),
+		    json_string_value(json_object_get(v, "state"))) ?: "?",
 		    geti(v, "openings"), geti(v, "saved"));
 	if (json_is_integer(adm) && json_is_true(json_object_get(s,
 	    "interrupted")))

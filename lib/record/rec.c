@@ -114,7 +114,8 @@ rec_next(struct rec_reader *r, char **line, size_t *len, long *lineno)
 		if (nl != NULL)
 			return take(r, nl, line, len, lineno);
 		r->scanned = r->end - r->start;
-		if (r->scanned > r->cap) {
+		/* One byte more: a line of cap bytes may end in CR LF. */
+		if (r->scanned > r->cap + 1) {
 			/* Over the cap: keep nothing of it but the fact. */
 			r->skipping = 1;
 			r->start = r->end = r->scanned = 0;
