@@ -368,18 +368,21 @@ static int
 sink(struct view *v, long lineno, struct rec_out *out, void *arg)
 {
 	struct summ_in in;
-	const char *t;
+	const char *t, *why;
 	size_t len;
 
 	(void)arg;
 	in.fate = view_str(v, "fate");
 	if (fate_of(in.fate) == -1) {
+		why = in.fate != NULL ? "unknown fate" : view_type(v, "fate") ==
+		    -1 ? "missing field \"fate\"" : "field \"fate\": not a string";
 		progress_clear();
-		msg_line(lineno, in.fate ? "field \"fate\": unknown fate "
-		    "\"%.20s\"" : "missing field \"fate\"%.0s", in.fate ?
-		    in.fate : "");
-		view_kill(v, FATE_BAD_INPUT, in.fate ? "unknown fate" :
-		    "missing field \"fate\"");
+		if (in.fate != NULL)
+			msg_line(lineno, "field \"fate\": unknown fate \"%.20s\"",
+			    in.fate);
+		else
+			msg_line(lineno, "%s", why);
+		view_kill(v, FATE_BAD_INPUT, why);
 		view_set_int(v, "line", lineno);
 		in.fate = fate_name(FATE_DEAD);
 	}

@@ -416,3 +416,13 @@ sys.stdout.write("{\"id\":\"b\",\"fate\":\"dead\",\"dead_reason\":\"exhausted\"}
 	grep -qF '  ev?[31mil?fake ' <<<"$stderr"
 	grep -qF ' x?[2J' <<<"$stderr"
 }
+
+@test "sink: a fate that is not a string is named so, not called missing" {
+	printf '{"id":"n","fate":5}\n{"id":"o","fate":{"x":1}}\n' >"$BATS_TEST_TMPDIR/in"
+	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$BATS_TEST_TMPDIR/in"
+	assert_success
+	[ "$stderr" = 'rfp-sink: line 1: field "fate": not a string
+rfp-sink: line 2: field "fate": not a string' ]
+	in_file "$RD/dead.ndjson" n '.dead_reason == "bad_input" and .dead_detail == "field \"fate\": not a string" and .line == 1'
+	in_file "$RD/dead.ndjson" o '.dead_reason == "bad_input" and .line == 2'
+}
