@@ -115,24 +115,12 @@ dead(struct view *v, enum fate_reason reason, const char *fmt, ...)
 {
 	char detail[200];
 	va_list ap;
-	size_t n, i, want;
-	unsigned char c;
 
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	/*
-	 * Cut back to a whole UTF-8 character: the cap cuts on a byte, and
-	 * a detail that is not UTF-8 would be set null.
-	 */
-	for (n = i = strlen(detail); i > 0 &&
-	    ((unsigned char)detail[i - 1] & 0xc0) == 0x80; i--)
-		;
-	if (i > 0 && (c = (unsigned char)detail[i - 1]) >= 0xc0) {
-		want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-		if (n - (i - 1) < want)
-			detail[i - 1] = '\0';
-	}
+	/* The cap cuts on a byte: a detail not UTF-8 would be set null. */
+	rec_utf8_cut(detail);
 	view_kill(v, reason, detail);
 }
 

@@ -319,3 +319,14 @@ sys.stdout.buffer.write(b[-1:]); sys.stdout.flush()" "$1" | timeout 20 rfp-class
 	[ -z "$stderr" ]
 	[ "$(jq -r '.class + " " + .reason' <<<"$output")" = "ok http_200" ]
 }
+
+@test "classify: a long non-ASCII error is cut to a reason of whole characters, never null" {
+	local e
+	e=$(printf '\303\251%.0s' $(seq 40))
+	run --separate-stderr rfp-classify <<<"{\"id\":\"a\",\"error\":\"$e\"}"
+	assert_success
+	jq -e '(.reason | type) == "string" and (.reason | length) == 31 and .class == "permanent"' <<<"$output"
+	run --separate-stderr rfp-classify <<<"{\"id\":\"a\",\"status\":200,\"parse_error\":\"$e\"}"
+	assert_success
+	jq -e '(.reason | type) == "string" and (.reason | startswith("parse_"))' <<<"$output"
+}

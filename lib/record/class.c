@@ -7,6 +7,7 @@
 #include "lib/record/class.h"
 #include "lib/record/view.h"
 #include "lib/record/doc.h"
+#include "lib/record/rec.h"
 
 /*
  * A resolver that fails at 2 a.m. and a handshake cut short are the network,
@@ -37,7 +38,9 @@ class_decide(const struct class_in *in, char *reason, size_t len)
 	int i;
 
 	if (in->error != NULL) {
+		/* Cut on a whole character: a reason must stay UTF-8. */
 		snprintf(reason, len, "%s", in->error);
+		rec_utf8_cut(reason);
 		for (i = 0; transient_errors[i] != NULL; i++)
 			if (strcmp(in->error, transient_errors[i]) == 0)
 				return CLASS_TRANSIENT;
@@ -55,6 +58,7 @@ class_decide(const struct class_in *in, char *reason, size_t len)
 		}
 		if (in->parse_error != NULL) {
 			snprintf(reason, len, "parse_%s", in->parse_error);
+			rec_utf8_cut(reason);
 			for (i = 0; transient_parses[i] != NULL; i++)
 				if (strcmp(in->parse_error,
 				    transient_parses[i]) == 0)

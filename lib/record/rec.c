@@ -581,6 +581,21 @@ rec_kill(json_t *rec, enum fate_reason reason, const char *detail)
 		json_object_set_new(rec, "dead_detail", json_string(detail));
 }
 
+void
+rec_utf8_cut(char *s)
+{
+	size_t n = strlen(s), i = n, want;
+	unsigned char c;
+
+	while (i > 0 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
+		i--;
+	if (i > 0 && (c = (unsigned char)s[i - 1]) >= 0xc0) {
+		want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+		if (n - (i - 1) < want)
+			s[i - 1] = '\0';
+	}
+}
+
 int
 rec_real(double d, char *buf, size_t len)
 {

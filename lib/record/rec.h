@@ -102,6 +102,11 @@ json_t	*rec_bad_input(const char *stage, long lineno, const char *detail,
 /* Mark rec dead with reason and detail (detail may be NULL). */
 void	rec_kill(json_t *rec, enum fate_reason reason, const char *detail);
 
+/*
+ * Cut the string s back to its last whole UTF-8 character: a text cut to
+ * a cap on a byte is then still UTF-8 (jansson takes nothing else).
+ */
+void	rec_utf8_cut(char *s);
 /* The text jansson writes for the real d, into buf; its length or -1. */
 int	rec_real(double d, char *buf, size_t len);
 /* String field or NULL when absent or not a string. */
