@@ -426,3 +426,16 @@ rfp-sink: line 2: field "fate": not a string' ]
 	in_file "$RD/dead.ndjson" n '.dead_reason == "bad_input" and .dead_detail == "field \"fate\": not a string" and .line == 1'
 	in_file "$RD/dead.ndjson" o '.dead_reason == "bad_input" and .line == 2'
 }
+
+@test "sink: a dead reason outside the table counts as bad_input; the summary keeps the table's keys" {
+	printf '%s\n' '{"id":"a","fate":"dead","dead_reason":"zzz"}' \
+	    '{"id":"b","fate":"dead","dead_reason":"succeeded"}' \
+	    '{"id":"c","fate":"dead","dead_reason":"permanent"}' >"$BATS_TEST_TMPDIR/in"
+	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$BATS_TEST_TMPDIR/in"
+	assert_success
+	jq -e '.run.dead == 3 and .run.dead_by_reason.bad_input == 2 and .run.dead_by_reason.permanent == 1
+	    and (.run.dead_by_reason | has("zzz") or has("succeeded") | not)
+	    and .totals.dead_by_reason.bad_input == 2' "$RD/summary.json"
+	# The letters themselves are filed as they came.
+	[ "$(jq -r .dead_reason "$RD/dead.ndjson" | tr '\n' ' ')" = "zzz succeeded permanent " ]
+}

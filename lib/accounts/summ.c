@@ -90,7 +90,11 @@ summ_new(void)
 	return s;
 }
 
-/* Count a terminal record into tally t. */
+/*
+ * Count a terminal record into tally t.  A dead letter without a reason of
+ * the table (none, or one a hand-made record invented) counts as
+ * bad_input: dead_by_reason keeps the table's keys and no others.
+ */
 static void
 count(json_t *t, const char *fate, const char *why)
 {
@@ -98,7 +102,8 @@ count(json_t *t, const char *fate, const char *why)
 		inc(t, "succeeded", 1);
 	else {
 		inc(t, "dead", 1);
-		inc(json_object_get(t, "dead_by_reason"), why ? why :
+		inc(json_object_get(t, "dead_by_reason"), why != NULL &&
+		    fate_reason_of(why) != -1 ? why :
 		    fate_reason(FATE_BAD_INPUT), 1);
 	}
 }
