@@ -55,8 +55,12 @@ never_opened() {
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 40 ]
 	never_opened
 	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
-	# Found after a refusal or two, then held: at most a probe more.
-	[ "$(logged '.action == "rate_limited"')" -le 4 ]
+	# Found after a refusal or two, then held: at most a probe more, and
+	# on a loaded machine a refusal or two the cap's own accounting draws
+	# (it frees a place once its answer is out, and the next request may
+	# come before: nginx's limit_conn does the same).  Not found, it is
+	# 28 or more.
+	[ "$(logged '.action == "rate_limited"')" -le 6 ]
 	# Held at the cap, not far below it: three or four answered at once.
 	echo "served at once $(mock_overlap c 0.025 '.action != "rate_limited"')"
 	[ "$(mock_overlap c 0.025 '.action != "rate_limited"')" -ge 3 ]
