@@ -305,17 +305,13 @@ classify_json() {
 @test "classify: a record of exactly 1 MiB and 64 KiB ending in CR LF passes however the LF arrives" {
 	# The reader gives up on a line past the cap before it sees the LF:
 	# written late, the LF found the CR already over it.
-	python3 -c '
-import sys
-cap = 1024 * 1024 + 64 * 1024
-head = b"{\"id\":\"a\",\"status\":200,\"x\":\""
-sys.stdout.buffer.write(head + b"x" * (cap - len(head) - 2) + b"\"}\r\n")' >"$BATS_TEST_TMPDIR/out"
-	run -0 --separate-stderr bash -c 'python3 -c "
-import sys, time
-b = open(sys.argv[1], \"rb\").read()
-sys.stdout.buffer.write(b[:-1]); sys.stdout.flush()
-time.sleep(0.2)
-sys.stdout.buffer.write(b[-1:]); sys.stdout.flush()" "$1" | timeout 20 rfp-classify' _ "$BATS_TEST_TMPDIR/out"
+	local head='{"id":"a","status":200,"x":"' cap=$((1024 * 1024 + 64 * 1024))
+	{ printf '%s' "$head"; head -c $((cap - ${#head} - 2)) /dev/zero | tr '\0' x
+	  printf '"}\r\n'; } >"$BATS_TEST_TMPDIR/out"
+	[ "$(wc -c <"$BATS_TEST_TMPDIR/out")" -eq $((cap + 2)) ]
+	# All but the LF, then the LF a moment later.
+	run -0 --separate-stderr bash -c '{ head -c -1 "$1"; sleep 0.2; tail -c 1 "$1"; } |
+	    timeout 20 rfp-classify' _ "$BATS_TEST_TMPDIR/out"
 	[ -z "$stderr" ]
 	[ "$(jq -r '.class + " " + .reason' <<<"$output")" = "ok http_200" ]
 }

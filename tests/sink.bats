@@ -367,12 +367,11 @@ slow_input() {
 @test "sink: the compaction never drops a dead letter over the cap; it leaves dead.ndjson as it was" {
 	# An unknown fate near the cap: rfp-sink's own kill takes the letter
 	# past 1 MiB and 64 KiB; b's first letter is superseded.
-	python3 -c '
-import sys
-sys.stdout.write("{\"id\":\"a\",\"fate\":\"bogus\",\"x\":\"" + "x" * (1024 * 1024 + 64 * 1024 - 60) + "\"}\n")
-sys.stdout.write("{\"id\":\"b\",\"fate\":\"dead\",\"dead_reason\":\"permanent\"}\n")
-sys.stdout.write("{\"id\":\"b\",\"fate\":\"dead\",\"dead_reason\":\"exhausted\"}\n")
-' >"$BATS_TEST_TMPDIR/in"
+	{ printf '{"id":"a","fate":"bogus","x":"'
+	  head -c $((1024 * 1024 + 64 * 1024 - 60)) /dev/zero | tr '\0' x
+	  printf '"}\n'
+	  printf '%s\n' '{"id":"b","fate":"dead","dead_reason":"permanent"}' \
+	      '{"id":"b","fate":"dead","dead_reason":"exhausted"}'; } >"$BATS_TEST_TMPDIR/in"
 	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$BATS_TEST_TMPDIR/in"
 	assert_success
 	[ "$(wc -l <"$RD/dead.ndjson")" -eq 3 ]
