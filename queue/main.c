@@ -335,10 +335,36 @@ static const char q_file[] =
 #define GROUP_MAX	256
 
 static struct group {
-	json_t		*recs;	/* what q_file reads as f */
+	char		*text;	/* what q_file reads as f: a JSON array, open */
+	size_t		 len, cap;
+	long		 n;	/* records in it */
 	json_t		*ids;	/* their ids: one filing of an id per group */
 	struct rec_out	*out;	/* rfp-sink's side, passed to first */
 } grp;
+
+/* Add n bytes of s to the group's text. */
+static void
+grp_add(const char *s, size_t n)
+{
+	if (grp.len + n + 2 > grp.cap) {
+		grp.cap = 2 * (grp.len + n + 2);
+		grp.text = xrealloc(grp.text, grp.cap);
+	}
+	memcpy(grp.text + grp.len, s, n);
+	grp.len += n;
+}
+
+/* Add s (NULL: null) to the group's text as a JSON string. */
+static void
+grp_str(const char *s)
+{
+	json_t *j = s != NULL ? json_string(s) : NULL;
+	char *t = j != NULL ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+
+	grp_add(t != NULL ? t : "null", t != NULL ? strlen(t) : 4);
+	free(t);
+	json_decref(j);
+}
 
 static int
 file_flush(void *arg)
@@ -347,21 +373,20 @@ file_flush(void *arg)
 	json_t *refused, *v;
 	PGresult *r;
 	size_t i;
-	char *s, err[512];
+	char err[512];
 
 	(void)arg;
-	if (json_array_size(grp.recs) == 0)
+	if (grp.n == 0)
 		return 0;
 	/* rfp-sink has the records before the store says they are done. */
 	if (grp.out != NULL && rec_out_flush(grp.out) == -1)
 		return -1;
-	s = json_dumps(grp.recs, JSON_COMPACT);
-	p[0] = s;
+	grp_add("]", 2);	/* and its NUL */
+	p[0] = grp.text;
 	p[1] = opts.owner;
 	if ((r = pg_exec_named("file", q_file, 2, p, PGRES_TUPLES_OK, err,
 	    sizeof(err))) == NULL)
 		msg_die(1, "%s", err);
-	free(s);
 	refused = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
 	json_array_foreach(refused, i, v)
 		msg_line(json_integer_value(json_array_get(v, 0)), "\"%s\": "
@@ -370,17 +395,24 @@ file_flush(void *arg)
 		    "claimed by another host since" : "not in the queue");
 	json_decref(refused);
 	PQclear(r);
-	msg_debug("filed %zu records", json_array_size(grp.recs));
-	json_array_clear(grp.recs);
+	msg_debug("filed %ld records", grp.n);
+	grp.len = 1;		/* "[" */
+	grp.n = 0;
 	json_object_clear(grp.ids);
 	return 0;
 }
 
-/* One record: filed in the group when it is done or dead, and passed on. */
+/*
+ * One record: filed in the group when it is done or dead, and passed on.
+ * The group holds the record's text, not a tree of it: what goes on to
+ * rfp-sink and into rfp_results is every byte as it came.
+ */
 static int
 file1(struct view *v, long lineno, struct rec_out *out, void *arg)
 {
-	const char *fate = view_str(v, "fate"), *id = view_str(v, "id");
+	const char *fate = view_str(v, "fate"), *id = view_str(v, "id"), *t;
+	char num[48];
+	size_t n;
 
 	grp.out = out;
 	if (id == NULL || (fate_of(fate) != FATE_DONE &&
@@ -389,11 +421,22 @@ file1(struct view *v, long lineno, struct rec_out *out, void *arg)
 	if (json_object_get(grp.ids, id) != NULL &&
 	    file_flush(arg) == -1)
 		return -1;
-	json_array_append_new(grp.recs, json_pack("{s:s,s:s,s:s?,s:O,s:I}",
-	    "id", id, "fate", fate, "dead_reason", view_str(v,
-	    "dead_reason"), "rec", view_tree(v), "line", (json_int_t)lineno));
+	if ((t = view_text(v, &n)) == NULL)
+		return -1;
+	if (grp.n++ > 0)
+		grp_add(",", 1);
+	grp_add("{\"id\":", 6);
+	grp_str(id);
+	grp_add(",\"fate\":", 8);
+	grp_str(fate);
+	grp_add(",\"dead_reason\":", 15);
+	grp_str(view_str(v, "dead_reason"));
+	grp_add(",\"rec\":", 7);
+	grp_add(t, n - 1);	/* without its newline */
+	grp_add(num, (size_t)snprintf(num, sizeof(num), ",\"line\":%ld}",
+	    lineno));
 	json_object_set_new(grp.ids, id, json_true());
-	if (json_array_size(grp.recs) >= GROUP_MAX && file_flush(arg) == -1)
+	if (grp.n >= GROUP_MAX && file_flush(arg) == -1)
 		return -1;
 	return 0;
 }
@@ -411,7 +454,7 @@ file(void)
 	 * not sent again, as the ledger's entries are committed durably.
 	 */
 	PQclear(q("SET synchronous_commit = off", 0, NULL, PGRES_COMMAND_OK));
-	grp.recs = json_array();
+	grp_add("[", 1);
 	grp.ids = json_object();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	rc = loop_run(PROG, STDIN_FILENO, STDOUT_FILENO, &h, file1,
@@ -419,7 +462,7 @@ file(void)
 	grp.out = NULL;
 	if (rc == -1 || file_flush(NULL) == -1)
 		msg_die(1, "stopped: output is incomplete");
-	json_decref(grp.recs);
+	free(grp.text);
 	json_decref(grp.ids);
 }
 

@@ -445,3 +445,14 @@ stale_runs() {
 	# Each run struck itself off the pace's users as it ended.
 	[ "$(sql "SELECT doc->'users' FROM rfp_state WHERE kind = 'rate' AND key = 'p'")" = '{}' ]
 }
+
+@test "queue: file passes each record on byte for byte and files it as it came" {
+	run -0 rfp-queue --state "$URL" load <<<'{"id":"q1","url":"http://127.0.0.1:9/a"}'
+	# Spacing, 1e5 and an escaped solidus, which a tree would rewrite.
+	printf '%s\n' '{"id":"q1", "fate":"done","n":1e5,"p":"a\/b"}' \
+	    '{"id":"q2",  "fate":"dead","dead_reason":"permanent","r":1.10}' >"$BATS_TEST_TMPDIR/f"
+	run -0 --separate-stderr rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/f"
+	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/f")" ]
+	[ "$stderr" = 'rfp-queue: line 2: "q2": not in the queue; not filed' ]
+	[ "$(sql "SELECT rec->>'n' || ' ' || (rec->>'p') FROM rfp_results WHERE id = 'q1'")" = "100000 a/b" ]
+}
