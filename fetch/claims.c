@@ -20,7 +20,6 @@
 #include <sys/stat.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +30,7 @@
 
 #include "fetch/fetch.h"
 #include "cmd/msg.h"
+#include "lib/base/proc.h"
 #include "lib/record/rec.h"
 #include "lib/state/owner.h"
 #include "lib/state/rundir.h"
@@ -222,8 +222,8 @@ stages_of(const char *owner)
 	buf[n > 0 ? n : 0] = '\0';
 	for (p = strtok_r(buf, "\n", &sp); p != NULL;
 	    p = strtok_r(NULL, "\n", &sp))
-		if (sscanf(p, "%31s %ld", stage, &pid) == 2 && pid > 0 &&
-		    (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
+		if (sscanf(p, "%31s %ld", stage, &pid) == 2 &&
+		    proc_alive(pid)) {
 			t = xasprintf("%s%s%s %ld", out, *out ? ", " : "",
 			    stage, pid);
 			free(out);

@@ -10,6 +10,7 @@
 
 #include "lib/control/breaker.h"
 #include "lib/base/clk.h"
+#include "lib/base/proc.h"
 #include "lib/state/store.h"
 #include "lib/base/x.h"
 
@@ -30,17 +31,6 @@ struct op {
 	double		 until, opened_at;
 };
 
-
-/* This host's name: a probe_pid means something only where it runs. */
-static const char *
-host(void)
-{
-	static char name[256];
-
-	if (name[0] == '\0' && gethostname(name, sizeof(name) - 1) == -1)
-		strcpy(name, "localhost");
-	return name;
-}
 
 static const char *
 sget(const json_t *d, const char *k)
@@ -250,12 +240,12 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 			o->v = BREAKER_FRESH_FIRST;
 			o->until = nget(d, "half_open_at") + clk_real(1);
 		} else if (pid == 0 || o->now > nget(d, "probe_until") ||
-		    ((ph == NULL || strcmp(ph, host()) == 0) &&
+		    ((ph == NULL || strcmp(ph, proc_host()) == 0) &&
 		    kill(pid, 0) == -1 && pid != getpid())) {
 			json_object_set_new(d, "probe_pid",
 			    json_integer(getpid()));
 			json_object_set_new(d, "probe_host",
-			    json_string(host()));
+			    json_string(proc_host()));
 			nset(d, "probe_until", o->now + o->lease);
 			o->v = BREAKER_PROBE;
 			dirty = 1;

@@ -3,9 +3,7 @@
  * state file (or PostgreSQL).  pace.h says what it does; the numbers here
  * say how fast.
  */
-#include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +13,7 @@
 #include <jansson.h>
 
 #include "lib/base/clk.h"
+#include "lib/base/proc.h"
 #include "lib/config/conf.h"
 #include "lib/control/pace.h"
 #include "lib/state/store.h"
@@ -240,22 +239,11 @@ age(struct pst *p, const struct pace_cfg *c)
 	p->rl_wguess = o.rl_wguess;
 }
 
-/* This host's name: a user's process id means something only here. */
-static const char *
-host(void)
-{
-	static char name[256];
-
-	if (name[0] == '\0' && gethostname(name, sizeof(name) - 1) == -1)
-		strcpy(name, "localhost");
-	return name;
-}
-
 /* This process as a state's users name it: "PID@HOST". */
 static void
 user_id(char *id, size_t n)
 {
-	snprintf(id, n, "%ld@%s", (long)getpid(), host());
+	snprintf(id, n, "%ld@%s", (long)getpid(), proc_host());
 }
 
 /*
@@ -272,12 +260,10 @@ user_alive(const char *id, double seen, double now)
 
 	if (at == NULL || now - seen > clk_real(STALE))
 		return 0;
-	if (strcmp(at + 1, host()) != 0)
+	if (strcmp(at + 1, proc_host()) != 0)
 		return 1;
 	pid = strtol(id, &end, 10);
-	if (end != at || pid <= 0)
-		return 0;
-	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+	return end == at && proc_alive(pid);
 }
 
 /*
