@@ -546,13 +546,45 @@ put_state(const char *ep, const char *text)
  * the pipelines sharing the state); on another host, while it was heard
  * from within a minute.
  */
+/*
+ * A process that learns ep's pace at T0 (and, when leave, strikes itself
+ * from the users of its paces), then runs on until *end is closed: its
+ * pid, once it has done so.
+ */
+static pid_t
+holder(const char *ep, int leave, int *end)
+{
+	int go[2], hold[2];
+	char c, err[256];
+	pid_t pid;
+
+	if (pipe(go) == -1 || pipe(hold) == -1)
+		ok(0, "pipe");
+	if ((pid = fork()) == 0) {
+		close(go[0]);
+		close(hold[1]);
+		learn(ep, T0);
+		if (leave)
+			pace_leave(dir, err, sizeof(err));
+		(void)!write(go[1], "x", 1);
+		(void)!read(hold[0], &c, 1);
+		_exit(0);
+	}
+	close(go[1]);
+	close(hold[0]);
+	(void)!read(go[0], &c, 1);
+	close(go[0]);
+	*end = hold[1];
+	return pid;
+}
+
 static void
 inherited(void)
 {
-	int go[2], wait_fd[2];
 	json_t *d;
 	pid_t pid;
-	char c, *path, *text, err[256];
+	char *path, *text, err[256];
+	int end;
 	double r;
 	int i;
 
@@ -564,49 +596,22 @@ inherited(void)
 	r = rate_at("ended", T0 + 1);
 	ok(r == 0, "a pace left by a run "
 	    "that ended a second ago starts afresh (rate %.1f)", r);
-	if (pipe(go) == -1 || pipe(wait_fd) == -1)
-		ok(0, "pipe");
-	if ((pid = fork()) == 0) {
-		close(go[0]);
-		close(wait_fd[1]);
-		learn("shared", T0);
-		(void)!write(go[1], "x", 1);
-		(void)!read(wait_fd[0], &c, 1);
-		_exit(0);
-	}
-	close(go[1]);
-	close(wait_fd[0]);
-	(void)!read(go[0], &c, 1);
+	pid = holder("shared", 0, &end);
 	r = rate_at("shared", T0 + 1);
 	ok(r > 0, "a pace shared with a "
 	    "process still running holds (rate %.1f)", r);
-	close(wait_fd[1]);
-	close(go[0]);
+	close(end);
 	waitpid(pid, NULL, 0);
 	r = rate_at("shared", T0 + 2);
 	ok(r > 0, "... and once joined, holds "
 	    "after it ends (rate %.1f)", r);
 
 	/* One still running that said it is done: as if it had ended. */
-	if (pipe(go) == -1 || pipe(wait_fd) == -1)
-		ok(0, "pipe");
-	if ((pid = fork()) == 0) {
-		close(go[0]);
-		close(wait_fd[1]);
-		learn("left", T0);
-		pace_leave(dir, err, sizeof(err));
-		(void)!write(go[1], "x", 1);
-		(void)!read(wait_fd[0], &c, 1);
-		_exit(0);
-	}
-	close(go[1]);
-	close(wait_fd[0]);
-	(void)!read(go[0], &c, 1);
+	pid = holder("left", 1, &end);
 	r = rate_at("left", T0 + 1);
 	ok(r == 0, "a pace its process left, still running, starts afresh "
 	    "(rate %.1f)", r);
-	close(wait_fd[1]);
-	close(go[0]);
+	close(end);
 	waitpid(pid, NULL, 0);
 
 	text = xasprintf("{\"paced\": 1, \"rate\": 10, \"seen\": %.3f, "
