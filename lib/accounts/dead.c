@@ -75,14 +75,15 @@ each(const char *path, struct view *v, int whole, void (*fn)(const char *,
 /*
  * What the compaction holds: an entry per dead id, none per line or per
  * result (a million results once took 120 MiB).  The letters are read
- * twice, to count and to rewrite, under the exclusive lock.
+ * once to count them, and again, only when some go, to rewrite, under
+ * the exclusive lock.
  */
 struct letters {
 	json_t	*done;		/* ids of letters filed in results.ndjson */
 	json_t	*last;		/* id -> the number of its last letter */
 	long	 n;		/* letters read in this pass */
-	long	 dropped;	/* ... of them superseded */
-	int	 out;		/* the rewrite, or -1: counting */
+	long	 anon;		/* ... of them without an id */
+	int	 out;		/* the rewrite */
 	int	 err;		/* errno of a failed write, or 0 */
 	struct view *v;
 };
@@ -96,6 +97,8 @@ note_dead(const char *line, size_t len, const char *id, void *arg)
 	(void)len;
 	if (id != NULL)
 		json_object_set_new(l->last, id, json_integer(l->n));
+	else
+		l->anon++;
 	l->n++;
 }
 
@@ -116,8 +119,8 @@ note_done(const char *line, size_t len, const char *id, void *arg)
 }
 
 /*
- * Letter number l->n: it stays when no result has its id and no later
- * letter does; counted, or written to l->out when rewriting.
+ * Letter number l->n, written to l->out when it stays: no result has its
+ * id and no later letter does.
  */
 static void
 sift(const char *line, size_t len, const char *id, void *arg)
@@ -127,10 +130,8 @@ sift(const char *line, size_t len, const char *id, void *arg)
 	    json_integer_value(json_object_get(l->last, id)) == l->n);
 
 	l->n++;
-	if (!stays)
-		l->dropped++;
-	else if (l->out != -1 && l->err == 0 && (rec_write_all(l->out, line,
-	    len) == -1 || rec_write_all(l->out, "\n", 1) == -1))
+	if (stays && l->err == 0 && (rec_write_all(l->out, line, len) == -1 ||
+	    rec_write_all(l->out, "\n", 1) == -1))
 		l->err = errno;
 }
 
@@ -157,13 +158,15 @@ dead_compact(const char *rundir, int fd, char *err, size_t errlen)
 	}
 	/* The letters first: only their ids are looked for in the results. */
 	if (each(dead, l.v, 1, note_dead, &l) == -1 ||
-	    each(done, l.v, 0, note_done, &l) == -1 ||
-	    (l.n = 0, each(dead, l.v, 1, sift, &l)) == -1) {
+	    each(done, l.v, 0, note_done, &l) == -1) {
 		snprintf(err, errlen, "read: %s", strerror(errno));
 		dropped = -1;
 		goto out;
 	}
-	if ((dropped = l.dropped) == 0)
+	/* What stays: the letters without an id, and one a live id. */
+	dropped = l.n - l.anon - ((long)json_object_size(l.last) -
+	    (long)json_object_size(l.done));
+	if (dropped == 0)
 		goto out;
 	/*
 	 * A new file, never what stands at the name: a FIFO there would
