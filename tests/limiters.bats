@@ -27,6 +27,37 @@ never_opened() {
 	done
 }
 
+# noise EP: the share of refusals the pace of EP found to be noise (0: none).
+noise() {
+	jq -e '.nz // 0' "$RUN/state/rate/$1.json"
+}
+
+@test "limiters: refusals at random with no limit behind them are found to be noise, and the pace lets them be" {
+	# One document in ten refused once (429 or 503, Retry-After: 1).
+	# Each refusal cut the pace under what got through between two of
+	# them, the pace's own less the noise: 1,000 such documents saved
+	# 440 in a minute, the pace down to 3 requests a second.
+	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF2'
+	routes:
+	  - match: "/n/*"
+	    endpoint: n
+	    retry_after: 1
+	    mix:
+	      - {weight: 90, script: [200]}
+	      - {weight: 5, script: [429, 200]}
+	      - {weight: 5, script: [503, 200]}
+	EOF2
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /n 300 n >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q -j 32 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 300 ]
+	[ ! -s "$RUN/dead.ndjson" ]
+	never_opened
+	echo "refused $(logged '.status == 429 or .status == 503') of $(requests_for); state: $(jq -c '{paced, nz, rate}' "$RUN/state/rate/n.json")"
+	# Found to be noise: its share learned, near the one in ten.
+	jq -e '.nz > 0.03 and .nz < 0.4' "$RUN/state/rate/n.json"
+}
+
 @test "limiters: nginx burst 10 nodelay answering 503: all saved, few refused, the breaker never opened" {
 	scenario g '{kind: gcra, per_s: 10, burst: 10, status: 503}'
 	manifest /g 100 g >"$BATS_TEST_TMPDIR/m"
@@ -37,6 +68,8 @@ never_opened() {
 	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
 	# The burst spent, the rest paced: not one refusal per document.
 	[ "$(logged '.action == "rate_limited"')" -le 15 ]
+	# A limit, not noise.
+	[ "$(noise g)" = 0 ]
 }
 
 @test "limiters: a strict 3/s with no burst: all saved, refusals a small share" {
@@ -46,6 +79,7 @@ never_opened() {
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 30 ]
 	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
 	[ "$(logged '.action == "rate_limited"')" -le 6 ]
+	[ "$(noise s)" = 0 ]
 }
 
 @test "limiters: a concurrency cap of 4 answering 503 is found and held, and never opens the breaker" {
