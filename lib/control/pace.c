@@ -57,9 +57,12 @@
 #define IV_MAX		30.0	/* an interval longer, or older, is stale */
 #define NIV		8	/* refusal intervals kept */
 #define NOK		8	/* success times kept */
-#define MARGIN		0.97	/* of a configured rate: a strict limiter
-				   refuses a request that arrives a few
-				   milliseconds early */
+#define MARGIN		0.97	/* of a configured rate at the most ... */
+#define TOLD_SLACK	0.001	/* ... and at least the pace that leaves this
+				   many real seconds more between sends: a
+				   strict limiter refuses a request that
+				   arrives a little early, and a low rate
+				   lost 3 % to what 1 ms covers */
 #define SLACK		0.002	/* real seconds a very fast send may come early */
 #define STALE		60.0	/* a state nobody used for this long is a
 				   hint: the portal may have changed since */
@@ -158,7 +161,10 @@ struct op {
 static double
 told(const struct pace_cfg *c)
 {
-	return c->rate > 0 ? c->rate * MARGIN : 0;
+	if (!(c->rate > 0))
+		return 0;
+	return 1 / (1 / c->rate + fmin(TOLD_SLACK, (1 / MARGIN - 1) /
+	    c->rate));
 }
 
 static void

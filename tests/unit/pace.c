@@ -414,7 +414,7 @@ told_floor(void)
 		    sizeof(err));
 	}
 	pace_take_n(NULL, "told-floor", &told, t, 0, &g, err, sizeof(err));
-	ok(g.rate >= 0.5 * 0.97 * 20 - 1e-9 && g.rate < 0.97 * 20, "40 "
+	ok(g.rate >= 0.5 / (1 / 20.0 + 0.001) - 1e-9 && g.rate < 19.6, "40 "
 	    "refusals cut a told 20/s to %.2f/s, no less than half", g.rate);
 	for (i = 0; i < 20; i++, t += 0.1) {
 		pace_take_n(NULL, "told-floor", &told, t, 1, &g, err,
@@ -425,8 +425,21 @@ told_floor(void)
 		    sizeof(err));
 	}
 	pace_take_n(NULL, "told-floor", &told, t, 0, &g, err, sizeof(err));
-	ok(fabs(g.rate - 0.97 * 20) < 1e-6, "20 successes later it is back "
-	    "at the told rate: %.2f/s", g.rate);
+	ok(fabs(g.rate - 1 / (1 / 20.0 + 0.001)) < 1e-6, "20 successes later it "
+	    "is back at the told rate: %.2f/s", g.rate);
+
+	/*
+	 * A told rate leaves 1 ms more between sends, at most 3 %: it was
+	 * 3 % always, a 60 s ideal at 1/s taking 61.9 s.
+	 */
+	told.rate = 1;
+	pace_take_n(NULL, "told-1", &told, t, 1, &g, err, sizeof(err));
+	ok(fabs(g.rate - 1 / 1.001) < 1e-9, "told 1/s, paced at %.4f/s: 1 ms "
+	    "more between sends", g.rate);
+	told.rate = 100;
+	pace_take_n(NULL, "told-100", &told, t, 1, &g, err, sizeof(err));
+	ok(fabs(g.rate - 97) < 1e-9, "told 100/s, paced at %.2f/s: 3 %% "
+	    "under", g.rate);
 }
 
 /*
