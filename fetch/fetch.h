@@ -168,7 +168,8 @@ void	wire_perform(void);
 struct xfer *wire_done(void);
 /* Any transfer still on the wire, taken off it; NULL: none (stopping). */
 struct xfer *wire_pop(void);
-void	wire_poll(struct curl_waitfd *w, unsigned int nw, int ms);
+#define WIRE_FDS	5	/* the most descriptors wire_poll waits on */
+void	wire_poll(struct curl_waitfd *w, unsigned int nw, double t);
 void	wire_free(void);
 
 /* queue.c: jobs held until their not_before, and jobs ready. */

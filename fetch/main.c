@@ -358,7 +358,7 @@ idle(void)
 	return S.active + S.filing == 0 || S.stop;
 }
 
-static long
+static double
 poll_timeout(void)
 {
 	double now = clk_now(), t = 0.25;
@@ -374,13 +374,13 @@ poll_timeout(void)
 	/* Output not due yet is due by then; due output waits on POLLOUT. */
 	if (out_pending() && !out_due(idle()) && out_due_in() < t)
 		t = out_due_in();
-	return t <= 0 ? 0 : (long)(t * 1000) + 1;
+	return t <= 0 ? 0 : t;
 }
 
 static void
 run(void)
 {
-	struct curl_waitfd w[5];
+	struct curl_waitfd w[WIRE_FDS];
 	unsigned int nw, i;
 	int cut = 0, news = 0;
 	char err[512];
@@ -452,7 +452,7 @@ run(void)
 			w[nw].events = CURL_WAIT_POLLIN;
 			w[nw++].revents = 0;
 		}
-		wire_poll(w, nw, (int)poll_timeout());
+		wire_poll(w, nw, poll_timeout());
 		news = 0;
 		for (i = 0; i < nw; i++) {
 			if (w[i].fd == admit_fifo_fd() && w[i].revents != 0)
