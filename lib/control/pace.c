@@ -64,6 +64,7 @@
 				   arrives a little early, and a low rate
 				   lost 3 % to what 1 ms covers */
 #define SLACK		0.002	/* real seconds a very fast send may come early */
+#define FIRST_LATE	0.005	/* real seconds the first send may arrive late */
 #define STALE		60.0	/* a state nobody used for this long is a
 				   hint: the portal may have changed since */
 #define USERS_MAX	64	/* processes a state names as its users */
@@ -457,6 +458,14 @@ take(struct pst *p, struct op *o)
 		p->tat = tat + iv;
 		g->granted++;
 		p->takes++;
+		/*
+		 * The first send of all opens a connection and pays curl's
+		 * first costs: it reaches the portal some milliseconds after
+		 * it leaves, and the next, on time, came 3 ms early to a
+		 * strict limit (64.5 ms after it, against 67.8).
+		 */
+		if (p->paced && p->takes == 1)
+			p->tat += FIRST_LATE;
 		if (p->rl_left > 0)
 			p->rl_left--;
 	}

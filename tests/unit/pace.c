@@ -440,6 +440,17 @@ told_floor(void)
 	pace_take_n(NULL, "told-100", &told, t, 1, &g, err, sizeof(err));
 	ok(fabs(g.rate - 97) < 1e-9, "told 100/s, paced at %.2f/s: 3 %% "
 	    "under", g.rate);
+
+	/* The first send of all holds the next 5 ms more: it arrives late. */
+	told.rate = 20;
+	pace_take_n(NULL, "told-first", &told, t, 2, &g, err, sizeof(err));
+	ok(g.granted == 1 && fabs(g.wait - (1 / 20.0 + 0.001 + 0.005)) < 1e-6,
+	    "told 20/s: after the first send of all, the next in %.4f s",
+	    g.wait);
+	pace_take_n(NULL, "told-first", &told, t + g.wait, 2, &g, err,
+	    sizeof(err));
+	ok(g.granted == 1 && fabs(g.wait - (1 / 20.0 + 0.001)) < 1e-6,
+	    "... and after the second, in %.4f s", g.wait);
 }
 
 /*
