@@ -244,7 +244,7 @@ workdir() {
 	lim_tsv=$work/limiters.tsv lim_desc_tsv=$work/limiters-cells.tsv
 	lim_notes=$work/limiters-notes.txt
 	printf 'scen\ttool\tn\tideal\tmakespan\trequests\tr429\tok\tfailed\tlost\tcpu\trss_kb\texit\tref\n' >"$tsv"
-	printf 'cell\ttool\tn\tallowed\tideal\tmakespan\tscale\trequests\trefusals\tsaved\tdead\tdead_quota\tcpu\texit\ttimeout\tclock\trate\n' >"$lim_tsv"
+	printf 'cell\ttool\tn\tallowed\tideal\tmakespan\tscale\trequests\trefusals\tsaved\tdead\tdead_quota\tcpu\texit\ttimeout\tclock\trate\tspan\n' >"$lim_tsv"
 	: >"$checks"
 	: >"$notes"
 	: >"$lim_desc_tsv"

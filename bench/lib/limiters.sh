@@ -189,7 +189,7 @@ lim_config() {
 
 # lim_run TOOL: one tool in the cell, its row in $lim_tsv.
 lim_run() {
-	local t=$1 d=$cdir/$1 requests refusals saved dq=- dead=- cpu ew ms
+	local t=$1 d=$cdir/$1 requests refusals saved dq=- dead=- cpu ew ms span
 	mkdir -p "$d/out"
 	case $clock in
 	nginx) nginx_start "$d" "$r" "$b" "$(kv nodelay 1)" "$st" ;;
@@ -226,10 +226,35 @@ lim_run() {
 		;;
 	esac
 	ms=$(awk -v e="$elapsed" -v s="$sc" 'BEGIN { printf "%.3f", e / s }')
+	span=$(lim_span "$d")
 	tsv_row "$lim_tsv" "$id" "$t" "$n" "$allowed" "$ideal" "$ms" "$sc" \
 	    "$requests" "$refusals" "$saved" "$dead" "$dq" "$cpu" "$ew" "$tmo" \
-	    "$clock" "$r"
+	    "$clock" "$r" "$span"
 	say "limiters $id $(tool_name "$t" lim): saved $saved/$n (allowed $allowed), refusals $refusals/$requests, makespan ${ms}s (ideal ${ideal}s, clock x$sc), exit $ew"
+}
+
+# lim_span DIR: what the server saw, in logical seconds: from the first
+# request's arrival to the last success's answer (the mock's delay_ms
+# added: it decides, logs, then waits), the span the ideal measures; the
+# makespan adds the client's own start and end, which a scaled clock
+# magnifies by 1 / sc (0.1 s real is 1.5 logical s at x0.0667).
+lim_span() {
+	if [ "$clock" = nginx ]; then
+		awk -v s="$sc" 'index($3, "/lim/") == 1 {
+			if (a == "" || $1 < a) a = $1
+			if ($2 ~ /^2/ && $1 > b) b = $1
+		} END { printf "%.3f", a == "" ? 0 : (b - a) / s }' \
+		    "$1/nginx/logs/access.log"
+	else
+		jq -rs --argjson s "$sc" --argjson dl "$(kv delay_ms 0)" '
+		    [.[] | select(.kind == "request")] as $r |
+		    if ($r | length) == 0 then 0 else
+		    ($r | map(.t) | min) as $a |
+		    ([$r[] | select(.status >= 200 and .status < 300) |
+		    .t_answer] | max // $a) as $b |
+		    (($b - $a) / $s + $dl / 1000) * 1000 | round / 1000 end' \
+		    "$1/mock.ndjson"
+	fi
 }
 
 # lim_run_pg TOOL DIR: three pipelines, each a third of the documents,
@@ -287,8 +312,8 @@ lim_rfpipe_notes() {
 lim_table() {
 	awk -F'\t' '
 	BEGIN {
-		print "| cell (shape · rate · burst · status · Retry-After) | clock | tool | saved/N | refusals ÷ requests | makespan ÷ ideal (logical s) | CPU s | exit |"
-		print "|---|---|---|--:|--:|--:|--:|---|"
+		print "| cell (shape · rate · burst · status · Retry-After) | clock | tool | saved/N | refusals ÷ requests | portal span ÷ ideal (logical s) | makespan ÷ ideal (logical s) | CPU s | exit |"
+		print "|---|---|---|--:|--:|--:|--:|--:|---|"
 	}
 	function name(t) { return (t in nm) ? nm[t] : t }
 	FILENAME == ARGV[1] { nm[$1] = $2; next }
@@ -297,7 +322,7 @@ lim_table() {
 	{
 		id = $1; t = $2; n = $3; al = $4; ideal = $5; ms = $6; sc = $7
 		rq = $8; rf = $9; sv = $10; dq = $12; cpu = $13; ex = $14
-		clk = $16; rate = $17
+		clk = $16; rate = $17; sp = $18
 		if (clk == "pg") t3 = "3 × " name(t) ", one state"
 		else t3 = name(t)
 		cell = (id != last) ? desc[id] " `" id "`" : ""
@@ -308,15 +333,17 @@ lim_table() {
 			saved = saved " (" al " allowed" (dq == "-" ? "" : "; " dq " dead quota") ")"
 		ref = rf "/" rq (rq + 0 > 0 ? sprintf(" (%.1f %%)", 100 * rf / rq) : "")
 		mk = (ideal + 0 > 0) ? sprintf("%.2f (%.1f / %.1f s)", ms / ideal, ms, ideal) : sprintf("— (%.1f / 0 s)", ms)
-		printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", cell, clock, t3, saved, ref, mk, cpu, ex
+		pk = (ideal + 0 > 0) ? sprintf("%.2f (%.1f s)", sp / ideal, sp) : sprintf("— (%.1f s)", sp)
+		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", cell, clock, t3, saved, ref, pk, mk, cpu, ex
 	}' <(tool_names lim) "$lim_desc_tsv" "$lim_tsv"
 }
 
 # lim_checks: the targets, for every rfpipe row: not told, every document
 # the limiter allows saved (a quota's rest dead with reason quota),
-# refusals <= 5 % of requests, makespan <= 1.2 x ideal; told, no refusal
-# and <= 1.05 x ideal.  A makespan counts only with every allowed document
-# saved.
+# refusals <= 5 % of requests, portal span <= 1.2 x ideal; told, no
+# refusal and <= 1.05 x ideal.  The span (lim_span) is judged, as it is
+# what the ideal measures; the makespan is shown beside it.  A span counts
+# only with every allowed document saved.
 lim_checks() {
 	awk -F'\t' '
 	function pf(c) { return c ? "PASS" : "FAIL" }
@@ -324,8 +351,10 @@ lim_checks() {
 	$2 == "rfpipe" || $2 == "rfpipe-told" {
 		id = $1; t = $2; n = $3; al = $4; ideal = $5; ms = $6
 		rq = $8; rf = $9; sv = $10; dq = $12; ex = $14; tmo = $15
+		sp = $18
 		told = (t == "rfpipe-told")
-		ratio = (ideal + 0 > 0) ? ms / ideal : (ms + 0 > 0 ? 1e9 : 1)
+		ratio = (ideal + 0 > 0) ? sp / ideal : (sp + 0 > 0 ? 1e9 : 1)
+		wall = (ideal + 0 > 0) ? ms / ideal : 0
 		pct = (rq + 0 > 0) ? 100 * rf / rq : 0
 		sa = (sv + 0 >= al + 0)
 		qd = (al + 0 >= n + 0) || (dq + 0 == n - al)
@@ -346,7 +375,7 @@ lim_checks() {
 		rs = sprintf("%.3f", ratio)
 		if (ratio > lim && rs + 0 <= lim)
 			rs = sprintf("%.5f", ratio)
-		s = s sprintf(" · makespan %s x ideal <= %s %s", rs, lim, pf(c3))
+		s = s sprintf(" · portal span %s x ideal <= %s %s (makespan %.3f x)", rs, lim, pf(c3), wall)
 		if (ex ~ /timeout/)
 			s = s sprintf(" · STOPPED by the bench'"'"'s timeout after %d s (real)", tmo)
 		else if (ex ~ /killed|died/)
