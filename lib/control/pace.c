@@ -128,6 +128,8 @@ struct pst {
 	double	r_n;		/* ... how many it holds */
 	double	r_noise;	/* the pace a run of cuts for noise began at:
 				   where it starts again */
+	double	u_at;		/* when it was let go ... */
+	double	u_ok;		/* ... and the successes by then */
 };
 
 #define F(f)	{ #f, offsetof(struct pst, f) }
@@ -142,7 +144,7 @@ static const struct {
 	F(rl_rem), F(rl_turn), F(rl_wguess),
 	F(p_at), F(p_seq), F(p_ok),
 	F(c_ok), F(c_ref), F(k_rate), F(k_seq), F(k_at), F(k_ok), F(k_ref),
-	F(k_cuts), F(nz), F(r_bits), F(r_n), F(r_noise)
+	F(k_cuts), F(nz), F(r_bits), F(r_n), F(r_noise), F(u_at), F(u_ok)
 };
 #undef F
 #define NFIELDS	(sizeof(fields) / sizeof(fields[0]))
@@ -239,7 +241,7 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 	    arr_load(d, "ok_t", p->ok_t, NOK) == -1)
 		return -1;
 	if (p->r_bits < 0 || p->r_bits > (double)RECENT_MASK || p->r_n < 0 ||
-	    p->r_n > RECENT || p->nz < 0 || p->nz > 1)
+	    p->r_n > RECENT || p->nz < 0 || p->nz > NZ_MAX || p->r_noise < 0)
 		return -1;
 	if ((p->paced != 0 && !(p->rate > 0)) || !(p->win >= 1) ||
 	    p->iv_i < 0 || p->iv_i >= NIV)
@@ -604,12 +606,22 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		/*
 		 * The first push back starts the pace at what was delivered
 		 * (over at least SPAN: the burst that came first is no rate),
-		 * growing from there until the next refusal measures it; and
-		 * after noise, at the pace it was let go at.
+		 * growing from there until the next refusal measures it.
 		 */
 		p->paced = 1;
-		p->rate = fmax(fmax(p->n_ok / fmax(e->now - p->t_first,
-		    clk_real(SPAN)), START_RATE / sc), p->r_noise);
+		p->rate = fmax(p->n_ok / fmax(e->now - p->t_first,
+		    clk_real(SPAN)), START_RATE / sc);
+		if (p->r_noise > 0) {
+			/*
+			 * After noise: at the pace it was let go at, but never
+			 * over twice what got through since (a limit that fell
+			 * step by step, taken for noise, restarted at 3 to 5
+			 * times itself).
+			 */
+			p->rate = fmax(p->rate, fmin(p->r_noise, 2 *
+			    (p->n_ok - p->u_ok) / fmax(e->now - p->u_at,
+			    clk_real(SPAN))));
+		}
 		p->cuts = 0;
 		p->p_at = e->now;
 		p->p_seq = p->takes;
@@ -644,6 +656,8 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 			 */
 			p->paced = 0;
 			p->r_noise = p->rate;
+			p->u_at = e->now;
+			p->u_ok = p->n_ok;
 		}
 		p->n_cut = p->c_ok = p->c_ref = 0;
 		p->dec_at = e->now;
@@ -768,7 +782,9 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		return;
 	}
 	count(p, e);
-	if (within_noise(p))
+	/* A concurrency cap's refusals are never noise. */
+	if (within_noise(p) && !(p->paced && e->inflight > p->ok_k &&
+	    p->ok_k >= 2))
 		return;
 	/*
 	 * A refusal ends an interval: what got through since is the limit's

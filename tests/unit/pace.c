@@ -83,6 +83,9 @@ admit(struct lim *l, double t, long in)
 	case GCRA:
 		iv = 1.0 / (l->drop_at > 0 && t - t_start >= l->drop_at ?
 		    l->drop_to : l->rate);
+		if (l->drop_at < 0)	/* from rate to drop_to over -drop_at s */
+			iv = 1.0 / (l->rate + (l->drop_to - l->rate) *
+			    fmin(1, (t - t_start) / -l->drop_at));
 		if (l->tat - t > (double)l->burst * iv + 1e-9)
 			return 0;
 		l->tat = fmax(l->tat, t) + iv;
@@ -902,6 +905,17 @@ corrupt(void)
 	ok(pace_take_n(dir, "bad", &c, T0, 1, &g, err, sizeof(err)) == -1 &&
 	    strstr(err, "corrupt state file") != NULL, "a refusal set out of "
 	    "range is corrupt: %s", err);
+	/* A noise share past what the rule can learn, a negative rate. */
+	f = fopen(path, "w");
+	fputs("{\"nz\": 0.99}\n", f);
+	fclose(f);
+	ok(pace_take_n(dir, "bad", &c, T0, 1, &g, err, sizeof(err)) == -1,
+	    "a noise share of 0.99 is corrupt: %s", err);
+	f = fopen(path, "w");
+	fputs("{\"r_noise\": -1}\n", f);
+	fclose(f);
+	ok(pace_take_n(dir, "bad", &c, T0, 1, &g, err, sizeof(err)) == -1,
+	    "a negative pace to start again at is corrupt: %s", err);
 	free(path);
 }
 
@@ -993,6 +1007,18 @@ explore_noise(void)
 				    100 * shares[j], s);
 				report(ep, &o, (double)(n - 1) / rates[i]);
 			}
+	/* A limit that falls step by step: 50/s to 5/s over 30 s. */
+	for (s = 1; s <= 3; s++) {
+		srand48(s);
+		memset(&l, 0, sizeof(l));
+		l.kind = GCRA, l.rate = 50, l.drop_to = 5, l.drop_at = -30;
+		l.lat = 0.02;
+		snprintf(ep, sizeof(ep), "ramp-%ld", s);
+		o = sim(ep, &l, &none, 1000);
+		snprintf(ep, sizeof(ep), "50/s falling to 5/s over 30 s, seed %ld",
+		    s);
+		report(ep, &o, 0);
+	}
 }
 
 int
