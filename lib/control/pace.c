@@ -44,6 +44,10 @@
 #define NZ_MAX		0.35	/* ... refusing no more than this share of the
 				   sends since the first (a limit that fell
 				   refuses most) */
+#define NZ_MIN		0.05	/* ... and no less than this: refusals rarer do
+				   not make a pace crawl, and a strict limit
+				   on a busy machine, its arrivals bunched, drew
+				   a few early ones and passed for 4 % noise */
 #define NZ_KEEP		0.999	/* a success keeps this of the noise share */
 #define CUBE		2e-7	/* above it, the rate n successes after a cut
 				   is (1 + CUBE n^3) times where it began to
@@ -594,7 +598,8 @@ noise(struct pst *p, double now)
 		p->k_cuts = 0;
 		return 0;
 	}
-	return p->k_cuts >= NZ_CUTS && p->k_ref <= NZ_MAX * (p->k_ok + p->k_ref);
+	return p->k_cuts >= NZ_CUTS && p->k_ref <= NZ_MAX * (p->k_ok + p->k_ref) &&
+	    p->k_ref - 1 >= NZ_MIN * (p->k_ok + p->k_ref - 1);
 }
 
 static void
