@@ -531,6 +531,15 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->quota_until = fmax(p->quota_until, p->rl_reset);
 }
 
+/* A new round: what is granted from now on is news of the pace set now. */
+static void
+round_start(struct pst *p, double now)
+{
+	p->n_cut = p->c_ok = p->c_ref = 0;
+	p->dec_at = now;
+	p->cut_seq = p->takes;
+}
+
 /* e answers a send granted (or, unnumbered, sent) since grant seq, at at. */
 static int
 since(const struct pace_ev *e, double seq, double at)
@@ -664,9 +673,7 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 			p->u_at = e->now;
 			p->u_ok = p->n_ok;
 		}
-		p->n_cut = p->c_ok = p->c_ref = 0;
-		p->dec_at = e->now;
-		p->cut_seq = p->takes;
+		round_start(p, e->now);
 		return;
 	} else if (since(e, p->cut_seq, p->dec_at)) {
 		/*
@@ -695,9 +702,7 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		return;
 	if (told(c) > 0)
 		p->rate = fmin(p->rate, told(c));
-	p->n_cut = p->c_ok = p->c_ref = 0;
-	p->dec_at = e->now;
-	p->cut_seq = p->takes;
+	round_start(p, e->now);
 	/* The portal's bucket is empty: so is ours, burst and all. */
 	p->tat = e->now + (double)(c->burst > 1 ? c->burst : 1) / p->rate;
 }
@@ -768,6 +773,8 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 static void
 feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 {
+	int cap;
+
 	if (p->t_first == 0)
 		p->t_first = e->now;
 	if (e->rl_seen)
@@ -787,9 +794,9 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		return;
 	}
 	count(p, e);
+	cap = p->paced && e->inflight > p->ok_k && p->ok_k >= 2;
 	/* A concurrency cap's refusals are never noise. */
-	if (within_noise(p) && !(p->paced && e->inflight > p->ok_k &&
-	    p->ok_k >= 2))
+	if (within_noise(p) && !cap)
 		return;
 	/*
 	 * A refusal ends an interval: what got through since is the limit's
@@ -811,7 +818,7 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 * More in flight than any success was sent with: the window is to
 	 * blame, not the pace.  It is cut to what succeeded and held.
 	 */
-	if (p->paced && e->inflight > p->ok_k && p->ok_k >= 2) {
+	if (cap) {
 		if (p->w_held < 0 || p->w_held > 0)
 			p->win = fmax(1, fmin(p->win, p->ok_k));
 		p->w_held = 0;
