@@ -5,8 +5,6 @@
  */
 #include <sys/timerfd.h>
 
-#include <errno.h>
-#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -99,26 +97,23 @@ wire_pop(void)
  * Wait t seconds at most for the transfers or w.  curl waits in whole
  * milliseconds: a pace that sends every 27 ms, woken up to a millisecond
  * late each time, lost 3 % to it.  A timer wakes the loop on time, and
- * curl's timeout, a millisecond or two later, is only a backstop.
+ * curl's timeout, a millisecond or two later, is only a backstop.  Arming
+ * the timer clears what an earlier one left, fired or not.
  */
 void
 wire_poll(struct curl_waitfd *w, unsigned int nw, double t)
 {
 	struct curl_waitfd all[WIRE_FDS + 1];
 	struct itimerspec its;
-	uint64_t n;
 	int ms = t <= 0 ? 0 : (int)(t * 1000) + 1;
 
-	if (W.tfd == -1 || t <= 0 || nw > WIRE_FDS) {
-		curl_multi_poll(W.multi, w, nw, ms, NULL);
-		return;
-	}
 	memset(&its, 0, sizeof(its));
 	its.it_value.tv_sec = (time_t)t;
 	its.it_value.tv_nsec = (long)((t - (double)its.it_value.tv_sec) * 1e9);
 	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
 		its.it_value.tv_nsec = 1;
-	if (timerfd_settime(W.tfd, 0, &its, NULL) == -1) {
+	if (W.tfd == -1 || t <= 0 || nw > WIRE_FDS ||
+	    timerfd_settime(W.tfd, 0, &its, NULL) == -1) {
 		curl_multi_poll(W.multi, w, nw, ms, NULL);
 		return;
 	}
@@ -127,11 +122,6 @@ wire_poll(struct curl_waitfd *w, unsigned int nw, double t)
 	all[nw].events = CURL_WAIT_POLLIN;
 	all[nw].revents = 0;
 	curl_multi_poll(W.multi, all, nw + 1, ms + 1, NULL);
-	/* Disarmed and drained, whether it fired or not. */
-	memset(&its, 0, sizeof(its));
-	timerfd_settime(W.tfd, 0, &its, NULL);
-	while (read(W.tfd, &n, sizeof(n)) == -1 && errno == EINTR)
-		;
 	memcpy(w, all, nw * sizeof(*w));
 }
 
