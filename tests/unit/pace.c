@@ -885,38 +885,33 @@ reset_bound(void)
 	    "a saved reset past quota_after is a quota too (%s)", err);
 }
 
-static void
-corrupt(void)
+/* 1 when the state text is refused as a corrupt state file, saying so. */
+static int
+refused(const char *text, char *err, size_t errlen)
 {
 	struct pace_cfg c = { 0, 0, 0, 0, 0 };
 	struct pace_grant g;
-	char *path = xasprintf("%s/state/rate/bad.json", dir), err[256];
-	FILE *f = fopen(path, "w");
 
-	fputs("{\"rate\": \"fast\", \"tat\": 0}\n", f);
-	fclose(f);
-	ok(pace_take_n(dir, "bad", &c, T0, 1, &g, err, sizeof(err)) == -1 &&
-	    strstr(err, "corrupt state file") != NULL, "a corrupt state file "
-	    "is an error that says so: %s", err);
+	put_state("bad", text);
+	return pace_take_n(dir, "bad", &c, T0, 1, &g, err, errlen) == -1 &&
+	    strstr(err, "corrupt state file") != NULL;
+}
+
+static void
+corrupt(void)
+{
+	char err[256];
+
+	ok(refused("{\"rate\": \"fast\", \"tat\": 0}\n", err, sizeof(err)),
+	    "a corrupt state file is an error that says so: %s", err);
 	/* The last answers' refusals, a 32-bit set: more is no count. */
-	f = fopen(path, "w");
-	fputs("{\"r_bits\": 1e300, \"r_n\": 32}\n", f);
-	fclose(f);
-	ok(pace_take_n(dir, "bad", &c, T0, 1, &g, err, sizeof(err)) == -1 &&
-	    strstr(err, "corrupt state file") != NULL, "a refusal set out of "
-	    "range is corrupt: %s", err);
+	ok(refused("{\"r_bits\": 1e300, \"r_n\": 32}\n", err, sizeof(err)),
+	    "a refusal set out of range is corrupt: %s", err);
 	/* A noise share past what the rule can learn, a negative rate. */
-	f = fopen(path, "w");
-	fputs("{\"nz\": 0.99}\n", f);
-	fclose(f);
-	ok(pace_take_n(dir, "bad", &c, T0, 1, &g, err, sizeof(err)) == -1,
+	ok(refused("{\"nz\": 0.99}\n", err, sizeof(err)),
 	    "a noise share of 0.99 is corrupt: %s", err);
-	f = fopen(path, "w");
-	fputs("{\"r_noise\": -1}\n", f);
-	fclose(f);
-	ok(pace_take_n(dir, "bad", &c, T0, 1, &g, err, sizeof(err)) == -1,
+	ok(refused("{\"r_noise\": -1}\n", err, sizeof(err)),
 	    "a negative pace to start again at is corrupt: %s", err);
-	free(path);
 }
 
 /* n outcomes in one call leave what n calls leave. */
