@@ -44,10 +44,11 @@
 #define NZ_MAX		0.35	/* ... refusing no more than this share of the
 				   sends since the first (a limit that fell
 				   refuses most) */
-#define NZ_MIN		0.05	/* ... and no less than this: refusals rarer do
+#define NZ_MIN		0.09	/* ... and no less than this: refusals rarer do
 				   not make a pace crawl, and a strict limit
 				   on a busy machine, its arrivals bunched, drew
-				   a few early ones and passed for 4 % noise */
+				   a few early ones and passed for 5 to 8 %
+				   noise */
 #define NZ_KEEP		0.999	/* a success keeps this of the noise share */
 #define CUBE		2e-7	/* above it, the rate n successes after a cut
 				   is (1 + CUBE n^3) times where it began to
