@@ -128,8 +128,10 @@ noise() {
 	[ "$(jq -s 'map(select(.dead_reason == "quota")) | length' "$RUN/dead.ndjson")" -eq 40 ]
 	jq -e -s 'all(.[]; .dead_detail | test("come back"))' "$RUN/dead.ndjson"
 	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
-	# What was in flight when the first refusal came, and nothing after.
-	[ "$(logged '.action == "rate_limited"')" -le 8 ]
+	# What was in flight or granted when the first refusal came, and
+	# nothing after: at most -j (10 on a loaded machine, as for the
+	# quota above; broken, the hold never ends the run).
+	[ "$(logged '.action == "rate_limited"')" -le 32 ]
 	jq -e '.run.dead_by_reason.quota == 40' "$RUN/summary.json"
 }
 
