@@ -458,6 +458,27 @@ ideal_of() {
 	[[ "$stderr" == "rfp-mockportal: option --allowed needs --ideal"* ]]
 }
 
+@test "mockportal: epoch: first_request starts the scenario's clock at the first request, not at start-up" {
+	local e
+	for e in listen first_request; do
+		printf '%s\n' "epoch: $e" 'routes:' '  - match: /a' \
+		    '    outage: {start_s: 0, end_s: 50}' >"$BATS_TEST_TMPDIR/s.yaml"
+		mock_start "$BATS_TEST_TMPDIR/s.yaml"
+		# 0.6 s: past the 0.5 s outage counted from start-up.
+		sleep 0.6
+		run -0 curl -sS -o /dev/null -w '%{http_code}' "$MOCK_URL/a"
+		if [ "$e" = listen ]; then
+			[ "$output" = 200 ]
+		else
+			[ "$output" = 503 ]
+		fi
+		mock_stop
+	done
+	scenario $'epoch: first\nroutes: []'
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "rfp-mockportal: $BATS_TEST_TMPDIR/s.yaml:1: key \"epoch\": expected listen or first_request" ]
+}
+
 @test "limits: bad limiters are refused with file, line and key" {
 	local f="$BATS_TEST_TMPDIR/s.yaml"
 	scenario $'routes:\n  - match: /a\n    limits:\n      - kind: leaky\n        per_s: 1'

@@ -570,9 +570,6 @@ cls() {
 }
 
 @test "operator: the breaker opening is warned of once, the moment it opens" {
-	# The 60 s outage is 3 s, not 0.6: longer than rfpipe takes to start
-	# on a loaded machine, so the breaker opens every time.
-	export RFPIPE_TIME_SCALE=0.05
 	mock_start "$FIX/pipeline/outage.yaml"
 	manifest /down 30 down >"$M"
 	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" \

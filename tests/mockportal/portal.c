@@ -36,10 +36,11 @@ struct portal {
 	const struct scen *scen;
 	uint64_t	 seed;
 	int		 logfd;
-	double		 t0;		/* clk_mono() at start */
 	struct MHD_Daemon *d;
 	pthread_mutex_t	 mu;
 	/* Guarded by mu. */
+	double		 t0;		/* scenario time 0, clk_mono() */
+	int		 begun;		/* a scenario request has come */
 	struct tab	 paths, keys;
 	long		 ntrk;		/* last tracking number */
 	long		 inflight;	/* all requests in flight */
@@ -258,6 +259,19 @@ limited(struct req *rq, struct endpoint *ep, const char *path, double now,
 	return 1;
 }
 
+/*
+ * Seconds since the scenario's time 0, the start or its first request
+ * (epoch: first_request); mu held.
+ */
+static double
+elapsed(struct portal *p, double now)
+{
+	if (!p->begun && p->scen->epoch_first)
+		p->t0 = now;
+	p->begun = 1;
+	return now - p->t0;
+}
+
 /* Decide a scenario request's answer; mu held. */
 static void
 decide(struct portal *p, struct req *rq, const char *path,
@@ -268,7 +282,7 @@ decide(struct portal *p, struct req *rq, const char *path,
 	const struct script *sc;
 	const struct entry *e;
 	struct slot *ps;
-	double now = clk_mono(), el = now - p->t0, lt = el / clk_real(1);
+	double now = clk_mono(), el = elapsed(p, now), lt = el / clk_real(1);
 	size_t i;
 
 	ps = tab_get(&p->paths, path, 1);
@@ -740,7 +754,7 @@ answer(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 			if (r->rl_headers)
 				gcra_state(r->ep, now, &a);
 			if (r->ep->lim_headers)
-				lim_headers(r->ep, path, (now - p->t0) /
+				lim_headers(r->ep, path, elapsed(p, now) /
 				    clk_real(1), clk_now(), a.lh);
 			pthread_mutex_unlock(&p->mu);
 		}

@@ -28,7 +28,7 @@ struct ld {
 	size_t		 errlen;
 };
 
-static const char *top_keys[] = { "routes", "seed", NULL };
+static const char *top_keys[] = { "epoch", "routes", "seed", NULL };
 static const char *route_keys[] = {
 	"body", "body_bytes", "body_file", "dedupe", "delay_ms", "endpoint", "hang_ms",
 	"limits", "location", "match", "methods", "mix", "outage", "rate",
@@ -956,7 +956,7 @@ out:
 static int
 parse_top(struct ld *ld, struct scen *s)
 {
-	const json_t *root = ld->c->root, *routes;
+	const json_t *root = ld->c->root, *routes, *v;
 	long seed = 0;
 	char *kp;
 	size_t i;
@@ -968,6 +968,15 @@ parse_top(struct ld *ld, struct scen *s)
 			return -1;
 		s->seed = (uint64_t)seed;
 		s->has_seed = 1;
+	}
+	if ((v = json_object_get(root, "epoch")) != NULL) {
+		if (json_is_string(v) && strcmp(json_string_value(v),
+		    "first_request") == 0)
+			s->epoch_first = 1;
+		else if (!json_is_string(v) || strcmp(json_string_value(v),
+		    "listen") != 0)
+			return kerr(ld, "epoch",
+			    "expected listen or first_request");
 	}
 	if ((routes = json_object_get(root, "routes")) == NULL) {
 		snprintf(ld->err, ld->errlen, "%s: missing key \"routes\"",

@@ -146,6 +146,7 @@ struct route {
 struct scen {
 	uint64_t	 seed;
 	int		 has_seed;
+	int		 epoch_first;	/* time 0 is the first request */
 	struct route	*routes;
 	size_t		 nroutes;
 	struct endpoint	*eps;
