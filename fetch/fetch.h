@@ -26,6 +26,7 @@ struct job {
 	int		 l_st;		/* enum ledger_state */
 	json_t		*l_seen;	/* ... its latest entry, or NULL */
 	long		 seq;		/* the pace's grant number; -1: none */
+	double		 granted;	/* clk_now when the gate let it go */
 	struct job	*next;		/* in the ready queue */
 };
 
@@ -56,6 +57,7 @@ struct xfer {
 	long		 inflight;	/* on its endpoint at its send, itself
 					   included */
 	double		 t0;
+	double		 t_wrote;	/* when the request went out, 0: not yet */
 	double		 t1;		/* when the transfer ended */
 	char		*retry_after;
 	char		*date;

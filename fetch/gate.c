@@ -3,6 +3,7 @@
  * their pace and breaker, and what answers tell those two.  Whether a
  * ready job may start now is decided here and nowhere else.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@
 #define FREE_S	0.05	/* ... and a free pace or closed breaker is trusted */
 #define FREE_RATE 2000.0	/* a pace this fast holds nothing back */
 #define UP_S	10.0	/* logical s a success says an endpoint is up */
+#define LAG_MAX	0.005	/* real s: a longer way to the wire counts as this */
 
 struct ep {
 	char		*name;
@@ -39,6 +41,7 @@ struct ep {
 	long		 window;	/* the pace's in-flight limit; 0: none */
 	long		 inflight;
 	double		 ok_at;		/* clk_now of its last success */
+	double		 lag;		/* from the gate to the wire, low */
 	struct pace_cfg	 pace;		/* in real seconds */
 	double		 blocked_until;	/* no slot, pace or breaker until then */
 	int		 paced;		/* ... and it was the pace */
@@ -261,8 +264,12 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			e->credit = want;
 			e->seq = -1;	/* not numbered by the pace */
 		} else {
-			if (pace_take_n(fo->run_dir, e->name, &e->pace, now,
-			    want, &g, err, sizeof(err)) == -1)
+			/*
+			 * Asked for when the sends will reach the wire, not
+			 * for now: the pace spaces what the portal sees.
+			 */
+			if (pace_take_n(fo->run_dir, e->name, &e->pace,
+			    now + e->lag, want, &g, err, sizeof(err)) == -1)
 				state_fail(err);
 			if (g.quota_until > 0) {
 				gate_give(e, *slot);
@@ -291,6 +298,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	}
 	e->credit--;
 	j->seq = e->seq < 0 ? -1 : e->seq++;
+	j->granted = now;
 	/*
 	 * Closed a moment ago (in this pass, or within FREE_S with no failure
 	 * or probe since): closed still, for this process.
@@ -357,7 +365,7 @@ gate_feedback(const struct xfer *x)
 	struct pace_ev *pe;
 	struct breaker_ev *be;
 	char reason[64];
-	double ra;
+	double ra, lag;
 	int slow, up;
 
 	/* As rfp-classify will, the endpoint's own status lists first. */
@@ -393,6 +401,18 @@ gate_feedback(const struct xfer *x)
 		e->down = 0;
 		msg_warn("endpoint \"%s\" answers again", e->name);
 	}
+	/*
+	 * The time from the gate to the wire (a lock, a loop turn, a new
+	 * connection), tracked low: from 0, quickly down and slowly up
+	 * (1/16th of the way), so that a send asked for that much ahead is
+	 * seldom early.
+	 */
+	if (x->t_wrote > 0 && x->job->granted > 0 && x->t_wrote >=
+	    x->job->granted) {
+		lag = x->t_wrote - x->job->granted;
+		e->lag = lag < e->lag ? lag : e->lag + (fmin(lag, LAG_MAX) -
+		    e->lag) / 16;
+	}
 	up = e->ok_at > 0 && now - e->ok_at < clk_real(UP_S);
 	slow = st == 429 || (st == 503 && (x->retry_after != NULL || up));
 	if (k == CLASS_OK)
@@ -401,6 +421,7 @@ gate_feedback(const struct xfer *x)
 		pe = &e->pev[e->npev++];
 		pe->ev = slow ? PACE_SLOW : PACE_OK;
 		pe->sent_at = x->t0;
+		pe->wrote_at = x->t_wrote;
 		pe->now = now;
 		pe->inflight = x->inflight;
 		pe->seq = x->job->seq;

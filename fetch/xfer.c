@@ -336,6 +336,21 @@ on_seek(void *arg, curl_off_t off, int origin)
  * https only, no redirect followed by libcurl, the timeouts (the deadline
  * caps the total), TLS settings, User-Agent, the callbacks.
  */
+/* The request is about to be written, its connection made: its send. */
+static int
+on_prereq(void *arg, char *rip, char *lip, int rport, int lport)
+{
+	struct xfer *x = arg;
+
+	(void)rip;
+	(void)lip;
+	(void)rport;
+	(void)lport;
+	if (x->t_wrote == 0)
+		x->t_wrote = clk_now();
+	return CURL_PREREQFUNC_OK;
+}
+
 static void
 easy_setup(struct xfer *x)
 {
@@ -374,6 +389,8 @@ easy_setup(struct xfer *x)
 	curl_easy_setopt(x->easy, CURLOPT_HEADERDATA, x);
 	curl_easy_setopt(x->easy, CURLOPT_USERAGENT, "rfpipe/" RFP_VERSION);
 	curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
+	curl_easy_setopt(x->easy, CURLOPT_PREREQFUNCTION, on_prereq);
+	curl_easy_setopt(x->easy, CURLOPT_PREREQDATA, x);
 	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYPEER,
 	    fo->insecure ? 0L : 1L);
 	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYHOST,

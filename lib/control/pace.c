@@ -778,6 +778,14 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 
 	if (p->t_first == 0)
 		p->t_first = e->now;
+	/*
+	 * The send went out when it was written, not when it was granted:
+	 * a send that left late (a lock waited for, a loop turn, a new
+	 * connection) must not bring the next one closer to it than the
+	 * pace.  Its answer is usually in before the next grant is due.
+	 */
+	if (p->paced && p->rate > 0 && e->wrote_at > 0)
+		p->tat = fmax(p->tat, e->wrote_at + 1 / p->rate);
 	if (e->rl_seen)
 		ratelimit(p, c, e);
 	if (e->ev == PACE_OK) {

@@ -79,6 +79,9 @@ int	pace_take(const char *rundir, const char *ep, const struct pace_cfg *c,
 struct pace_ev {
 	enum pace_event	ev;
 	double		sent_at;
+	double		wrote_at;	/* when it went out to the portal (the
+					   request written, after any connect);
+					   0: unknown */
 	double		now;
 	long		inflight;	/* on the endpoint at its send, itself
 					   included; 0: unknown */

@@ -454,6 +454,36 @@ told_floor(void)
 	    sizeof(err));
 	ok(g.granted == 1 && fabs(g.wait - (1 / 20.0 + 0.001)) < 1e-6,
 	    "... and after the second, in %.4f s", g.wait);
+
+	/*
+	 * A send written 3 ms after its grant holds the next a whole
+	 * interval after it went out, not after it was granted; one written
+	 * on time changes nothing.
+	 */
+	told.rate = 20;
+	pace_take_n(NULL, "told-late", &told, t, 1, &g, err, sizeof(err));
+	pace_take_n(NULL, "told-late", &told, t + 0.1, 1, &g, err,
+	    sizeof(err));
+	memset(&e, 0, sizeof(e));
+	e.ev = PACE_OK;
+	e.sent_at = t + 0.1;
+	e.wrote_at = t + 0.1;
+	e.now = t + 0.102;
+	e.seq = -1;
+	e.retry_after = -1;
+	pace_feedback_n(NULL, "told-late", &told, &e, 1, err, sizeof(err));
+	pace_take_n(NULL, "told-late", &told, t + 0.102, 1, &g, err,
+	    sizeof(err));
+	ok(g.granted == 0 && fabs(g.wait - (0.051 - 0.002)) < 1e-6,
+	    "told 20/s, a send written on time: the next in %.4f s", g.wait);
+	e.wrote_at = t + 0.103;
+	e.now = t + 0.104;
+	pace_feedback_n(NULL, "told-late", &told, &e, 1, err, sizeof(err));
+	pace_take_n(NULL, "told-late", &told, t + 0.104, 1, &g, err,
+	    sizeof(err));
+	ok(g.granted == 0 && fabs(g.wait - 0.050) < 1e-6,
+	    "... written 3 ms late: the next 51 ms after it went out, in "
+	    "%.4f s", g.wait);
 }
 
 /*
