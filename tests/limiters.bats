@@ -90,11 +90,12 @@ noise() {
 	never_opened
 	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
 	# Found after a refusal or two, then held: at most a probe more, and
-	# on a loaded machine a refusal or two the cap's own accounting draws
-	# (it frees a place once its answer is out, and the next request may
-	# come before: nginx's limit_conn does the same).  Not found, it is
-	# 28 or more.
-	[ "$(logged '.action == "rate_limited"')" -le 6 ]
+	# on a loaded machine a few the cap's own accounting draws (it frees
+	# a place once its answer is out, and the next request may come
+	# before: nginx's limit_conn does the same).  2 to 6 beside three busy
+	# loops, 10 once in a sanitizer build with four suites at once.  Not
+	# found, it is 28 or more.
+	[ "$(logged '.action == "rate_limited"')" -le 12 ]
 	# Held at the cap, not far below it: three or four answered at once.
 	echo "served at once $(mock_overlap c 0.025 '.action != "rate_limited"')"
 	[ "$(mock_overlap c 0.025 '.action != "rate_limited"')" -ge 3 ]

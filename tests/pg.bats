@@ -446,6 +446,51 @@ stale_runs() {
 	[ "$(sql "SELECT doc->'users' FROM rfp_state WHERE kind = 'rate' AND key = 'p'")" = '{}' ]
 }
 
+# other_host ALIVE: 4 documents to an unlimited endpoint p, on a database
+# where a process on another host had paced p at 2/s a moment ago; with
+# ALIVE 1 that process's session (a psql holding its lock) is still
+# connected, with 0 it is gone, as a host killed or cut off is.
+other_host() {
+	local now i
+	export RFPIPE_TIME_SCALE=1
+	printf 'routes:\n  - {match: "/free/*", endpoint: free}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	if [ "$1" -eq 1 ]; then
+		setsid psql -qAt "$URL" -c "SELECT pg_advisory_lock(7270002, hashtext('4242@elsewhere'))" \
+		    -c 'SELECT pg_sleep(30)' >/dev/null 2>&1 3>&- &
+		HOSTS+=("$!")
+		for i in $(seq 1 50); do
+			[ "$(sql "SELECT count(*) FROM pg_locks WHERE classid = 7270002 AND granted")" -ge 1 ] && break
+			sleep 0.1
+		done
+	fi
+	# The schema, as any rfp process makes it.
+	rfp-fetch --state "$URL" </dev/null >/dev/null
+	now=$(date +%s.%N)
+	sql "INSERT INTO rfp_state (kind, key, doc) VALUES ('rate', 'p', '{\"endpoint\": \"p\", \"paced\": 1, \"rate\": 2, \"win\": 4, \"tat\": $now, \"seen\": $now, \"users\": {\"4242@elsewhere\": $now}}')"
+	for i in 1 2 3 4; do
+		printf '{"id":"d-%d","url":"%s/free/%d","endpoint":"p"}\n' "$i" "$MOCK_URL" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	run -0 timeout 30 "$ROOT/pipeline.sh" -q --run-dir "$BATS_TEST_TMPDIR/r" \
+	    --state "$URL" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/r/results.ndjson")" -eq 4 ]
+}
+
+@test "pipeline --state: a pace whose only user on another host has left the database is a hint at once" {
+	other_host 0
+	run -0 jq -c 'select(.t == "pace")' "$BATS_TEST_TMPDIR/r/logs/attempts.ndjson"
+	[ -z "$output" ] || fail "paced: $output"
+}
+
+@test "pipeline --state: a pace whose user on another host is still connected is kept" {
+	other_host 1
+	run -0 jq -s '[.[] | select(.t == "pace") | .rate] | min' "$BATS_TEST_TMPDIR/r/logs/attempts.ndjson"
+	[ "$output" = 2 ]
+	# ... and its user is left in it; this run struck itself off.
+	[ "$(sql "SELECT doc->'users' ? '4242@elsewhere' FROM rfp_state WHERE kind = 'rate' AND key = 'p'")" = t ]
+	[ "$(sql "SELECT count(*) FROM jsonb_object_keys((SELECT doc->'users' FROM rfp_state WHERE kind = 'rate' AND key = 'p'))")" -eq 1 ]
+}
+
 @test "queue: file passes each record on byte for byte and files it as it came" {
 	run -0 rfp-queue --state "$URL" load <<<'{"id":"q1","url":"http://127.0.0.1:9/a"}'
 	# Spacing, 1e5 and an escaped solidus, which a tree would rewrite.

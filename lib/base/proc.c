@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -22,4 +23,10 @@ int
 proc_alive(long pid)
 {
 	return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
+void
+proc_id(char *buf, size_t n)
+{
+	snprintf(buf, n, "%ld@%s", (long)getpid(), proc_host());
 }

@@ -291,13 +291,15 @@ age(struct pst *p, const struct pace_cfg *c)
 static void
 user_id(char *id, size_t n)
 {
-	snprintf(id, n, "%ld@%s", (long)getpid(), proc_host());
+	proc_id(id, n);
 }
 
 /*
  * 1 when the process a state names as a user ("PID@HOST", last there at
- * seen) may be using it still: on this host while it lives; on another,
- * where only its use tells, while it used the state within STALE.
+ * seen) may be using it still, having used it within STALE: in a shared
+ * database, while its session holds its lock (PostgreSQL lets go of it
+ * when the process ends, is killed or its host is cut off); otherwise on
+ * this host while it lives, on another for as long as that.
  */
 static int
 user_alive(const char *id, double seen, double now)
@@ -305,9 +307,12 @@ user_alive(const char *id, double seen, double now)
 	const char *at = strchr(id, '@');
 	char *end;
 	long pid;
+	int a;
 
 	if (at == NULL || now - seen > clk_real(STALE))
 		return 0;
+	if ((a = store_alive(id)) >= 0)
+		return a;
 	if (strcmp(at + 1, proc_host()) != 0)
 		return 1;
 	pid = strtol(id, &end, 10);

@@ -9,6 +9,7 @@
 #include <libpq-fe.h>
 #include <jansson.h>
 
+#include "lib/base/proc.h"
 #include "lib/state/pg.h"
 #include "lib/base/x.h"
 
@@ -402,6 +403,37 @@ pg_redact(const char *url)
 	return r;
 }
 
+/*
+ * Every process holds a session advisory lock named by its id, (ID_LOCK,
+ * hashtext(id)), for as long as it is connected: whether another process
+ * is alive is then whether its lock is held, which the database knows of
+ * every host.  Two ids that hash alike only make a process that has gone
+ * seem alive, as a host's silence did before.
+ */
+#define ID_LOCK	"7270002"
+
+static const char q_alive[] =
+    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
+    "AND database = (SELECT oid FROM pg_database WHERE datname = "
+    "current_database()) AND classid = " ID_LOCK " AND objid = "
+    "(hashtext($1)::bigint & 4294967295)::text::oid AND objsubid = 2 "
+    "AND granted)";
+
+static int
+hold_id(char *err, size_t errlen)
+{
+	char id[300];
+	const char *p[1] = { id };
+	PGresult *r;
+
+	proc_id(id, sizeof(id));
+	if ((r = pg_exec("SELECT pg_advisory_lock(" ID_LOCK ", hashtext($1))",
+	    1, p, PGRES_TUPLES_OK, err, errlen)) == NULL)
+		return -1;
+	PQclear(r);
+	return 0;
+}
+
 int
 pg_open(const char *url, int want, char *err, size_t errlen)
 {
@@ -417,11 +449,27 @@ pg_open(const char *url, int want, char *err, size_t errlen)
 		return -1;
 	}
 	if (run1("SET client_min_messages = warning", err, errlen) == -1 ||
-	    migrate(want, err, errlen) == -1) {
+	    migrate(want, err, errlen) == -1 || hold_id(err, errlen) == -1) {
 		pg_close();
 		return -1;
 	}
 	return 0;
+}
+
+int
+pg_alive(const char *id)
+{
+	const char *p[1] = { id };
+	char err[256];
+	PGresult *r;
+	int a;
+
+	if ((r = pg_exec_named("alive", q_alive, 1, p, PGRES_TUPLES_OK, err,
+	    sizeof(err))) == NULL)
+		return -1;
+	a = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	return a;
 }
 
 PGconn *

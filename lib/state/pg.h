@@ -91,6 +91,11 @@ PGconn	*pg_conn(void);
 /* Disconnect. */
 void	pg_close(void);
 /*
+ * Whether the process id holds its session lock, taken by pg_open: 1, 0,
+ * or -1 on an error.
+ */
+int	pg_alive(const char *id);
+/*
  * Run one statement with text parameters; the result when it returned
  * want (PGRES_COMMAND_OK or PGRES_TUPLES_OK), else NULL with err set.
  * The caller PQclears the result.

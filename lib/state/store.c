@@ -56,6 +56,12 @@ store_shared(void)
 	return shared;
 }
 
+int
+store_alive(const char *id)
+{
+	return shared ? pg_alive(id) : -1;
+}
+
 void
 store_close(void)
 {

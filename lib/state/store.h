@@ -66,6 +66,14 @@ int	store_news(int readable, store_news_fn *fn, void *arg, char *err,
 void	store_tell(const char *channel, const char *payload);
 
 /*
+ * Whether the process id ("PID@HOST", as proc_id makes it) is connected to
+ * the shared database still: 1 yes, 0 no (it ended, was killed, or its
+ * host is gone: the database let go of its session), -1 when the store
+ * cannot tell (the run directory's files, or an error).
+ */
+int	store_alive(const char *id);
+
+/*
  * Take the lowest free concurrency slot below n of endpoint ep that held
  * (n flags) does not mark, without waiting: a flock'd file
  * RUNDIR/state/slots/EP.I, or a session advisory lock taken by one
