@@ -491,6 +491,22 @@ other_host() {
 	[ "$(sql "SELECT count(*) FROM jsonb_object_keys((SELECT doc->'users' FROM rfp_state WHERE kind = 'rate' AND key = 'p'))")" -eq 1 ]
 }
 
+@test "breaker: a probe held by a process on another host whose session is gone is taken over at once, not after its lease" {
+	printf 'routes:\n  - {match: "/free/*", endpoint: free}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	rfp-fetch --state "$URL" </dev/null >/dev/null
+	now=$(date +%s.%N)
+	# Half-open for 100 s, its probe out (on another host) for 1,000 more.
+	sql "INSERT INTO rfp_state (kind, key, doc) VALUES ('breaker', 'p', jsonb_build_object('endpoint', 'p', 'state', 'half_open', 'fails', 0, 'window', '', 'opened_at', $now - 101, 'cooldown', 1, 'half_open_at', $now - 100, 'probe_pid', 4242, 'probe_host', 'elsewhere', 'probe_until', $now + 1000, 'openings', 1, 'saved', 0, 'transitions', '[]'::jsonb))"
+	for i in 1 2 3; do
+		printf '{"id":"d-%d","url":"%s/free/%d","endpoint":"p"}\n' "$i" "$MOCK_URL" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	run -0 timeout 30 "$ROOT/pipeline.sh" -q --run-dir "$BATS_TEST_TMPDIR/r" \
+	    --state "$URL" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/r/results.ndjson")" -eq 3 ]
+	[ "$(sql "SELECT doc->>'state' FROM rfp_state WHERE kind = 'breaker' AND key = 'p'")" = closed ]
+}
+
 @test "queue: file passes each record on byte for byte and files it as it came" {
 	run -0 rfp-queue --state "$URL" load <<<'{"id":"q1","url":"http://127.0.0.1:9/a"}'
 	# Spacing, 1e5 and an escaped solidus, which a tree would rewrite.

@@ -1,6 +1,5 @@
 /* breaker: closed -> open -> half-open (one probe) -> closed or open. */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +178,26 @@ record(json_t *d, struct op *o)
 	}
 }
 
+/*
+ * 1 when the probe's owner, pid on host (NULL: this one), is known to be
+ * gone: its database session let go (any host), or, with files, its pid
+ * ended on this host.  On another host with files only the lease tells.
+ */
+static int
+owner_gone(pid_t pid, const char *host)
+{
+	char id[300];
+	int here = host == NULL || strcmp(host, proc_host()) == 0, a;
+
+	if (here && pid == getpid())
+		return 0;
+	snprintf(id, sizeof(id), "%ld@%s", (long)pid, here ? proc_host() :
+	    host);
+	if ((a = store_alive(id)) >= 0)
+		return !a;
+	return here && !proc_alive(pid);
+}
+
 static int
 run(json_t **doc, void *arg, char *err, size_t errlen)
 {
@@ -229,10 +248,7 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 		pid = (pid_t)json_integer_value(json_object_get(d,
 		    "probe_pid"));
 		ph = sget(d, "probe_host");
-		/*
-		 * A probe whose owner died, or whose lease ran out, is void;
-		 * on another host (shared state) only the lease tells.
-		 */
+		/* A probe whose owner died, or whose lease ran out, is void. */
 		if (!o->fresh && o->now < nget(d, "half_open_at") +
 		    clk_real(1)) {
 			/* For a moment, leave the probe to a fresh document:
@@ -240,8 +256,7 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 			o->v = BREAKER_FRESH_FIRST;
 			o->until = nget(d, "half_open_at") + clk_real(1);
 		} else if (pid == 0 || o->now > nget(d, "probe_until") ||
-		    ((ph == NULL || strcmp(ph, proc_host()) == 0) &&
-		    kill(pid, 0) == -1 && pid != getpid())) {
+		    owner_gone(pid, ph)) {
 			json_object_set_new(d, "probe_pid",
 			    json_integer(getpid()));
 			json_object_set_new(d, "probe_host",
