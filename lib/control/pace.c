@@ -62,7 +62,7 @@
 #define IV_MAX		30.0	/* an interval longer, or older, is stale */
 #define NIV		8	/* refusal intervals kept */
 #define NOK		8	/* success times kept */
-#define MARGIN		0.97	/* of a configured rate at the most ... */
+#define MARGIN		0.98	/* of a configured rate at the most ... */
 #define TOLD_SLACK	0.001	/* ... and at least the pace that leaves this
 				   many real seconds more between sends: a
 				   strict limiter refuses a request that
@@ -116,6 +116,7 @@ struct pst {
 	double	p_at;		/* when the pace started ... */
 	double	p_seq;		/* ... the grants made by then ... */
 	double	p_ok;		/* successes sent since */
+	double	p_min;		/* the slowest pace since */
 	double	hint;		/* the pace a stale state had; 0: none */
 	double	c_ok;		/* answers to sends granted since the last cut:
 				   successes ... */
@@ -147,7 +148,7 @@ static const struct {
 	F(iv_i), F(quota_until), F(takes), F(rl_seq),
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
 	F(rl_rem), F(rl_turn), F(rl_wguess),
-	F(p_at), F(p_seq), F(p_ok),
+	F(p_at), F(p_seq), F(p_ok), F(p_min),
 	F(c_ok), F(c_ref), F(k_rate), F(k_seq), F(k_at), F(k_ok), F(k_ref),
 	F(k_cuts), F(nz), F(r_bits), F(r_n), F(r_noise), F(u_at), F(u_ok)
 };
@@ -413,6 +414,24 @@ delivered(const struct pst *p)
 	return newest > oldest ? (double)(n - 1) / (newest - oldest) : 0;
 }
 
+/*
+ * Successes a second, from the first to the last answered, of the sends
+ * made since the pace started, while there are two to NOK of them (0
+ * otherwise): what the portal let through, if the pace was over it all
+ * along (never under it: p_min).  Later, the pace has been under it too.
+ */
+static double
+since_start(const struct pst *p)
+{
+	long n = (long)p->p_ok;
+	double t;
+
+	if (n < 2 || n > NOK)
+		return 0;
+	t = p->ok_t[(n - 1) % NOK] - p->ok_t[0];
+	return t > 0 ? (double)(n - 1) / t : 0;
+}
+
 /* Reserve up to o->want sends at o->now, as that many takes in a row. */
 static void
 take(struct pst *p, struct op *o)
@@ -620,7 +639,7 @@ noise(struct pst *p, double now)
 static void
 cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 {
-	double sc = clk_scale(), est, r;
+	double sc = clk_scale(), est, r, ds;
 
 	if (!p->paced) {
 		/*
@@ -646,6 +665,7 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->p_at = e->now;
 		p->p_seq = p->takes;
 		p->p_ok = 0;
+		p->p_min = p->rate;
 	} else if (p->cuts == 0 && p->p_ok == 0 && told(c) == 0 &&
 	    p->rate <= START_RATE / sc) {
 		/*
@@ -700,14 +720,29 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 				p->k_rate = 0;
 		} else if (p->cuts == 0)
 			r = p->rate * FIRST_CUT;
-		else	/* probed up to it slowly: the limit is just under */
+		else {
+			/*
+			 * Probed up to it slowly, the limit is just under; cut
+			 * again soon after the start, it is what got through
+			 * since, if that is less (halving at the most: two
+			 * successes are a rough measure).  Nudging down from
+			 * three times a 1/s limit drew 7 refusals.
+			 */
 			r = p->rate * NUDGE;
+			if ((ds = since_start(p)) > 0 && ds <= p->p_min &&
+			    UNDER * ds < r) {
+				/* A measure: no quick way back over it. */
+				r = fmax(UNDER * ds, p->rate * FIRST_CUT);
+				p->r_fail = r / NUDGE;
+			}
+		}
 		p->rate = fmax(r, MIN_RATE / sc);
 		p->cuts++;
 	} else
 		return;
 	if (told(c) > 0)
 		p->rate = fmin(p->rate, told(c));
+	p->p_min = fmin(p->p_min, p->rate);
 	round_start(p, e->now);
 	/* The portal's bucket is empty: so is ours, burst and all. */
 	p->tat = e->now + (double)(c->burst > 1 ? c->burst : 1) / p->rate;
