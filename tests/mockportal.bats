@@ -479,6 +479,23 @@ ideal_of() {
 	[ "$stderr" = "rfp-mockportal: $BATS_TEST_TMPDIR/s.yaml:1: key \"epoch\": expected listen or first_request" ]
 }
 
+@test "mockportal: epoch: first_request: a 405 to a route starts the clock, with rate-limit headers or without" {
+	local h
+	for h in "" ", limits: [{kind: gcra, per_s: 100, burst: 10, headers: ietf}]"; do
+		printf '%s\n' 'epoch: first_request' 'routes:' \
+		    "  - {match: /a, methods: [GET], outage: {start_s: 0, end_s: 50}$h}" \
+		    >"$BATS_TEST_TMPDIR/s.yaml"
+		mock_start "$BATS_TEST_TMPDIR/s.yaml"
+		run -0 curl -sS -o /dev/null -w '%{http_code}' -X POST "$MOCK_URL/a"
+		[ "$output" = 405 ]
+		# 0.6 s after that first request: past the 0.5 s outage.
+		sleep 0.6
+		run -0 curl -sS -o /dev/null -w '%{http_code}' "$MOCK_URL/a"
+		[ "$output" = 200 ] || fail "headers '$h': $output"
+		mock_stop
+	done
+}
+
 @test "limits: bad limiters are refused with file, line and key" {
 	local f="$BATS_TEST_TMPDIR/s.yaml"
 	scenario $'routes:\n  - match: /a\n    limits:\n      - kind: leaky\n        per_s: 1'

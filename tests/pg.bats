@@ -507,6 +507,40 @@ other_host() {
 	[ "$(sql "SELECT doc->>'state' FROM rfp_state WHERE kind = 'breaker' AND key = 'p'")" = closed ]
 }
 
+@test "store: two processes named alike (PID@HOST: containers on the host's network) both connect, neither waits" {
+	local i
+	[ "$(id -u)" -eq 0 ] && unshare -pf --kill-child true 2>/dev/null ||
+	    skip "a PID namespace needs root and unshare"
+	# Each rfp-fetch is PID 1 in a namespace of its own: both are 1@HOST.
+	setsid sh -c 'sleep 30 | exec unshare -pf --kill-child rfp-fetch --state "$1"' \
+	    sh "$URL" >/dev/null 2>&1 3>&- &
+	HOSTS+=("$!")
+	for i in $(seq 1 50); do
+		[ "$(sql "SELECT count(*) FROM pg_locks WHERE classid = 7270002 AND granted")" -ge 1 ] && break
+		sleep 0.1
+	done
+	run -0 timeout 10 unshare -pf --kill-child rfp-fetch --state "$URL" </dev/null
+}
+
+@test "store: a role that may not read pg_locks joins a pace another process uses; it tells users apart as with files" {
+	local role=lr$BATS_TEST_NUMBER u now
+	sql "CREATE ROLE $role LOGIN"
+	sql "ALTER DATABASE $DB OWNER TO $role"
+	# pg_locks is a view in each database's own catalog.
+	sql "REVOKE SELECT ON pg_locks FROM PUBLIC"
+	u="postgresql:///$DB?host=$PGDIR&user=$role"
+	printf 'routes:\n  - {match: "/free/*", endpoint: free}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	rfp-fetch --state "$u" </dev/null >/dev/null
+	now=$(date +%s.%N)
+	sql "INSERT INTO rfp_state (kind, key, doc) VALUES ('rate', 'p', '{\"endpoint\": \"p\", \"paced\": 1, \"rate\": 2, \"win\": 4, \"tat\": $now, \"seen\": $now, \"users\": {\"4242@elsewhere\": $now}}')"
+	printf '{"id":"d-1","url":"%s/free/1","endpoint":"p"}\n' "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
+	run -0 timeout 30 rfp-fetch --state "$u" <"$BATS_TEST_TMPDIR/m"
+	[ "$(jq -r .status <<<"$output")" = 200 ]
+	# Another host's user, heard from a moment ago: kept, as with files.
+	[ "$(sql "SELECT doc->'users' ? '4242@elsewhere' FROM rfp_state WHERE kind = 'rate' AND key = 'p'")" = t ]
+}
+
 @test "queue: file passes each record on byte for byte and files it as it came" {
 	run -0 rfp-queue --state "$URL" load <<<'{"id":"q1","url":"http://127.0.0.1:9/a"}'
 	# Spacing, 1e5 and an escaped solidus, which a tree would rewrite.

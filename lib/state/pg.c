@@ -408,7 +408,11 @@ pg_redact(const char *url)
  * hashtext(id)), for as long as it is connected: whether another process
  * is alive is then whether its lock is held, which the database knows of
  * every host.  Two ids that hash alike only make a process that has gone
- * seem alive, as a host's silence did before.
+ * seem alive, as a host's silence did before.  The lock is shared: two
+ * processes of one id (PID namespaces on one host name, as containers on
+ * the host's network) or of ids that hash alike both take it at once, and
+ * it is held while either is connected; an exclusive one would keep the
+ * second waiting in pg_open for as long as the first runs.
  */
 #define ID_LOCK	"7270002"
 
@@ -419,6 +423,13 @@ static const char q_alive[] =
     "(hashtext($1)::bigint & 4294967295)::text::oid AND objsubid = 2 "
     "AND granted)";
 
+/*
+ * 1 when this role may read pg_locks.  A server may have revoked it; the
+ * question, asked in a transaction, would then abort it, so it is not
+ * asked and liveness is not known.
+ */
+static int sees_locks;
+
 static int
 hold_id(char *err, size_t errlen)
 {
@@ -427,9 +438,12 @@ hold_id(char *err, size_t errlen)
 	PGresult *r;
 
 	proc_id(id, sizeof(id));
-	if ((r = pg_exec("SELECT pg_advisory_lock(" ID_LOCK ", hashtext($1))",
-	    1, p, PGRES_TUPLES_OK, err, errlen)) == NULL)
+	if ((r = pg_exec("SELECT pg_advisory_lock_shared(" ID_LOCK
+	    ", hashtext($1)), has_table_privilege('pg_catalog.pg_locks', "
+	    "'SELECT')", 1, p, PGRES_TUPLES_OK, err, errlen)) == NULL)
 		return -1;
+	sees_locks = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1),
+	    "t") == 0;
 	PQclear(r);
 	return 0;
 }
@@ -464,6 +478,8 @@ pg_alive(const char *id)
 	PGresult *r;
 	int a;
 
+	if (!sees_locks)
+		return -1;
 	if ((r = pg_exec_named("alive", q_alive, 1, p, PGRES_TUPLES_OK, err,
 	    sizeof(err))) == NULL)
 		return -1;

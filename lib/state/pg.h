@@ -92,7 +92,7 @@ PGconn	*pg_conn(void);
 void	pg_close(void);
 /*
  * Whether the process id holds its session lock, taken by pg_open: 1, 0,
- * or -1 on an error.
+ * or -1 on an error or when this role may not read pg_locks.
  */
 int	pg_alive(const char *id);
 /*

@@ -40,7 +40,7 @@ struct portal {
 	pthread_mutex_t	 mu;
 	/* Guarded by mu. */
 	double		 t0;		/* scenario time 0, clk_mono() */
-	int		 begun;		/* a scenario request has come */
+	int		 begun;		/* a request to a route has come */
 	struct tab	 paths, keys;
 	long		 ntrk;		/* last tracking number */
 	long		 inflight;	/* all requests in flight */
@@ -732,7 +732,7 @@ answer(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 	struct ans a;
 	const char *hkey;
 	char *allow = NULL;
-	double t_answer, now;
+	double t_answer, now, el;
 	size_t i;
 	enum MHD_Result rc = MHD_NO;
 
@@ -748,16 +748,16 @@ answer(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 		a.action = "status";
 		a.status = 405;
 		a.allow = allow = allow_list(r);
-		if (r->rl_headers || r->ep->lim_headers) {
-			pthread_mutex_lock(&p->mu);
-			now = clk_mono();
-			if (r->rl_headers)
-				gcra_state(r->ep, now, &a);
-			if (r->ep->lim_headers)
-				lim_headers(r->ep, path, elapsed(p, now) /
-				    clk_real(1), clk_now(), a.lh);
-			pthread_mutex_unlock(&p->mu);
-		}
+		/* A request to a route: it starts the clock, headers or not. */
+		pthread_mutex_lock(&p->mu);
+		now = clk_mono();
+		el = elapsed(p, now);
+		if (r->rl_headers)
+			gcra_state(r->ep, now, &a);
+		if (r->ep->lim_headers)
+			lim_headers(r->ep, path, el / clk_real(1), clk_now(),
+			    a.lh);
+		pthread_mutex_unlock(&p->mu);
 	} else {
 		pthread_mutex_lock(&p->mu);
 		decide(p, rq, path, method, hkey, &a);
