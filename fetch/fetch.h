@@ -58,6 +58,8 @@ struct xfer {
 					   included */
 	double		 t0;
 	double		 t_wrote;	/* when the request went out, 0: not yet */
+	int		 writes;	/* ... how many times on this hop */
+	int		 resent;	/* libcurl would have sent it again */
 	double		 t1;		/* when the transfer ended */
 	char		*retry_after;
 	char		*date;

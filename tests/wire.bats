@@ -54,6 +54,23 @@ redirector() {
 	jq -s -e '[.[] | select(.method == "GET")] | length == 2 and (map(.conn_seq) | max) == 2' "$MOCK_LOG"
 }
 
+@test "wire: a GET whose reused connection closes with no answer is not sent again at once by libcurl: a reset, retried through the pace" {
+	printf 'routes:\n  - {match: "/ok/*", endpoint: p}\n  - {match: "/rst/*", endpoint: p, script: [reset, 200]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	printf '{"id":"a","url":"%s/ok/a"}\n{"id":"b","url":"%s/rst/b"}\n' "$MOCK_URL" "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
+	run -0 --separate-stderr timeout 30 rfp-fetch -j 1 <"$BATS_TEST_TMPDIR/m"
+	# b went out once, on the connection a opened, and came back a reset.
+	[ "$(jq -r 'select(.id == "b") | .error' <<<"$output")" = reset ]
+	[ "$(jq -r 'select(.id == "b") | .error_detail' <<<"$output")" = "connection closed with no answer" ]
+	[ "$(requests_for /rst/b)" -eq 1 ]
+	jq -s -e '[.[] | select(.path == "/rst/b")] | .[0].conn_seq == 2' "$MOCK_LOG"
+	# In a pipeline it is retried, as any reset, and succeeds.
+	printf '{"id":"a2","url":"%s/ok/a2"}\n{"id":"c","url":"%s/rst/c"}\n' "$MOCK_URL" "$MOCK_URL" >"$BATS_TEST_TMPDIR/m2"
+	run -0 timeout 30 "$ROOT/pipeline.sh" -q -j 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m2"
+	[ "$(jq -r 'select(.id == "c") | .attempt' "$RUN/results.ndjson")" -eq 2 ]
+	[ "$(requests_for /rst/c)" -eq 2 ]
+}
+
 # --- Headers a manifest may set -------------------------------------------
 
 @test "wire: a framing, hop-by-hop or rfp-fetch header in a record is refused with stage, line and field, and never sent (#24)" {
