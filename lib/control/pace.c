@@ -33,6 +33,8 @@
 #define FIRST_CUT	0.5	/* the first cut, with no rate measured */
 #define NUDGE		0.9	/* a cut already under the measured rate */
 #define RETURN		1.1	/* a success's step back up to the measure */
+#define HOLD_MAX	5	/* refused with nothing through yet: held 2^k
+				   intervals the k-th time, k at most this */
 #define EARLY		32	/* successes: a refusal sooner after a cut is
 				   one the cut did not cure (a limit, cut to
 				   under what got through, holds them off
@@ -636,8 +638,13 @@ noise(struct pst *p, double now)
 	    p->k_ref - 1 >= NZ_MIN * (p->k_ok + p->k_ref - 1);
 }
 
+/*
+ * Slow the pace for refusal e; quiet: no success at all came since the
+ * refusal before it.
+ */
 static void
-cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
+cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
+    int quiet)
 {
 	double sc = clk_scale(), est, r, ds;
 
@@ -720,7 +727,24 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 				p->k_rate = 0;
 		} else if (p->cuts == 0)
 			r = p->rate * FIRST_CUT;
-		else {
+		else if (p->p_ok == 0 && quiet) {
+			/*
+			 * Nothing has got through since the pace started, nor
+			 * since the last refusal: the limiter is closed for
+			 * now (a window that the first burst filled), not
+			 * slower than the pace.  Cut, the pace stayed cut
+			 * while the window was full (a sliding 20 in a second
+			 * to 5/s, 2.3 x the ideal); it holds instead, twice as
+			 * long each time, until a success.  (Successes still
+			 * coming, sent before the pace started, are a
+			 * delaying limiter's queue: the pace is cut.)
+			 */
+			p->cuts++;
+			round_start(p, e->now);
+			p->tat = e->now + ldexp(1, (int)fmin(p->cuts, HOLD_MAX)) /
+			    p->rate;
+			return;
+		} else {
 			/*
 			 * Probed up to it slowly, the limit is just under; cut
 			 * again soon after the start, it is what got through
@@ -814,7 +838,7 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 static void
 feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 {
-	int cap;
+	int cap, quiet;
 
 	if (p->t_first == 0)
 		p->t_first = e->now;
@@ -862,6 +886,7 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->iv_i = fmod(p->iv_i + 1, NIV);
 	}
 	p->ref_at = e->now;
+	quiet = p->s_ref == 0;
 	p->s_ref = 0;
 	/*
 	 * More in flight than any success was sent with: the window is to
@@ -875,7 +900,7 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		/* Refused within the window: the pace, not the window. */
 		if (e->inflight <= p->win)
 			p->w_held = -1;
-		cut(p, c, e);
+		cut(p, c, e, quiet);
 	}
 	p->ref_rate = p->rate;
 }

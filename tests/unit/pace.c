@@ -301,10 +301,11 @@ shapes(void)
 	struct out o;
 
 	/*
-	 * The first burst fills the window; the pace that starts then is
-	 * overcut while the window stays full, and has to find its way back
-	 * up.  The target (1.2 x the ideal) is not met yet; this holds the
-	 * ground gained (2.56 x before the probe grew as a cube).
+	 * The first burst fills the window; the pace that starts then was
+	 * cut again and again while the window stayed full, and had to find
+	 * its way back up: 2.56 x the ideal, 2.32 x once the probe grew as
+	 * a cube, 1.58 x now that it holds while nothing gets through.  The
+	 * target (1.2 x) is not met yet; this holds the ground gained.
 	 */
 	memset(&l, 0, sizeof(l));
 	l.kind = SLIDING, l.cap = 20, l.rate = 20, l.lat = 0.02;
@@ -312,9 +313,9 @@ shapes(void)
 	report("sliding 20/1 s", &o, 15);
 	ok(o.refused <= 0.05 * o.sent, "sliding 20/1 s: %ld refusals of %ld "
 	    "requests, at most 5 %%", o.refused, o.sent);
-	ok(o.makespan <= 2.4 * 15 && o.rate >= 0.8 * 20, "sliding 20/1 s: "
-	    "%.2f s, at most 2.4 x the ideal 15 s; the pace ends at %.1f/s, "
-	    "at least 0.8 x the limit", o.makespan, o.rate);
+	ok(o.makespan <= 1.8 * 15 && o.rate >= 0.7 * 20, "sliding 20/1 s: "
+	    "%.2f s, at most 1.8 x the ideal 15 s; the pace ends at %.1f/s, "
+	    "at least 0.7 x the limit", o.makespan, o.rate);
 
 	/* Most of the ideal is lost finding the first rate: 1.2 x is not met. */
 	memset(&l, 0, sizeof(l));
