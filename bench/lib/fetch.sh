@@ -421,7 +421,7 @@ fetch_notes() {
 		for r in rfpipe rfpipe-rate; do
 			for f in "$work/$s/$r"/run/state/rate/*.json; do
 				[ -f "$f" ] || continue
-				echo "$s, $r: adaptive pace of endpoint $(jq -r '.endpoint' "$f") ended at $(jq -r '.rate * 100 | round / 100' "$f") req/s after $(jq -r '.slows' "$f") slow-down signals (429 / 503 with Retry-After)"
+				echo "$s, $r: adaptive pace of endpoint $(jq -r '.endpoint' "$f") $(jq -r 'if .paced == 1 then "ended at \(.rate * 100 | round / 100) req/s, \(.cuts) cuts since it last started" else "ended unpaced (never pushed back, or let go as noise)" end' "$f")"
 			done
 			for f in "$work/$s/$r"/run/state/breaker/*.json; do
 				[ -f "$f" ] || continue

@@ -298,7 +298,7 @@ lim_rfpipe_notes() {
 	if [ "$t" = rfpipe ]; then
 		for p in "$d"/run*/state/rate/*.json; do
 			[ -f "$p" ] || continue
-			echo "$id, $name: the adaptive pace ended at $(jq -r --argjson s "$sc" '.rate * $s * 100 | round / 100' "$p") req/s (logical) after $(jq -r .slows "$p") slow-down signals" >>"$lim_notes"
+			echo "$id, $name: the adaptive pace $(jq -r --argjson s "$sc" 'if .paced == 1 then "ended at \(.rate * $s * 100 | round / 100) req/s (logical), \(.cuts) cuts since it last started" else "ended unpaced (never pushed back, or let go as noise)" end' "$p")" >>"$lim_notes"
 		done
 	fi
 	for p in "$d"/run*/state/breaker/*.json; do
