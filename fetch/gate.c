@@ -282,7 +282,12 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			e->credit = g.granted;
 			e->seq = g.seq;
 			e->window = g.window;
-			if (g.granted == want && (g.rate == 0 ||
+			/*
+			 * Not while a RateLimit remaining is counted down:
+			 * sends not granted are not counted, and a fixed
+			 * window of 100 drew 16 to 23 refusals at each turn.
+			 */
+			if (g.granted == want && !g.counted && (g.rate == 0 ||
 			    g.rate >= FREE_RATE))
 				e->pace_free = clk_mono() + FREE_S;
 			if (g.granted < want)

@@ -60,6 +60,8 @@ struct pace_grant {
 	long	seq;		/* the first grant's number; the rest follow */
 	double	quota_until;	/* > 0: the endpoint is held until then, a
 				   quota: nothing is granted */
+	int	counted;	/* a RateLimit remaining is counted down by
+				   the grants: every send must be granted */
 };
 
 /*

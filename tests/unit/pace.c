@@ -848,6 +848,8 @@ ratelimit(void)
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
+	long n;
+	int i;
 
 	pace_take_n(dir, "rl", &c, T0, 1, &g, err, sizeof(err));
 	memset(&e, 0, sizeof(e));
@@ -885,6 +887,28 @@ ratelimit(void)
 	pace_take_n(dir, "rl-win", &c, T0, 32, &g, err, sizeof(err));
 	ok(g.window == 2 && g.granted == 2, "the first ask of 32 is granted "
 	    "the window's 2 (granted %ld, window %ld)", g.granted, g.window);
+	/*
+	 * Answers come at once: 30 have been granted, two at a time, when
+	 * the first one's "remaining 99" is heard.  All 29 after it count
+	 * against it, not only a window's 2 (a fixed window of 100 drew 16
+	 * refusals more at each turn).
+	 */
+	for (i = 0; i < 14; i++)
+		pace_take_n(dir, "rl-win", &c, T0, 2, &g, err, sizeof(err));
+	e.seq = 0;
+	e.now = T0 + 0.01;
+	e.rl.limit = 100;
+	e.rl.remaining = 99;
+	e.rl.reset_s = 2;
+	e.rl.window_s = 2;
+	pace_feedback_n(dir, "rl-win", &c, &e, 1, err, sizeof(err));
+	for (n = 0, i = 0; i < 100; i++) {
+		pace_take_n(dir, "rl-win", &c, T0 + 0.02, 2, &g, err,
+		    sizeof(err));
+		n += g.granted;
+	}
+	ok(n == 70, "remaining 99 heard after 29 more were granted: 70 more "
+	    "(granted %ld)", n);
 }
 
 /* Issue #24: a reset past quota_after is a quota, not a hold for ever. */
