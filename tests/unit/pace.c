@@ -206,6 +206,29 @@ report(const char *what, const struct out *o, double ideal)
 	    o->makespan / ideal, o->maxin, o->window);
 }
 
+/*
+ * 60 documents against a strict limiter of rate a second, not told: at
+ * most most refusals, and 1.2 x the ideal.
+ */
+static void
+strict(const char *ep, double rate, long most)
+{
+	struct pace_cfg none = { 0, 0, 0, 0, 0 };
+	struct lim l;
+	struct out o;
+	char what[64];
+
+	memset(&l, 0, sizeof(l));
+	l.kind = GCRA, l.rate = rate, l.burst = 0, l.lat = 0.001;
+	o = sim(ep, &l, &none, 60);
+	snprintf(what, sizeof(what), "%g/s strict", rate);
+	report(what, &o, 59 / rate);
+	ok(o.refused <= most, "%g/s, no burst: %ld refusals of %ld requests, "
+	    "at most %ld", rate, o.refused, o.sent, most);
+	ok(o.makespan <= 1.2 * 59 / rate, "%g/s, no burst: %.2f s, at most "
+	    "1.2 x the ideal %.2f s", rate, o.makespan, 59 / rate);
+}
+
 static void
 limiters(void)
 {
@@ -244,29 +267,14 @@ limiters(void)
 	ok(o.makespan <= 1.2 * (300 - 11) / 20.0, "20/s burst 10: %.2f s, "
 	    "at most 1.2 x the ideal %.2f s", o.makespan, (300 - 11) / 20.0);
 
-	memset(&l, 0, sizeof(l));
-	l.kind = GCRA, l.rate = 3, l.burst = 0, l.lat = 0.001;
-	o = sim("strict", &l, &none, 60);
-	report("3/s strict", &o, 59 / 3.0);
-	ok(o.refused <= 3, "3/s, no burst: %ld refusals of %ld requests",
-	    o.refused, o.sent);
-	ok(o.makespan <= 1.2 * 59 / 3.0, "3/s, no burst: %.2f s, at most 1.2 x "
-	    "the ideal %.2f s", o.makespan, 59 / 3.0);
-
+	strict("strict", 3, 3);
 	/*
 	 * 1/s strict: the pace starts at its 2/s floor and doubles before
 	 * the first cut; nudged down 10 % a cut from there it drew 9
 	 * refusals (1.24 x the ideal), cut to what got through since the
 	 * start, 5 (1.11 x).
 	 */
-	memset(&l, 0, sizeof(l));
-	l.kind = GCRA, l.rate = 1, l.burst = 0, l.lat = 0.001;
-	o = sim("strict1", &l, &none, 60);
-	report("1/s strict", &o, 59 / 1.0);
-	ok(o.refused <= 6, "1/s, no burst: %ld refusals of %ld requests",
-	    o.refused, o.sent);
-	ok(o.makespan <= 1.2 * 59, "1/s, no burst: %.2f s, at most 1.2 x "
-	    "the ideal 59 s", o.makespan);
+	strict("strict1", 1, 6);
 
 	memset(&l, 0, sizeof(l));
 	l.kind = GCRA, l.rate = 20, l.burst = 0, l.lat = 0.001;
