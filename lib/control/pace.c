@@ -400,38 +400,39 @@ measured(const struct pst *p, double now)
 }
 
 /*
- * Successes a second over the last NOK of them (fewer early on), or 0
- * before there are four: what the portal is delivering now.
+ * Successes a second over the last NOK of those sent since the pace
+ * started (fewer early on), first answered to last, or 0 before there
+ * are least of them.
  */
 static double
-delivered(const struct pst *p)
+ok_rate(const struct pst *p, long least)
 {
 	long n = p->p_ok < NOK ? (long)p->p_ok : NOK, i = (long)p->p_ok;
 	double newest, oldest;
 
-	if (n < 4)
+	if (n < least)
 		return 0;
 	newest = p->ok_t[(i - 1) % NOK];
 	oldest = p->ok_t[(i - n) % NOK];
 	return newest > oldest ? (double)(n - 1) / (newest - oldest) : 0;
 }
 
+/* What the portal is delivering now, or 0 before there are four. */
+static double
+delivered(const struct pst *p)
+{
+	return ok_rate(p, 4);
+}
+
 /*
- * Successes a second, from the first to the last answered, of the sends
- * made since the pace started, while there are two to NOK of them (0
- * otherwise): what the portal let through, if the pace was over it all
- * along (never under it: p_min).  Later, the pace has been under it too.
+ * What the portal let through since the pace started, while two to NOK
+ * successes are in (0 otherwise), if the pace was over it all along
+ * (never under it: p_min).  Later, the pace has been under it too.
  */
 static double
 since_start(const struct pst *p)
 {
-	long n = (long)p->p_ok;
-	double t;
-
-	if (n < 2 || n > NOK)
-		return 0;
-	t = p->ok_t[(n - 1) % NOK] - p->ok_t[0];
-	return t > 0 ? (double)(n - 1) / t : 0;
+	return p->p_ok <= NOK ? ok_rate(p, 2) : 0;
 }
 
 /* Reserve up to o->want sends at o->now, as that many takes in a row. */
