@@ -332,11 +332,6 @@ on_seek(void *arg, curl_off_t off, int origin)
 }
 
 /*
- * A handle for x->url with what every request of rfp-fetch has: http and
- * https only, no redirect followed by libcurl, the timeouts (the deadline
- * caps the total), TLS settings, User-Agent, the callbacks.
- */
-/*
  * The request is about to be written, its connection made: its send.
  * Written a second time on one hop, it is libcurl sending it again, at
  * once and unpaced, on a fresh connection after a reused one closed with
@@ -362,6 +357,11 @@ on_prereq(void *arg, char *rip, char *lip, int rport, int lport)
 	return CURL_PREREQFUNC_OK;
 }
 
+/*
+ * A handle for x->url with what every request of rfp-fetch has: http and
+ * https only, no redirect followed by libcurl, the timeouts (the deadline
+ * caps the total), TLS settings, User-Agent, the callbacks.
+ */
 static void
 easy_setup(struct xfer *x)
 {

@@ -26,7 +26,13 @@ proc_alive(long pid)
 }
 
 void
+proc_name(char *buf, size_t n, long pid, const char *host)
+{
+	snprintf(buf, n, "%ld@%s", pid, host);
+}
+
+void
 proc_id(char *buf, size_t n)
 {
-	snprintf(buf, n, "%ld@%s", (long)getpid(), proc_host());
+	proc_name(buf, n, (long)getpid(), proc_host());
 }

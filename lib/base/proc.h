@@ -11,7 +11,9 @@
 const char *proc_host(void);
 /* 1 when process pid runs on this host, whoever's it is (kill(2) with 0). */
 int	proc_alive(long pid);
-/* This process as shared state names it: "PID@HOST", in buf of n. */
+/* Process pid on host as shared state names it: "PID@HOST", in buf of n. */
+void	proc_name(char *buf, size_t n, long pid, const char *host);
+/* This process so named. */
 void	proc_id(char *buf, size_t n);
 
 #endif

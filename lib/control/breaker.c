@@ -191,8 +191,7 @@ owner_gone(pid_t pid, const char *host)
 
 	if (here && pid == getpid())
 		return 0;
-	snprintf(id, sizeof(id), "%ld@%s", (long)pid, here ? proc_host() :
-	    host);
+	proc_name(id, sizeof(id), (long)pid, here ? proc_host() : host);
 	if ((a = store_alive(id)) >= 0)
 		return !a;
 	return here && !proc_alive(pid);
