@@ -420,10 +420,15 @@ trap 'stop TERM' TERM
 	trap '' INT TERM
 	backoff --run-dir="$run_dir" --admitted="$admitted" $budget_opt \
 	    ${config:+"--config=$config"} ${state:+"--state=$state"} $seed_opt $ma_opt $dl_opt $verbose
-} | rfp-sink --run-dir="$run_dir" --retry-fifo="$fifo" \
-    --owner="$claims_owner" \
-    --admitted-from="$report" --fate-status --progress="$progress" \
-    --total="$admitted" $quiet $verbose &
+} | {
+	# Ignored from the start: a signal that comes before rfp-sink has
+	# set its handler must not kill it (and the summary with it).
+	trap '' INT TERM
+	exec rfp-sink --run-dir="$run_dir" --retry-fifo="$fifo" \
+	    --owner="$claims_owner" \
+	    --admitted-from="$report" --fate-status --progress="$progress" \
+	    --total="$admitted" $quiet $verbose
+} &
 pipe=$!
 
 sink=

@@ -83,6 +83,7 @@ static struct opts {
 	int		 quiet;
 	int		 fate_status;
 	int		 fd_done, fd_dead, fd_fifo;
+	int		 fetch_gone;	/* --retry-fifo's reader has gone */
 	int		 fd_lock;	/* state/sink.lock, held shared */
 	int		 fd_owner;	/* state/owners/OWNER, held */
 	struct rec_out	*done_out, *dead_out;	/* records, gathered */
@@ -126,6 +127,8 @@ flush_files(void)
 	return 0;
 }
 
+static void fifo_gone(void);
+
 /* rfp-fetch is gone: keep filing; what it would have retried is re-admitted
  * by a re-run, since it is in neither results nor dead. */
 static void
@@ -133,13 +136,25 @@ fifo_lost(void)
 {
 	msg_warnsys("write %s (rfp-fetch has gone; retries are left for a "
 	    "re-run)", opts.fifo);
+	fifo_gone();
+}
+
+/* No rfp-fetch to retry: a retry is left unfiled, pending for a re-run. */
+static void
+fifo_gone(void)
+{
+	opts.fetch_gone = 1;
 	rec_out_free(opts.fifo_out);
 	opts.fifo_out = NULL;
 	close(opts.fd_fifo);
 	opts.fd_fifo = -1;
 }
 
-/* Open the FIFO's write end once rfp-fetch holds the read end. */
+/*
+ * Open the FIFO's write end once rfp-fetch holds the read end.  -1 when
+ * rfp-fetch has already finished (its --admitted-from report is there):
+ * a sink slow to start, and a run stopped at once, meet no reader.
+ */
 static int
 open_fifo(const char *path)
 {
@@ -151,6 +166,12 @@ open_fifo(const char *path)
 	while ((fd = files_open(path, O_WRONLY | O_NONBLOCK, 0)) == -1) {
 		if (errno != ENXIO || clk_mono() - t0 > 10)
 			msg_diesys(1, "open %s", path);
+		if (opts.admitted_from != NULL &&
+		    access(opts.admitted_from, F_OK) == 0) {
+			msg_warn("%s: rfp-fetch has finished; retries are "
+			    "left for a re-run", path);
+			return -1;
+		}
 		clk_sleep(0.005, NULL);
 	}
 	if (fstat(fd, &st) == -1 || !S_ISFIFO(st.st_mode))
@@ -342,6 +363,8 @@ file(const char *fate, const char *t, size_t len, struct rec_out *out)
 	int done = fate_of(fate) == FATE_DONE;
 
 	if (fate_of(fate) == FATE_RETRY) {
+		if (opts.fetch_gone)
+			return 1;
 		if (opts.fd_fifo == -1)
 			return rec_out_put(out, t, len) == -1 ? -1 : 1;
 		if (flush_files() == -1)
@@ -543,8 +566,8 @@ open_files(void)
 	 * this process is gone, whatever fails after.
 	 */
 	opts.fd_fifo = -1;
-	if (opts.fifo != NULL)
-		opts.fd_fifo = open_fifo(opts.fifo);
+	if (opts.fifo != NULL && (opts.fd_fifo = open_fifo(opts.fifo)) == -1)
+		opts.fetch_gone = 1;
 	if (files_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	owner_take();

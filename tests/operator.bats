@@ -38,6 +38,7 @@ interrupt() {
 	else
 		kill -"$sig" "$pid"
 	fi
+	[ -z "${after_signal:-}" ] || $after_signal
 	# The route holds each answer 60 s: only a stop ends this in time
 	# (30 s, for a sanitizer build on a loaded machine); else the group
 	# is killed, and the test fails.
@@ -84,6 +85,22 @@ check_interrupted() {
 @test "operator: SIGTERM to rfpipe's process group stops the run and exits 143" {
 	start_slow 30
 	interrupt TERM group
+	check_interrupted 143 TERM
+}
+
+@test "operator: SIGTERM to the group before rfp-sink has set its handler still files the summary" {
+	# An rfp-sink slow to start: it waits, signal-proof as it runs, until
+	# the signal has been sent, then becomes the real one.
+	mkdir "$BATS_TEST_TMPDIR/shim"
+	cat >"$BATS_TEST_TMPDIR/shim/rfp-sink" <<-EOF
+	#!/bin/bash
+	until [ -e "$BATS_TEST_TMPDIR/go" ]; do sleep 0.02; done
+	exec "$ROOT/bin/rfp-sink" "\$@"
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/shim/rfp-sink"
+	go() { touch "$BATS_TEST_TMPDIR/go"; }
+	start_slow 30
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH after_signal=go interrupt TERM group
 	check_interrupted 143 TERM
 }
 

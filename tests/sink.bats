@@ -224,6 +224,18 @@ ids() {
 	assert_output "3000 acks, 3000 records"
 }
 
+@test "sink: a --retry-fifo whose rfp-fetch has finished (its report is there) files on, retries left pending" {
+	local fifo=$BATS_TEST_TMPDIR/retry.fifo
+	mkfifo "$fifo"
+	run --separate-stderr timeout 5 rfp-sink --run-dir "$RD" --retry-fifo "$fifo" \
+	    --admitted-from "$F/report-5.json" <"$F/fates.ndjson"
+	assert_success
+	[ "$output" = "" ]
+	[ "${stderr_lines[0]}" = "rfp-sink: $fifo: rfp-fetch has finished; retries are left for a re-run" ]
+	[[ "$stderr" == *'check: admitted 5 = succeeded 3 + dead 2: ok'* ]]
+	[ "$(grep -c . "$RD/results.ndjson")" -eq 3 ]
+}
+
 @test "sink: a --retry-fifo that does not exist exits 1 naming it" {
 	run --separate-stderr rfp-sink -q --run-dir "$RD" --retry-fifo "$BATS_TEST_TMPDIR/nope" <"$F/done.ndjson"
 	[ "$status" -eq 1 ]
