@@ -30,9 +30,6 @@
 #define FREE_RATE 2000.0	/* a pace this fast holds nothing back */
 #define UP_S	10.0	/* logical s a success says an endpoint is up */
 #define LAG_MAX	0.005	/* real s: a longer way to the wire counts as this */
-#define LEASE_S	0.025	/* real s of sends the pace grants ahead, a lease */
-#define LATE_S	0.0003	/* real s a lease's send may go after its time,
-				   or a quarter of the pace's interval */
 
 struct ep {
 	char		*name;
@@ -53,17 +50,11 @@ struct ep {
 	long		*idle;		/* slots held with no transfer */
 	long		 nidle;
 	long		 nready;	/* its jobs in the ready queue */
-	/* The pace's lease: sends granted, not yet made, each with its time. */
-	long		 credit;	/* how many are left ... */
-	double		 due[PACE_LEASE_MAX];
-	long		 idue;		/* ... from this one */
+	/* Good for one pass of start_ready only. */
+	long		 credit;	/* pace sends reserved, not yet used */
 	long		 seq;		/* ... the next one's grant number */
 	int		 free;		/* ... all of them e->seq: a free pace's */
 	long		 free_seq;	/* the last grant before a free pace */
-	double		 drift;		/* ... put off by as much as one went late */
-	double		 due_end;	/* ... and none after the last one's time */
-	double		 late;		/* how late one may go */
-	/* Good for one pass of start_ready only. */
 	double		 pace_wait;	/* the pace granted fewer than asked */
 	int		 brk_closed;	/* the breaker let a request by */
 	/* Outcomes not yet told to the shared pace and breaker. */
@@ -135,7 +126,6 @@ gate_endpoint(const char *name)
 	e->pace.quota_after = clk_real(fo->conf.max_retry_after);
 	e->pace.deadline = fo->deadline;
 	e->pace.conc_told = e->cf->concurrency > 0;
-	e->pace.lease = LEASE_S;
 	e->slot_held = xcalloc((size_t)e->ceiling, 1);
 	e->idle = xcalloc((size_t)e->ceiling, sizeof(*e->idle));
 	e->next = eps;
@@ -191,25 +181,18 @@ gate_give(struct ep *e, int i)
 }
 
 /*
- * Give back the slots held with no transfer.  Called before the loop
- * waits, so a slot is held while nothing of it is on the wire only for
- * a send of the pace's lease (as many as it has left, for LEASE_S at
- * most): the lease is a share of the endpoint's slots as of its pace,
- * and its sends do not ask the store for a slot each.
+ * Give back every slot held with no transfer.  Called before the loop
+ * waits, so a slot is never held while nothing of it is on the wire.
  */
 void
 gate_release(void)
 {
 	struct ep *e;
-	long keep, n;
 
 	for (e = eps; e != NULL; e = e->next) {
-		keep = e->credit < e->nidle ? e->credit : e->nidle;
-		if ((n = e->nidle - keep) <= 0)
-			continue;
-		if (fo->run_dir != NULL || store_shared())
-			store_slot_give(e->name, e->idle + keep, n);
-		while (e->nidle > keep)
+		if (e->nidle > 0 && (fo->run_dir != NULL || store_shared()))
+			store_slot_give(e->name, e->idle, e->nidle);
+		while (e->nidle > 0)
 			e->slot_held[e->idle[--e->nidle]] = 0;
 	}
 }
@@ -236,29 +219,9 @@ quota_kill(struct job *j, double until)
 }
 
 /*
- * Drop the lease's sends that can no longer go in their time: one whose
- * time went by more than e->late before the wire (this process was busy),
- * and one that sends gone late have put off past the lease's last time,
- * which the next lease, maybe another process's, follows.  Made late, a
- * send crowds the one after it.
- */
-static void
-lease_trim(struct ep *e, double wire)
-{
-	while (e->credit > 0 && (e->due[e->idue] + e->drift + e->late < wire ||
-	    e->due[e->idue] + e->drift > e->due_end + e->late)) {
-		e->credit--;
-		e->idue++;
-		if (!e->free)
-			e->seq++;
-	}
-}
-
-/*
- * Slot, pace, breaker, in that order; before them, a lease whose next send
- * is not due yet holds the endpoint without asking anything.  Returns 1
- * (go; *slot, *probe set), 0 (not yet: the endpoint is blocked until
- * ep->blocked_until) or -1 (the job was dead-lettered circuit_open).
+ * Slot, pace, breaker, in that order.  Returns 1 (go; *slot, *probe set),
+ * 0 (not yet: the endpoint is blocked until ep->blocked_until) or -1 (the
+ * job was dead-lettered circuit_open).
  */
 int
 gate_try(struct job *j, long room, int *slot, int *probe)
@@ -272,13 +235,6 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	long want;
 
 	*probe = 0;
-	lease_trim(e, now + e->lag);
-	if (e->credit > 0 && e->due[e->idue] + e->drift > now + e->lag) {
-		e->blocked_until = e->due[e->idue] + e->drift - e->lag;
-		e->paced = 1;
-		e->slotless = 0;
-		return 0;
-	}
 	if ((*slot = slot_take(e)) == -1) {
 		e->blocked_until = now + 0.005;
 		e->paced = 0;
@@ -301,15 +257,11 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			want = room;
 		if (want < 1)
 			want = 1;
-		if (want > PACE_LEASE_MAX)
-			want = PACE_LEASE_MAX;
 		/*
 		 * A pace so fast that it granted all a moment ago holds
 		 * nothing back: not asked again for FREE_S (unless an answer
 		 * since had news for it), a locked update saved per turn.
 		 */
-		e->idue = 0;
-		e->drift = 0;
 		if (clk_mono() < e->pace_free) {
 			/*
 			 * Not numbered by the pace: each carries the number
@@ -321,10 +273,6 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			e->credit = want;
 			e->seq = e->free_seq;
 			e->free = 1;
-			while (want > 0)
-				e->due[--want] = now;
-			e->due_end = now;
-			e->late = LATE_S;
 		} else {
 			/*
 			 * Asked for when the sends will reach the wire, not
@@ -342,13 +290,9 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			    g.window, now) == -1)
 				msg_warnsys("write %s", attlog_path(fo->log));
 			e->credit = g.granted;
-			memcpy(e->due, g.due, sizeof(e->due));
 			e->seq = g.seq;
 			e->free = 0;
 			e->window = g.window;
-			e->due_end = g.granted > 0 ? g.due[g.granted - 1] : 0;
-			e->late = g.rate > 0 ? fmax(LATE_S, 0.25 / g.rate) :
-			    LATE_S;
 			/*
 			 * Not while a RateLimit remaining is counted down:
 			 * sends not granted are not counted, and a fixed
@@ -362,22 +306,15 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			if (g.granted < want)
 				e->pace_wait = g.wait;
 		}
-		if (e->credit == 0 || e->due[0] > now + e->lag) {
+		if (e->credit == 0) {
 			gate_give(e, *slot);
-			e->blocked_until = e->credit == 0 ? now + e->pace_wait :
-			    e->due[0] - e->lag;
+			e->blocked_until = now + e->pace_wait;
 			e->paced = 1;
 			e->slotless = 0;
 			return 0;
 		}
 	}
-	/*
-	 * A send that goes late holds the rest of the lease back as much:
-	 * spaced by the pace, not bunched behind it (as long as e->late).
-	 */
-	e->drift = fmax(e->drift, now + e->lag - e->due[e->idue]);
 	e->credit--;
-	e->idue++;
 	j->seq = e->free ? e->seq : e->seq++;
 	j->granted = now;
 	/*
@@ -524,9 +461,6 @@ gate_feedback(const struct xfer *x)
 		e->fb_now = 1;
 		e->pace_free = e->brk_free = 0;
 	}
-	/* Refused: what the lease holds was granted at a pace now too fast. */
-	if (slow)
-		e->credit = 0;
 }
 
 /*
@@ -549,11 +483,9 @@ gate_flush(int force)
 	for (e = eps; e != NULL; e = e->next) {
 		if (e->npev == 0 && e->nbev == 0)
 			continue;
-		/* Held by the pace, it may let more go: held by a lease, no. */
 		if (!force && !e->fb_now && now - e->fb_at < FB_DEFER &&
-		    ((e->credit > 0 && e->paced && !e->slotless) ||
-		    (e->pace_wait == 0 && !(e->paced &&
-		    e->blocked_until > clk_now()))))
+		    e->pace_wait == 0 && !(e->paced && e->blocked_until >
+		    clk_now()))
 			continue;
 		e->fb_now = 0;
 		e->fb_at = now;
@@ -645,30 +577,27 @@ gate_news(const char *channel, const char *payload, void *arg)
 	}
 }
 
-/* A new pass over the ready queue: the lease is all that is carried in. */
+/* A new pass over the ready queue: no reservation is carried into it. */
 void
 gate_pass(void)
 {
 	struct ep *e;
 
 	for (e = eps; e != NULL; e = e->next) {
+		e->credit = 0;
 		e->pace_wait = 0;
 		e->brk_closed = 0;
 	}
 }
 
-/*
- * The pass is over: a send of the lease whose time has come and gone is
- * dropped (kept, the sends it let go at once could burst).
- */
+/* The pass is over: a reservation not used now is dropped (it could burst). */
 void
 gate_pass_end(void)
 {
 	struct ep *e;
-	double now = clk_now();
 
 	for (e = eps; e != NULL; e = e->next)
-		lease_trim(e, now + e->lag);
+		e->credit = 0;
 }
 
 /*

@@ -551,38 +551,3 @@ other_host() {
 	[ "$stderr" = 'rfp-queue: line 2: "q2": not in the queue; not filed' ]
 	[ "$(sql "SELECT rec->>'n' || ' ' || (rec->>'p') FROM rfp_results WHERE id = 'q1'")" = "100000 a/b" ]
 }
-
-# The store's updates of rfp_state so far (pace, breaker, budget).
-state_updates() {
-	sql "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relname = 'rfp_state'"
-}
-
-@test "pipeline --state: three hosts at a told 200/s ask the shared pace a lease at a time, not a send at a time, and hold the limit" {
-	export RFPIPE_TIME_SCALE=1
-	printf 'routes:\n  - {match: "/l/*", endpoint: l, limits: [{kind: gcra, per_s: 200, burst: 10}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
-	mock_start "$BATS_TEST_TMPDIR/s.yaml"
-	printf 'endpoints:\n  l:\n    rate: 200\n    burst: 1\n' >"$BATS_TEST_TMPDIR/c.yaml"
-	for n in 1 2 3; do
-		for i in $(seq 1 200); do
-			printf '{"id":"d%d-%d","url":"%s/l/%d-%d","endpoint":"l"}\n' "$n" "$i" "$MOCK_URL" "$n" "$i"
-		done >"$BATS_TEST_TMPDIR/m$n"
-	done
-	rfp-fetch --state "$URL" </dev/null >/dev/null
-	before=$(state_updates)
-	for n in 1 2 3; do
-		setsid timeout 60 "$ROOT/pipeline.sh" -q -j 32 --config "$BATS_TEST_TMPDIR/c.yaml" \
-		    --run-dir "$BATS_TEST_TMPDIR/h$n" --state "$URL" "$BATS_TEST_TMPDIR/m$n" \
-		    >/dev/null 2>"$BATS_TEST_TMPDIR/h$n.err" 3>&- &
-		HOSTS[n]=$!
-	done
-	for n in 1 2 3; do
-		wait "${HOSTS[n]}" || fail "host $n: $(cat "$BATS_TEST_TMPDIR/h$n.err")"
-		[ "$(wc -l <"$BATS_TEST_TMPDIR/h$n/results.ndjson")" -eq 200 ]
-	done
-	[ "$(jq -s '[.[] | select(.action == "rate_limited")] | length' "$MOCK_LOG")" -eq 0 ]
-	# Asked a send at a time, pace and breaker took 3,958 updates (6.6 a
-	# document); with leases of 25 ms, five sends each at 200/s, 909.
-	updates=$(($(state_updates) - before))
-	echo "updates of rfp_state: $updates for 600 documents"
-	[ "$updates" -le 1500 ]
-}

@@ -453,8 +453,6 @@ take(struct pst *p, struct op *o)
 	 */
 	if (g->window > 0 && o->want > g->window)
 		o->want = g->window;
-	if (o->want > PACE_LEASE_MAX)
-		o->want = PACE_LEASE_MAX;
 	/* A reset saved by an earlier run is held to the same bound. */
 	if (p->rl_left == 0 && p->rl_reset > o->now && o->c->quota_after > 0 &&
 	    conf_wait_past(p->rl_reset - o->now, o->c->quota_after))
@@ -487,11 +485,10 @@ take(struct pst *p, struct op *o)
 			break;
 		}
 		tat = fmax(p->tat, o->now);
-		if (tat - o->now > allow + o->c->lease) {
-			g->wait = tat - o->now - allow - o->c->lease;
+		if (tat - o->now > allow) {
+			g->wait = tat - o->now - allow;
 			break;
 		}
-		g->due[g->granted] = fmax(o->now, tat - allow);
 		p->tat = tat + iv;
 		g->granted++;
 		p->takes++;

@@ -49,18 +49,11 @@ struct pace_cfg {
 	double	deadline;	/* epoch; a hold past it is a quota; 0: none */
 	int	conc_told;	/* the endpoint's concurrency is configured:
 				   no window below it */
-	double	lease;		/* real s: sends due this far ahead are
-				   granted too, each with its time; 0: only
-				   sends due now */
 };
-
-#define PACE_LEASE_MAX	64	/* sends one grant holds at most */
 
 /* What pace_take_n grants. */
 struct pace_grant {
-	long	granted;	/* sends reserved: a lease of ... */
-	double	due[PACE_LEASE_MAX];	/* ... sends, each not before
-				   its time, as the pace's "now" counts */
+	long	granted;	/* sends reserved, for now only */
 	double	wait;		/* until more may go, when fewer than asked */
 	double	rate;		/* the pace, requests a real second */
 	long	window;		/* requests in flight allowed; 0: no limit */
@@ -72,14 +65,9 @@ struct pace_grant {
 };
 
 /*
- * Ask to send up to want requests to ep at now (at most PACE_LEASE_MAX),
- * as want single asks in a row would.  0 with *g filled, -1 on a
- * state-file error.  With c->lease, a lease: the sends due up to that
- * far ahead are granted too, due[i] saying when each may go, so that the
- * store is asked once a lease rather than once a send, and processes
- * sharing the pace take it a lease at a time.  A send not made at its
- * time (give or take a moment) is dropped, never kept: sent later, it
- * would crowd the next one, another process's perhaps.
+ * Ask to send up to want requests to ep at now, as want single asks in a
+ * row would.  0 with *g filled, -1 on a state-file error.  A reservation
+ * is for now: one not used at once is dropped, never kept.
  * rundir NULL keeps the state in this process.
  */
 int	pace_take_n(const char *rundir, const char *ep,

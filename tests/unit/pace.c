@@ -213,7 +213,7 @@ report(const char *what, const struct out *o, double ideal)
 static void
 strict(const char *ep, double rate, long most)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 	char what[64];
@@ -232,7 +232,7 @@ strict(const char *ep, double rate, long most)
 static void
 limiters(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 }, told = { 20, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0 }, told = { 20, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 
@@ -304,7 +304,7 @@ limiters(void)
 static void
 shapes(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 }, told = { 100, 10, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0 }, told = { 100, 10, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 
@@ -376,7 +376,7 @@ shapes(void)
 static void
 noise(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0 };
 	static const double shares[] = { 0.03, 0.1, 0.2 };
 	struct lim l;
 	struct out o;
@@ -423,7 +423,7 @@ noise(void)
 static void
 told_floor(void)
 {
-	struct pace_cfg told = { 20, 0, 0, 0, 0, 0 };
+	struct pace_cfg told = { 20, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -520,7 +520,7 @@ told_floor(void)
 static void
 floor_start(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -554,7 +554,7 @@ floor_start(void)
 static void
 shared_start(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0 };
 	struct pace_grant a, b, c, g;
 	struct pace_ev e;
 	char err[256];
@@ -606,7 +606,7 @@ bursts(void)
 	} c[] = {
 		{ 1, 60, 75, 0.30 }, { 3, 60, 105, 0.16 },
 	};
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 	char ep[64];
@@ -635,7 +635,7 @@ bursts(void)
 static void
 stale(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct lim l;
 	struct out o, fresh;
@@ -699,7 +699,7 @@ stale(void)
 static void
 learn(const char *ep, double t)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -723,7 +723,7 @@ learn(const char *ep, double t)
 static double
 rate_at(const char *ep, double t)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	char err[256];
 
@@ -871,7 +871,7 @@ inherited(void)
 static void
 quota(void)
 {
-	struct pace_cfg c = { 0, 0, 3600, 0, 0, 0 };
+	struct pace_cfg c = { 0, 0, 3600, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -900,7 +900,7 @@ static void
 ratelimit(void)
 {
 	/* A told concurrency: no window, so a take may grant 10 or 40. */
-	struct pace_cfg c = { 0, 0, 0, T0 + 100, 1, 0 };
+	struct pace_cfg c = { 0, 0, 0, T0 + 100, 1 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -971,7 +971,7 @@ ratelimit(void)
 static void
 reset_bound(void)
 {
-	struct pace_cfg c = { 0, 0, 3600, 0, 0, 0 };
+	struct pace_cfg c = { 0, 0, 3600, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256] = "", *path;
@@ -1016,7 +1016,7 @@ reset_bound(void)
 static int
 refused(const char *text, char *err, size_t errlen)
 {
-	struct pace_cfg c = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg c = { 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 
 	put_state("bad", text);
@@ -1045,7 +1045,7 @@ corrupt(void)
 static void
 batch(void)
 {
-	struct pace_cfg c = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg c = { 0, 0, 0, 0, 0 };
 	struct pace_ev ev[40];
 	json_t *a, *b;
 	char *pa, *pb, err[256];
@@ -1077,49 +1077,12 @@ batch(void)
 	free(pb);
 }
 
-/*
- * A lease: sends due within c.lease are granted with their times, spaced
- * by the pace; a second process asking at once gets none of them, and is
- * told to wait until its own lease could begin.
- */
-static void
-lease(void)
-{
-	struct pace_cfg c = { 100, 0, 0, 0, 0, 0.05 };
-	struct pace_grant g, h;
-	char err[256];
-	long i;
-	int spaced = 1;
-
-	pace_take_n(NULL, "lease", &c, T0, 32, &g, err, sizeof(err));
-	/* The first send of all is given FIRST_LATE more. */
-	for (i = 2; i < g.granted; i++)
-		spaced &= fabs(g.due[i] - g.due[i - 1] - 1 / g.rate) < 1e-6;
-	ok(g.granted >= 4 && g.due[0] == T0 && g.due[1] - g.due[0] >= 1 /
-	    g.rate && spaced && g.due[g.granted - 1] <= T0 + 0.05 &&
-	    g.due[g.granted - 1] + 1 / g.rate > T0 + 0.05, "a lease of 50 ms "
-	    "at %.1f/s: %ld sends, the first now, then one an interval, the "
-	    "last %.4f s ahead", g.rate, g.granted, g.due[g.granted - 1] - T0);
-	pace_take_n(NULL, "lease", &c, T0 + 0.001, 32, &h, err, sizeof(err));
-	ok(h.granted == 0 && h.wait > 0 && T0 + 0.001 + h.wait + 0.05 >
-	    g.due[g.granted - 1], "asked again at once: nothing, wait %.4f s, "
-	    "until the next lease would begin after the last", h.wait);
-	c.lease = 0;
-	pace_take_n(NULL, "lease0", &c, T0, 32, &g, err, sizeof(err));
-	ok(g.granted == 1 && g.due[0] == T0, "no lease: one send, due now "
-	    "(%ld)", g.granted);
-	c.lease = 10;
-	pace_take_n(NULL, "lease10", &c, T0, 1000, &g, err, sizeof(err));
-	ok(g.granted == PACE_LEASE_MAX, "a lease holds at most %d sends (%ld)",
-	    PACE_LEASE_MAX, g.granted);
-}
-
 static void
 explore(void)
 {
 	static const double rates[] = { 1, 3, 5, 7, 10, 20, 50, 100 };
 	static const long bursts[] = { 0, 10, 60 };
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 	char ep[64];
@@ -1145,7 +1108,7 @@ static void
 explore_noise(void)
 {
 	static const double rates[] = { 3, 20, 50 }, shares[] = { 0, 0.03, 0.1 };
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 	char ep[64];
@@ -1217,7 +1180,6 @@ main(void)
 	ratelimit();
 	corrupt();
 	batch();
-	lease();
 	pace_leave(NULL, err, sizeof(err));
 	sub = xasprintf("rm -rf %s", dir);
 	if (system(sub) != 0)
