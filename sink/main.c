@@ -152,8 +152,11 @@ fifo_gone(void)
 
 /*
  * Open the FIFO's write end once rfp-fetch holds the read end.  -1 when
- * rfp-fetch has already finished (its --admitted-from report is there):
- * a sink slow to start, and a run stopped at once, meet no reader.
+ * rfp-fetch has already finished: a sink slow to start, and a run stopped
+ * at once, meet no reader.  It has when its --admitted-from report is
+ * there and no reader came for a second (a report left by an earlier run,
+ * by hand, is not taken for this one's: its rfp-fetch opens the FIFO
+ * within milliseconds).
  */
 static int
 open_fifo(const char *path)
@@ -166,7 +169,7 @@ open_fifo(const char *path)
 	while ((fd = files_open(path, O_WRONLY | O_NONBLOCK, 0)) == -1) {
 		if (errno != ENXIO || clk_mono() - t0 > 10)
 			msg_diesys(1, "open %s", path);
-		if (opts.admitted_from != NULL &&
+		if (clk_mono() - t0 > 1 && opts.admitted_from != NULL &&
 		    access(opts.admitted_from, F_OK) == 0) {
 			msg_warn("%s: rfp-fetch has finished; retries are "
 			    "left for a re-run", path);

@@ -236,6 +236,20 @@ ids() {
 	[ "$(grep -c . "$RD/results.ndjson")" -eq 3 ]
 }
 
+@test "sink: a report left by an earlier run is not taken for rfp-fetch's: the sink waits for the reader that comes" {
+	local fifo=$BATS_TEST_TMPDIR/retry.fifo
+	mkfifo "$fifo"
+	# rfp-fetch's read end comes half a second late; the report is old.
+	{ sleep 0.5; timeout 10 cat "$fifo" >"$BATS_TEST_TMPDIR/back"; } &
+	local reader=$!
+	run --separate-stderr timeout 10 rfp-sink -q --run-dir "$RD" --retry-fifo "$fifo" \
+	    --admitted-from "$F/report-5.json" <"$F/fates.ndjson"
+	wait "$reader"
+	assert_success
+	[ "$stderr" = "" ]
+	[ "$(jq -s '[.[] | select(.fate == "retry")] | length' "$BATS_TEST_TMPDIR/back")" -eq 2 ]
+}
+
 @test "sink: a --retry-fifo that does not exist exits 1 naming it" {
 	run --separate-stderr rfp-sink -q --run-dir "$RD" --retry-fifo "$BATS_TEST_TMPDIR/nope" <"$F/done.ndjson"
 	[ "$status" -eq 1 ]
