@@ -372,7 +372,9 @@ classify() {
 	fi
 }
 
-# Pass a signal on to rfp-fetch, once it has started.
+# Pass a signal on to rfp-fetch, once it has started.  It ignores SIGTERM
+# until it has set its handler (it is started so): the signal is sent
+# again until its report says it has stopped, or it has gone (10 s at most).
 # shellcheck disable=SC2317  # called by the traps
 forward() {
 	i=0
@@ -380,7 +382,15 @@ forward() {
 		sleep 0.05
 		i=$((i + 1))
 	done
-	[ -s "$fetch_pid" ] && kill -TERM "$(cat "$fetch_pid")" 2>/dev/null
+	if [ -s "$fetch_pid" ]; then
+		i=0
+		while [ ! -e "$report" ] && [ "$i" -lt 200 ] &&
+		    kill -TERM "$(cat "$fetch_pid")" 2>/dev/null; do
+			sleep 0.05
+			i=$((i + 1))
+		done
+		i=0
+	fi
 	# rfp-parse stops its parsers, their documents left to the resume.
 	[ -n "$parse" ] || return 0
 	while [ ! -s "$parse_pid" ] && [ "$i" -lt 40 ]; do

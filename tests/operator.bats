@@ -104,6 +104,43 @@ check_interrupted() {
 	check_interrupted 143 TERM
 }
 
+@test "operator: SIGTERM before rfp-fetch has set its handler is passed on until it takes it" {
+	# An rfp-fetch slow to start (a slow disk): it ignores SIGTERM, as
+	# it is started, until it becomes the real one after the signal.
+	mkdir "$BATS_TEST_TMPDIR/shim"
+	cat >"$BATS_TEST_TMPDIR/shim/rfp-fetch" <<-EOF
+	#!/bin/bash
+	case " \$* " in *" --check "*) ;; *)
+		until [ -e "$BATS_TEST_TMPDIR/go" ]; do sleep 0.02; done ;;
+	esac
+	exec "$ROOT/bin/rfp-fetch" "\$@"
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/shim/rfp-fetch"
+	start_slow 30
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH setsid env --default-signal=INT,TERM \
+	    "$ROOT/pipeline.sh" -j 2 --run-dir "$RUN" --seed 1 "$M" \
+	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	for i in $(seq 1 500); do
+		[ -s "$(echo "$RUN"/state/fetch.*.pid)" ] && break
+		sleep 0.01
+	done
+	kill -TERM "$pid"
+	sleep 0.5
+	touch "$BATS_TEST_TMPDIR/go"
+	# Not passed on, the run waits 60 s for its answers.
+	status=124
+	if timeout 30 tail --pid="$pid" -f /dev/null; then
+		status=0
+		wait "$pid" || status=$?
+	else
+		kill -KILL -- -"$pid"
+		wait "$pid" || :
+	fi
+	stderr=$(cat "$BATS_TEST_TMPDIR/err")
+	check_interrupted 143 TERM
+}
+
 @test "operator: what was done before SIGTERM is filed, and the resume line finishes the rest" {
 	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF'
 	routes:
