@@ -83,7 +83,6 @@ static struct opts {
 	int		 quiet;
 	int		 fate_status;
 	int		 fd_done, fd_dead, fd_fifo;
-	int		 fetch_gone;	/* --retry-fifo's reader has gone */
 	int		 fd_lock;	/* state/sink.lock, held shared */
 	int		 fd_owner;	/* state/owners/OWNER, held */
 	struct rec_out	*done_out, *dead_out;	/* records, gathered */
@@ -127,8 +126,6 @@ flush_files(void)
 	return 0;
 }
 
-static void fifo_gone(void);
-
 /* rfp-fetch is gone: keep filing; what it would have retried is re-admitted
  * by a re-run, since it is in neither results nor dead. */
 static void
@@ -136,14 +133,6 @@ fifo_lost(void)
 {
 	msg_warnsys("write %s (rfp-fetch has gone; retries are left for a "
 	    "re-run)", opts.fifo);
-	fifo_gone();
-}
-
-/* No rfp-fetch to retry: a retry is left unfiled, pending for a re-run. */
-static void
-fifo_gone(void)
-{
-	opts.fetch_gone = 1;
 	rec_out_free(opts.fifo_out);
 	opts.fifo_out = NULL;
 	close(opts.fd_fifo);
@@ -366,7 +355,8 @@ file(const char *fate, const char *t, size_t len, struct rec_out *out)
 	int done = fate_of(fate) == FATE_DONE;
 
 	if (fate_of(fate) == FATE_RETRY) {
-		if (opts.fetch_gone)
+		/* With its rfp-fetch gone, left unfiled: pending, for a re-run. */
+		if (opts.fd_fifo == -1 && opts.fifo != NULL)
 			return 1;
 		if (opts.fd_fifo == -1)
 			return rec_out_put(out, t, len) == -1 ? -1 : 1;
@@ -569,8 +559,8 @@ open_files(void)
 	 * this process is gone, whatever fails after.
 	 */
 	opts.fd_fifo = -1;
-	if (opts.fifo != NULL && (opts.fd_fifo = open_fifo(opts.fifo)) == -1)
-		opts.fetch_gone = 1;
+	if (opts.fifo != NULL)
+		opts.fd_fifo = open_fifo(opts.fifo);
 	if (files_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	owner_take();
