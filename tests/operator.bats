@@ -20,9 +20,19 @@ start_slow() {
 	manifest /slow "$1" slow >"$M"
 }
 
+# in_flight, fetch_started: whether requests are in flight; whether
+# rfp-fetch has been started (its pid file is there).
+in_flight() {
+	[ "$(requests_for /slow/doc-1)" -ge 1 ] 2>/dev/null
+}
+fetch_started() {
+	[ -s "$(echo "$RUN"/state/fetch.*.pid)" ]
+}
+
 # interrupt SIG WHO: run rfpipe in its own process group, send SIG to its
-# PID or to its group once requests are in flight, and wait (bounded).
-# SIGINT is not ignored in it, as it would be in a background job here.
+# PID or to its group once requests are in flight (or once $started says
+# so), then run $after_signal if set, and wait (bounded).  SIGINT is not
+# ignored in it, as it would be in a background job here.
 interrupt() {
 	local sig=$1 who=$2 pid i
 	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" -j 2 \
@@ -30,7 +40,7 @@ interrupt() {
 	    2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
 	for i in $(seq 1 500); do
-		[ "$(requests_for /slow/doc-1)" -ge 1 ] 2>/dev/null && break
+		"${started:-in_flight}" && break
 		sleep 0.01
 	done
 	if [ "$who" = group ]; then
@@ -51,6 +61,24 @@ interrupt() {
 		status=124
 	fi
 	stderr=$(cat "$BATS_TEST_TMPDIR/err")
+}
+
+# held STAGE: a STAGE first in $BATS_TEST_TMPDIR/shim that, slow to
+# start, waits (ignoring INT and TERM, as the stages are started) until
+# release, then becomes the real one.  --check runs at once.
+held() {
+	mkdir -p "$BATS_TEST_TMPDIR/shim"
+	cat >"$BATS_TEST_TMPDIR/shim/$1" <<-EOF
+	#!/bin/bash
+	case " \$* " in *" --check "*) ;; *)
+		until [ -e "$BATS_TEST_TMPDIR/go" ]; do sleep 0.02; done ;;
+	esac
+	exec "$ROOT/bin/$1" "\$@"
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/shim/$1"
+}
+release() {
+	touch "$BATS_TEST_TMPDIR/go"
 }
 
 check_interrupted() {
@@ -89,55 +117,20 @@ check_interrupted() {
 }
 
 @test "operator: SIGTERM to the group before rfp-sink has set its handler still files the summary" {
-	# An rfp-sink slow to start: it waits, signal-proof as it runs, until
-	# the signal has been sent, then becomes the real one.
-	mkdir "$BATS_TEST_TMPDIR/shim"
-	cat >"$BATS_TEST_TMPDIR/shim/rfp-sink" <<-EOF
-	#!/bin/bash
-	until [ -e "$BATS_TEST_TMPDIR/go" ]; do sleep 0.02; done
-	exec "$ROOT/bin/rfp-sink" "\$@"
-	EOF
-	chmod +x "$BATS_TEST_TMPDIR/shim/rfp-sink"
-	go() { touch "$BATS_TEST_TMPDIR/go"; }
+	held rfp-sink
 	start_slow 30
-	PATH=$BATS_TEST_TMPDIR/shim:$PATH after_signal=go interrupt TERM group
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH after_signal=release interrupt TERM group
 	check_interrupted 143 TERM
 }
 
 @test "operator: SIGTERM before rfp-fetch has set its handler is passed on until it takes it" {
-	# An rfp-fetch slow to start (a slow disk): it ignores SIGTERM, as
-	# it is started, until it becomes the real one after the signal.
-	mkdir "$BATS_TEST_TMPDIR/shim"
-	cat >"$BATS_TEST_TMPDIR/shim/rfp-fetch" <<-EOF
-	#!/bin/bash
-	case " \$* " in *" --check "*) ;; *)
-		until [ -e "$BATS_TEST_TMPDIR/go" ]; do sleep 0.02; done ;;
-	esac
-	exec "$ROOT/bin/rfp-fetch" "\$@"
-	EOF
-	chmod +x "$BATS_TEST_TMPDIR/shim/rfp-fetch"
+	# An rfp-fetch slow to start (a slow disk), let go half a second
+	# after the signal: the first one passed on meets it still ignoring.
+	held rfp-fetch
+	late_release() { sleep 0.5; release; }
 	start_slow 30
-	PATH=$BATS_TEST_TMPDIR/shim:$PATH setsid env --default-signal=INT,TERM \
-	    "$ROOT/pipeline.sh" -j 2 --run-dir "$RUN" --seed 1 "$M" \
-	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
-	pid=$!
-	for i in $(seq 1 500); do
-		[ -s "$(echo "$RUN"/state/fetch.*.pid)" ] && break
-		sleep 0.01
-	done
-	kill -TERM "$pid"
-	sleep 0.5
-	touch "$BATS_TEST_TMPDIR/go"
-	# Not passed on, the run waits 60 s for its answers.
-	status=124
-	if timeout 30 tail --pid="$pid" -f /dev/null; then
-		status=0
-		wait "$pid" || status=$?
-	else
-		kill -KILL -- -"$pid"
-		wait "$pid" || :
-	fi
-	stderr=$(cat "$BATS_TEST_TMPDIR/err")
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH started=fetch_started \
+	    after_signal=late_release interrupt TERM pid
 	check_interrupted 143 TERM
 }
 
