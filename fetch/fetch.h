@@ -54,8 +54,9 @@ struct xfer {
 	int		 slot;		/* slot index held, -1: none */
 	int		 probe;		/* the breaker's half-open probe */
 	int		 confirm;	/* asks a status_url, sends nothing */
-	long		 inflight;	/* on its endpoint at its send, itself
-					   included */
+	long		 inflight;	/* on its endpoint's wire as it was
+					   written, itself included */
+	int		 on_wire;	/* written, its answer not yet begun */
 	double		 t0;
 	double		 t_wrote;	/* when the request went out, 0: not yet */
 	int		 writes;	/* ... how many times on this hop */
@@ -162,6 +163,8 @@ void	gate_ready(struct ep *e, long n);	/* its ready jobs, +n */
 int	gate_blocked(const struct ep *e, double now);
 long	gate_sent(struct ep *e);	/* one more in flight: how many now */
 void	gate_done(struct ep *e);	/* ... one less */
+long	gate_wire_on(struct ep *e);	/* a request written: how many now */
+void	gate_wire_off(struct ep *e);	/* ... answered, or ended unanswered */
 void	gate_free(void);
 
 /* wire.c: what is in flight, on one libcurl multi handle. */
@@ -247,6 +250,8 @@ struct xfer *xfer_start(struct job *job, char *err, size_t errlen);
  * else 0, x->cc possibly changed to say why the redirect was refused.
  */
 int	xfer_redirect(struct xfer *x);
+/* x is answered, or ended unanswered: off its endpoint's wire count. */
+void	xfer_off_wire(struct xfer *x);
 /*
  * Set up a GET of url, the status_url of job's submission (its answer held
  * in memory): over the same path as every request, TLS settings, timeout

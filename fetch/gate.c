@@ -40,6 +40,7 @@ struct ep {
 	long		 ceiling;
 	long		 window;	/* the pace's in-flight limit; 0: none */
 	long		 inflight;
+	long		 onwire;	/* requests written and not yet answered */
 	double		 ok_at;		/* clk_now of its last success */
 	double		 lag;		/* from the gate to the wire, low */
 	struct pace_cfg	 pace;		/* in real seconds */
@@ -549,6 +550,18 @@ void
 gate_done(struct ep *e)
 {
 	e->inflight--;
+}
+
+long
+gate_wire_on(struct ep *e)
+{
+	return ++e->onwire;
+}
+
+void
+gate_wire_off(struct ep *e)
+{
+	e->onwire--;
 }
 
 /*

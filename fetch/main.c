@@ -253,6 +253,7 @@ finish_done(void)
 	struct xfer *x, *next, *filing = NULL, **tail = &filing;
 
 	while ((x = wire_done()) != NULL) {
+		xfer_off_wire(x);
 		if (x->confirm) {
 			x->t1 = clk_now();
 			log_req(x, NULL);

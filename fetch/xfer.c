@@ -140,6 +140,7 @@ on_header(char *p, size_t size, size_t n, void *arg)
 	char name[64], *v;
 
 	if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) {
+		xfer_off_wire(x);
 		/* A new response (after a redirect): forget the last one's. */
 		free(x->retry_after);
 		free(x->date);
@@ -354,7 +355,29 @@ on_prereq(void *arg, char *rip, char *lip, int rport, int lport)
 	}
 	if (x->t_wrote == 0)
 		x->t_wrote = clk_now();
+	if (!x->on_wire) {
+		x->inflight = gate_wire_on(x->job->ep);
+		x->on_wire = 1;
+	}
 	return CURL_PREREQFUNC_OK;
+}
+
+/*
+ * The portal has answered x (its status line is in), or x ended without
+ * an answer: it is no longer on the portal's count of requests in flight.
+ * That count is what a concurrency cap refuses on.  Counted from the
+ * start of a transfer to the turn of the loop that reads its end, it was
+ * one or two over the portal's whenever answers waited to be read: the
+ * most in flight at a success went to 27 against a cap of 25, the cap's
+ * refusals passed for the pace's, and the pace was cut 34 times.
+ */
+void
+xfer_off_wire(struct xfer *x)
+{
+	if (x->on_wire) {
+		gate_wire_off(x->job->ep);
+		x->on_wire = 0;
+	}
 }
 
 /*

@@ -24,6 +24,10 @@
 #define WIN_GROW	0.25	/* ... grown by this a fast success, */
 #define WIN_SLOW	0.1	/* ... up to 1 for an answer this slow */
 #define WIN_MAX		4096.0
+#define NOKH		8	/* the most in flight at the successes' sends,
+				   counted for the top NOKH values ... */
+#define OK_RARE		0.01	/* ... and a top held by no more than this
+				   share of them is a miscount */
 #define WIN_HOLD	64	/* successes a cut window is held before it
 				   grows again, by 1/window a success */
 #define START_RATE	2.0	/* the pace's floor when it starts */
@@ -88,6 +92,8 @@ struct pst {
 	double	rate;		/* requests per real second, when paced */
 	double	win;		/* requests in flight allowed */
 	double	ok_k;		/* most in flight at a success's send */
+	double	okh[NOKH];	/* successes sent with ok_k - i in flight */
+	double	okh_n;		/* ... and in all, since ok_k was 0 */
 	double	w_held;		/* successes since the window was cut; -1 */
 	double	cuts;		/* rate cuts since the pace started */
 	double	r_fail;		/* the pace at the last cut, before it */
@@ -145,7 +151,7 @@ static const struct {
 	const char	*name;
 	size_t		 off;
 } fields[] = {
-	F(tat), F(paced), F(rate), F(win), F(ok_k), F(w_held), F(cuts),
+	F(tat), F(paced), F(rate), F(win), F(ok_k), F(okh_n), F(w_held), F(cuts),
 	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
 	F(iv_i), F(quota_until), F(takes), F(rl_seq),
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
@@ -246,7 +252,8 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 	if (arr_load(d, "iv_s", p->iv_s, NIV) == -1 ||
 	    arr_load(d, "iv_t", p->iv_t, NIV) == -1 ||
 	    arr_load(d, "iv_e", p->iv_e, NIV) == -1 ||
-	    arr_load(d, "ok_t", p->ok_t, NOK) == -1)
+	    arr_load(d, "ok_t", p->ok_t, NOK) == -1 ||
+	    arr_load(d, "okh", p->okh, NOKH) == -1)
 		return -1;
 	if (p->r_bits < 0 || p->r_bits > (double)RECENT_MASK || p->r_n < 0 ||
 	    p->r_n > RECENT || p->nz < 0 || p->nz > NZ_MAX || p->r_noise < 0)
@@ -254,6 +261,11 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 	if ((p->paced != 0 && !(p->rate > 0)) || !(p->win >= 1) ||
 	    p->iv_i < 0 || p->iv_i >= NIV)
 		return -1;
+	if (p->ok_k < 0 || p->ok_k > WIN_MAX || p->okh_n < 0)
+		return -1;
+	for (i = 0; i < NOKH; i++)
+		if (p->okh[i] < 0)
+			return -1;
 	/* A changed configuration wins over the stored state. */
 	if (c->rate > 0 && (!p->paced || p->rate > told(c))) {
 		p->paced = 1;
@@ -375,6 +387,7 @@ save(const struct pst *p, const char *ep)
 	json_object_set_new(d, "iv_t", arr_save(p->iv_t, NIV));
 	json_object_set_new(d, "iv_e", arr_save(p->iv_e, NIV));
 	json_object_set_new(d, "ok_t", arr_save(p->ok_t, NOK));
+	json_object_set_new(d, "okh", arr_save(p->okh, NOKH));
 	return d;
 }
 
@@ -835,10 +848,51 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->tat = e->now + (p->tat - e->now) * r0 / p->rate;
 }
 
+/* Count a success sent with n in flight, itself included. */
+static void
+ok_count(struct pst *p, long n)
+{
+	long d = n - (long)p->ok_k, i;
+
+	if (d > 0) {
+		for (i = NOKH - 1; i >= 0; i--)
+			p->okh[i] = i >= d ? p->okh[i - d] : 0;
+		p->ok_k = (double)n;
+	}
+	if ((i = (long)p->ok_k - n) < NOKH)
+		p->okh[i]++;
+	p->okh_n++;
+}
+
+/*
+ * The most in flight that successes were sent with, less the rarest
+ * highs: a send is counted from when its request is written to when its
+ * answer is read, and an answer the portal sent while the loop was busy
+ * elsewhere is still counted.  A cap of 25 saw successes sent with 26 to
+ * 29 (10 of 1,500); taken as the cap, they made its refusals at 26 the
+ * pace's.
+ */
+static double
+ok_most(const struct pst *p)
+{
+	double above = 0;
+	long i;
+
+	if (p->okh_n == 0)	/* a state from before the count */
+		return p->ok_k;
+	for (i = 0; i < NOKH; i++) {
+		above += p->okh[i];
+		if (above > OK_RARE * p->okh_n)
+			return p->ok_k - (double)i;
+	}
+	return p->ok_k - NOKH;
+}
+
 static void
 feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 {
 	int cap, quiet;
+	double k;
 
 	if (p->t_first == 0)
 		p->t_first = e->now;
@@ -856,8 +910,7 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		count(p, e);
 		p->n_ok++;
 		p->s_ref++;
-		if (e->inflight > p->ok_k)
-			p->ok_k = (double)e->inflight;
+		ok_count(p, e->inflight);
 		grow(p, c, e);
 		return;
 	}
@@ -867,7 +920,8 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		return;
 	}
 	count(p, e);
-	cap = p->paced && e->inflight > p->ok_k && p->ok_k >= 2;
+	k = ok_most(p);
+	cap = p->paced && (double)e->inflight > k && k >= 2;
 	/* A concurrency cap's refusals are never noise. */
 	if (within_noise(p) && !cap)
 		return;
@@ -894,7 +948,7 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 */
 	if (cap) {
 		if (p->w_held < 0 || p->w_held > 0)
-			p->win = fmax(1, fmin(p->win, p->ok_k));
+			p->win = fmax(1, fmin(p->win, k));
 		p->w_held = 0;
 	} else {
 		/* Refused within the window: the pace, not the window. */
