@@ -8,7 +8,8 @@
 # Exit status: 0 every document succeeded; 3 finished with dead letters;
 # 4 the deadline cut some documents; 5 ids were left to another pipeline
 # still running on the run directory; 2 usage or configuration error;
-# 1 internal failure (a stage failed or the counts did not reconcile).
+# 1 internal failure (a stage failed or the counts did not reconcile);
+# 129, 130, 143 stopped by SIGHUP, SIGINT or SIGTERM (the rest pending).
 set -u
 
 prog=rfpipe
@@ -72,6 +73,8 @@ quote() {
 # signal ignored on entry cannot be trapped: start again with SIGINT and
 # SIGTERM at their defaults, so that either, sent to this PID, stops the
 # run as Ctrl-C at a terminal does.  (Linux: SigIgn, bits 2 and 15.)
+# SIGHUP ignored on entry is left so: nohup(1) asked for a run that a
+# hang-up does not stop, and the stages inherit it.
 if [ -z "${RFPIPE_SIGNALS_RESET:-}" ] && [ -r /proc/$$/status ]; then
 	ign=$(sed -n 's/^SigIgn:[[:space:]]*\([0-9a-f]*\)$/\1/p' /proc/$$/status)
 	if [ -n "$ign" ] && [ $((0x$ign & 0x4002)) -ne 0 ] &&
@@ -308,6 +311,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+trap 'exit 129' HUP
 
 if [ -n "$queue" ]; then
 	# Load once (loading it again adds nothing); count what all hosts share.
@@ -408,32 +412,35 @@ caught=
 signals=0
 trap 'stop INT' INT
 trap 'stop TERM' TERM
+trap 'stop HUP' HUP
 
 # The stages run in the background, and the driver waits for them: a
-# signal is then taken at once, not when the batch is over.  Only
-# rfp-fetch acts on SIGINT and SIGTERM (it stops and writes its report);
-# the stages after it ignore them, file what is on its way and reach EOF,
-# so a signal to the process group ends the run as one to rfpipe does.
+# signal is then taken at once, not when the batch is over.  The stages
+# ignore SIGINT, SIGTERM and SIGHUP from the start; the driver passes a
+# stop on to rfp-fetch (it stops and writes its report) and rfp-parse, and
+# the stages after them file what is on its way and reach EOF, so a signal
+# to the process group (Ctrl-C, a hang-up) ends the run as one to rfpipe
+# does.
 # Each stage's exit status is appended to $status; the sink's is waited for.
 # shellcheck disable=SC2086
 {
-	trap '' INT TERM
+	trap '' INT TERM HUP
 	fetch --run-dir="$run_dir" --retry-fifo="$fifo" --report="$report" \
 	    --owner="$claims_owner" \
 	    --resume $retry_dead ${config:+"--config=$config"} ${state:+"--state=$state"} $jobs_opt $dl_opt $verbose
 	echo "rfp-fetch $?" >>"$status"
 } | {
-	trap '' INT TERM
+	trap '' INT TERM HUP
 	classify $verbose
 	echo "rfp-classify $?" >>"$status"
 } | {
-	trap '' INT TERM
+	trap '' INT TERM HUP
 	backoff --run-dir="$run_dir" --admitted="$admitted" $budget_opt \
 	    ${config:+"--config=$config"} ${state:+"--state=$state"} $seed_opt $ma_opt $dl_opt $verbose
 } | {
 	# Ignored from the start: a signal that comes before rfp-sink has
 	# set its handler must not kill it (and the summary with it).
-	trap '' INT TERM
+	trap '' INT TERM HUP
 	exec rfp-sink --run-dir="$run_dir" --retry-fifo="$fifo" \
 	    --owner="$claims_owner" \
 	    --admitted-from="$report" --fate-status --progress="$progress" \
@@ -452,11 +459,19 @@ while :; do
 	forward
 done
 
+# The stages are done and their records filed (summary.json before the
+# table).  After a hang-up the terminal may be gone, or standard error a
+# pipe no one reads: what is left to say must not end the driver before
+# its EXIT trap and its status.
+trap '' PIPE
 if [ -n "$caught" ]; then
 	# The stages' statuses say "stopped"; what matters is how to go on.
 	printf '%s: interrupted by SIG%s; resume with: %s\n' "$prog" \
 	    "$caught" "$cmdline" >&2
-	[ "$caught" = INT ] && exit 130
+	case $caught in
+	HUP) exit 129 ;;
+	INT) exit 130 ;;
+	esac
 	exit 143
 fi
 

@@ -31,18 +31,21 @@ fetch_started() {
 
 # interrupt SIG WHO: run rfpipe in its own process group, send SIG to its
 # PID or to its group once requests are in flight (or once $started says
-# so), then run $after_signal if set, and wait (bounded).  SIGINT is not
-# ignored in it, as it would be in a background job here.
+# so), running $before_signal and $after_signal if set, and wait
+# (bounded).  Its standard error goes to $err_to if set (read by the
+# test), else to $BATS_TEST_TMPDIR/err.  SIGINT is not ignored in it, as
+# it would be in a background job here.
 interrupt() {
 	local sig=$1 who=$2 pid i
 	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" -j 2 \
 	    --run-dir "$RUN" --seed 1 "$M" >"$BATS_TEST_TMPDIR/out" \
-	    2>"$BATS_TEST_TMPDIR/err" &
+	    2>"${err_to:-$BATS_TEST_TMPDIR/err}" &
 	pid=$!
 	for i in $(seq 1 500); do
 		"${started:-in_flight}" && break
 		sleep 0.01
 	done
+	[ -z "${before_signal:-}" ] || $before_signal
 	if [ "$who" = group ]; then
 		kill -"$sig" -- -"$pid"
 	else
@@ -60,7 +63,7 @@ interrupt() {
 		wait "$pid" || :
 		status=124
 	fi
-	stderr=$(cat "$BATS_TEST_TMPDIR/err")
+	stderr=$(cat "$BATS_TEST_TMPDIR/err" 2>/dev/null || :)
 }
 
 # held STAGE: a STAGE first in $BATS_TEST_TMPDIR/shim that, slow to
@@ -114,6 +117,27 @@ check_interrupted() {
 	start_slow 30
 	interrupt TERM group
 	check_interrupted 143 TERM
+}
+
+@test "operator: SIGHUP to rfpipe's process group (a session hung up) stops the run as SIGTERM does and exits 129" {
+	start_slow 30
+	interrupt HUP group
+	check_interrupted 129 HUP
+}
+
+@test "operator: SIGHUP with standard error gone (the terminal closed): the records are filed, the driver ends as it should, 129" {
+	start_slow 30
+	# Standard error a pipe whose reader is gone when the hang-up comes:
+	# the summary's table and the resume line meet EPIPE.
+	mkfifo "$BATS_TEST_TMPDIR/errpipe"
+	cat "$BATS_TEST_TMPDIR/errpipe" >"$BATS_TEST_TMPDIR/err" &
+	reader=$!
+	hang_up() { kill "$reader"; wait "$reader" || :; }
+	err_to=$BATS_TEST_TMPDIR/errpipe before_signal=hang_up interrupt HUP group
+	[ "$status" -eq 129 ]
+	jq -e '.interrupted == true and .reconciled == true and .pending == 30' "$RUN/summary.json"
+	# The driver lived to its EXIT trap: its own files are gone.
+	[ -z "$(find "$RUN/state" -name 'retry.*.fifo' -o -name 'status.*' -o -name 'fetch.*.pid')" ]
 }
 
 @test "operator: SIGTERM to the group before rfp-sink has set its handler still files the summary" {
