@@ -448,15 +448,22 @@ trap 'stop HUP' HUP
 } &
 pipe=$!
 
+# A signal taken while the stages were being started (the trap runs once
+# they all are), or while forward ran, is passed on before the next wait;
+# one that comes during a wait ends it, and is passed on after.
 sink=
+passed=0
 while :; do
-	n=$signals
+	if [ "$passed" -ne "$signals" ]; then
+		passed=$signals
+		forward
+		continue
+	fi
 	wait "$pipe"
 	code=$?
 	# wait gives 127 when a signal came just after the pipeline ended.
 	[ "$code" -eq 127 ] && [ -n "$sink" ] || sink=$code
-	[ "$n" -eq "$signals" ] && break
-	forward
+	[ "$passed" -eq "$signals" ] && break
 done
 
 # The stages are done and their records filed (summary.json before the

@@ -66,17 +66,19 @@ interrupt() {
 	stderr=$(cat "$BATS_TEST_TMPDIR/err" 2>/dev/null || :)
 }
 
-# held STAGE: a STAGE first in $BATS_TEST_TMPDIR/shim that, slow to
-# start, waits (ignoring INT and TERM, as the stages are started) until
-# release, then becomes the real one.  --check runs at once.
+# held STAGE [REAL]: a STAGE first in $BATS_TEST_TMPDIR/shim that, slow
+# to start, waits (ignoring INT and TERM, as the stages are started) until
+# release, then becomes the real one (REAL, or the build's).  --check runs
+# at once.  $BATS_TEST_TMPDIR/held.STAGE is there once it waits.
 held() {
 	mkdir -p "$BATS_TEST_TMPDIR/shim"
 	cat >"$BATS_TEST_TMPDIR/shim/$1" <<-EOF
 	#!/bin/bash
 	case " \$* " in *" --check "*) ;; *)
+		touch "$BATS_TEST_TMPDIR/held.$1"
 		until [ -e "$BATS_TEST_TMPDIR/go" ]; do sleep 0.02; done ;;
 	esac
-	exec "$ROOT/bin/$1" "\$@"
+	exec "${2:-$ROOT/bin/$1}" "\$@"
 	EOF
 	chmod +x "$BATS_TEST_TMPDIR/shim/$1"
 }
@@ -155,6 +157,44 @@ check_interrupted() {
 	start_slow 30
 	PATH=$BATS_TEST_TMPDIR/shim:$PATH started=fetch_started \
 	    after_signal=late_release interrupt TERM pid
+	check_interrupted 143 TERM
+}
+
+@test "operator: SIGTERM while rfpipe is starting its stages is passed on once they are there" {
+	# The window is the driver's own: between setting its stop trap and
+	# its wait loop it only forks the stages, in the background, so a
+	# held stage cannot keep it there.  The driver is held instead: at
+	# mkfifo, the last command it waits for before the stages, strace
+	# attaches to delay the return of its next fork (the first stage's)
+	# by 3 s; the signal comes then, and its trap runs once all are forked.
+	command -v strace >/dev/null || skip "strace is not installed"
+	held mkfifo "$(command -v mkfifo)"
+	start_slow 30
+	local tracer i
+	attach() {
+		for i in $(seq 1 500); do
+			[ -e "$BATS_TEST_TMPDIR/held.mkfifo" ] && break
+			sleep 0.01
+		done
+		strace -p "$pid" -o /dev/null -e trace=clone \
+		    -e inject=clone:delay_exit=3000000:when=1 \
+		    2>"$BATS_TEST_TMPDIR/strace" &
+		tracer=$!
+		for i in $(seq 1 500); do
+			grep -q attached "$BATS_TEST_TMPDIR/strace" && break
+			kill -0 "$tracer" 2>/dev/null || break
+			sleep 0.01
+		done
+		release
+	}
+	started_traced() {
+		[ -n "${tracer:-}" ] || attach
+		fetch_started
+	}
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH started=started_traced interrupt TERM pid
+	kill "$tracer" 2>/dev/null || :
+	grep -q attached "$BATS_TEST_TMPDIR/strace" ||
+	    skip "strace cannot trace here: $(cat "$BATS_TEST_TMPDIR/strace")"
 	check_interrupted 143 TERM
 }
 
