@@ -376,32 +376,56 @@ classify() {
 	fi
 }
 
-# Pass a signal on to rfp-fetch, once it has started.  It ignores SIGTERM
-# until it has set its handler (it is started so): the signal is sent
-# again until its report says it has stopped, or it has gone (10 s at most).
-# shellcheck disable=SC2317  # called by the traps
-forward() {
+# pid_of FILE: set pid to the process id a stage's wrapper wrote in FILE,
+# once it is there (2 s at most); false when it is not.
+# shellcheck disable=SC2317  # called by forward
+pid_of() {
 	i=0
-	while [ ! -s "$fetch_pid" ] && [ "$i" -lt 40 ]; do
+	while [ ! -s "$1" ] && [ "$i" -lt 40 ]; do
 		sleep 0.05
 		i=$((i + 1))
 	done
-	if [ -s "$fetch_pid" ]; then
+	[ -s "$1" ] && read -r pid <"$1"
+}
+
+# catches_term PID: whether process PID has a handler for SIGTERM
+# (Linux: SigCgt, bit 15; where /proc says nothing, no).
+# shellcheck disable=SC2317
+catches_term() {
+	cgt=$(sed -n 's/^SigCgt:[[:space:]]*\([0-9a-f]*\)$/\1/p' \
+	    "/proc/$1/status" 2>/dev/null)
+	cgt=${cgt#"${cgt%????????}"}	# the low 32 bits are enough
+	[ -n "$cgt" ] && [ $((0x$cgt & 0x4000)) -ne 0 ]
+}
+
+# Pass a stop on to rfp-fetch and rfp-parse, once each has started.  Both
+# are started ignoring SIGTERM and set their handler only after their
+# options, configuration and run directory: a signal sent before then is
+# lost.  So it is sent again every 50 ms (10 s at most): to rfp-fetch
+# until its report says it has stopped, to rfp-parse until it was sent
+# while rfp-parse caught it, or until either has gone.
+# shellcheck disable=SC2317  # called by the wait loop
+forward() {
+	if pid_of "$fetch_pid"; then
 		i=0
 		while [ ! -e "$report" ] && [ "$i" -lt 200 ] &&
-		    kill -TERM "$(cat "$fetch_pid")" 2>/dev/null; do
+		    kill -TERM "$pid" 2>/dev/null; do
 			sleep 0.05
 			i=$((i + 1))
 		done
-		i=0
 	fi
 	# rfp-parse stops its parsers, their documents left to the resume.
 	[ -n "$parse" ] || return 0
-	while [ ! -s "$parse_pid" ] && [ "$i" -lt 40 ]; do
+	pid_of "$parse_pid" || return 0
+	i=0
+	while [ "$i" -lt 200 ]; do
+		took=
+		catches_term "$pid" && took=1
+		kill -TERM "$pid" 2>/dev/null || return 0
+		[ -z "$took" ] || return 0
 		sleep 0.05
 		i=$((i + 1))
 	done
-	[ -s "$parse_pid" ] && kill -TERM "$(cat "$parse_pid")" 2>/dev/null
 }
 # shellcheck disable=SC2317
 stop() {

@@ -29,7 +29,8 @@ fetch_started() {
 	[ -s "$(echo "$RUN"/state/fetch.*.pid)" ]
 }
 
-# interrupt SIG WHO: run rfpipe in its own process group, send SIG to its
+# interrupt SIG WHO [OPTION...]: run rfpipe (with OPTIONs before the
+# manifest) in its own process group, send SIG to its
 # PID or to its group once requests are in flight (or once $started says
 # so), running $before_signal and $after_signal if set, and wait
 # (bounded).  Its standard error goes to $err_to if set (read by the
@@ -37,8 +38,9 @@ fetch_started() {
 # it would be in a background job here.
 interrupt() {
 	local sig=$1 who=$2 pid i
+	shift 2
 	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" -j 2 \
-	    --run-dir "$RUN" --seed 1 "$M" >"$BATS_TEST_TMPDIR/out" \
+	    --run-dir "$RUN" --seed 1 "$@" "$M" >"$BATS_TEST_TMPDIR/out" \
 	    2>"${err_to:-$BATS_TEST_TMPDIR/err}" &
 	pid=$!
 	for i in $(seq 1 500); do
@@ -68,13 +70,13 @@ interrupt() {
 
 # held STAGE [REAL]: a STAGE first in $BATS_TEST_TMPDIR/shim that, slow
 # to start, waits (ignoring INT and TERM, as the stages are started) until
-# release, then becomes the real one (REAL, or the build's).  --check runs
-# at once.  $BATS_TEST_TMPDIR/held.STAGE is there once it waits.
+# release, then becomes the real one (REAL, or the build's).  --check and
+# --list run at once.  $BATS_TEST_TMPDIR/held.STAGE is there once it waits.
 held() {
 	mkdir -p "$BATS_TEST_TMPDIR/shim"
 	cat >"$BATS_TEST_TMPDIR/shim/$1" <<-EOF
 	#!/bin/bash
-	case " \$* " in *" --check "*) ;; *)
+	case " \$* " in *" --check "*|*" --list "*) ;; *)
 		touch "$BATS_TEST_TMPDIR/held.$1"
 		until [ -e "$BATS_TEST_TMPDIR/go" ]; do sleep 0.02; done ;;
 	esac
@@ -158,6 +160,44 @@ check_interrupted() {
 	PATH=$BATS_TEST_TMPDIR/shim:$PATH started=fetch_started \
 	    after_signal=late_release interrupt TERM pid
 	check_interrupted 143 TERM
+}
+
+@test "operator: SIGTERM before rfp-parse has set its handler is passed on until it takes it" {
+	# rfp-parse, started ignoring SIGTERM, sets its handler after its
+	# configuration and run directory; held back (a slow disk) until half
+	# a second after the signal, it gets three bodies to parse with a
+	# parser that never ends: only a stop taken ends the run in time.
+	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF'
+	routes:
+	  - {match: "/ok/*", endpoint: ok}
+	EOF
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /ok 3 ok >"$M"
+	export PARSE_PIDS=$BATS_TEST_TMPDIR/pids
+	printf 'parse: {command: [%s], timeout: 86400s}\n' \
+	    "$FIX/parse/parsers/slow" >"$BATS_TEST_TMPDIR/c.yaml"
+	held rfp-parse
+	late_release() { sleep 0.5; release; }
+	# The three answered: their records are rfp-fetch's to write out,
+	# and written when it stops.
+	answered() {
+		[ "$(jq -s '[.[] | select(.t == "req" and .status == 200)] | length' \
+		    "$RUN/logs/attempts.ndjson" 2>/dev/null)" = 3 ]
+	}
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH started=answered \
+	    after_signal=late_release interrupt TERM pid --config "$BATS_TEST_TMPDIR/c.yaml"
+	[ "$status" -eq 143 ]
+	[[ $stderr == *"rfpipe: interrupted by SIGTERM; resume with: "* ]]
+	[[ $stderr == *"rfp-parse: stopped by signal 15 with "* ]]
+	[[ $stderr == *"check: interrupted: admitted 3 = succeeded 0 + dead 0 + pending 3: ok"* ]]
+	jq -e '.interrupted == true and .reconciled == true and .pending == 3' "$RUN/summary.json"
+	# The parsers it started were ended with it (gone, or a zombie no one
+	# has reaped yet).
+	[ -s "$PARSE_PIDS" ]
+	while read -r i; do
+		st=$(ps -o stat= -p "$i") || continue
+		[[ $st == Z* ]] || fail "parser $i still runs"
+	done <"$PARSE_PIDS"
 }
 
 @test "operator: SIGTERM while rfpipe is starting its stages is passed on once they are there" {
