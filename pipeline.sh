@@ -290,6 +290,7 @@ fifo=$state_dir/retry.$$.fifo
 report=$state_dir/fetch.$$.json
 status=$state_dir/status.$$
 fetch_pid=$state_dir/fetch.$$.pid
+fetch_ended=$state_dir/fetch.$$.ended
 parse_pid=$state_dir/parse.$$.pid
 if ! err=$(mkdir -p "$state_dir" "$run_dir/docs" "$run_dir/logs" 2>&1); then
 	# mkdir says it once per directory: the first is the cause.
@@ -299,14 +300,14 @@ fi
 # The pipeline's name in state/claims.ndjson: rfp-fetch and rfp-sink both
 # hold it, so the ids it claimed stay its while any of them still runs.
 claims_owner=$$.$(date +%s)
-rm -f "$fifo" "$report" "$fetch_pid" "$parse_pid"
+rm -f "$fifo" "$report" "$fetch_pid" "$fetch_ended" "$parse_pid"
 true >"$status" || die 1 "write $status: failed"
 mkfifo -m 600 "$fifo" || die 1 "mkfifo $fifo: failed"
 # rfp-fetch holds the FIFO's read end and rfp-sink its write end, and no one
 # else: when rfp-sink ends, however it ends, rfp-fetch sees EOF and stops.
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
-	rm -f "$fifo" "$status" "$fetch_pid" "$parse_pid"
+	rm -f "$fifo" "$status" "$fetch_pid" "$fetch_ended" "$parse_pid"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -325,7 +326,10 @@ if [ -n "$queue" ]; then
 fi
 
 # The manifest, from the file or claimed from the shared queue; rfp-fetch's
-# process id is kept for a signal to be passed on to it.
+# process id is kept for a signal to be passed on to it.  Once it has
+# ended, however (killed with SIGKILL too), its status is written to
+# $fetch_ended: an rfp-sink still waiting for it to open the FIFO then
+# knows it never will, and files on without it.
 # shellcheck disable=SC2086
 fetch() {
 	if [ -n "$queue" ]; then
@@ -339,6 +343,9 @@ fetch() {
 	fi
 	echo "$!" >"$fetch_pid"
 	wait "$!"
+	set -- "$?"
+	echo "$1" >"$fetch_ended"
+	return "$1"
 }
 
 # Decide fates; with a queue, file each finished record there as well.
@@ -466,7 +473,7 @@ trap 'stop HUP' HUP
 	# set its handler must not kill it (and the summary with it).
 	trap '' INT TERM HUP
 	exec rfp-sink --run-dir="$run_dir" --retry-fifo="$fifo" \
-	    --owner="$claims_owner" \
+	    --fetch-ended="$fetch_ended" --owner="$claims_owner" \
 	    --admitted-from="$report" --fate-status --progress="$progress" \
 	    --total="$admitted" $quiet $verbose
 } &

@@ -66,8 +66,9 @@
 
 static const char usage[] =
     "usage: rfp-sink [-hqv] [--admitted-from FILE] [--fate-status]\n"
-    "                [--owner NAME] [--progress MODE] [--retry-fifo FIFO]\n"
-    "                --run-dir DIR [--total N] [--version]\n";
+    "                [--fetch-ended FILE] [--owner NAME] [--progress MODE]\n"
+    "                [--retry-fifo FIFO] --run-dir DIR [--total N]\n"
+    "                [--version]\n";
 
 enum progress_mode {
 	PROGRESS_NONE,
@@ -79,6 +80,7 @@ static struct opts {
 	const char	*run_dir;
 	const char	*fifo;
 	const char	*admitted_from;
+	const char	*fetch_ended;	/* there once rfp-fetch has ended */
 	const char	*owner;		/* see fetch/claims.c */
 	int		 quiet;
 	int		 fate_status;
@@ -141,11 +143,15 @@ fifo_lost(void)
 
 /*
  * Open the FIFO's write end once rfp-fetch holds the read end.  -1 when
- * rfp-fetch has already finished: a sink slow to start, and a run stopped
- * at once, meet no reader.  It has when its --admitted-from report is
- * there and no reader came for a second (a report left by an earlier run,
- * by hand, is not taken for this one's: its rfp-fetch opens the FIFO
- * within milliseconds).
+ * rfp-fetch has already ended: a sink slow to start meets no reader after
+ * a run stopped at once, or after an rfp-fetch killed.  The sink cannot
+ * tell a slow rfp-fetch from a dead one by itself; whoever started it can.
+ * It has ended when the --fetch-ended file is there (rfpipe writes it once
+ * it has reaped rfp-fetch, however it ended: sure, and at once).  Without
+ * one (by hand), when its --admitted-from report is there and no reader
+ * came for a second (a report left by an earlier run is not taken for
+ * this one's: its rfp-fetch opens the FIFO within milliseconds).  Else,
+ * after 10 s, the sink gives up.
  */
 static int
 open_fifo(const char *path)
@@ -158,6 +164,12 @@ open_fifo(const char *path)
 	while ((fd = files_open(path, O_WRONLY | O_NONBLOCK, 0)) == -1) {
 		if (errno != ENXIO || clk_mono() - t0 > 10)
 			msg_diesys(1, "open %s", path);
+		if (opts.fetch_ended != NULL &&
+		    access(opts.fetch_ended, F_OK) == 0) {
+			msg_warn("%s: rfp-fetch has ended; retries are left "
+			    "for a re-run", path);
+			return -1;
+		}
 		if (clk_mono() - t0 > 1 && opts.admitted_from != NULL &&
 		    access(opts.admitted_from, F_OK) == 0) {
 			msg_warn("%s: rfp-fetch has finished; retries are "
@@ -461,6 +473,7 @@ options(int argc, char *argv[])
 	static const struct option longopts[] = {
 		{ "admitted-from", required_argument, NULL, 'a' },
 		{ "fate-status", no_argument, NULL, 's' },
+		{ "fetch-ended", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "owner", required_argument, NULL, 'o' },
 		{ "progress", required_argument, NULL, 'p' },
@@ -480,6 +493,9 @@ options(int argc, char *argv[])
 		switch (c) {
 		case 'a':
 			opts.admitted_from = optarg;
+			break;
+		case 'e':
+			opts.fetch_ended = optarg;
 			break;
 		case 'f':
 			opts.fifo = optarg;

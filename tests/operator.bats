@@ -32,7 +32,8 @@ fetch_started() {
 # interrupt SIG WHO [OPTION...]: run rfpipe (with OPTIONs before the
 # manifest) in its own process group, send SIG to its
 # PID or to its group once requests are in flight (or once $started says
-# so), running $before_signal and $after_signal if set, and wait
+# so; WHO fetch: to rfp-fetch), running $before_signal and $after_signal
+# if set, and wait
 # (bounded).  Its standard error goes to $err_to if set (read by the
 # test), else to $BATS_TEST_TMPDIR/err.  SIGINT is not ignored in it, as
 # it would be in a background job here.
@@ -48,11 +49,11 @@ interrupt() {
 		sleep 0.01
 	done
 	[ -z "${before_signal:-}" ] || $before_signal
-	if [ "$who" = group ]; then
-		kill -"$sig" -- -"$pid"
-	else
-		kill -"$sig" "$pid"
-	fi
+	case $who in
+	group) kill -"$sig" -- -"$pid" ;;
+	fetch) kill -"$sig" "$(cat "$RUN"/state/fetch.*.pid)" ;;
+	*) kill -"$sig" "$pid" ;;
+	esac
 	[ -z "${after_signal:-}" ] || $after_signal
 	# The route holds each answer 60 s: only a stop ends this in time
 	# (30 s, for a sanitizer build on a loaded machine); else the group
@@ -236,6 +237,36 @@ check_interrupted() {
 	grep -q attached "$BATS_TEST_TMPDIR/strace" ||
 	    skip "strace cannot trace here: $(cat "$BATS_TEST_TMPDIR/strace")"
 	check_interrupted 143 TERM
+}
+
+@test "operator: rfp-fetch killed before a late rfp-sink opens the FIFO: the sink files on without it, retries pending, and prints the summary" {
+	# Three retries on their way to an rfp-sink slow to start, and
+	# rfp-fetch killed with SIGKILL before it opens the FIFO: no reader
+	# comes, and no report.  rfpipe, which reaped rfp-fetch, tells it.
+	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF'
+	routes:
+	  - {match: "/busy/*", endpoint: busy, script: [503]}
+	  - {match: "/slow/*", endpoint: slow, delay_ms: 6000000}
+	EOF
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	{ manifest /busy 3 busy; manifest /slow 2 slow; } >"$M"
+	held rfp-sink
+	# rfp-backoff has decided the three retries: they are past it.
+	retried() {
+		[ "$(jq -s '[.[] | select(.t == "delay")] | length' \
+		    "$RUN/logs/attempts.ndjson" 2>/dev/null)" = 3 ] && in_flight
+	}
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH started=retried after_signal=release \
+	    interrupt KILL fetch
+	[ "$status" -eq 1 ]
+	[[ $stderr == *"rfpipe: rfp-fetch failed with status 137"* ]]
+	[[ $stderr == *".fifo: rfp-fetch has ended; retries are left for a re-run"* ]]
+	[[ $stderr != *"No such device or address"* ]]
+	[[ $stderr == *"rfpipe: summary of $RUN"* ]]
+	jq -e '.run.retries == 3 and .run.succeeded == 0 and .run.dead == 0' "$RUN/summary.json"
+	# The retries went neither to standard output nor to a file: pending.
+	[ ! -s "$BATS_TEST_TMPDIR/out" ]
+	[ ! -s "$RUN/results.ndjson" ] && [ ! -s "$RUN/dead.ndjson" ]
 }
 
 @test "operator: what was done before SIGTERM is filed, and the resume line finishes the rest" {

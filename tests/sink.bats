@@ -236,6 +236,24 @@ ids() {
 	[ "$(grep -c . "$RD/results.ndjson")" -eq 3 ]
 }
 
+@test "sink: a --retry-fifo whose rfp-fetch has ended with no report (--fetch-ended is there) files on, retries pending, summary printed" {
+	local fifo=$BATS_TEST_TMPDIR/retry.fifo
+	mkfifo "$fifo"
+	# rfp-fetch killed: no reader will come, and no report.
+	echo 137 >"$BATS_TEST_TMPDIR/ended"
+	run --separate-stderr timeout 20 rfp-sink --run-dir "$RD" --retry-fifo "$fifo" \
+	    --fetch-ended "$BATS_TEST_TMPDIR/ended" \
+	    --admitted-from "$BATS_TEST_TMPDIR/report.json" <"$F/fates.ndjson"
+	# Without its report the count cannot be checked: 1, said with the table.
+	[ "$status" -eq 1 ]
+	[ "$output" = "" ]
+	[ "${stderr_lines[0]}" = "rfp-sink: $fifo: rfp-fetch has ended; retries are left for a re-run" ]
+	[[ $stderr == *"rfp-sink: $BATS_TEST_TMPDIR/report.json: no admitted count"* ]]
+	[[ $stderr == *"rfpipe: summary of $RD"* ]]
+	[ "$(grep -c . "$RD/results.ndjson")" -eq 3 ]
+	jq -e '.run.retries == 2 and .run.succeeded == 3' "$RD/summary.json"
+}
+
 @test "sink: a report left by an earlier run is not taken for rfp-fetch's: the sink waits for the reader that comes" {
 	local fifo=$BATS_TEST_TMPDIR/retry.fifo
 	mkfifo "$fifo"
