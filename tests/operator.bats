@@ -29,14 +29,13 @@ fetch_started() {
 	[ -s "$(echo "$RUN"/state/fetch.*.pid)" ]
 }
 
-# interrupt SIG WHO [OPTION...]: run rfpipe (with OPTIONs before the
-# manifest) in its own process group, send SIG to its
-# PID or to its group once requests are in flight (or once $started says
-# so; WHO fetch: to rfp-fetch), running $before_signal and $after_signal
-# if set, and wait
-# (bounded).  Its standard error goes to $err_to if set (read by the
-# test), else to $BATS_TEST_TMPDIR/err.  SIGINT is not ignored in it, as
-# it would be in a background job here.
+# interrupt SIG WHO [OPTION...]: run rfpipe (OPTIONs before the manifest)
+# in its own process group, send SIG to its PID, to its group or to its
+# rfp-fetch (WHO pid, group, fetch) once requests are in flight (or once
+# $started says so), running $before_signal and $after_signal if set, and
+# wait (bounded).  Its standard error goes to $err_to if set (the test
+# reads it), else to $BATS_TEST_TMPDIR/err.  SIGINT is not ignored in it,
+# as it would be in a background job here.
 interrupt() {
 	local sig=$1 who=$2 pid i
 	shift 2
@@ -192,10 +191,9 @@ check_interrupted() {
 	[[ $stderr == *"rfp-parse: stopped by signal 15 with "* ]]
 	[[ $stderr == *"check: interrupted: admitted 3 = succeeded 0 + dead 0 + pending 3: ok"* ]]
 	jq -e '.interrupted == true and .reconciled == true and .pending == 3' "$RUN/summary.json"
-	# The parsers it started were ended with it (gone, or a zombie no one
-	# has reaped yet).
-	[ -s "$PARSE_PIDS" ]
-	while read -r i; do
+	# Any parser it started (the stop may come before the first) was
+	# ended with it: gone, or a zombie no one has reaped yet.
+	[ ! -e "$PARSE_PIDS" ] || while read -r i; do
 		st=$(ps -o stat= -p "$i") || continue
 		[[ $st == Z* ]] || fail "parser $i still runs"
 	done <"$PARSE_PIDS"
