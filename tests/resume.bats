@@ -12,8 +12,10 @@ setup() {
 	mock_start "$FIX/pipeline/crash.yaml"
 	{
 		for i in $(seq 1 150); do
-			printf '{"id":"get-%d","url":"%s/fetch/doc-%d","endpoint":"fetch"}\n' "$i" "$MOCK_URL" "$i"
-			printf '{"id":"sub-%d","url":"%s/submit/app-%d","method":"POST","body":{"n":%d},"endpoint":"submit","cycle":"2026"}\n' "$i" "$MOCK_URL" "$i" "$i"
+			s=
+			[ "$i" -le 140 ] || s=slow/
+			printf '{"id":"get-%d","url":"%s/fetch/%sdoc-%d","endpoint":"fetch"}\n' "$i" "$MOCK_URL" "$s" "$i"
+			printf '{"id":"sub-%d","url":"%s/submit/%sapp-%d","method":"POST","body":{"n":%d},"endpoint":"submit","cycle":"2026"}\n' "$i" "$MOCK_URL" "$s" "$i" "$i"
 		done
 	} >"$BATS_TEST_TMPDIR/m"
 }

@@ -240,13 +240,21 @@ descendants() {
 # land mid-run, or the test proves nothing.
 kill_stage_at() {
 	local run=$1 pid=$2 stage=$3 want=$4 end=$((SECONDS + ${5:-20})) p victim=
+	local parent
 	while [ "$SECONDS" -lt "$end" ]; do
 		[ "$(cat "$run/results.ndjson" "$run/dead.ndjson" 2>/dev/null |
 		    wc -l)" -ge "$want" ] && break
 		sleep 0.005
 	done
+	# The stage itself, not a child it forked that has not yet exec'd
+	# (rfp-parse's parsers are rfp-parse until they are cat): the one
+	# whose parent, still there, is not the stage.
 	for p in $(descendants "$pid"); do
-		[ "$(ps -o comm= -p "$p" 2>/dev/null)" = "rfp-$stage" ] && victim=$p
+		[ "$(ps -o comm= -p "$p" 2>/dev/null)" = "rfp-$stage" ] || continue
+		parent=$(ps -o ppid= -p "$p" 2>/dev/null) || continue
+		parent=$(ps -o comm= -p "${parent//[[:space:]]/}" 2>/dev/null) ||
+		    continue
+		[ -n "$parent" ] && [ "$parent" != "rfp-$stage" ] && victim=$p
 	done
 	if [ -z "$victim" ]; then
 		echo "kill_stage_at: no rfp-$stage below $pid" >&2
