@@ -290,6 +290,16 @@ load_body(struct xfer *x, const json_t *rec, char *err, size_t errlen)
 	const char *bf = rec_str(rec, "body_file");
 	long size;
 
+	/*
+	 * doc_check refused it at admission; never a body on a GET, which
+	 * libcurl would send as a POST with none of a submission's guards.
+	 */
+	if ((b != NULL || bf != NULL) &&
+	    !doc_sends_body(rec_str(rec, "method"))) {
+		snprintf(err, errlen, "field \"%s\": given for a method that "
+		    "sends no body", b != NULL ? "body" : "body_file");
+		return -1;
+	}
 	if (json_is_string(b)) {
 		x->body_len = json_string_length(b);
 		x->body = xmalloc(x->body_len + 1);

@@ -169,6 +169,20 @@ doc_check(const json_t *rec, char *err, size_t errlen)
 	    !json_is_string(v))
 		return fail(err, errlen, "field \"body_file\": not a string%s%s",
 		    "", "");
+	/*
+	 * A body goes only with a method that sends one.  Sent with a GET it
+	 * would go out as a POST (libcurl's POSTFIELDS) that is no
+	 * submission: no Idempotency-Key, no ledger entry, retried blindly,
+	 * committed twice.  The record is refused, never guessed at.
+	 */
+	m = json_string_value(json_object_get(rec, "method"));
+	if (!doc_sends_body(m) && (json_object_get(rec, "body") != NULL ||
+	    json_object_get(rec, "body_file") != NULL))
+		return fail(err, errlen, "field \"%s\": given for a %s, which "
+		    "sends no body: a body goes only with \"method\" POST, PUT, "
+		    "PATCH or DELETE", json_object_get(rec, "body") != NULL ?
+		    "body" : "body_file", m != NULL ? m :
+		    "GET (no \"method\")");
 	if ((v = json_object_get(rec, "endpoint")) != NULL &&
 	    (!json_is_string(v) || json_string_length(v) == 0 ||
 	    json_string_length(v) > 100))
@@ -253,6 +267,13 @@ doc_is_submission(const json_t *rec)
 {
 	return doc_submits(json_string_value(json_object_get(rec, "method")),
 	    json_is_true(json_object_get(rec, "idempotent")));
+}
+
+int
+doc_sends_body(const char *method)
+{
+	return method != NULL && strcmp(method, "GET") != 0 &&
+	    strcmp(method, "HEAD") != 0;
 }
 
 int

@@ -26,6 +26,11 @@ int	doc_is_submission(const json_t *rec);
  * record whose "idempotent" is not true.
  */
 int	doc_submits(const char *method, int idempotent);
+/*
+ * 1 when a request of method (NULL: GET) may carry a body: any but GET and
+ * HEAD.  doc_check refuses a body on any other.
+ */
+int	doc_sends_body(const char *method);
 /* The record's idempotency key (caller frees): given, or hash of id+cycle. */
 char	*doc_idem_key(const json_t *rec);
 

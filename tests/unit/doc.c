@@ -134,7 +134,22 @@ test_check(void)
 		    "{\"Authorization\":\"Bearer ${KEY}\"}}", "" },
 		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"body\":5}",
 		    "field \"body\": not a string or JSON value" },
-		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"body\":{\"k\":1}}", "" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"method\":\"POST\","
+		    "\"body\":{\"k\":1}}", "" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"body\":{\"k\":1}}",
+		    "field \"body\": given for a GET (no \"method\"), which sends "
+		    "no body: a body goes only with \"method\" POST, PUT, PATCH or "
+		    "DELETE" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"method\":\"GET\","
+		    "\"body\":\"x\"}", "field \"body\": given for a GET, which "
+		    "sends no body: a body goes only with \"method\" POST, PUT, "
+		    "PATCH or DELETE" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"method\":\"HEAD\","
+		    "\"body_file\":\"b\"}", "field \"body_file\": given for a "
+		    "HEAD, which sends no body: a body goes only with \"method\" "
+		    "POST, PUT, PATCH or DELETE" },
+		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"method\":\"PUT\","
+		    "\"idempotent\":true,\"body_file\":\"b\"}", "" },
 		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"body_file\":true}",
 		    "field \"body_file\": not a string" },
 		{ "{\"id\":\"a\",\"url\":\"http://h/\",\"endpoint\":\"\"}",
