@@ -35,6 +35,7 @@ static struct {
 	int		 sink_gone;	/* ... and later closed the FIFO */
 	int		 retry_dead;
 	json_t		*seen;		/* ids admitted from the manifest */
+	json_t		*keys;		/* ... their submissions' keys: id, line */
 	json_t		*done;		/* ids already filed (resume) */
 	off_t		 done_size[2];	/* ... the sizes of the files read */
 	struct admit_counts n;
@@ -94,6 +95,36 @@ admit_wait(const json_t *rec, char *err, size_t errlen)
 	snprintf(err, errlen, "field \"not_before\": not a time within "
 	    "max_retry_after (%.0f s) of now", fo->conf.max_retry_after);
 	return -1;
+}
+
+/*
+ * A submission's idempotency key is its own: one another record of the
+ * manifest holds would have the ledger take this one for that one (sent
+ * never, or "replayed" with the other's reply).  0 (the key is taken), or
+ * -1 with err set.
+ */
+static int
+admit_key(const json_t *rec, const char *id, long lineno, char *err,
+    size_t errlen)
+{
+	json_t *v;
+	char *key;
+
+	if (!doc_is_submission(rec))
+		return 0;
+	key = doc_idem_key(rec);
+	if ((v = json_object_get(A.keys, key)) != NULL) {
+		snprintf(err, errlen, "field \"idempotency_key\": \"%.60s\" is "
+		    "already used by id \"%s\" (line %ld); each submission "
+		    "needs its own key", key, rec_str(v, "id"), (long)rec_int(v, "line",
+		    0));
+		free(key);
+		return -1;
+	}
+	json_object_set_new(A.keys, key, json_pack("{s:s,s:I}", "id", id,
+	    "line", (json_int_t)lineno));
+	free(key);
+	return 0;
 }
 
 static void
@@ -184,6 +215,12 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 		snprintf(err, sizeof(err), "field \"id\": duplicate id \"%s\" "
 		    "(first on line %ld)", id, (long)json_integer_value(
 		    json_object_get(A.seen, id)));
+		msg_line(lineno, "%s", err);
+		out_kill(rec, lineno, FATE_BAD_INPUT, err);
+		json_decref(rec);
+		return;
+	}
+	if (admit_key(rec, id, lineno, err, sizeof(err)) == -1) {
 		msg_line(lineno, "%s", err);
 		out_kill(rec, lineno, FATE_BAD_INPUT, err);
 		json_decref(rec);
@@ -365,6 +402,7 @@ admit_open(const struct fopts *o, const char *fifo, int resume,
 	A.fifo = fifo;
 	A.retry_dead = retry_dead;
 	A.seen = json_object();
+	A.keys = json_object();
 	if (resume || retry_dead)
 		load_done();
 	A.in = rec_reader_new(STDIN_FILENO, 0);
@@ -445,8 +483,9 @@ admit_close(void)
 	if (A.fd_fifo != -1)
 		close(A.fd_fifo);
 	json_decref(A.seen);
+	json_decref(A.keys);
 	json_decref(A.done);
 	A.in = A.back = NULL;
 	A.fd_fifo = -1;
-	A.seen = A.done = NULL;
+	A.seen = A.keys = A.done = NULL;
 }

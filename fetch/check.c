@@ -90,11 +90,12 @@ check_manifest(int fd, const struct conf *c, const char *config,
 {
 	struct rec_reader *r = rec_reader_new(fd, 0);
 	json_t *eps = json_object(), *seen = json_object(), *rec, *v;
+	json_t *keys = json_object();
 	long lines = 0, bad = 0, lineno, n;
 	int rc, problems = 0;
 	char err[300], list[1024], when[32];
 	const char *k, *id;
-	char *line, *ep;
+	char *line, *ep, *key;
 	size_t len, i, unmatched;
 
 	while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF) {
@@ -129,6 +130,22 @@ check_manifest(int fd, const struct conf *c, const char *config,
 			bad++;
 			continue;
 		}
+		/* As admission refuses it: a submission's key is its own. */
+		key = doc_is_submission(rec) ? doc_idem_key(rec) : NULL;
+		if (key != NULL && (v = json_object_get(keys, key)) != NULL) {
+			msg_line(lineno, "field \"idempotency_key\": \"%.60s\" is "
+			    "already used by id \"%s\" (line %ld); each "
+			    "submission needs its own key", key, rec_str(v,
+			    "id"), rec_int(v, "line", 0));
+			free(key);
+			json_decref(rec);
+			bad++;
+			continue;
+		}
+		if (key != NULL)
+			json_object_set_new(keys, key, json_pack("{s:s,s:I}",
+			    "id", id, "line", (json_int_t)lineno));
+		free(key);
 		json_object_set_new(seen, id, json_integer(lineno));
 		ep = doc_endpoint(rec);
 		v = json_object_get(eps, ep);
@@ -183,6 +200,7 @@ check_manifest(int fd, const struct conf *c, const char *config,
 		printf("%gx = %ld\n", c->budget_x, conf_budget_total(c, n));
 	json_decref(eps);
 	json_decref(seen);
+	json_decref(keys);
 	if (problems > 0)
 		return 2;
 	return bad > 0 ? 3 : 0;

@@ -214,6 +214,7 @@ submit_gate(struct job *j)
 {
 	json_t *entry;
 	enum ledger_state st;
+	const char *owner;
 	char err[512], *key;
 	int rc = 0;
 
@@ -235,7 +236,21 @@ submit_gate(struct job *j)
 	 */
 	if (st == LEDGER_NONE && json_is_true(json_object_get(j->rec, "sent")))
 		st = LEDGER_AMBIGUOUS;
-	if (st == LEDGER_SUCCESS) {
+	/*
+	 * The key is another id's (an earlier night's, or another pipeline's
+	 * on the ledger): its outcome is not this record's.  Refused, never
+	 * replayed with the other's reply nor left in doubt.  An entry with
+	 * no id (a torn line) names no one: as before.
+	 */
+	owner = entry != NULL ? rec_str(entry, "id") : NULL;
+	if (owner != NULL && strcmp(owner, rec_str(j->rec, "id")) != 0) {
+		snprintf(err, sizeof(err), "field \"idempotency_key\": \"%.60s\" "
+		    "is already used by id \"%.200s\" (ledger: %s); each "
+		    "submission needs its own key", key, owner, ledger_name(st));
+		msg_line(j->lineno, "%s", err);
+		out_kill(j->rec, j->lineno, FATE_BAD_INPUT, err);
+		rc = 1;
+	} else if (st == LEDGER_SUCCESS) {
 		replay(j, entry);
 		rc = 1;
 	} else if ((st == LEDGER_INTENT || st == LEDGER_AMBIGUOUS) &&

@@ -58,3 +58,46 @@ commit_portal() {
 	[ "$(logged '.committed == true')" -eq 1 ]
 	jq -s -e '.[0].id == "p1" and .[0].dead_reason == "ambiguous_submit"' "$RUN/dead.ndjson"
 }
+
+# keyed ID PATH KEY: a POST of ID to the submit route with idempotency_key KEY.
+keyed() {
+	printf '{"id":"%s","url":"%s/grants/submit/%s","method":"POST","body":{"id":"%s"},"idempotency_key":"%s"}\n' \
+	    "$1" "$MOCK_URL" "$2" "$1" "$3"
+}
+
+@test "admit: a second submission with another's idempotency_key is bad_input naming the key and the id; the first is sent, the batch goes on" {
+	mock_start "$FIX/mock/submit.yaml"
+	{ keyed app1 1 K1; keyed app2 2 K1; keyed app3 3 K3; } >"$M"
+	run -3 --separate-stderr pipeline.sh -q -j 1 --run-dir "$RUN" "$M"
+	[ "$(jq -s -c '[.[] | select(.kind == "request") | .path] | sort' "$MOCK_LOG")" = '["/grants/submit/1","/grants/submit/3"]' ]
+	jq -s -e 'map(.id) | sort == ["app1","app3"]' "$RUN/results.ndjson"
+	jq -s -e 'all(has("replayed") | not)' "$RUN/results.ndjson"
+	jq -s -e 'length == 1 and .[0].id == "app2" and .[0].dead_reason == "bad_input" and .[0].line == 2' "$RUN/dead.ndjson"
+	[ "$stderr" = 'rfp-fetch: line 2: field "idempotency_key": "K1" is already used by id "app1" (line 1); each submission needs its own key' ]
+	run -2 --separate-stderr pipeline.sh --check "$M"
+	[[ $output == *"manifest: 3 lines, 2 documents, 1 bad"* ]]
+	[ "$stderr" = 'rfp-fetch: line 2: field "idempotency_key": "K1" is already used by id "app1" (line 1); each submission needs its own key' ]
+}
+
+@test "admit: a submission reusing a key the ledger holds for another id is bad_input naming both, never sent nor replayed" {
+	mock_start "$FIX/mock/submit.yaml"
+	keyed app1 1 K1 >"$M"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$M"
+	# The next night a new record copies the key.
+	keyed app2 2 K1 >"$M"
+	run -3 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$M"
+	[ "$(logged '.kind == "request"')" -eq 1 ]
+	[ "$(requests_for /grants/submit/2)" -eq 0 ]
+	jq -s -e 'length == 1 and .[0].id == "app1" and (.[0] | has("replayed") | not)' "$RUN/results.ndjson"
+	jq -s -e 'length == 1 and .[0].id == "app2" and .[0].dead_reason == "bad_input" and .[0].line == 1' "$RUN/dead.ndjson"
+	[ "$stderr" = 'rfp-fetch: line 1: field "idempotency_key": "K1" is already used by id "app1" (ledger: success); each submission needs its own key' ]
+	# The ledger still holds the key for app1 alone, and app1 is still
+	# replayed from it, not sent again, when its result is lost.
+	jq -s -e 'map(.id) | unique == ["app1"]' "$RUN/state/ledger.ndjson"
+	: >"$RUN/results.ndjson"
+	: >"$RUN/dead.ndjson"
+	keyed app1 1 K1 >"$M"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$M"
+	[ "$(logged '.kind == "request"')" -eq 1 ]
+	jq -s -e 'length == 1 and .[0].id == "app1" and .[0].replayed == true' "$RUN/results.ndjson"
+}
