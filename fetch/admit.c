@@ -205,7 +205,8 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 		return;
 	}
 	A.n.admitted++;
-	if (admit_wait(rec, err, sizeof(err)) == -1) {
+	if (admit_wait(rec, err, sizeof(err)) == -1 ||
+	    xfer_admissible(rec, err, sizeof(err)) == -1) {
 		msg_line(lineno, "%s", err);
 		out_kill(rec, lineno, FATE_BAD_INPUT, err);
 		json_decref(rec);

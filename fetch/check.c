@@ -115,7 +115,8 @@ check_manifest(int fd, const struct conf *c, const char *config,
 			continue;
 		}
 		if ((rec = rec_parse(line, len, err, sizeof(err))) == NULL ||
-		    doc_check(rec, err, sizeof(err)) == -1) {
+		    doc_check(rec, err, sizeof(err)) == -1 ||
+		    xfer_admissible(rec, err, sizeof(err)) == -1) {
 			msg_line(lineno, "%s", err);
 			json_decref(rec);
 			bad++;

@@ -107,8 +107,8 @@ deadline_come(double deadline, double now)
 /*
  * The rooms of rfp-fetch, each a file, calls running one way: main.c (the
  * loop) -> admit.c -> submit.c -> queue.c -> gate.c -> out.c, and
- * submit.c -> wire.c, xfer.c -> bodies.c (claims.c and check.c stand
- * alone).  Each takes the options it needs from main.c's fopts, handed
+ * submit.c -> wire.c, xfer.c -> bodies.c (claims.c stands alone; check.c
+ * asks only xfer_admissible, as admission does).  Each takes the options it needs from main.c's fopts, handed
  * over once by its init call; none reaches back up.
  */
 
@@ -242,6 +242,13 @@ void	admit_close(void);
 
 /* xfer.c: one transfer. */
 void	xfer_init(const struct fopts *o);
+/*
+ * What xfer_start would refuse of rec before sending anything, asked at
+ * admission (and by --check): a ${NAME} in a header not set, a header
+ * that expands to a bad value, a body_file that cannot be sent.  0, or -1
+ * with 'field "...": ...' in err.
+ */
+int	xfer_admissible(const json_t *rec, char *err, size_t errlen);
 /* Set up a transfer for job's next attempt; NULL and *err on a local error. */
 struct xfer *xfer_start(struct job *job, char *err, size_t errlen);
 /*

@@ -731,8 +731,12 @@ main(int argc, char *argv[])
 	opt_check_env();
 	options(argc, argv, &cli);
 	if (cli.check) {
+		/* Headers and body files are checked as admission does. */
+		xfer_init(&fo);
+		bodies_init(&fo);
 		c = check_manifest(STDIN_FILENO, &fo.conf, cli.config,
 		    fo.deadline, cli.deadline);
+		bodies_close_root();
 		conf_free(&fo.conf);
 		opt_fshut();
 		return c;

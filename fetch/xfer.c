@@ -255,6 +255,41 @@ record_headers(struct xfer *x, const json_t *rec, int *ctype, char *err,
 	return 0;
 }
 
+int
+xfer_admissible(const json_t *rec, char *err, size_t errlen)
+{
+	json_t *h = json_object_get(rec, "headers"), *v;
+	const char *k, *why, *bf = rec_str(rec, "body_file");
+	char missing[128], *val;
+	long size;
+	int fd;
+
+	/* To the record's own URL every header goes: each is expanded. */
+	json_object_foreach(h, k, v) {
+		if ((val = expand(json_string_value(v), missing,
+		    sizeof(missing))) == NULL) {
+			snprintf(err, errlen, "field \"headers\": \"%s\": "
+			    "environment variable \"%s\" is not set", k,
+			    missing);
+			return -1;
+		}
+		why = hdr_request_check(k, val, strlen(val));
+		free(val);
+		if (why != NULL) {
+			snprintf(err, errlen, "field \"headers\": \"%s\": %s "
+			    "after expansion", k, why);
+			return -1;
+		}
+	}
+	if (bf != NULL && doc_sends_body(rec_str(rec, "method"))) {
+		if ((fd = bodies_open(bf, fo->conf.max_body, &size, err,
+		    errlen)) == -1)
+			return -1;
+		close(fd);
+	}
+	return 0;
+}
+
 /* Request headers: the record's, plus attempt and idempotency. */
 static int
 headers(struct xfer *x, const json_t *rec, long attempt, char *err,

@@ -101,3 +101,57 @@ keyed() {
 	[ "$(logged '.kind == "request"')" -eq 1 ]
 	jq -s -e 'length == 1 and .[0].id == "app1" and .[0].replayed == true' "$RUN/results.ndjson"
 }
+
+@test "admit: an unset \${NAME}, a missing body_file and a port out of range are bad_input at admission naming the field, and --check refuses the same lines" {
+	mock_start "$FIX/mock/submit.yaml"
+	unset RFP_TEST_UNSET_VAR
+	cd "$BATS_TEST_TMPDIR"
+	{
+		printf '{"id":"a","url":"%s/grants/submit/a","method":"POST","body":"x"}\n' "$MOCK_URL"
+		printf '{"id":"b","url":"%s/grants/submit/b","headers":{"X-Key":"${RFP_TEST_UNSET_VAR}"}}\n' "$MOCK_URL"
+		printf '{"id":"c","url":"%s/grants/submit/c","method":"POST","body_file":"missing.json"}\n' "$MOCK_URL"
+		printf '{"id":"d","url":"http://127.0.0.1:99999/grants/submit/d"}\n'
+		printf '{"id":"e","url":"http://127.0.0.1:0/grants/submit/e","method":"POST","body":"x"}\n'
+	} >"$M"
+	local want=(
+	    'rfp-fetch: line 2: field "headers": "X-Key": environment variable "RFP_TEST_UNSET_VAR" is not set'
+	    'rfp-fetch: line 3: field "body_file": cannot read "missing.json": No such file or directory'
+	    'rfp-fetch: line 4: field "url": port "99999" is not a number from 1 to 65535'
+	    'rfp-fetch: line 5: field "url": port "0" is not a number from 1 to 65535')
+	run -2 --separate-stderr pipeline.sh --check "$M"
+	[[ $output == *"manifest: 5 lines, 1 documents, 4 bad"* ]]
+	[ "$stderr" = "$(printf '%s\n' "${want[@]}")" ]
+	run -3 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$M"
+	[ "$stderr" = "$(printf '%s\n' "${want[@]}")" ]
+	[ "$(logged '.kind == "request"')" -eq 1 ]
+	[ "$(requests_for /grants/submit/a)" -eq 1 ]
+	jq -s -e '[.[] | [.id, .dead_reason, .line]] == [["b","bad_input",2],["c","bad_input",3],["d","bad_input",4],["e","bad_input",5]]' "$RUN/dead.ndjson"
+	# Refused before it was sent: the ledger never heard of e.
+	jq -s -e 'map(.id) | unique == ["a"]' "$RUN/state/ledger.ndjson"
+}
+
+@test "admit: --deadline 9999-12-31T23:59:59Z: --check and the run both take it" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 2 nih >"$M"
+	run -0 --separate-stderr pipeline.sh --check --deadline 9999-12-31T23:59:59Z "$M"
+	[[ $output == *"deadline: 9999-12-31T23:59:59Z"* ]]
+	[ -z "$stderr" ]
+	run -0 --separate-stderr pipeline.sh -q --run-dir "$RUN" --deadline 9999-12-31T23:59:59Z "$M"
+	[ -z "$stderr" ]
+	jq -s -e 'length == 2 and all(.status == 200)' "$RUN/results.ndjson"
+}
+
+@test "admit: a --deadline past any the stages read is refused alike by --check and the run, as typed, nothing made" {
+	manifest /nih 2 nih >"$M"
+	local d
+	for d in @253402300801 +9999999999999s 9999-12-31T23:59:59-14:00; do
+		run -2 --separate-stderr pipeline.sh --check --deadline "$d" "$M"
+		[ "$stderr" = "rfpipe: option --deadline: cannot read \"$d\" as a time" ]
+		run -2 --separate-stderr pipeline.sh -q --run-dir "$RUN" --deadline "$d" "$M"
+		[ "$stderr" = "rfpipe: option --deadline: cannot read \"$d\" as a time" ]
+		[ ! -e "$RUN" ]
+		# Each stage on its own says the same of it.
+		run -2 --separate-stderr rfp-fetch --check --deadline "$d" <"$M"
+		[ "$stderr" = "rfp-fetch: option --deadline: cannot read \"$d\" as a time" ]
+	done
+}

@@ -100,8 +100,8 @@ clk_draw(uint64_t seed, const char *key, long n)
 	return (double)(h >> 11) / 9007199254740992.0;
 }
 
-int
-clk_deadline(const char *s, double now, double *out)
+static int
+deadline_parse(const char *s, double now, double *out)
 {
 	struct tm tm, lt;
 	time_t t;
@@ -115,7 +115,7 @@ clk_deadline(const char *s, double now, double *out)
 		return num_duration(s + 1, &v) == -1 ? -1 :
 		    (*out = now + v, 0);
 	if (*s == '@')
-		return num_double(s + 1, 0, 1e11, out);
+		return num_double(s + 1, 0, CLK_DEADLINE_MAX, out);
 	if (strlen(s) <= 8 && strchr(s, '-') == NULL && ((sscanf(s,
 	    "%2d:%2d%n", &h, &mi, &n) == 2 && s[n] == '\0') ||
 	    (sscanf(s, "%2d:%2d:%2d%n", &h, &mi, &sec, &n) == 3 &&
@@ -174,6 +174,24 @@ clk_deadline(const char *s, double now, double *out)
 		return 0;
 	}
 	return -1;
+}
+
+/*
+ * Every form within one bound: rfpipe reads the deadline as typed and
+ * hands the stages its epoch ("@..."), which must read back; a time one
+ * form took and another refused failed the run after --check passed it,
+ * naming a value never typed.
+ */
+int
+clk_deadline(const char *s, double now, double *out)
+{
+	double t;
+
+	if (deadline_parse(s, now, &t) == -1 || !(t >= 0) ||
+	    t > CLK_DEADLINE_MAX)
+		return -1;
+	*out = t;
+	return 0;
 }
 
 void

@@ -27,7 +27,10 @@ double	clk_draw(uint64_t seed, const char *key, long n);
  * A deadline as epoch seconds: "+7h30m" (from now), "06:00" or "06:00:30"
  * (the next such local time), ISO 8601 "2026-11-30T06:00[:00][Z|+hh:mm]"
  * (local time without a zone), or "@1796018400" (epoch).  0 or -1.
+ * Any form up to CLK_DEADLINE_MAX (10000-01-01T00:00:00Z): the last of
+ * the calendar forms, "9999-12-31T23:59:59Z", is a deadline too.
  */
+#define CLK_DEADLINE_MAX	253402300800.0
 int	clk_deadline(const char *s, double now, double *out);
 /* Epoch seconds as UTC ISO 8601, "2026-12-01T06:00:00Z", into buf. */
 void	clk_iso(double epoch, char *buf, unsigned long len);

@@ -36,6 +36,40 @@ doc_id_check(const char *id)
 	return NULL;
 }
 
+/*
+ * The port of the authority p..end, if any: digits from 1 to 65535 (an
+ * empty one is the scheme's).  Else libcurl would send nothing and the
+ * record would end a "permanent" protocol error, not a bad field.
+ */
+static const char *
+port_check(const char *p, const char *end)
+{
+	static char why[64];
+	const char *c, *q;
+	long port = 0;
+
+	if (*p == '[') {
+		if ((q = memchr(p, ']', (size_t)(end - p))) == NULL)
+			return "has an unclosed \"[\" in its host";
+		c = q + 1 < end ? q + 1 : NULL;
+		if (c != NULL && *c != ':')
+			return "has text after its \"]\"";
+	} else
+		c = memchr(p, ':', (size_t)(end - p));
+	if (c == NULL || c + 1 == end)
+		return "";
+	for (q = c + 1; q < end; q++) {
+		if (!isdigit((unsigned char)*q) || port > 65535)
+			break;
+		port = port * 10 + (*q - '0');
+	}
+	if (q == end && port >= 1 && port <= 65535)
+		return "";
+	snprintf(why, sizeof(why), "port \"%.*s\" is not a number from 1 to "
+	    "65535", (int)(end - c - 1 > 20 ? 20 : end - c - 1), c + 1);
+	return why;
+}
+
 /* URL scheme and authority checks; host must be non-empty, no credentials. */
 static const char *
 url_check(const char *url)
@@ -57,7 +91,7 @@ url_check(const char *url)
 		return "has no host";
 	if (memchr(p, '@', (size_t)(end - p)) != NULL)
 		return "embeds credentials (use headers with ${NAME})";
-	return "";
+	return port_check(p, end);
 }
 
 static int

@@ -165,6 +165,10 @@ test_deadline(void)
 	dl_ok("2026-11-30T08:00+02:00", now, 1796018400);
 	dl_ok("2026-11-30T01:00-05:00", now, 1796018400);
 	dl_ok("2026-11-30T06:00:00+00:00", now, 1796018400);
+	/* The last calendar time, and its epoch as rfpipe hands it on. */
+	dl_ok("9999-12-31T23:59:59Z", now, 253402300799);
+	dl_ok("@253402300799.000", now, 253402300799);
+	dl_ok("@253402300800", now, CLK_DEADLINE_MAX);
 
 	dl_bad(NULL);
 	dl_bad("");
@@ -187,6 +191,11 @@ test_deadline(void)
 	dl_bad("2026-11-30T06:00+02:00junk");
 	dl_bad("2026-11-30T06:00Zjunk");
 	dl_bad("1969-12-31T23:59Z");
+	/* Past the bound in any form: refused alike. */
+	dl_bad("@253402300801");
+	dl_bad("@1e300");
+	dl_bad("9999-12-31T23:59:59-14:00");
+	dl_bad("+100000000000s");
 }
 
 int
