@@ -35,7 +35,7 @@ static struct {
 	int		 sink_gone;	/* ... and later closed the FIFO */
 	int		 retry_dead;
 	json_t		*seen;		/* ids admitted from the manifest */
-	json_t		*keys;		/* ... their submissions' keys: id, line */
+	json_t		*keys;		/* their submissions' keys: id, line */
 	json_t		*done;		/* ids already filed (resume) */
 	off_t		 done_size[2];	/* ... the sizes of the files read */
 	struct admit_counts n;
@@ -116,8 +116,8 @@ admit_key(const json_t *rec, const char *id, long lineno, char *err,
 	if ((v = json_object_get(A.keys, key)) != NULL) {
 		snprintf(err, errlen, "field \"idempotency_key\": \"%.60s\" is "
 		    "already used by id \"%s\" (line %ld); each submission "
-		    "needs its own key", key, rec_str(v, "id"), (long)rec_int(v, "line",
-		    0));
+		    "needs its own key", key, rec_str(v, "id"),
+		    rec_int(v, "line", 0));
 		free(key);
 		return -1;
 	}

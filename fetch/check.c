@@ -134,8 +134,8 @@ check_manifest(int fd, const struct conf *c, const char *config,
 		/* As admission refuses it: a submission's key is its own. */
 		key = doc_is_submission(rec) ? doc_idem_key(rec) : NULL;
 		if (key != NULL && (v = json_object_get(keys, key)) != NULL) {
-			msg_line(lineno, "field \"idempotency_key\": \"%.60s\" is "
-			    "already used by id \"%s\" (line %ld); each "
+			msg_line(lineno, "field \"idempotency_key\": \"%.60s\" "
+			    "is already used by id \"%s\" (line %ld); each "
 			    "submission needs its own key", key, rec_str(v,
 			    "id"), rec_int(v, "line", 0));
 			free(key);

@@ -108,8 +108,9 @@ deadline_come(double deadline, double now)
  * The rooms of rfp-fetch, each a file, calls running one way: main.c (the
  * loop) -> admit.c -> submit.c -> queue.c -> gate.c -> out.c, and
  * submit.c -> wire.c, xfer.c -> bodies.c (claims.c stands alone; check.c
- * asks only xfer_admissible, as admission does).  Each takes the options it needs from main.c's fopts, handed
- * over once by its init call; none reaches back up.
+ * asks only xfer_admissible, as admission does).  Each takes the options
+ * it needs from main.c's fopts, handed over once by its init call; none
+ * reaches back up.
  */
 
 /* out.c: records leaving on stdout. */

@@ -244,9 +244,10 @@ submit_gate(struct job *j)
 	 */
 	owner = entry != NULL ? rec_str(entry, "id") : NULL;
 	if (owner != NULL && strcmp(owner, rec_str(j->rec, "id")) != 0) {
-		snprintf(err, sizeof(err), "field \"idempotency_key\": \"%.60s\" "
-		    "is already used by id \"%.200s\" (ledger: %s); each "
-		    "submission needs its own key", key, owner, ledger_name(st));
+		snprintf(err, sizeof(err), "field \"idempotency_key\": "
+		    "\"%.60s\" is already used by id \"%.200s\" (ledger: %s); "
+		    "each submission needs its own key", key, owner,
+		    ledger_name(st));
 		msg_line(j->lineno, "%s", err);
 		out_kill(j->rec, j->lineno, FATE_BAD_INPUT, err);
 		rc = 1;

@@ -213,9 +213,9 @@ doc_check(const json_t *rec, char *err, size_t errlen)
 	if (!doc_sends_body(m) && (json_object_get(rec, "body") != NULL ||
 	    json_object_get(rec, "body_file") != NULL))
 		return fail(err, errlen, "field \"%s\": given for a %s, which "
-		    "sends no body: a body goes only with \"method\" POST, PUT, "
-		    "PATCH or DELETE", json_object_get(rec, "body") != NULL ?
-		    "body" : "body_file", m != NULL ? m :
+		    "sends no body: a body goes only with \"method\" POST, "
+		    "PUT, PATCH or DELETE", json_object_get(rec, "body") !=
+		    NULL ? "body" : "body_file", m != NULL ? m :
 		    "GET (no \"method\")");
 	if ((v = json_object_get(rec, "endpoint")) != NULL &&
 	    (!json_is_string(v) || json_string_length(v) == 0 ||
