@@ -23,6 +23,7 @@
  */
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -385,9 +386,13 @@ main(int argc, char *argv[])
 	msg_init(PROG);
 	opt_check_env();
 	options(argc, argv);
+	/* As rfp-classify: a standard error gone does not end the stage. */
+	signal(SIGPIPE, SIG_IGN);
 	if (loop_run(PROG, STDIN_FILENO, STDOUT_FILENO, NULL, decide,
-	    NULL) == -1)
+	    NULL) == -1) {
+		msg_output_gone();
 		msg_die(1, "stopped: output is incomplete");
+	}
 	store_close();
 	attlog_close(opts.log);
 	conf_free(&opts.conf);

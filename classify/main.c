@@ -17,6 +17,7 @@
  * Exit: 0 at EOF, 1 when stdout fails, 2 on a usage error.
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +191,12 @@ main(int argc, char *argv[])
 	int c;
 
 	msg_init(PROG);
+	/*
+	 * A standard error whose reader is gone (rfpipe -v | head) fails its
+	 * writes; it does not end the stage.  A standard output gone is
+	 * the write's error, named.
+	 */
+	signal(SIGPIPE, SIG_IGN);
 	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'C':
@@ -221,8 +228,10 @@ main(int argc, char *argv[])
 		msg_die(2, "option --transient: a status also in "
 		    "--permanent");
 	if (loop_run(PROG, STDIN_FILENO, STDOUT_FILENO, NULL, classify,
-	    NULL) == -1)
+	    NULL) == -1) {
+		msg_output_gone();
 		msg_diesys(1, "stdio");
+	}
 	conf_free(&opts.conf);
 	opt_fshut();
 	return 0;

@@ -1,5 +1,7 @@
 /* msg: one-line diagnostics on stderr, each written with one write(2). */
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,4 +136,18 @@ msg_diesys(int code, const char *fmt, ...)
 	emit("", strerror(e), fmt, ap);
 	va_end(ap);
 	exit(code);
+}
+
+void
+msg_output_gone(void)
+{
+	struct pollfd p = { STDOUT_FILENO, POLLOUT, 0 };
+	int e = errno;
+
+	/* A pipe's write end polls POLLERR once its reader has closed. */
+	if (poll(&p, 1, 0) == 1 && (p.revents & POLLERR)) {
+		signal(SIGPIPE, SIG_DFL);
+		raise(SIGPIPE);
+	}
+	errno = e;
 }

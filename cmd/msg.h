@@ -29,6 +29,13 @@ _Noreturn void msg_die(int code, const char *fmt, ...)
 /* msg_warnsys, then exit(code). */
 _Noreturn void msg_diesys(int code, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
+/*
+ * For a filter that stopped on an error: when its standard output's
+ * reader is gone (a pipe, closed), end quietly as SIGPIPE ends a filter
+ * (the filters ignore it, so that a standard error gone does not end
+ * them); else return.
+ */
+void	msg_output_gone(void);
 /* Format into buf (always NUL-terminated, truncated to size). */
 void	msg_vfmt(char *buf, size_t size, const char *fmt, va_list ap);
 

@@ -144,6 +144,20 @@ check_interrupted() {
 	[ -z "$(find "$RUN/state" -name 'retry.*.fifo' -o -name 'status.*' -o -name 'fetch.*.pid')" ]
 }
 
+@test "operator: -v with standard error a pipe whose reader is gone (| head): every stage goes on, every document filed" {
+	cat >"$BATS_TEST_TMPDIR/p.yaml" <<-'EOF'
+	routes:
+	  - {match: "/p/*", endpoint: p, script: [503, 200]}
+	EOF
+	mock_start "$BATS_TEST_TMPDIR/p.yaml"
+	manifest /p 20 p >"$M"
+	# The reader takes one byte and goes: every stage's next -v line
+	# meets EPIPE (rfp-backoff's first is at the first retry).
+	run -0 timeout 60 bash -c '"$3" -v --seed 1 --run-dir "$1" "$2" 2>&1 >/dev/null | head -c 1 >/dev/null; exit "${PIPESTATUS[0]}"' _ "$RUN" "$M" "$ROOT/pipeline.sh"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 20 ]
+	jq -e '.reconciled == true' "$RUN/summary.json"
+}
+
 @test "operator: SIGTERM to the group before rfp-sink has set its handler still files the summary" {
 	held rfp-sink
 	start_slow 30
