@@ -195,24 +195,28 @@ hold_owner() {
 
 @test "truth: a pipeline whose rfp-fetch died while its rfp-sink still holds records keeps its ids; no id is filed twice" {
 	mock_stop
-	printf 'routes:\n  - {match: "/n/*", endpoint: n, submit: true, delay_ms: 100}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	printf 'routes:\n  - {match: "/n/*", endpoint: n, submit: true, delay_ms: 400}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	RFPIPE_TIME_SCALE=1 mock_start "$BATS_TEST_TMPDIR/s.yaml"
 	manifest /n 30 n '"method":"POST","body":{"n":1}' >"$BATS_TEST_TMPDIR/m"
 	printf 'endpoints:\n  n:\n    concurrency: 2\n' >"$BATS_TEST_TMPDIR/c.yaml"
 	timeout 120 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m" 2>/dev/null &
 	a=$!
+	# Requests in flight, and both stages there (on a loaded machine
+	# rfp-sink may exec after rfp-fetch has sent).
+	sink= fetch=
 	for _ in $(seq 1 500); do
-		[ "$(requests_for)" -ge 2 ] && break
+		for p in $(descendants "$a"); do
+			case $(ps -o comm= -p "$p" 2>/dev/null) in
+			rfp-sink) sink=$p ;;
+			rfp-fetch) fetch=$p ;;
+			esac
+		done
+		[ "$(requests_for)" -ge 2 ] && [ -n "$sink" ] && [ -n "$fetch" ] &&
+		    break
 		sleep 0.01
 	done
-	sink= fetch=
-	for p in $(descendants "$a"); do
-		case $(ps -o comm= -p "$p" 2>/dev/null) in
-		rfp-sink) sink=$p ;;
-		rfp-fetch) fetch=$p ;;
-		esac
-	done
-	[ -n "$sink" ] && [ -n "$fetch" ]
+	[ -n "$sink" ]
+	[ -n "$fetch" ]
 	# A's sink stalls; A's fetch finishes more, then dies.
 	kill -STOP "$sink"
 	n=$(requests_for)
