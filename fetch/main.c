@@ -45,6 +45,7 @@
 #include <jansson.h>
 
 #include "lib/accounts/attlog.h"
+#include "lib/accounts/ledger.h"
 #include "lib/control/breaker.h"
 #include "lib/control/pace.h"
 #include "lib/base/clk.h"
@@ -730,6 +731,15 @@ main(int argc, char *argv[])
 	msg_init(PROG);
 	opt_check_env();
 	options(argc, argv, &cli);
+	/*
+	 * The config's ledger is kept outside the run directory and vetted
+	 * as it is, by --check too: before anything is sent.  (With the state
+	 * in PostgreSQL it is unused.)
+	 */
+	if (fo.conf.ledger != NULL && cli.state == NULL &&
+	    fo.conf.state == NULL &&
+	    ledger_vet(fo.conf.ledger, err, sizeof(err)) == -1)
+		msg_die(2, "%s: key \"ledger\": %s", cli.config, err);
 	if (cli.check) {
 		/* Headers and body files are checked as admission does. */
 		xfer_init(&fo);

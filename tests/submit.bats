@@ -213,3 +213,51 @@ cut_on_the_wire() {
 	jq -s -e '[.[] | select(.committed and .duplicate)] | length == 0' "$MOCK_LOG"
 	[ "$(jq -s '[.[] | select(.event == "intent")] | group_by(.key) | map(select(length > 1)) | length' "$BATS_TEST_TMPDIR/cycle/2026-A.ndjson")" -eq 0 ]
 }
+
+@test "submit: a ledger: naming a file that is not a ledger (the manifest) is refused by --check and by the run, exit 2; the file untouched, nothing sent" {
+	submissions submit 1 >"$BATS_TEST_TMPDIR/m"
+	cp "$BATS_TEST_TMPDIR/m" "$BATS_TEST_TMPDIR/m.orig"
+	printf 'ledger: %s/m\n' "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/c.yaml"
+	run -2 pipeline.sh --check --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	assert_output --partial "ledger $BATS_TEST_TMPDIR/m: not a ledger"
+	run -2 --separate-stderr pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr == *"key \"ledger\": ledger $BATS_TEST_TMPDIR/m: not a ledger (its first line is not an entry)"* ]]
+	cmp "$BATS_TEST_TMPDIR/m" "$BATS_TEST_TMPDIR/m.orig"
+	[ "$(requests_for)" -eq 0 ]
+}
+
+@test "submit: a ledger others can write, or in a directory others can write, is refused before anything is sent: a forged success replays nothing" {
+	submissions submit 1 >"$BATS_TEST_TMPDIR/m"
+	# The key, learnt from a run of its own.
+	run -0 pipeline.sh -q --run-dir "$BATS_TEST_TMPDIR/probe" "$BATS_TEST_TMPDIR/m"
+	key=$(jq -r 'select(.event == "success") | .key' "$BATS_TEST_TMPDIR/probe/state/ledger.ndjson")
+	[ -n "$key" ]
+	mkdir "$BATS_TEST_TMPDIR/shared"
+	chmod 1777 "$BATS_TEST_TMPDIR/shared"
+	L=$BATS_TEST_TMPDIR/shared/2026-A.ndjson
+	printf '{"key":"%s","id":"app-1","event":"success","t":1,"pid":1,"attempt":1,"status":200,"reply":{"tracking_number":"FORGED"}}\n' "$key" >"$L"
+	chmod 666 "$L"
+	printf 'ledger: %s\n' "$L" >"$BATS_TEST_TMPDIR/c.yaml"
+	run -2 pipeline.sh --check --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	assert_output --partial "ledger $L: writable by others (mode 0666); chmod go-w it"
+	run -2 pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	assert_output --partial "ledger $L: writable by others (mode 0666)"
+	[ ! -e "$RUN/results.ndjson" ]
+	[ "$(requests_for)" -eq 1 ]
+	# Ours and 0600 in a directory others may write that is not sticky:
+	# refused too (another's file could be put in its place).
+	D=$BATS_TEST_TMPDIR/open
+	mkdir "$D"
+	chmod 0777 "$D"
+	printf 'ledger: %s/2026-A.ndjson\n' "$D" >"$BATS_TEST_TMPDIR/c2.yaml"
+	run -2 pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c2.yaml" "$BATS_TEST_TMPDIR/m"
+	assert_output --partial "ledger $D/2026-A.ndjson: directory $D writable by others (mode 0777); chmod go-w it"
+	[ ! -e "$D/2026-A.ndjson" ]
+	# A new ledger of ours in the sticky directory: used, the submission sent.
+	rm "$L"
+	run -0 pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ "$(requests_for)" -eq 2 ]
+	[ "$(stat -c %a "$L")" = 600 ]
+	jq -s -e 'length == 1 and .[0].replayed != true' "$RUN/results.ndjson"
+}

@@ -174,6 +174,69 @@ lock(struct ledger *l, int how, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Whether fd's first line is a ledger entry (an empty file is a new
+ * ledger): an object with a "key", or, torn, a line that starts as the
+ * writer starts each entry.  Any other file named by mistake (a manifest,
+ * a system file) is never appended to.
+ */
+static int
+first_entry(int fd, const char *path, char *err, size_t errlen)
+{
+	static const char start[] = "{\"key\":\"";
+	char buf[4096];
+	const char *p, *nl;
+	ssize_t n;
+	json_t *e;
+	int ok;
+
+	while ((n = pread(fd, buf, sizeof(buf), 0)) == -1 && errno == EINTR)
+		;
+	if (n == -1) {
+		snprintf(err, errlen, "read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	for (p = buf; p < buf + n && *p == '\n'; p++)
+		;
+	if (p == buf + n)
+		return 0;
+	if ((nl = memchr(p, '\n', (size_t)(buf + n - p))) != NULL) {
+		e = json_loadb(p, (size_t)(nl - p), 0, NULL);
+		ok = json_is_object(e) &&
+		    json_is_string(json_object_get(e, "key"));
+		json_decref(e);
+	} else
+		ok = (size_t)(buf + n - p) >= sizeof(start) - 1 &&
+		    memcmp(p, start, sizeof(start) - 1) == 0;
+	if (!ok) {
+		snprintf(err, errlen, "ledger %s: not a ledger (its first line "
+		    "is not an entry); name a new file or an existing ledger",
+		    path);
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+int
+ledger_vet(const char *path, char *err, size_t errlen)
+{
+	int fd, rc;
+
+	if (files_vet("ledger", path, -1, err, errlen) == -1)
+		return -1;
+	if ((fd = files_open_read(path)) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "ledger %s: %s", path, errno == EINVAL ?
+		    "not a regular file" : strerror(errno));
+		return -1;
+	}
+	rc = first_entry(fd, path, err, errlen);
+	close(fd);
+	return rc;
+}
+
 struct ledger *
 ledger_open(const char *rundir, const char *path, char *err, size_t errlen)
 {
@@ -188,8 +251,15 @@ ledger_open(const char *rundir, const char *path, char *err, size_t errlen)
 	l->path = path != NULL ? xstrdup(path) :
 	    rundir_path(rundir, RUNDIR_LEDGER, NULL);
 	l->fd = files_open(l->path, O_RDWR | O_APPEND | O_CREAT, 0600);
-	if (l->fd == -1) {
+	if (l->fd == -1)
 		snprintf(err, errlen, "open %s: %s", l->path, strerror(errno));
+	/* Vetted again as opened: what rfp-fetch checked may have moved. */
+	else if (files_vet("ledger", l->path, l->fd, err, errlen) == -1 ||
+	    first_entry(l->fd, l->path, err, errlen) == -1) {
+		close(l->fd);
+		l->fd = -1;
+	}
+	if (l->fd == -1) {
 		json_decref(l->keys);
 		free(l->path);
 		free(l);

@@ -26,10 +26,16 @@ struct ledger;
 
 /*
  * Open (creating) the ledger at path, or rundir's when path is NULL; NULL
- * and err on failure.  With the state in PostgreSQL both are unused.
+ * and err on failure, or when it is not to be trusted (ledger_vet).  With the state in PostgreSQL both are unused.
  */
 struct ledger *ledger_open(const char *rundir, const char *path, char *err,
 	    size_t errlen);
+/*
+ * Whether path may be used as a ledger, before anything is sent: as
+ * files_vet has it, and an existing file's first line a ledger entry.
+ * ledger_open checks the same on the file it opens.  0, or -1 and err.
+ */
+int	ledger_vet(const char *path, char *err, size_t errlen);
 /*
  * The latest state of key, after reading what other processes appended.
  * *entry (borrowed, may be NULL) is the entry that set it.  -1 on error.

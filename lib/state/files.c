@@ -103,6 +103,74 @@ mkdir_ours(const char *path, int follow, char *err, size_t errlen)
 }
 
 int
+files_vet(const char *what, const char *path, int fd, char *err,
+    size_t errlen)
+{
+	struct stat st;
+	const char *slash;
+	char *dir;
+	int rc;
+
+	/* The file, when it is there: as mkdir_ours takes a directory. */
+	if ((fd != -1 ? fstat(fd, &st) : lstat(path, &st)) == 0) {
+		if (!S_ISREG(st.st_mode)) {
+			snprintf(err, errlen, "%s %s: not a regular file",
+			    what, path);
+			errno = EINVAL;
+			return -1;
+		}
+		if (st.st_uid != geteuid()) {
+			snprintf(err, errlen, "%s %s: owned by uid %ld, not "
+			    "by this user (uid %ld)", what, path,
+			    (long)st.st_uid, (long)geteuid());
+			errno = EPERM;
+			return -1;
+		}
+		if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+			snprintf(err, errlen, "%s %s: writable by others "
+			    "(mode %04o); chmod go-w it", what, path,
+			    (unsigned)(st.st_mode & 07777));
+			errno = EPERM;
+			return -1;
+		}
+	} else if (errno != ENOENT) {
+		snprintf(err, errlen, "%s %s: %s", what, path, strerror(errno));
+		return -1;
+	}
+	/*
+	 * Its directory: one who may write there may put a file of theirs in
+	 * its place, unless the directory is sticky (/tmp), where no one but
+	 * its owner (and the directory's) may remove or rename our file.
+	 */
+	slash = strrchr(path, '/');
+	dir = slash == NULL ? xstrdup(".") : slash == path ? xstrdup("/") :
+	    xasprintf("%.*s", (int)(slash - path), path);
+	rc = -1;
+	if (stat(dir, &st) == -1)
+		snprintf(err, errlen, "%s %s: %s: %s", what, path, dir,
+		    strerror(errno));
+	else if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s %s: %s: not a directory", what,
+		    path, dir);
+		errno = ENOTDIR;
+	} else if (st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(err, errlen, "%s %s: directory %s owned by uid %ld, "
+		    "not by this user (uid %ld) or root", what, path, dir,
+		    (long)st.st_uid, (long)geteuid());
+		errno = EPERM;
+	} else if ((st.st_mode & (S_IWGRP | S_IWOTH)) &&
+	    !(st.st_mode & S_ISVTX)) {
+		snprintf(err, errlen, "%s %s: directory %s writable by others "
+		    "(mode %04o); chmod go-w it", what, path, dir,
+		    (unsigned)(st.st_mode & 07777));
+		errno = EPERM;
+	} else
+		rc = 0;
+	free(dir);
+	return rc;
+}
+
+int
 files_mkdirs(const char *rundir, char *err, size_t errlen)
 {
 	static const enum rundir_file subs[] = { RUNDIR_STATE, RUNDIR_DOCS,

@@ -27,6 +27,16 @@ typedef int files_fn(json_t **doc, void *arg, char *err, size_t errlen);
  * -1 with errno and the reason in err.
  */
 int	files_mkdirs(const char *rundir, char *err, size_t errlen);
+/*
+ * Whether a file kept outside the run directory (what: "ledger", the
+ * config's) may be trusted as the run directory is: when it exists (fd
+ * open on it, or -1 to look path up), a regular file owned by this user
+ * and not writable by group or others; and its directory owned by this
+ * user or root and not writable by group or others, or sticky.  0, or -1
+ * with errno and "WHAT PATH: why" in err.
+ */
+int	files_vet(const char *what, const char *path, int fd, char *err,
+	    size_t errlen);
 /* Make or accept one more directory of the run directory, by that rule. */
 int	files_mkdir(const char *path, char *err, size_t errlen);
 /*
