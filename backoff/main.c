@@ -65,6 +65,7 @@ static struct opts {
 	long		 seen;		/* records read */
 	long		 docs;		/* first attempts and dead letters */
 	int		 seeded;
+	long		 unbudgeted;	/* retries granted with no budget */
 	struct attlog	*log;		/* logs/attempts.ndjson */
 } opts;
 
@@ -95,8 +96,25 @@ spend(long *left)
 	 * Without --admitted (stages composed by hand), a multiple counts
 	 * the documents as they arrive, and the budget grows with them: it
 	 * is never a silent 0.  A count is a count: it never refills.
+	 * Before any document is counted (a retry record run by hand) the
+	 * multiple sizes nothing: a budget there is spent from, and with
+	 * none the retry is granted, said once, and no budget of 0 is made
+	 * for the run directory's next run to obey.
 	 */
-	if (opts.admitted < 0 && opts.conf.budget < 0)
+	if (opts.admitted < 0 && opts.conf.budget < 0 && opts.docs == 0 &&
+	    opts.conf.budget_x > 0) {
+		rc = budget_spend_existing(opts.run_dir, 0, left, err,
+		    sizeof(err));
+		if (rc == 2) {
+			if (!opts.unbudgeted++)
+				msg_warn("no retry budget: no document counted "
+				    "yet (a retry) and none kept%s%s; retry "
+				    "granted, nothing spent (--admitted N "
+				    "sizes one)", opts.run_dir ? " in " : "",
+				    opts.run_dir ? opts.run_dir : "");
+			rc = 1;
+		}
+	} else if (opts.admitted < 0 && opts.conf.budget < 0)
 		rc = budget_spend_grown(opts.run_dir,
 		    conf_budget_total(&opts.conf, opts.docs), left, err,
 		    sizeof(err));

@@ -149,6 +149,30 @@ EOF
 	[ "$(count '.fate == "retry"')" -eq 0 ]
 }
 
+@test "backoff: run by hand on a retry record (no --admitted) it makes no budget of 0; the next rfpipe run on the directory retries" {
+	local rd=$BATS_TEST_TMPDIR/run
+	backoff_json --run-dir "$rd" -- '{"id":"x","class":"transient","status":503,"reason":"http_503","attempt":2}'
+	assert_success
+	[ "$(count '.fate == "retry"')" -eq 1 ]
+	[[ $stderr == *"rfp-backoff: no retry budget: no document counted yet (a retry) and none kept in $rd; retry granted, nothing spent"* ]]
+	[ ! -e "$rd/state/budget.json" ]
+	# A budget that is there is spent from, and not grown from nothing.
+	mkdir -p "$rd/state"
+	echo '{"total":4,"left":2}' >"$rd/state/budget.json"
+	backoff_json --run-dir "$rd" -- '{"id":"x","class":"transient","status":503,"reason":"http_503","attempt":2}'
+	[ "$(count '.fate == "retry"')" -eq 1 ]
+	[ -z "$stderr" ]
+	jq -e '.total == 4 and .left == 1' "$rd/state/budget.json"
+	rm "$rd/state/budget.json"
+	backoff_json --run-dir "$rd" -- '{"id":"x","class":"transient","status":503,"reason":"http_503","attempt":2}'
+	printf 'routes:\n  - {match: "/f/*", endpoint: f, script: [503, 200], retry_after: 0}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	for i in 1 2 3; do printf '{"id":"d%d","url":"%s/f/%d"}\n' "$i" "$MOCK_URL" "$i"; done >"$BATS_TEST_TMPDIR/m"
+	run -0 timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$rd" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$rd/results.ndjson")" -eq 3 ]
+	jq -e '.total == 9 and .left == 6' "$rd/state/budget.json"
+}
+
 @test "backoff: a corrupt state/budget.json exits 1 naming the file and is never reset" {
 	local rd=$BATS_TEST_TMPDIR/run
 	mkdir -p "$rd/state"

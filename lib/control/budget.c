@@ -1,10 +1,16 @@
 /* budget: the run-wide retry budget, one document in the store. */
+#include <sys/stat.h>
+
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
 #include "lib/control/budget.h"
 #include "lib/state/files.h"
+#include "lib/state/rundir.h"
 #include "lib/state/store.h"
 
 struct budget_arg {
@@ -12,6 +18,8 @@ struct budget_arg {
 	long	left;
 	int	granted;
 	int	grow;		/* init is a count that rises */
+	int	existing;	/* spend only from a budget already made */
+	int	absent;		/* ... and there was none */
 };
 
 static int
@@ -21,6 +29,10 @@ budget_fn(json_t **doc, void *arg, char *err, size_t errlen)
 	json_t *t, *l;
 	long total, left;
 
+	if (*doc == NULL && b->existing) {
+		b->absent = 1;
+		return 1;
+	}
 	if (*doc == NULL) {
 		*doc = json_object();
 		json_object_set_new(*doc, "total", json_integer(b->init));
@@ -60,6 +72,8 @@ spend(const char *rundir, struct budget_arg *bp, long *left, char *err,
 	if (rc == -1)
 		return -1;
 	*left = b.left;
+	if (b.absent)
+		return 2;
 	return b.granted;
 }
 
@@ -67,7 +81,7 @@ int
 budget_spend(const char *rundir, long init_total, long *left,
     char *err, size_t errlen)
 {
-	struct budget_arg b = { init_total, 0, 0, 0 };
+	struct budget_arg b = { init_total, 0, 0, 0, 0, 0 };
 
 	return spend(rundir, &b, left, err, errlen);
 }
@@ -76,7 +90,32 @@ int
 budget_spend_grown(const char *rundir, long total, long *left,
     char *err, size_t errlen)
 {
-	struct budget_arg b = { total, 0, 0, 1 };
+	struct budget_arg b = { total, 0, 0, 1, 0, 0 };
 
+	return spend(rundir, &b, left, err, errlen);
+}
+
+int
+budget_spend_existing(const char *rundir, long total, long *left,
+    char *err, size_t errlen)
+{
+	struct budget_arg b = { total, 0, 0, 1, 1, 0 };
+	struct stat st;
+	char *path;
+	int rc;
+
+	/* Asked of the file itself: opening it to update would make it. */
+	if (rundir != NULL && !store_shared()) {
+		path = rundir_state(rundir, "budget", NULL);
+		if ((rc = lstat(path, &st)) == -1 && errno != ENOENT)
+			snprintf(err, errlen, "stat %s: %s", path,
+			    strerror(errno));
+		rc = rc == -1 ? (errno == ENOENT ? 2 : -1) : 0;
+		free(path);
+		if (rc != 0) {
+			*left = 0;
+			return rc;
+		}
+	}
 	return spend(rundir, &b, left, err, errlen);
 }

@@ -18,5 +18,12 @@ int	budget_spend(const char *rundir, long init_total, long *left,
  */
 int	budget_spend_grown(const char *rundir, long total, long *left,
 	    char *err, size_t errlen);
+/*
+ * As budget_spend_grown, but only from a budget already there: 2 when
+ * there is none, and none is made (a stage run by hand on a retry, with
+ * no document counted, would make a budget of 0 that outlives it).
+ */
+int	budget_spend_existing(const char *rundir, long total, long *left,
+	    char *err, size_t errlen);
 
 #endif
