@@ -391,6 +391,15 @@ options(int argc, char *argv[])
 	if (opts.run_dir != NULL && files_mkdirs(opts.run_dir, err,
 	    sizeof(err)) == -1)
 		msg_die(1, "%s", err);
+	/*
+	 * The state files every stage reads, checked before the first record
+	 * (rfpipe asks this before anything is sent): one that cannot be
+	 * read would otherwise stop the run at its first retry.
+	 */
+	if (opts.run_dir != NULL && !store_shared() &&
+	    (files_check_state(opts.run_dir, err, sizeof(err)) == -1 ||
+	    budget_check(opts.run_dir, err, sizeof(err)) == -1))
+		msg_die(1, "%s", err);
 	if (opts.run_dir != NULL && (opts.log = attlog_open(opts.run_dir)) ==
 	    NULL)
 		msg_diesys(1, "open %s/%s", opts.run_dir,

@@ -659,6 +659,11 @@ run_dir_open(void)
 
 	if (files_mkdirs(fo.run_dir, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
+	/* Found now, before a request, not at the first retry (rfpipe asks
+	   rfp-backoff the same before it starts the stages). */
+	if (!store_shared() && files_check_state(fo.run_dir, err,
+	    sizeof(err)) == -1)
+		msg_die(1, "%s", err);
 	for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
 		path = rundir_path(fo.run_dir, RUNDIR_STATE, sub[i]);
 		if (files_mkdir(path, err, sizeof(err)) == -1)

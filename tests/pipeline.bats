@@ -354,3 +354,30 @@ dead_count() {
 	# 3x of what was admitted, as the summary reconciles it.
 	jq -e '.total == 9' "$RUN/state/budget.json"
 }
+
+@test "pipeline: a corrupt or empty state file (budget, breaker, rate) stops the run before a request, exit 2, one line naming it; never reset" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$BATS_TEST_TMPDIR/m"
+	mkdir -m 700 -p "$RUN/state/breaker" "$RUN/state/rate"
+	chmod 700 "$RUN/state"
+	for f in budget.json breaker/nih.json rate/nih.json; do
+		for content in '{garbage' '' '[1]'; do
+			printf '%s' "$content" >"$RUN/state/$f"
+			run -2 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+			[ "${#stderr_lines[@]}" -eq 1 ]
+			[[ $stderr == "rfp-backoff: $RUN/state/$f: corrupt state file ("*"); move it aside to start afresh" ]]
+			[ "$(cat "$RUN/state/$f")" = "$content" ]
+			[ "$(requests_for)" -eq 0 ]
+			[ ! -e "$RUN/summary.json" ]
+		done
+		rm "$RUN/state/$f"
+	done
+	echo '{"total":3,"left":9}' >"$RUN/state/budget.json"
+	run -2 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[[ $stderr == *"budget.json: corrupt state file (needs integers 0 <= left <= total)"* ]]
+	[ "$(requests_for)" -eq 0 ]
+	# Moved aside, the run goes ahead.
+	rm "$RUN/state/budget.json"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(requests_for)" -eq 3 ]
+}

@@ -22,11 +22,28 @@ struct budget_arg {
 	int	absent;		/* ... and there was none */
 };
 
+/* Whether doc is a budget: integers 0 <= left <= total. */
+static int
+valid(const json_t *doc, long *total, long *left, char *err, size_t errlen)
+{
+	json_t *t = json_object_get(doc, "total");
+	json_t *l = json_object_get(doc, "left");
+
+	if (!json_is_integer(t) || !json_is_integer(l) ||
+	    (*total = (long)json_integer_value(t)) < 0 ||
+	    (*left = (long)json_integer_value(l)) < 0 || *left > *total) {
+		snprintf(err, errlen, "state/budget.json: corrupt state file "
+		    "(needs integers 0 <= left <= total); move it aside to "
+		    "start afresh");
+		return -1;
+	}
+	return 0;
+}
+
 static int
 budget_fn(json_t **doc, void *arg, char *err, size_t errlen)
 {
 	struct budget_arg *b = arg;
-	json_t *t, *l;
 	long total, left;
 
 	if (*doc == NULL && b->existing) {
@@ -38,16 +55,8 @@ budget_fn(json_t **doc, void *arg, char *err, size_t errlen)
 		json_object_set_new(*doc, "total", json_integer(b->init));
 		json_object_set_new(*doc, "left", json_integer(b->init));
 	}
-	t = json_object_get(*doc, "total");
-	l = json_object_get(*doc, "left");
-	if (!json_is_integer(t) || !json_is_integer(l) ||
-	    (total = (long)json_integer_value(t)) < 0 ||
-	    (left = (long)json_integer_value(l)) < 0 || left > total) {
-		snprintf(err, errlen, "state/budget.json: corrupt state file "
-		    "(needs integers 0 <= left <= total); move it aside to "
-		    "start afresh");
+	if (valid(*doc, &total, &left, err, errlen) == -1)
 		return -1;
-	}
 	if (b->grow && b->init > total) {
 		left += b->init - total;
 		total = b->init;
@@ -118,4 +127,23 @@ budget_spend_existing(const char *rundir, long total, long *left,
 		}
 	}
 	return spend(rundir, &b, left, err, errlen);
+}
+
+int
+budget_check(const char *rundir, char *err, size_t errlen)
+{
+	json_t *doc;
+	long total, left;
+	char *path;
+	int rc;
+
+	if (rundir == NULL || store_shared())
+		return 0;
+	path = rundir_state(rundir, "budget", NULL);
+	rc = files_read(path, &doc, err, errlen);
+	free(path);
+	if (rc == 0 && doc != NULL)
+		rc = valid(doc, &total, &left, err, errlen);
+	json_decref(doc);
+	return rc;
 }

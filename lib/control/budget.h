@@ -25,5 +25,11 @@ int	budget_spend_grown(const char *rundir, long total, long *left,
  */
 int	budget_spend_existing(const char *rundir, long total, long *left,
 	    char *err, size_t errlen);
+/*
+ * Whether RUNDIR/state/budget.json, when there, is a budget: checked
+ * before a run starts (files_check_state checks that it parses).  0, or
+ * -1 and err.
+ */
+int	budget_check(const char *rundir, char *err, size_t errlen);
 
 #endif

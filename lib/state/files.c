@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -414,5 +415,77 @@ files_read(const char *path, json_t **doc, char *err, size_t errlen)
 	}
 	rc = parse(path, fd, doc, &len, err, errlen);
 	close(fd);
+	return rc;
+}
+
+/* One state file, read under a shared lock: absent is fine, empty is not. */
+static int
+check_one(const char *path, char *err, size_t errlen)
+{
+	json_t *doc;
+	size_t len;
+	int fd, rc;
+
+	if ((fd = files_open_read(path)) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "%s: %s; move it aside to start afresh",
+		    path, errno == EINVAL ? "not a regular file" :
+		    strerror(errno));
+		return -1;
+	}
+	while ((rc = flock(fd, LOCK_SH)) == -1 && errno == EINTR)
+		;
+	if (rc == 0)
+		rc = parse(path, fd, &doc, &len, err, errlen);
+	else
+		snprintf(err, errlen, "lock %s: %s", path, strerror(errno));
+	close(fd);
+	if (rc == 0 && doc == NULL) {
+		/* Made and never written: a crash, or a full disk. */
+		snprintf(err, errlen, "%s: corrupt state file (empty); move "
+		    "it aside to start afresh", path);
+		rc = -1;
+	}
+	json_decref(doc);
+	return rc;
+}
+
+int
+files_check_state(const char *rundir, char *err, size_t errlen)
+{
+	static const char *kinds[] = { "rate", "breaker" };
+	struct dirent *de;
+	char *path, *dir;
+	size_t i, n;
+	DIR *d;
+	int rc;
+
+	path = rundir_state(rundir, "budget", NULL);
+	rc = check_one(path, err, errlen);
+	free(path);
+	for (i = 0; rc == 0 && i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		dir = rundir_path(rundir, RUNDIR_STATE, kinds[i]);
+		if ((d = opendir(dir)) == NULL) {
+			if (errno != ENOENT) {
+				snprintf(err, errlen, "open %s: %s", dir,
+				    strerror(errno));
+				rc = -1;
+			}
+			free(dir);
+			continue;
+		}
+		while (rc == 0 && (de = readdir(d)) != NULL) {
+			n = strlen(de->d_name);
+			/* Not the ".tmp" of a rewrite, nor "." and "..". */
+			if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0)
+				continue;
+			path = xasprintf("%s/%s", dir, de->d_name);
+			rc = check_one(path, err, errlen);
+			free(path);
+		}
+		closedir(d);
+		free(dir);
+	}
 	return rc;
 }

@@ -69,6 +69,14 @@ int	files_update(const char *path, files_fn *fn, void *arg, char *err,
 	    size_t errlen);
 /* Close the state files files_update keeps open. */
 void	files_close_all(void);
+/*
+ * Whether the run directory's state files can be used, before a run sends
+ * anything: state/budget.json and each file of state/rate/ and
+ * state/breaker/ a JSON object (an empty one is not: it was made and
+ * never written).  0, or -1 with "PATH: corrupt state file (why); move it
+ * aside to start afresh" in err.
+ */
+int	files_check_state(const char *rundir, char *err, size_t errlen);
 /* Read path's object under a shared lock (NULL when absent); -1 on error. */
 int	files_read(const char *path, json_t **doc, char *err, size_t errlen);
 
