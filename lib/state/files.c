@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -422,9 +423,10 @@ files_read(const char *path, json_t **doc, char *err, size_t errlen)
 static int
 check_one(const char *path, char *err, size_t errlen)
 {
-	json_t *doc;
+	struct timespec pause = { 0, 50 * 1000 * 1000 };
+	json_t *doc = NULL;
 	size_t len;
-	int fd, rc;
+	int fd, rc, tries;
 
 	if ((fd = files_open_read(path)) == -1) {
 		if (errno == ENOENT)
@@ -434,15 +436,29 @@ check_one(const char *path, char *err, size_t errlen)
 		    strerror(errno));
 		return -1;
 	}
-	while ((rc = flock(fd, LOCK_SH)) == -1 && errno == EINTR)
-		;
-	if (rc == 0)
+	/*
+	 * Empty is made and never written (a crash, a full disk), unless
+	 * another pipeline on the run directory is making it this instant
+	 * (held_open creates it, then locks and writes it): looked at again
+	 * after a pause.
+	 */
+	for (tries = 0; tries < 2; tries++) {
+		if (tries > 0)
+			nanosleep(&pause, NULL);
+		while ((rc = flock(fd, LOCK_SH)) == -1 && errno == EINTR)
+			;
+		if (rc == -1) {
+			snprintf(err, errlen, "lock %s: %s", path,
+			    strerror(errno));
+			break;
+		}
 		rc = parse(path, fd, &doc, &len, err, errlen);
-	else
-		snprintf(err, errlen, "lock %s: %s", path, strerror(errno));
+		flock(fd, LOCK_UN);
+		if (rc == -1 || doc != NULL)
+			break;
+	}
 	close(fd);
 	if (rc == 0 && doc == NULL) {
-		/* Made and never written: a crash, or a full disk. */
 		snprintf(err, errlen, "%s: corrupt state file (empty); move "
 		    "it aside to start afresh", path);
 		rc = -1;
