@@ -513,15 +513,30 @@ if [ -n "$caught" ]; then
 	exit 143
 fi
 
+# One line for the stages that failed: the first to fail said why, and the
+# others followed it (a stage whose reader ended dies of SIGPIPE, 141;
+# rfp-fetch stops when rfp-sink closes the retry pipe early): they are
+# named after it, not each on a line of its own.
 worst=0
+first=
+then=
 while read -r stage code; do
 	case $code in
 	0) ;;
 	2) [ "$worst" -eq 0 ] && worst=2 ;;
 	*) worst=1
-	   printf '%s: %s failed with status %s\n' "$prog" "$stage" "$code" >&2 ;;
+	   if [ -z "$first" ]; then
+		first="$stage failed with status $code"
+	   elif [ "${first##* }" = 141 ] && [ "$code" != 141 ]; then
+		then="${then:+$then, }${first% failed with status *} 141"
+		first="$stage failed with status $code"
+	   else
+		then="${then:+$then, }$stage $code"
+	   fi ;;
 	esac
 done <"$status"
+[ -n "$first" ] && printf '%s: %s%s\n' "$prog" "$first" \
+    "${then:+ (then $then)}" >&2
 [ "$worst" -ne 0 ] && exit "$worst"
 case $sink in
 0|3|4|5) exit "$sink" ;;

@@ -81,6 +81,7 @@ static struct opts {
 	const char	*fifo;
 	const char	*admitted_from;
 	const char	*fetch_ended;	/* there once rfp-fetch has ended */
+	int		 fetch_failed;	/* ... with 1 to 127 (fetch_failed()) */
 	const char	*owner;		/* see fetch/claims.c */
 	int		 quiet;
 	int		 fate_status;
@@ -142,6 +143,30 @@ fifo_lost(void)
 }
 
 /*
+ * rfp-fetch's exit status from the --fetch-ended file, once rfpipe has
+ * written it: -1 while it is not there (or without the option).  When it
+ * is from 1 to 127, rfp-fetch failed and said why (or stopped because a
+ * stage after it ended early, which said why): what the sink would add
+ * about it is a follow-on, and is not said.
+ */
+static int
+fetch_status(void)
+{
+	FILE *f;
+	int st;
+
+	if (opts.fetch_ended == NULL || (f = fopen(opts.fetch_ended,
+	    "r")) == NULL)
+		return -1;
+	if (fscanf(f, "%d", &st) != 1)
+		st = -1;
+	fclose(f);
+	return st;
+}
+
+#define FETCH_FAILED(st)	((st) >= 1 && (st) <= 127)
+
+/*
  * Open the FIFO's write end once rfp-fetch holds the read end.  -1 when
  * rfp-fetch has already ended: a sink slow to start meets no reader after
  * a run stopped at once, or after an rfp-fetch killed.  The sink cannot
@@ -166,8 +191,9 @@ open_fifo(const char *path)
 			msg_diesys(1, "open %s", path);
 		if (opts.fetch_ended != NULL &&
 		    access(opts.fetch_ended, F_OK) == 0) {
-			msg_warn("%s: rfp-fetch has ended; retries are left "
-			    "for a re-run", path);
+			if (!FETCH_FAILED(fetch_status()))
+				msg_warn("%s: rfp-fetch has ended; retries "
+				    "are left for a re-run", path);
 			return -1;
 		}
 		if (clk_mono() - t0 > 1 && opts.admitted_from != NULL &&
@@ -185,6 +211,26 @@ open_fifo(const char *path)
 	    write(fd, hello, sizeof(hello) - 1) == -1)
 		msg_diesys(1, "open %s", path);
 	return fd;
+}
+
+/*
+ * Whether rfp-fetch failed (it, or a stage before the sink, said why):
+ * asked once the FIFO is closed, when rfp-fetch ends at once if it has
+ * not; rfpipe writes --fetch-ended as it reaps it (10 s at most).  The
+ * run is then cut short, the unfiled pending for a re-run, as after a
+ * stop; and a report it did not write is not missed aloud.
+ */
+static int
+fetch_failed(void)
+{
+	double t0 = clk_mono();
+	int st;
+
+	while ((st = fetch_status()) == -1 && opts.fetch_ended != NULL &&
+	    clk_mono() - t0 < 10)
+		clk_sleep(0.005, NULL);
+	opts.fetch_failed = FETCH_FAILED(st);
+	return opts.fetch_failed;
 }
 
 static int
@@ -656,6 +702,8 @@ main(int argc, char *argv[])
 	close(opts.fd_dead);
 	if (stopped)
 		summ_stopped(opts.run, stopped);
+	else if (fetch_failed())
+		summ_stopped(opts.run, -1);
 	/*
 	 * Each id in one of the two files: a dead letter filed since in
 	 * results.ndjson, or dead again later, goes.
@@ -663,7 +711,9 @@ main(int argc, char *argv[])
 	if (dead_compact(opts.run_dir, opts.fd_lock, err, sizeof(err)) == -1)
 		msg_warn("%s/%s: %s; left as it was", opts.run_dir,
 		    rundir_name(RUNDIR_DEAD), err);
-	rc = summ_finish(opts.run, opts.run_dir, opts.admitted_from, t0);
+	rc = summ_finish(opts.run, opts.run_dir, opts.fetch_failed &&
+	    opts.admitted_from != NULL && access(opts.admitted_from,
+	    F_OK) == -1 ? NULL : opts.admitted_from, t0);
 	tell(opts.run);
 	close(opts.fd_lock);
 	owner_release(opts.run_dir, opts.owner, opts.fd_owner);

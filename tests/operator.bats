@@ -796,3 +796,45 @@ cls() {
 	[ "$stderr" = "rfp-sink: $BATS_TEST_TMPDIR/retry.fifo: not a FIFO (make it with mkfifo)" ]
 	[ ! -s "$BATS_TEST_TMPDIR/retry.fifo" ]
 }
+
+# failing STAGE N: a STAGE first in $BATS_TEST_TMPDIR/shim that, in a run
+# (not a check), passes N records through the real stage, says why it
+# fails and exits 1: an early failure.  N 0: it fails at once.
+failing() {
+	mkdir -p "$BATS_TEST_TMPDIR/shim"
+	cat >"$BATS_TEST_TMPDIR/shim/$1" <<-EOF
+	#!/bin/bash
+	case " \$* " in *" --check "*|*" --list "*) exec "$ROOT/bin/$1" "\$@" ;; esac
+	case " \$* " in *" --run-dir="*" --admitted="*|*" --run-dir="*" --retry-fifo="*) ;;
+	*) exec "$ROOT/bin/$1" "\$@" ;; esac
+	[ "$2" -gt 0 ] && head -n "$2" | "$ROOT/bin/$1" "\$@"
+	echo "$1: it broke" >&2
+	exit 1
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/shim/$1"
+}
+
+@test "operator: rfp-fetch failing at start-up is said once: no line from rfp-sink about the retry pipe or the missing report" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$M"
+	failing rfp-fetch 0
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH run -1 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$M"
+	[ "$stderr" = "rfp-fetch: it broke
+rfpipe: rfp-fetch failed with status 1" ]
+	jq -e '.interrupted == true and .admitted == null' "$RUN/summary.json"
+}
+
+@test "operator: a stage failing mid-run is said once, the others after it in one line; the rest is pending, not a failed reconciliation, and a re-run files it" {
+	printf 'routes:\n  - {match: "/f/*", endpoint: f, delay_ms: 100}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /f 6 f >"$M"
+	failing rfp-backoff 1
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH run -1 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$M"
+	[[ $stderr == *"rfp-backoff: it broke"* ]]
+	[ "$(grep -c '^rfpipe: ' <<<"$stderr")" -eq 1 ]
+	[[ $stderr == *"rfpipe: rfp-backoff failed with status 1 (then "* ]]
+	[[ $stderr != *"rfp-sink: "* ]]
+	jq -e '.interrupted == true and .admitted == 6 and .reconciled == true and .pending + .run.succeeded + .run.dead == 6' "$RUN/summary.json"
+	run -0 timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$M"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 6 ]
+}
