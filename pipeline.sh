@@ -207,6 +207,10 @@ seed_opt=${seed:+--seed=$seed}
 jobs_opt=${jobs:+--jobs=$jobs}
 ma_opt=${max_attempts:+--max-attempts=$max_attempts}
 budget_opt=${budget:+--budget=$budget}
+# A budget given to a re-run of dead letters replaces what is left of the
+# run directory's (spent by the night that dead-lettered them).
+renew_opt=
+[ -n "$retry_dead" ] && [ -n "$budget" ] && renew_opt=--renew-budget
 batch_opt=${batch:+--batch=$batch}
 lease_opt=${lease:+--lease=$lease}
 
@@ -466,7 +470,8 @@ trap 'stop HUP' HUP
 	echo "rfp-classify $?" >>"$status"
 } | {
 	trap '' INT TERM HUP
-	backoff --run-dir="$run_dir" --admitted="$admitted" $budget_opt \
+	backoff --run-dir="$run_dir" --admitted="$admitted" \
+	    $budget_opt $renew_opt \
 	    ${config:+"--config=$config"} ${state:+"--state=$state"} $seed_opt $ma_opt $dl_opt $verbose
 } | {
 	# Ignored from the start: a signal that comes before rfp-sink has

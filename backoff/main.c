@@ -54,8 +54,9 @@ static const char usage[] =
     "usage: rfp-backoff [-hv] [--admitted N] [--base S] [--budget N|Nx]\n"
     "                   [--cap S] [--config FILE] [--deadline WHEN]\n"
     "                   [--max-attempts N] [--max-retry-after S]\n"
-    "                   [--resolve-deadline WHEN] [--run-dir DIR]\n"
-    "                   [--seed N] [--state URL] [--version]\n";
+    "                   [--renew-budget] [--resolve-deadline WHEN]\n"
+    "                   [--run-dir DIR] [--seed N] [--state URL]\n"
+    "                   [--version]\n";
 
 static struct opts {
 	struct conf	 conf;
@@ -298,6 +299,7 @@ options(int argc, char *argv[])
 		{ "help", no_argument, NULL, 'h' },
 		{ "max-attempts", required_argument, NULL, 'm' },
 		{ "max-retry-after", required_argument, NULL, 'M' },
+		{ "renew-budget", no_argument, NULL, 'N' },
 		{ "resolve-deadline", required_argument, NULL, 'R' },
 		{ "run-dir", required_argument, NULL, 'r' },
 		{ "seed", required_argument, NULL, 's' },
@@ -309,9 +311,9 @@ options(int argc, char *argv[])
 	const char *config = NULL, *budget = NULL, *deadline = NULL;
 	const char *state = NULL;
 	double base = -1, cap = -1, mra = -1, t;
-	long maxa = -1, seed = -1;
+	long maxa = -1, seed = -1, total, left, want;
 	char err[512];
-	int c;
+	int c, renew = 0;
 
 	opts.admitted = -1;	/* not given: count the documents */
 	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
@@ -337,6 +339,9 @@ options(int argc, char *argv[])
 			break;
 		case 'm':
 			maxa = opt_long("max-attempts", optarg, 1, 1000);
+			break;
+		case 'N':
+			renew = 1;
 			break;
 		case 'M':
 			mra = opt_duration("max-retry-after", optarg);
@@ -404,6 +409,30 @@ options(int argc, char *argv[])
 	    NULL)
 		msg_diesys(1, "open %s/%s", opts.run_dir,
 		    rundir_name(RUNDIR_ATTEMPTS));
+	if (renew && (budget == NULL || opts.run_dir == NULL ||
+	    (opts.conf.budget < 0 && opts.admitted < 0)))
+		msg_die(2, "option --renew-budget: needs --budget, --run-dir "
+		    "and, for a multiple, --admitted");
+	want = conf_budget_total(&opts.conf, opts.admitted);
+	/*
+	 * A budget given to a re-run of dead letters is theirs: what is
+	 * left becomes it.  Given to another run on a run directory that
+	 * has one, the run directory's is kept, and said: not silently.
+	 */
+	if (renew && budget_renew(opts.run_dir, want, &left, err,
+	    sizeof(err)) == -1)
+		msg_die(1, "%s", err);
+	if (!renew && budget != NULL && (opts.conf.budget >= 0 ||
+	    opts.admitted >= 0)) {
+		if ((c = budget_peek(opts.run_dir, &total, &left, err,
+		    sizeof(err))) == -1)
+			msg_die(1, "%s", err);
+		if (c == 1 && total != want)
+			msg_warn("option --budget %s: the run directory's "
+			    "budget is kept (%ld left of %ld); rfpipe "
+			    "--retry-dead --budget renews it", budget, left,
+			    total);
+	}
 }
 
 int

@@ -381,3 +381,20 @@ dead_count() {
 	run -0 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ "$(requests_for)" -eq 3 ]
 }
+
+@test "pipeline: --budget on a --retry-dead re-run replaces what is left of the run directory's budget; on a plain resume it is not applied, and said" {
+	printf 'routes:\n  - {match: "/f/*", endpoint: f, script: [503, 503, 200], retry_after: 0}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /f 4 >"$BATS_TEST_TMPDIR/m"
+	run -3 pipeline.sh -q --budget 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(dead_count "$RUN" budget_spent)" -eq 4 ]
+	jq -e '.total == 1 and .left == 0' "$RUN/state/budget.json"
+	run -3 --separate-stderr pipeline.sh -q --budget 50 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$stderr" = "rfp-backoff: option --budget 50: the run directory's budget is kept (0 left of 1); rfpipe --retry-dead --budget renews it" ]
+	jq -e '.total == 1 and .left == 0' "$RUN/state/budget.json"
+	run -0 --separate-stderr pipeline.sh -q --budget 100 --retry-dead --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ -z "$stderr" ]
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 4 ]
+	# The one retry spent the night stays counted; 100 were left to spend.
+	jq -e '.total == 101 and .left < 100 and .left >= 92' "$RUN/state/budget.json"
+}

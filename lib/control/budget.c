@@ -147,3 +147,54 @@ budget_check(const char *rundir, char *err, size_t errlen)
 	json_decref(doc);
 	return rc;
 }
+
+/* What is left becomes b->init; what was spent stays counted in total. */
+static int
+renew_fn(json_t **doc, void *arg, char *err, size_t errlen)
+{
+	struct budget_arg *b = arg;
+	long total = 0, left = 0;
+
+	if (*doc != NULL && valid(*doc, &total, &left, err, errlen) == -1)
+		return -1;
+	if (*doc == NULL)
+		*doc = json_object();
+	b->left = left;		/* what was left before */
+	b->granted = (int)(total - left > 0);
+	json_object_set_new(*doc, "total", json_integer(total - left +
+	    b->init));
+	json_object_set_new(*doc, "left", json_integer(b->init));
+	return 0;
+}
+
+int
+budget_renew(const char *rundir, long total, long *was_left, char *err,
+    size_t errlen)
+{
+	struct budget_arg b = { total, 0, 0, 0, 0, 0 };
+
+	if (store_update(rundir, "budget", NULL, renew_fn, &b, err,
+	    errlen) == -1)
+		return -1;
+	*was_left = b.left;
+	return 0;
+}
+
+int
+budget_peek(const char *rundir, long *total, long *left, char *err,
+    size_t errlen)
+{
+	json_t *doc;
+	char *path;
+	int rc;
+
+	if (rundir == NULL || store_shared())
+		return 0;
+	path = rundir_state(rundir, "budget", NULL);
+	rc = files_read(path, &doc, err, errlen);
+	free(path);
+	if (rc == 0 && doc != NULL)
+		rc = valid(doc, total, left, err, errlen) == -1 ? -1 : 1;
+	json_decref(doc);
+	return rc;
+}

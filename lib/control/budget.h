@@ -31,5 +31,18 @@ int	budget_spend_existing(const char *rundir, long total, long *left,
  * -1 and err.
  */
 int	budget_check(const char *rundir, char *err, size_t errlen);
+/*
+ * Make what is left of the budget total (the --budget given to a re-run
+ * of dead letters): spent retries stay counted, the total grows by the
+ * difference.  *was_left: what was left before.  0, or -1 and err.
+ */
+int	budget_renew(const char *rundir, long total, long *was_left,
+	    char *err, size_t errlen);
+/*
+ * The run directory's budget as it stands: 1 with *total and *left, 0
+ * when there is none (or it is in PostgreSQL), -1 and err.
+ */
+int	budget_peek(const char *rundir, long *total, long *left, char *err,
+	    size_t errlen);
 
 #endif
