@@ -329,6 +329,15 @@ if [ -n "$queue" ]; then
 	owner=$(uname -n).$$
 fi
 
+# note STAGE CODE: a stage's exit status, for the driver to read once the
+# stages are done.  On a full disk the shell's own complaint would name
+# neither the stage nor the file: said here instead.
+note() {
+	printf '%s %s\n' "$1" "$2" 2>/dev/null >>"$status" ||
+	    printf '%s: %s ended with status %s, which cannot be written to %s\n' \
+	    "$prog" "$1" "$2" "$status" >&2
+}
+
 # The manifest, from the file or claimed from the shared queue; rfp-fetch's
 # process id is kept for a signal to be passed on to it.  Once it has
 # ended, however (killed with SIGKILL too), its status is written to
@@ -340,15 +349,15 @@ fetch() {
 		{
 			rfp-queue --state="$queue" --owner="$owner" $batch_opt \
 			    $lease_opt $verbose pull
-			echo "rfp-queue $?" >>"$status"
+			note rfp-queue $?
 		} | rfp-fetch "$@" &
 	else
 		rfp-fetch "$@" <"$manifest" &
 	fi
-	echo "$!" >"$fetch_pid"
+	echo "$!" 2>/dev/null >"$fetch_pid"
 	wait "$!"
 	set -- "$?"
-	echo "$1" >"$fetch_ended"
+	echo "$1" 2>/dev/null >"$fetch_ended"
 	return "$1"
 }
 
@@ -358,12 +367,12 @@ backoff() {
 	if [ -n "$queue" ]; then
 		{
 			rfp-backoff "$@"
-			echo "rfp-backoff $?" >>"$status"
+			note rfp-backoff $?
 		} | rfp-queue --state="$queue" --owner="$owner" $verbose file
-		echo "rfp-queue $?" >>"$status"
+		note rfp-queue $?
 	else
 		rfp-backoff "$@"
-		echo "rfp-backoff $?" >>"$status"
+		note rfp-backoff $?
 	fi
 }
 
@@ -377,10 +386,10 @@ classify() {
 			exec 3<&0
 			rfp-parse --run-dir="$run_dir" --config="$config" "$@" \
 			    <&3 3<&- &
-			echo "$!" >"$parse_pid"
+			echo "$!" 2>/dev/null >"$parse_pid"
 			exec 3<&-
 			wait "$!"
-			echo "rfp-parse $?" >>"$status"
+			note rfp-parse $?
 		} | rfp-classify ${config:+"--config=$config"} "$@"
 	else
 		rfp-classify ${config:+"--config=$config"} "$@"
@@ -463,11 +472,11 @@ trap 'stop HUP' HUP
 	fetch --run-dir="$run_dir" --retry-fifo="$fifo" --report="$report" \
 	    --owner="$claims_owner" \
 	    --resume $retry_dead ${config:+"--config=$config"} ${state:+"--state=$state"} $jobs_opt $dl_opt $verbose
-	echo "rfp-fetch $?" >>"$status"
+	note rfp-fetch $?
 } | {
 	trap '' INT TERM HUP
 	classify $verbose
-	echo "rfp-classify $?" >>"$status"
+	note rfp-classify $?
 } | {
 	trap '' INT TERM HUP
 	backoff --run-dir="$run_dir" --admitted="$admitted" \

@@ -90,6 +90,7 @@ static struct {
 	const char	*report;
 	long		 active;	/* transfers on the wire */
 	long		 filing;	/* ... off it, with the body thread */
+	long		 wr_failed;	/* bodies that could not be written */
 	int		 fd_bodies;	/* the body thread's wake-ups, or -1 */
 	int		 fifo_ready;	/* poll saw the FIFO readable */
 	double		 t0;		/* clk_mono() at start */
@@ -242,6 +243,24 @@ complete(struct xfer *x)
 	    "answered", rec_int(x->job->rec, "elapsed_ms", 0));
 	if (fo.run_dir != NULL && doc_is_submission(x->job->rec))
 		submit_outcome(x);
+	/*
+	 * Its body could not be written here (a full disk, a quota, an I/O
+	 * error): not the document's fault, nor the portal's, and no dead
+	 * letter.  The run stops, this record and the rest unfiled: pending,
+	 * so a re-run fetches them once that is put right.  (A submission's
+	 * ledger entry says ambiguous: a re-run asks, never sends blind.)
+	 */
+	if (x->wr_err != 0 && fo.run_dir != NULL) {
+		if (S.wr_failed++ == 0)
+			msg_warn("write %s: %s; stopping: a re-run on this run "
+			    "directory fetches what was not filed", x->part ?
+			    x->part : fo.run_dir, strerror(x->wr_err));
+		if (S.stop == 0)
+			S.stop = -1;
+		job_free(x->job);
+		xfer_free(x);
+		return;
+	}
 	gate_feedback(x);
 	out_emit(x->job->rec);
 	job_free(x->job);

@@ -97,17 +97,20 @@ on_body(char *p, size_t size, size_t nmemb, void *arg)
 			return len;
 		}
 		/* Larger: to the partial file from here on, held part first. */
-		if (x->fd == -1 && (x->fd = bodies_open_part(x)) == -1)
+		if ((x->fd == -1 && (x->fd = bodies_open_part(x)) == -1) ||
+		    rec_write_all(x->fd, x->mem, x->mlen) == -1) {
+			x->wr_err = errno;	/* a local failure */
 			return 0;	/* abort: CURLE_WRITE_ERROR */
-		if (rec_write_all(x->fd, x->mem, x->mlen) == -1)
-			return 0;
+		}
 		free(x->mem);
 		x->mem = NULL;
 		x->mlen = x->mcap = 0;
 	}
 	/* Straight to the file: curl hands over its buffer, often all. */
-	if (x->fd != -1 && rec_write_all(x->fd, p, len) == -1)
+	if (x->fd != -1 && rec_write_all(x->fd, p, len) == -1) {
+		x->wr_err = errno;
 		return 0;	/* abort: CURLE_WRITE_ERROR */
+	}
 	return len;
 }
 
@@ -817,8 +820,10 @@ xfer_finish(struct xfer *x, CURLcode cc)
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(x->easy, CURLINFO_SIZE_UPLOAD_T, &up);
 	if (x->fd != -1) {
-		if (close(x->fd) == -1 && e == NULL)
+		if (close(x->fd) == -1 && e == NULL) {
 			e = "write";
+			x->wr_err = errno;
+		}
 		x->fd = -1;
 	}
 	if (x->wr_err != 0 && e == NULL)

@@ -144,10 +144,11 @@ fifo_lost(void)
 
 /*
  * rfp-fetch's exit status from the --fetch-ended file, once rfpipe has
- * written it: -1 while it is not there (or without the option).  When it
- * is from 1 to 127, rfp-fetch failed and said why (or stopped because a
- * stage after it ended early, which said why): what the sink would add
- * about it is a follow-on, and is not said.
+ * written it: -1 while it is not there (or without the option), -2 when
+ * it is there with no status in it.  When it is from 1 to 127, rfp-fetch
+ * failed and said why (or stopped because a stage after it ended early,
+ * which said why): what the sink would add about it is a follow-on, and
+ * is not said.
  */
 static int
 fetch_status(void)
@@ -159,7 +160,7 @@ fetch_status(void)
 	    "r")) == NULL)
 		return -1;
 	if (fscanf(f, "%d", &st) != 1)
-		st = -1;
+		st = -2;	/* there, its status not written (a full disk) */
 	fclose(f);
 	return st;
 }

@@ -6,6 +6,13 @@ load test_helper
 
 setup() {
 	RUN=$BATS_TEST_TMPDIR/run
+	MOUNTED=
+}
+
+# A tmpfs a test mounted (as root) is unmounted, whatever became of it.
+teardown() {
+	[ -z "$MOUNTED" ] || umount "$MOUNTED" 2>/dev/null || umount -l "$MOUNTED"
+	mock_stop
 }
 
 dead_count() {
@@ -397,4 +404,29 @@ dead_count() {
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 4 ]
 	# The one retry spent the night stays counted; 100 were left to spend.
 	jq -e '.total == 101 and .left < 100 and .left >= 92' "$RUN/state/budget.json"
+}
+
+@test "pipeline: a full disk under docs/ stops the run naming the file and the error; no dead letter, and a re-run once there is room fetches the rest" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root, to mount a small tmpfs"
+	printf 'routes:\n  - {match: "/p/*", endpoint: p, body: pdf, body_bytes: 8192}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /p 30 p >"$BATS_TEST_TMPDIR/m"
+	mkdir -m 700 -p "$RUN/docs"
+	mount -t tmpfs -o size=64k,mode=700 tmpfs "$RUN/docs" 2>/dev/null ||
+	    skip "cannot mount a tmpfs here"
+	MOUNTED=$RUN/docs
+	run -1 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[[ ${stderr_lines[0]} == "rfp-fetch: write $RUN/docs/.part/p-"*": No space left on device; stopping: a re-run on this run directory fetches what was not filed" ]]
+	[ "${stderr_lines[1]}" = "rfpipe: rfp-fetch failed with status 1" ]
+	[ "${#stderr_lines[@]}" -eq 2 ]
+	[ ! -s "$RUN/dead.ndjson" ]
+	n=$(wc -l <"$RUN/results.ndjson")
+	[ "$n" -lt 30 ]
+	jq -e --argjson n "$n" '.interrupted == true and .admitted == 30 and .pending == 30 - $n' "$RUN/summary.json"
+	# No partial body is left to hold the space.
+	[ -z "$(ls -A "$RUN/docs/.part")" ]
+	mount -o remount,size=10m "$RUN/docs"
+	run -0 timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 30 ]
+	[ ! -s "$RUN/dead.ndjson" ]
 }
