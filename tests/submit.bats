@@ -261,3 +261,18 @@ cut_on_the_wire() {
 	[ "$(stat -c %a "$L")" = 600 ]
 	jq -s -e 'length == 1 and .[0].replayed != true' "$RUN/results.ndjson"
 }
+
+@test "submit: a ledger whose first line is torn is still a ledger; a JSON document written out is not" {
+	submissions submit 1 >"$BATS_TEST_TMPDIR/m"
+	mkdir -m 700 "$BATS_TEST_TMPDIR/cycle"
+	L=$BATS_TEST_TMPDIR/cycle/2026-A.ndjson
+	printf 'ledger: %s\n' "$L" >"$BATS_TEST_TMPDIR/c.yaml"
+	# A crash cut the first entry short; a later writer went on after it.
+	printf '{"ke\n{"key":"other","id":"x","event":"success","t":1}\n' >"$L"
+	run -0 --separate-stderr pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ "$(requests_for)" -eq 1 ]
+	printf '{\n  "ledger": "no"\n}\n' >"$L"
+	run -2 --separate-stderr pipeline.sh -q --run-dir "$BATS_TEST_TMPDIR/run2" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[[ $stderr == *"ledger $L: not a ledger"* ]]
+	[ "$(wc -l <"$L")" -eq 3 ]
+}

@@ -186,6 +186,7 @@ first_entry(int fd, const char *path, char *err, size_t errlen)
 	static const char start[] = "{\"key\":\"";
 	char buf[4096];
 	const char *p, *nl;
+	size_t len;
 	ssize_t n;
 	json_t *e;
 	int ok;
@@ -200,14 +201,19 @@ first_entry(int fd, const char *path, char *err, size_t errlen)
 		;
 	if (p == buf + n)
 		return 0;
-	if ((nl = memchr(p, '\n', (size_t)(buf + n - p))) != NULL) {
-		e = json_loadb(p, (size_t)(nl - p), 0, NULL);
-		ok = json_is_object(e) &&
-		    json_is_string(json_object_get(e, "key"));
-		json_decref(e);
-	} else
-		ok = (size_t)(buf + n - p) >= sizeof(start) - 1 &&
-		    memcmp(p, start, sizeof(start) - 1) == 0;
+	nl = memchr(p, '\n', (size_t)(buf + n - p));
+	len = nl != NULL ? (size_t)(nl - p) : (size_t)(buf + n - p);
+	e = nl != NULL ? json_loadb(p, len, 0, NULL) : NULL;
+	ok = json_is_object(e) && json_is_string(json_object_get(e, "key"));
+	json_decref(e);
+	/*
+	 * Torn (a crash, a full disk), cut short anywhere past its first
+	 * two bytes: as the writer starts each entry.  (A lone "{" is the
+	 * first line of any JSON document written out.)
+	 */
+	if (!ok && len >= 2)
+		ok = memcmp(p, start, len < sizeof(start) - 1 ? len :
+		    sizeof(start) - 1) == 0;
 	if (!ok) {
 		snprintf(err, errlen, "ledger %s: not a ledger (its first line "
 		    "is not an entry); name a new file or an existing ledger",
