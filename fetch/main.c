@@ -232,6 +232,24 @@ log_req(const struct xfer *x, const char *dropped)
 		msg_warnsys("write %s", attlog_path(fo.log));
 }
 
+/* Whether errno e, writing a body, is the disk's failing, not the body's. */
+static int
+disk_failed(int e)
+{
+	switch (e) {
+	case ENOSPC:
+	case EDQUOT:
+	case EIO:
+	case EROFS:
+	case EFBIG:
+	case ENFILE:
+	case EMFILE:
+	case ENOMEM:
+		return 1;
+	}
+	return 0;
+}
+
 /* A transfer is over and its body, if any, filed: its record goes out. */
 static void
 complete(struct xfer *x)
@@ -244,13 +262,16 @@ complete(struct xfer *x)
 	if (fo.run_dir != NULL && doc_is_submission(x->job->rec))
 		submit_outcome(x);
 	/*
-	 * Its body could not be written here (a full disk, a quota, an I/O
-	 * error): not the document's fault, nor the portal's, and no dead
-	 * letter.  The run stops, this record and the rest unfiled: pending,
-	 * so a re-run fetches them once that is put right.  (A submission's
+	 * Its body could not be written here for want of room or a working
+	 * disk (a full disk, a quota, an I/O error, a read-only remount):
+	 * not the document's fault, nor the portal's, and no dead letter.
+	 * The run stops, this record and the rest unfiled: pending, so a
+	 * re-run fetches them once that is put right.  (A submission's
 	 * ledger entry says ambiguous: a re-run asks, never sends blind.)
+	 * What is this document's own (a link planted at its partial file)
+	 * is still its dead letter, "write".
 	 */
-	if (x->wr_err != 0 && fo.run_dir != NULL) {
+	if (fo.run_dir != NULL && disk_failed(x->wr_err)) {
 		if (S.wr_failed++ == 0)
 			msg_warn("write %s: %s; stopping: a re-run on this run "
 			    "directory fetches what was not filed", x->part ?
