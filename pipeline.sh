@@ -331,10 +331,12 @@ fi
 
 # note STAGE CODE: a stage's exit status, for the driver to read once the
 # stages are done.  On a full disk the shell's own complaint would name
-# neither the stage nor the file: said here instead.
+# neither the stage nor the file: a failure is said here instead (a 0 not
+# written reads as one).
 note() {
 	printf '%s %s\n' "$1" "$2" 2>/dev/null >>"$status" ||
-	    printf '%s: %s ended with status %s, which cannot be written to %s\n' \
+	    [ "$2" -eq 0 ] ||
+	    printf '%s: %s failed with status %s (not recorded: %s cannot be written)\n' \
 	    "$prog" "$1" "$2" "$status" >&2
 }
 

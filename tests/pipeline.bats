@@ -430,3 +430,20 @@ dead_count() {
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 30 ]
 	[ ! -s "$RUN/dead.ndjson" ]
 }
+
+@test "pipeline: a run directory that fills up: every line names its file, none is the shell's own complaint" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root, to mount a small tmpfs"
+	printf 'routes:\n  - {match: "/p/*", endpoint: p, body: pdf, body_bytes: 8192}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /p 30 p >"$BATS_TEST_TMPDIR/m"
+	mkdir -m 700 "$RUN"
+	mount -t tmpfs -o size=100k,mode=700 tmpfs "$RUN" 2>/dev/null ||
+	    skip "cannot mount a tmpfs here"
+	MOUNTED=$RUN
+	run -1 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[[ $stderr == "rfp-fetch: write $RUN/docs/.part/p-"*": No space left on device; stopping: "* ]]
+	[[ $stderr == *"rfpipe: rfp-fetch failed with status 1"* ]]
+	# Each line is a stage's or rfpipe's, never sh's ("424: echo: I/O error").
+	[ -z "$(grep -v '^rfp[-a-z]*: ' <<<"$stderr")" ]
+	[[ $stderr != *"echo: "* && $stderr != *"printf: "* ]]
+}
