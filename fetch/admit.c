@@ -34,9 +34,11 @@ static struct {
 	int		 sink_seen;	/* rfp-sink said hello */
 	int		 sink_gone;	/* ... and later closed the FIFO */
 	int		 retry_dead;
-	json_t		*seen;		/* ids admitted from the manifest */
-	json_t		*keys;		/* their submissions' keys: id, line */
+	json_t		*seen;		/* id -> the manifest line first with it */
+	json_t		*idem;		/* submissions' keys -> id, line */
 	json_t		*done;		/* ids already filed (resume) */
+	json_t		*keys;		/* line keys of letters filed (resume) */
+	json_t		*nth;		/* line hash -> keyed lines with it */
 	off_t		 done_size[2];	/* ... the sizes of the files read */
 	struct admit_counts n;
 } A = { .fd_fifo = -1 };
@@ -113,7 +115,7 @@ admit_key(const json_t *rec, const char *id, long lineno, char *err,
 	if (!doc_is_submission(rec))
 		return 0;
 	key = doc_idem_key(rec);
-	if ((v = json_object_get(A.keys, key)) != NULL) {
+	if ((v = json_object_get(A.idem, key)) != NULL) {
 		snprintf(err, errlen, "field \"idempotency_key\": \"%.60s\" is "
 		    "already used by id \"%s\" (line %ld); each submission "
 		    "needs its own key", key, rec_str(v, "id"),
@@ -121,10 +123,74 @@ admit_key(const json_t *rec, const char *id, long lineno, char *err,
 		free(key);
 		return -1;
 	}
-	json_object_set_new(A.keys, key, json_pack("{s:s,s:I}", "id", id,
+	json_object_set_new(A.idem, key, json_pack("{s:s,s:I}", "id", id,
 	    "line", (json_int_t)lineno));
 	free(key);
 	return 0;
+}
+
+/*
+ * Key rec, the dead letter of a manifest line that has no id of its own
+ * (a line that does not parse, a record without an id) or whose id is an
+ * earlier line's (a duplicate), so that a resume knows it is filed and
+ * dead.ndjson keeps one letter of the line however often it is filed
+ * (lib/accounts/dead.c).  The key is the hash of the line's text and
+ * which line of that text it is (the first, the second...): not its line
+ * number, so that lines added above it do not file it again.  1 when a
+ * resume finds it already in dead.ndjson (the line is skipped, rec
+ * freed), else 0 with rec keyed.
+ */
+static int
+line_key(json_t *rec, const char *line, size_t len)
+{
+	char hex[17], key[48];
+	json_int_t n;
+
+	snprintf(hex, sizeof(hex), "%016llx",
+	    (unsigned long long)clk_hash(0, line, len));
+	n = json_integer_value(json_object_get(A.nth, hex)) + 1;
+	json_object_set_new(A.nth, hex, json_integer(n));
+	snprintf(key, sizeof(key), "%s.%lld", hex, (long long)n);
+	if (A.keys != NULL && json_object_get(A.keys, key) != NULL) {
+		A.n.skipped++;
+		json_decref(rec);
+		return 1;
+	}
+	json_object_set_new(rec, REC_LINE_KEY, json_string(key));
+	return 0;
+}
+
+/* Whether id is filed already (a resume): skip it. */
+static int
+filed(const char *id)
+{
+	return id != NULL && A.done != NULL &&
+	    json_object_get(A.done, id) != NULL;
+}
+
+/*
+ * rec, refused, leaves at once dead bad_input (err says why), unless a
+ * resume finds it filed: by its id, or without one by its line's key.
+ */
+static void
+admit_dead(json_t *rec, const char *line, size_t len, long lineno,
+    const char *err)
+{
+	const char *id = rec_str(rec, "id");
+
+	if (filed(id)) {
+		A.n.skipped++;
+		json_decref(rec);
+		return;
+	}
+	if (id == NULL && line_key(rec, line, len))
+		return;
+	msg_line(lineno, "%s", err);
+	/* rec_bad_input's own detail stays. */
+	out_kill(rec, lineno, FATE_BAD_INPUT, json_object_get(rec,
+	    "dead_detail") != NULL ? NULL : err);
+	json_decref(rec);
+	A.n.admitted++;
 }
 
 static void
@@ -136,20 +202,15 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 	int sent;
 
 	if (rrc == REC_TOOLONG) {
-		msg_line(lineno, "line longer than %d bytes", REC_LINE_MAX);
-		rec = rec_bad_input("rfp-fetch", lineno, "line too long", line,
-		    len);
-		out_emit(rec);
-		json_decref(rec);
-		A.n.admitted++;
+		snprintf(err, sizeof(err), "line longer than %d bytes",
+		    REC_LINE_MAX);
+		admit_dead(rec_bad_input("rfp-fetch", lineno, "line too long",
+		    line, len), line, len, lineno, err);
 		return;
 	}
 	if ((rec = rec_parse(line, len, err, sizeof(err))) == NULL) {
-		msg_line(lineno, "%s", err);
-		rec = rec_bad_input("rfp-fetch", lineno, err, line, len);
-		out_emit(rec);
-		json_decref(rec);
-		A.n.admitted++;
+		admit_dead(rec_bad_input("rfp-fetch", lineno, err, line, len),
+		    line, len, lineno, err);
 		return;
 	}
 	fate = rec_str(rec, "fate");
@@ -164,37 +225,47 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 		json_object_del(rec, "attempt");
 		json_object_del(rec, "line");
 		json_object_del(rec, "stage");
+		/* A letter's key is its own run directory's (dead.ndjson run
+		 * again as a manifest): this line is keyed afresh. */
+		json_object_del(rec, REC_LINE_KEY);
 		if (sent)
 			json_object_set_new(rec, "sent", json_true());
 	}
 	id = rec_str(rec, "id");
-	if (admit_size(rec, len, err, sizeof(err)) == -1) {
-		/* Too long to pass on whole: its id and its start. */
-		if (id != NULL && A.done != NULL &&
-		    json_object_get(A.done, id) != NULL) {
-			A.n.skipped++;
-			json_decref(rec);
+	/*
+	 * A duplicate of any earlier line with that id, filed, held or
+	 * refused: else a first line refused and a second done would leave
+	 * one letter, dropped from dead.ndjson for the result of its id.
+	 */
+	if (id != NULL && json_object_get(A.seen, id) != NULL) {
+		snprintf(err, sizeof(err), "field \"id\": duplicate id \"%.200s\""
+		    " (first on line %ld)", id, (long)json_integer_value(
+		    json_object_get(A.seen, id)));
+		if (line_key(rec, line, len))
 			return;
-		}
-		msg_line(lineno, "%s", err);
-		big = rec;
-		rec = rec_bad_input("rfp-fetch", lineno, err, line, len);
-		if (json_is_string(json_object_get(big, "id")))
-			json_object_set(rec, "id", json_object_get(big, "id"));
-		json_decref(big);
-		out_emit(rec);
-		json_decref(rec);
-		A.n.admitted++;
-		return;
-	}
-	if (doc_check(rec, err, sizeof(err)) == -1) {
 		msg_line(lineno, "%s", err);
 		out_kill(rec, lineno, FATE_BAD_INPUT, err);
 		json_decref(rec);
 		A.n.admitted++;
 		return;
 	}
-	if (A.done != NULL && json_object_get(A.done, id) != NULL) {
+	if (id != NULL)
+		json_object_set_new(A.seen, id, json_integer(lineno));
+	if (admit_size(rec, len, err, sizeof(err)) == -1) {
+		/* Too long to pass on whole: its id and its start. */
+		big = rec;
+		rec = rec_bad_input("rfp-fetch", lineno, err, line, len);
+		if (json_is_string(json_object_get(big, "id")))
+			json_object_set(rec, "id", json_object_get(big, "id"));
+		json_decref(big);
+		admit_dead(rec, line, len, lineno, err);
+		return;
+	}
+	if (doc_check(rec, err, sizeof(err)) == -1) {
+		admit_dead(rec, line, len, lineno, err);
+		return;
+	}
+	if (filed(id)) {
 		A.n.skipped++;
 		json_decref(rec);
 		return;
@@ -206,28 +277,13 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 	}
 	A.n.admitted++;
 	if (admit_wait(rec, err, sizeof(err)) == -1 ||
-	    xfer_admissible(rec, err, sizeof(err)) == -1) {
+	    xfer_admissible(rec, err, sizeof(err)) == -1 ||
+	    admit_key(rec, id, lineno, err, sizeof(err)) == -1) {
 		msg_line(lineno, "%s", err);
 		out_kill(rec, lineno, FATE_BAD_INPUT, err);
 		json_decref(rec);
 		return;
 	}
-	if (json_object_get(A.seen, id) != NULL) {
-		snprintf(err, sizeof(err), "field \"id\": duplicate id \"%s\" "
-		    "(first on line %ld)", id, (long)json_integer_value(
-		    json_object_get(A.seen, id)));
-		msg_line(lineno, "%s", err);
-		out_kill(rec, lineno, FATE_BAD_INPUT, err);
-		json_decref(rec);
-		return;
-	}
-	if (admit_key(rec, id, lineno, err, sizeof(err)) == -1) {
-		msg_line(lineno, "%s", err);
-		out_kill(rec, lineno, FATE_BAD_INPUT, err);
-		json_decref(rec);
-		return;
-	}
-	json_object_set_new(A.seen, id, json_integer(lineno));
 	queue_add(rec, lineno);
 }
 
@@ -329,7 +385,10 @@ held(const char *id, long lineno)
 	return 0;
 }
 
-/* Ids already in results.ndjson (and dead.ndjson unless --retry-dead). */
+/*
+ * Ids already in results.ndjson (and dead.ndjson unless --retry-dead),
+ * and the line keys of dead.ndjson's letters (see line_key).
+ */
 static void
 load_done(void)
 {
@@ -342,6 +401,8 @@ load_done(void)
 	int i, fd, rc;
 
 	A.done = json_object();
+	json_decref(A.keys);
+	A.keys = json_object();
 	A.done_size[0] = A.done_size[1] = 0;
 	for (i = 0; i < ndone(); i++) {
 		path = rundir_path(fo->run_dir, done_files[i], NULL);
@@ -366,7 +427,10 @@ load_done(void)
 				    lineno);
 				continue;
 			}
-			if (rec_str(rec, "id") != NULL)
+			if (rec_str(rec, REC_LINE_KEY) != NULL)
+				json_object_set_new(A.keys, rec_str(rec,
+				    REC_LINE_KEY), json_true());
+			else if (rec_str(rec, "id") != NULL)
 				json_object_set_new(A.done, rec_str(rec, "id"),
 				    json_true());
 			json_decref(rec);
@@ -403,7 +467,8 @@ admit_open(const struct fopts *o, const char *fifo, int resume,
 	A.fifo = fifo;
 	A.retry_dead = retry_dead;
 	A.seen = json_object();
-	A.keys = json_object();
+	A.idem = json_object();
+	A.nth = json_object();
 	if (resume || retry_dead)
 		load_done();
 	A.in = rec_reader_new(STDIN_FILENO, 0);
@@ -484,9 +549,11 @@ admit_close(void)
 	if (A.fd_fifo != -1)
 		close(A.fd_fifo);
 	json_decref(A.seen);
-	json_decref(A.keys);
 	json_decref(A.done);
+	json_decref(A.keys);
+	json_decref(A.nth);
+	json_decref(A.idem);
 	A.in = A.back = NULL;
 	A.fd_fifo = -1;
-	A.seen = A.keys = A.done = NULL;
+	A.seen = A.done = A.keys = A.nth = A.idem = NULL;
 }

@@ -446,4 +446,47 @@ dead_count() {
 	# Each line is a stage's or rfpipe's, never sh's ("424: echo: I/O error").
 	[ -z "$(grep -v '^rfp[-a-z]*: ' <<<"$stderr")" ]
 	[[ $stderr != *"echo: "* && $stderr != *"printf: "* ]]
+@test "pipeline: a duplicate id stays dead bad_input in dead.ndjson; run and totals agree, resumed or retried" {
+	mock_start "$FIX/mock/ok.yaml"
+	local m=$BATS_TEST_TMPDIR/m
+	printf '{"id":"a","url":"%s/nih/%d"}\n' "$MOCK_URL" 1 "$MOCK_URL" 2 >"$m"
+	printf '{"id":"b","url":"%s/nih/%d"}\n' "$MOCK_URL" 3 "$MOCK_URL" 4 >>"$m"
+	run -3 pipeline.sh -q --run-dir "$RUN" "$m"
+	[ "$(jq -r .id "$RUN/results.ndjson" | sort | tr '\n' ' ')" = "a b " ]
+	[ "$(jq -c '[.id, .line, .dead_reason]' "$RUN/dead.ndjson" | sort | tr '\n' ' ')" = '["a",2,"bad_input"] ["b",4,"bad_input"] ' ]
+	jq -e '.admitted == 4 and .run.dead == 2 and .totals.dead == 2 and .totals.succeeded == 2 and .reconciled' "$RUN/summary.json"
+	# A resume files nothing again; --retry-dead files the duplicates
+	# again, and dead.ndjson keeps one letter of each line.
+	run -3 pipeline.sh -q --run-dir "$RUN" "$m"
+	jq -e '.admitted == 0 and .fetch.skipped == 4 and .totals.dead == 2 and .totals.succeeded == 2' "$RUN/summary.json"
+	run -3 pipeline.sh -q --run-dir "$RUN" --retry-dead "$m"
+	jq -e '.admitted == 2 and .run.dead == 2 and .totals.dead == 2 and .totals.succeeded == 2 and .reconciled' "$RUN/summary.json"
+	[ "$(wc -l <"$RUN/dead.ndjson")" -eq 2 ]
+	[ "$(requests_for)" -eq 2 ]
+}
+
+@test "pipeline: a bad manifest line is dead-lettered once, however many resumes, and after lines added above it" {
+	mock_start "$FIX/mock/ok.yaml"
+	local m=$BATS_TEST_TMPDIR/m
+	{
+		manifest /nih 2 nih
+		echo 'not json'
+		echo 'not json'
+		echo "{\"url\":\"$MOCK_URL/nih/no-id\"}"
+	} >"$m"
+	run -3 pipeline.sh -q --run-dir "$RUN" "$m"
+	[ "$(wc -l <"$RUN/dead.ndjson")" -eq 3 ]
+	for i in 1 2; do
+		run -3 pipeline.sh -q --run-dir "$RUN" "$m"
+		jq -e '.admitted == 0 and .fetch.skipped == 5 and .totals.dead == 3 and .totals.succeeded == 2' "$RUN/summary.json"
+	done
+	# A line added above: the bad lines are the same lines still.
+	{ echo "{\"id\":\"new\",\"url\":\"$MOCK_URL/nih/new\"}"; cat "$m"; } >"$m.2"
+	run -3 pipeline.sh -q --run-dir "$RUN" "$m.2"
+	jq -e '.admitted == 1 and .run.succeeded == 1 and .totals.dead == 3 and .totals.succeeded == 3 and .reconciled' "$RUN/summary.json"
+	# --retry-dead files them again, and dead.ndjson keeps one of each.
+	run -3 pipeline.sh -q --run-dir "$RUN" --retry-dead "$m.2"
+	jq -e '.admitted == 3 and .run.dead == 3 and .totals.dead == 3' "$RUN/summary.json"
+	[ "$(jq -r .dead_reason "$RUN/dead.ndjson" | sort | uniq -c | tr -s ' ')" = ' 3 bad_input' ]
+	[ "$(jq -r .line "$RUN/dead.ndjson" | sort -n | tr '\n' ' ')" = "4 5 6 " ]
 }

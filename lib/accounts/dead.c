@@ -34,15 +34,15 @@ dead_hold(const char *rundir, char *err, size_t errlen)
 }
 
 /*
- * Call fn for each line of path with its id (NULL when it has none, or
- * the line is not a record), read through v; an absent file has no
- * lines.  0, or -1 with errno.  With whole, a line over the cap is an
- * error (EFBIG): the reader keeps nothing of it, so a rewrite would lose
- * it.
+ * Call fn for each line of path with its id and its line_key (each NULL
+ * when it has none, or the line is not a record), read through v; an
+ * absent file has no lines.  0, or -1 with errno.  With whole, a line
+ * over the cap is an error (EFBIG): the reader keeps nothing of it, so a
+ * rewrite would lose it.
  */
 static int
 each(const char *path, struct view *v, int whole, void (*fn)(const char *,
-    size_t, const char *, void *), void *arg)
+    size_t, const char *, const char *, void *), void *arg)
 {
 	struct rec_reader *r;
 	char *line;
@@ -62,9 +62,13 @@ each(const char *path, struct view *v, int whole, void (*fn)(const char *,
 			e = EFBIG;
 			break;
 		}
-		if (rc == REC_LINE && len > 0)
-			fn(line, len, view_open(v, line, len, NULL, 0) == 0 ?
-			    view_str(v, "id") : NULL, arg);
+		if (rc != REC_LINE || len == 0)
+			continue;
+		if (view_open(v, line, len, NULL, 0) == 0)
+			fn(line, len, view_str(v, "id"), view_str(v,
+			    REC_LINE_KEY), arg);
+		else
+			fn(line, len, NULL, NULL, arg);
 	}
 	rec_reader_free(r);
 	close(fd);
@@ -81,21 +85,31 @@ each(const char *path, struct view *v, int whole, void (*fn)(const char *,
 struct letters {
 	json_t	*done;		/* ids of letters filed in results.ndjson */
 	json_t	*last;		/* id -> the number of its last letter */
+	json_t	*keyed;		/* line_key -> ... of its last letter */
 	long	 n;		/* letters read in this pass */
-	long	 anon;		/* ... of them without an id */
+	long	 anon;		/* ... of them without an id or a key */
 	int	 out;		/* the rewrite */
 	int	 err;		/* errno of a failed write, or 0 */
 	struct view *v;
 };
 
+/*
+ * A letter with a line_key is a manifest line's (fetch/admit.c): one
+ * without an id of its own, or a duplicate whose id is another line's.
+ * It is kept by its key alone: the last letter of a key stays, whatever
+ * results.ndjson or the letters of its id say of the id's first line.
+ */
 static void
-note_dead(const char *line, size_t len, const char *id, void *arg)
+note_dead(const char *line, size_t len, const char *id, const char *key,
+    void *arg)
 {
 	struct letters *l = arg;
 
 	(void)line;
 	(void)len;
-	if (id != NULL)
+	if (key != NULL)
+		json_object_set_new(l->keyed, key, json_integer(l->n));
+	else if (id != NULL)
 		json_object_set_new(l->last, id, json_integer(l->n));
 	else
 		l->anon++;
@@ -108,26 +122,35 @@ note_dead(const char *line, size_t len, const char *id, void *arg)
  * 120 MiB).
  */
 static void
-note_done(const char *line, size_t len, const char *id, void *arg)
+note_done(const char *line, size_t len, const char *id, const char *key,
+    void *arg)
 {
 	struct letters *l = arg;
 
 	(void)line;
 	(void)len;
+	(void)key;
 	if (id != NULL && json_object_get(l->last, id) != NULL)
 		json_object_set_new(l->done, id, json_true());
 }
 
 /*
- * Letter number l->n, written to l->out when it stays: no result has its
- * id and no later letter does.
+ * Letter number l->n, written to l->out when it stays: no later letter has
+ * its line_key; without one, no result has its id and no later letter does.
  */
 static void
-sift(const char *line, size_t len, const char *id, void *arg)
+sift(const char *line, size_t len, const char *id, const char *key,
+    void *arg)
 {
 	struct letters *l = arg;
-	int stays = id == NULL || (json_object_get(l->done, id) == NULL &&
-	    json_integer_value(json_object_get(l->last, id)) == l->n);
+	int stays;
+
+	if (key != NULL)
+		stays = json_integer_value(json_object_get(l->keyed, key)) ==
+		    l->n;
+	else
+		stays = id == NULL || (json_object_get(l->done, id) == NULL &&
+		    json_integer_value(json_object_get(l->last, id)) == l->n);
 
 	l->n++;
 	if (stays && l->err == 0 && (rec_write_all(l->out, line, len) == -1 ||
@@ -147,6 +170,7 @@ dead_compact(const char *rundir, int fd, char *err, size_t errlen)
 	memset(&l, 0, sizeof(l));
 	l.done = json_object();
 	l.last = json_object();
+	l.keyed = json_object();
 	l.v = view_new();
 	l.out = -1;
 	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
@@ -163,9 +187,9 @@ dead_compact(const char *rundir, int fd, char *err, size_t errlen)
 		dropped = -1;
 		goto out;
 	}
-	/* What stays: the letters without an id, and one a live id. */
+	/* What stays: the letters without an id, one a live id, one a key. */
 	dropped = l.n - l.anon - ((long)json_object_size(l.last) -
-	    (long)json_object_size(l.done));
+	    (long)json_object_size(l.done)) - (long)json_object_size(l.keyed);
 	if (dropped == 0)
 		goto out;
 	/*
@@ -196,6 +220,7 @@ fail:
 out:
 	json_decref(l.done);
 	json_decref(l.last);
+	json_decref(l.keyed);
 	view_free(l.v);
 	free(done);
 	free(dead);

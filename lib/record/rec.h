@@ -32,6 +32,12 @@
 #define REC_ACK_DONE	"{\"ack\":true,\"fate\":\"done\"}"
 #define REC_ACK_DEAD	"{\"ack\":true,\"fate\":\"dead\"}"
 
+/*
+ * The member that keys rfp-fetch's dead letter of a manifest line with no
+ * id of its own, or a duplicate id: see fetch/admit.c and lib/accounts/dead.h.
+ */
+#define REC_LINE_KEY	"line_key"
+
 enum rec_rc {
 	REC_ERR = -1,		/* read error, errno set */
 	REC_EOF = 0,		/* no more lines */
