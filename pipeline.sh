@@ -172,6 +172,20 @@ manifest=${1:-}
 if [ -n "$manifest" ] && { [ ! -r "$manifest" ] || [ -d "$manifest" ]; }; then
 	die 2 "open $manifest: not a readable file"
 fi
+# /dev/stdin (or /dev/fd/N) on a file names the file itself: the stages
+# run in the background, where standard input is /dev/null.
+case $manifest in
+/dev/*|/proc/*)
+	[ -f "$manifest" ] && real=$(readlink -f -- "$manifest") &&
+	    [ -f "$real" ] && manifest=$real ;;
+esac
+# It is read twice, counted before the run and then run: a pipe (/dev/stdin,
+# <(...)) would be empty the second time and the run would admit nothing,
+# and a named pipe whose writer is gone would block the run's open for good.
+# test -f opens nothing, so a named pipe cannot hang it.
+if [ -n "$manifest" ] && [ ! -f "$manifest" ]; then
+	die 2 "$manifest: MANIFEST must be a regular file (a pipe is read once: save it to a file first)"
+fi
 case $progress in
 auto|plain|none) ;;
 *) bad_usage "option --progress: expected auto, plain or none" ;;

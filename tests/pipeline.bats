@@ -490,3 +490,25 @@ dead_count() {
 	[ "$(jq -r .dead_reason "$RUN/dead.ndjson" | sort | uniq -c | tr -s ' ')" = ' 3 bad_input' ]
 	[ "$(jq -r .line "$RUN/dead.ndjson" | sort -n | tr '\n' ' ')" = "4 5 6 " ]
 }
+
+@test "pipeline: a manifest on a pipe or a named pipe is refused, exit 2, one line, before anything starts" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$BATS_TEST_TMPDIR/m"
+	# Read by the count first, the run would have admitted nothing.
+	run -2 --separate-stderr bash -c 'cat "$1" | timeout 10 "$2" -q --run-dir "$3" /dev/stdin' _ \
+	    "$BATS_TEST_TMPDIR/m" "$ROOT/pipeline.sh" "$RUN"
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[ "${stderr_lines[0]}" = 'rfpipe: /dev/stdin: MANIFEST must be a regular file (a pipe is read once: save it to a file first)' ]
+	[ ! -e "$RUN" ]
+	# A named pipe with no writer: nothing opens it, so nothing hangs.
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	run -2 --separate-stderr timeout 10 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/fifo"
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ ${stderr_lines[0]} == *'/fifo: MANIFEST must be a regular file'* ]]
+	[ ! -e "$RUN" ]
+	[ "$(requests_for)" -eq 0 ]
+	# A regular file behind /dev/stdin is a file.
+	run -0 bash -c 'timeout 20 "$1" -q --run-dir "$2" /dev/stdin <"$3"' _ \
+	    "$ROOT/pipeline.sh" "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 3 ]
+}
