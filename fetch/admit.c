@@ -36,7 +36,8 @@ static struct {
 	int		 retry_dead;
 	json_t		*seen;		/* id -> the manifest line first with it */
 	json_t		*idem;		/* submissions' keys -> id, line */
-	json_t		*done;		/* ids already filed (resume) */
+	json_t		*done;		/* ids already filed: true; false when
+					 * only cut by a deadline (resume) */
 	json_t		*keys;		/* line keys of letters filed (resume) */
 	json_t		*nth;		/* line hash -> keyed lines with it */
 	off_t		 done_size[2];	/* ... the sizes of the files read */
@@ -49,6 +50,7 @@ static const enum rundir_file done_files[] = { RUNDIR_RESULTS, RUNDIR_DEAD };
 #define ndone()	(A.retry_dead ? 1 : 2)
 
 static int held(const char *, long);
+static int cut_only(const json_t *, int);
 static void load_done(void);
 static int done_grew(void);
 
@@ -160,12 +162,16 @@ line_key(json_t *rec, const char *line, size_t len)
 	return 0;
 }
 
-/* Whether id is filed already (a resume): skip it. */
+/*
+ * Whether id is filed already (a resume): skip it.  Not when its only
+ * letters are deadline cuts: a document the deadline cut never failed, it
+ * ran out of night, and the next start on the run directory takes it up.
+ */
 static int
 filed(const char *id)
 {
 	return id != NULL && A.done != NULL &&
-	    json_object_get(A.done, id) != NULL;
+	    json_is_true(json_object_get(A.done, id));
 }
 
 /*
@@ -276,6 +282,8 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 		return;
 	}
 	A.n.admitted++;
+	if (A.done != NULL && json_is_false(json_object_get(A.done, id)))
+		A.n.resumed_cut++;
 	if (admit_wait(rec, err, sizeof(err)) == -1 ||
 	    xfer_admissible(rec, err, sizeof(err)) == -1 ||
 	    admit_key(rec, id, lineno, err, sizeof(err)) == -1) {
@@ -380,7 +388,7 @@ held(const char *id, long lineno)
 	if (rc == 2 && A.done != NULL && done_grew()) {
 		json_decref(A.done);
 		load_done();
-		return json_object_get(A.done, id) != NULL;
+		return filed(id);
 	}
 	return 0;
 }
@@ -432,13 +440,27 @@ load_done(void)
 				    REC_LINE_KEY), json_true());
 			else if (rec_str(rec, "id") != NULL)
 				json_object_set_new(A.done, rec_str(rec, "id"),
-				    json_true());
+				    json_boolean(!cut_only(rec, i)));
 			json_decref(rec);
 		}
 		rec_reader_free(r);
 		close(fd);
 		free(path);
 	}
+}
+
+/*
+ * Whether rec, a line of done_files[i], is a deadline cut and no letter
+ * read before it of its id says more (a result, another dead reason).
+ */
+static int
+cut_only(const json_t *rec, int i)
+{
+	const char *why = rec_str(rec, "dead_reason");
+	json_t *was = json_object_get(A.done, rec_str(rec, "id"));
+
+	return done_files[i] == RUNDIR_DEAD && why != NULL &&
+	    fate_reason_of(why) == FATE_DEADLINE_CUT && !json_is_true(was);
 }
 
 /* Whether the files load_done read have grown since. */

@@ -227,6 +227,7 @@ void	submit_close(void);
 /* admit.c: the manifest and rfp-sink's FIFO. */
 struct admit_counts {
 	long	admitted, skipped, held;
+	long	resumed_cut;	/* admitted again: cut by an earlier deadline */
 };
 void	admit_open(const struct fopts *o, const char *fifo, int resume,
 	    int retry_dead);

@@ -366,8 +366,9 @@ write_report(void)
 	if (S.report == NULL)
 		return;
 	admit_counts(&n);
-	r = json_pack("{s:I,s:I,s:I,s:I}", "admitted", (json_int_t)n.admitted,
-	    "skipped", (json_int_t)n.skipped, "held", (json_int_t)n.held,
+	r = json_pack("{s:I,s:I,s:I,s:I,s:I}", "admitted",
+	    (json_int_t)n.admitted, "skipped", (json_int_t)n.skipped, "held",
+	    (json_int_t)n.held, "resumed_cut", (json_int_t)n.resumed_cut,
 	    "pid", (json_int_t)getpid());
 	if (fo.run_dir != NULL)
 		json_object_set(r, "held_by", claims_held());
@@ -756,6 +757,9 @@ tidy(void)
 	if (n.held > 0)
 		msg_warn("%ld ids held by other pipelines on this run "
 		    "directory were left to them", n.held);
+	if (n.resumed_cut > 0)
+		msg_warn("%ld documents the deadline cut in an earlier run "
+		    "were taken up again", n.resumed_cut);
 	out_free();
 	wire_free();
 	xfer_pool_free();

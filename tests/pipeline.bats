@@ -512,3 +512,28 @@ dead_count() {
 	    "$ROOT/pipeline.sh" "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 3 ]
 }
+
+@test "pipeline: documents the deadline cut are taken up by the next plain run; other dead letters stay dead" {
+	mock_start "$FIX/pipeline/statuses.yaml"
+	local m=$BATS_TEST_TMPDIR/m
+	manifest /poison 1 poison >"$m"
+	run -3 pipeline.sh -q --run-dir "$RUN" --max-attempts 2 "$m"
+	[ "$(dead_count "$RUN" exhausted)" -eq 1 ]
+	manifest /ok 4 ok >>"$m"
+	run -4 pipeline.sh -q --run-dir "$RUN" --deadline +0s "$m"
+	[ "$(dead_count "$RUN" deadline_cut)" -eq 4 ]
+	# The next start, as the systemd example's: no --retry-dead.
+	run -3 --separate-stderr pipeline.sh --progress none --run-dir "$RUN" "$m"
+	[[ $stderr == *'rfp-fetch: 4 documents the deadline cut in an earlier run were taken up again'* ]]
+	[[ $stderr == *'  taken up              4  cut by an earlier deadline, admitted again'* ]]
+	[[ $stderr == *'  cut (deadline)        0'* ]]
+	jq -e '.admitted == 4 and .fetch.resumed_cut == 4 and .fetch.skipped == 1 and .run.succeeded == 4 and .run.dead == 0 and .reconciled' "$RUN/summary.json"
+	jq -e '.totals.succeeded == 4 and .totals.dead == 1 and .totals.dead_by_reason.deadline_cut == 0 and .totals.dead_by_reason.exhausted == 1' "$RUN/summary.json"
+	[ "$(jq -r .id "$RUN/results.ndjson" | sort | tr '\n' ' ')" = "ok-1 ok-2 ok-3 ok-4 " ]
+	[ "$(jq -r '[.id, .dead_reason] | join(" ")' "$RUN/dead.ndjson")" = "poison-1 exhausted" ]
+	[ "$(requests_for /poison/doc-1)" -eq 2 ]
+	# Nothing is cut now: the run after takes up nothing.
+	run -3 --separate-stderr pipeline.sh --progress none --run-dir "$RUN" "$m"
+	[[ $stderr != *'taken up'* ]]
+	jq -e '.admitted == 0 and .fetch.resumed_cut == 0' "$RUN/summary.json"
+}

@@ -280,6 +280,10 @@ summ_table(const struct summ *sm)
 			    fate_reason(i)));
 	P("  cut (deadline)  %7ld\n", geti(by,
 	    fate_reason(FATE_DEADLINE_CUT)));
+	if (geti(json_object_get(s, "fetch"), "resumed_cut") > 0)
+		P("  taken up        %7ld  cut by an earlier deadline, "
+		    "admitted again\n", geti(json_object_get(s, "fetch"),
+		    "resumed_cut"));
 	if (geti(run, "held") > 0) {
 		P("  held elsewhere  %7ld  left to", geti(run, "held"));
 		json_object_foreach((json_t *)json_object_get(s, "held_by"), k,
