@@ -406,6 +406,7 @@ load_done(void)
 	long lineno;
 	json_t *rec;
 	struct stat st;
+	off_t end;
 	int i, fd, rc;
 
 	A.done = json_object();
@@ -420,16 +421,25 @@ load_done(void)
 			free(path);
 			continue;
 		}
-		if (fstat(fd, &st) == 0)
-			A.done_size[i] = st.st_size;
+		if (fstat(fd, &st) == -1 || (end = files_whole_end(fd)) == -1)
+			msg_diesys(1, "read %s", path);
+		A.done_size[i] = st.st_size;
 		r = rec_reader_new(fd, REC_STREAM_MAX);
+		/*
+		 * A torn last line (a crash mid-write) is never a whole
+		 * record, though it may parse: rfp-sink cuts it, and its
+		 * document is fetched again, never taken for filed.
+		 */
+		if (end < st.st_size)
+			rec_reader_limit(r, end);
+		lineno = 0;
 		while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF &&
 		    rc != REC_ERR) {
 			if (rc != REC_LINE)
 				continue;
 			if ((rec = rec_parse(line, len, err, sizeof(err))) ==
 			    NULL) {
-				/* A torn last line from a crash: refetch it. */
+				/* Torn and ended by an older rfp-sink. */
 				msg_warn("%s:%ld: unreadable record, its "
 				    "document will be fetched again", path,
 				    lineno);
@@ -443,6 +453,9 @@ load_done(void)
 				    json_boolean(!cut_only(rec, i)));
 			json_decref(rec);
 		}
+		if (end < st.st_size)
+			msg_warn("%s:%ld: torn last line, its document will be "
+			    "fetched again", path, lineno + 1);
 		rec_reader_free(r);
 		close(fd);
 		free(path);

@@ -503,14 +503,64 @@ open_out(enum rundir_file f)
 	if (fd == -1)
 		msg_diesys(1, "open %s", path);
 	/*
-	 * A line torn by an earlier run (a crash, a full disk) is ended
-	 * here, so this run's first record is not glued to it.
+	 * A line torn by an earlier run (a crash, a full disk) that
+	 * cut_torn could not cut is ended here, so this run's first record
+	 * is not glued to it.
 	 */
 	if ((e = files_line_ended(fd)) == -1 || (e == 0 &&
 	    write(fd, "\n", 1) != 1))
 		msg_diesys(1, "write %s", path);
 	free(path);
 	return fd;
+}
+
+/*
+ * Cut a torn last line (a crash or a full disk mid-write) off results.ndjson
+ * and dead.ndjson: it is never a whole record (a record is one write(2)
+ * with its newline), it breaks jq over the file for good, and rfp-fetch
+ * fetches its document again.  Only while no other sink of the run
+ * directory is filing (the exclusive lock, granted at once), since one
+ * may be mid-write; else open_out only ends the line.  Then the shared
+ * lock again, before the files are opened for the run, so that a
+ * compaction let in meanwhile is over before they are.
+ */
+static void
+cut_torn(void)
+{
+	static const enum rundir_file f[] = { RUNDIR_RESULTS, RUNDIR_DEAD };
+	struct stat st;
+	char *path;
+	off_t end;
+	size_t i;
+	int fd;
+
+	if (flock(opts.fd_lock, LOCK_EX | LOCK_NB) == 0) {
+		for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+			path = rundir_path(opts.run_dir, f[i], NULL);
+			if ((fd = files_open(path, O_RDWR, 0)) == -1) {
+				if (errno != ENOENT)
+					msg_diesys(1, "open %s", path);
+				free(path);
+				continue;
+			}
+			if (fstat(fd, &st) == -1 ||
+			    (end = files_whole_end(fd)) == -1)
+				msg_diesys(1, "read %s", path);
+			if (end < st.st_size) {
+				if (ftruncate(fd, end) == -1)
+					msg_diesys(1, "truncate %s", path);
+				msg_warn("%s: cut a torn last line of %lld "
+				    "bytes (a write an earlier run did not "
+				    "end; never a whole record)", path,
+				    (long long)(st.st_size - end));
+			}
+			close(fd);
+			free(path);
+		}
+	}
+	/* A failed conversion may have dropped the shared lock too. */
+	if (flock(opts.fd_lock, LOCK_SH) == -1)
+		msg_diesys(1, "lock %s", opts.run_dir);
 }
 
 /* Read the options into opts; a usage error exits 2. */
@@ -630,6 +680,7 @@ open_files(void)
 	/* Before dead.ndjson is opened: see lib/accounts/dead.h. */
 	if ((opts.fd_lock = dead_hold(opts.run_dir, err, sizeof(err))) == -1)
 		msg_die(1, "%s", err);
+	cut_torn();
 	opts.fd_done = open_out(RUNDIR_RESULTS);
 	opts.fd_dead = open_out(RUNDIR_DEAD);
 	opts.done_out = rec_out_new(opts.fd_done);

@@ -295,7 +295,20 @@ cpu_of() {
 	run --separate-stderr rfp-fetch --run-dir "$RD" --resume <"$BATS_TEST_TMPDIR/m"
 	assert_success
 	[ "$(jq -r .id <<<"$output")" = "doc-2" ]
-	[ "${stderr_lines[0]}" = "rfp-fetch: $RD/results.ndjson:2: unreadable record, its document will be fetched again" ]
+	[ "${stderr_lines[0]}" = "rfp-fetch: $RD/results.ndjson:2: torn last line, its document will be fetched again" ]
+}
+
+@test "fetch: a torn last line that parses is not taken for filed: rfp-sink cuts it, its document is fetched again" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 2 >"$BATS_TEST_TMPDIR/m"
+	mkdir -p "$RD"
+	sed -n 1p "$BATS_TEST_TMPDIR/m" | jq -c '.fate = "done"' >"$RD/results.ndjson"
+	# All of a record but its newline: the write did not end.
+	sed -n 2p "$BATS_TEST_TMPDIR/m" | jq -c '.fate = "dead" | .dead_reason = "exhausted"' | tr -d '\n' >"$RD/dead.ndjson"
+	run --separate-stderr rfp-fetch --run-dir "$RD" --resume <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	[ "$(jq -r .id <<<"$output")" = "doc-2" ]
+	[ "${stderr_lines[0]}" = "rfp-fetch: $RD/dead.ndjson:1: torn last line, its document will be fetched again" ]
 }
 
 @test "fetch: --resume without --run-dir exits 2" {

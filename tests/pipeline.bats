@@ -537,3 +537,20 @@ dead_count() {
 	[[ $stderr != *'taken up'* ]]
 	jq -e '.admitted == 0 and .fetch.resumed_cut == 0' "$RUN/summary.json"
 }
+
+@test "pipeline: a torn last line of results.ndjson and dead.ndjson is cut by the next run; jq reads both, every id once" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$BATS_TEST_TMPDIR/m"
+	head -n 1 "$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/m1"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m1"
+	printf '{"id":"nih-2","url":"htt' >>"$RUN/results.ndjson"
+	printf '{"id":"nih-3","dead_rea' >>"$RUN/dead.ndjson"
+	run -0 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(grep -c 'rfp-sink: .*: cut a torn last line' <<<"$stderr")" -eq 2 ]
+	# The README's morning triage works on both files.
+	jq -r .id "$RUN/results.ndjson" >/dev/null
+	jq -r .dead_reason "$RUN/dead.ndjson" >/dev/null
+	[ "$(wc -c <"$RUN/dead.ndjson")" -eq 0 ]
+	filed_once "$RUN" "$BATS_TEST_TMPDIR/m"
+	jq -e '.admitted == 2 and .run.succeeded == 2 and .totals.succeeded == 3 and .totals.dead == 0 and .reconciled' "$RUN/summary.json"
+}

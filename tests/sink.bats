@@ -433,11 +433,37 @@ slow_input() {
 	[ ! -e "$RD/dead.ndjson.compact" ]
 }
 
-@test "sink: a torn last line in dead.ndjson is ended first, not glued to the next letter" {
+@test "sink: a torn last line of results.ndjson and dead.ndjson is cut, said once each, and the whole records stay" {
 	mkdir -m 700 "$RD"
+	printf '%s\n%s' '{"id":"a","fate":"done"}' '{"id":"c","fate":"do' >"$RD/results.ndjson"
+	printf '%s' '{"id":"x","fate":"dead","dead_reason":"permanent"}' >"$RD/dead.ndjson"
+	printf '%s\n' '{"id":"b","fate":"dead","dead_reason":"permanent"}' '{"id":"d","fate":"done"}' >"$BATS_TEST_TMPDIR/in"
+	run -0 --separate-stderr rfp-sink -q --run-dir "$RD" <"$BATS_TEST_TMPDIR/in"
+	[ "${#stderr_lines[@]}" -eq 2 ]
+	[ "${stderr_lines[0]}" = "rfp-sink: $RD/results.ndjson: cut a torn last line of 20 bytes (a write an earlier run did not end; never a whole record)" ]
+	[ "${stderr_lines[1]}" = "rfp-sink: $RD/dead.ndjson: cut a torn last line of 50 bytes (a write an earlier run did not end; never a whole record)" ]
+	# jq reads both files (the README's triage), every record whole.
+	[ "$(jq -r .id "$RD/results.ndjson" | tr '\n' ' ')" = "a d " ]
+	[ "$(jq -r .dead_reason "$RD/dead.ndjson")" = permanent ]
+	[ "$(jq -r .id "$RD/dead.ndjson")" = b ]
+	jq -e '.totals.succeeded == 2 and .totals.dead == 1' "$RD/summary.json"
+	# Said once: the next sink finds nothing to cut.
+	run -0 --separate-stderr rfp-sink -q --run-dir "$RD" </dev/null
+	[ -z "$stderr" ]
+}
+
+@test "sink: while another sink files, a torn last line is ended, not cut, and not glued to the next letter" {
+	mkdir -m 700 "$RD" "$RD/state"
 	printf '%s' '{"id":"x","fate":"de' >"$RD/dead.ndjson"
 	printf '%s\n' '{"id":"b","fate":"dead","dead_reason":"permanent"}' >"$BATS_TEST_TMPDIR/in"
-	run -0 rfp-sink -q --run-dir "$RD" <"$BATS_TEST_TMPDIR/in"
+	# Another sink's shared lock, held while this one runs (30 s at most).
+	flock -s "$RD/state/sink.lock" sleep 30 &
+	local holder=$!
+	# flock(1) starts sleep once it holds the lock.
+	until [ -n "$(ps -o pid= --ppid "$holder")" ] || ! kill -0 "$holder" 2>/dev/null; do sleep 0.01; done
+	run -0 --separate-stderr timeout 10 rfp-sink -q --run-dir "$RD" <"$BATS_TEST_TMPDIR/in"
+	kill $(ps -o pid= --ppid "$holder") "$holder"
+	[[ $stderr != *'cut a torn'* ]]
 	[ "$(wc -l <"$RD/dead.ndjson")" -eq 2 ]
 	[ "$(tail -n 1 "$RD/dead.ndjson")" = '{"id":"b","fate":"dead","dead_reason":"permanent"}' ]
 	jq -e '.totals.dead == 1' "$RD/summary.json"

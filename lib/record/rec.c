@@ -29,6 +29,7 @@ struct rec_reader {
 	long	 lineno;
 	int	 skipping;	/* discarding the rest of an oversized line */
 	int	 eof;
+	long long left;		/* bytes it may still read; -1: no limit */
 	int	(*drain)(void *);	/* called before each read, */
 	void	*drain_arg;
 	struct rec_out *flush;	/* ... then this written out */
@@ -51,9 +52,16 @@ rec_reader_new(int fd, size_t cap)
 
 	r->fd = fd;
 	r->cap = cap ? cap : REC_LINE_MAX;
+	r->left = -1;
 	r->size = 65536;
 	r->buf = xmalloc(r->size);
 	return r;
+}
+
+void
+rec_reader_limit(struct rec_reader *r, long long n)
+{
+	r->left = n;
 }
 
 void
@@ -107,6 +115,7 @@ rec_next(struct rec_reader *r, char **line, size_t *len, long *lineno)
 {
 	char *nl;
 	ssize_t n;
+	size_t want;
 
 	for (;;) {
 		nl = memchr(r->buf + r->start + r->scanned, '\n',
@@ -142,7 +151,12 @@ rec_next(struct rec_reader *r, char **line, size_t *len, long *lineno)
 			return REC_ERR;
 		if (r->idle != NULL && wait_input(r) == -1)
 			return REC_ERR;
-		n = read(r->fd, r->buf + r->end, r->size - r->end - 1);
+		want = r->size - r->end - 1;
+		if (r->left >= 0 && (long long)want > r->left)
+			want = (size_t)r->left;
+		n = want > 0 ? read(r->fd, r->buf + r->end, want) : 0;
+		if (n > 0 && r->left >= 0)
+			r->left -= n;
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;

@@ -53,6 +53,8 @@ struct rec_reader *rec_reader_new(int fd, size_t cap);
 /* Next line: *line (NUL-terminated, valid until the next call), *len, *lineno. */
 enum rec_rc rec_next(struct rec_reader *r, char **line, size_t *len,
 	    long *lineno);
+/* Read no more than n bytes of its fd from now: what follows is not there. */
+void	rec_reader_limit(struct rec_reader *r, long long n);
 /* Close nothing, free the reader. */
 void	rec_reader_free(struct rec_reader *r);
 

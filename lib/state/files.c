@@ -62,6 +62,30 @@ files_line_ended(int fd)
 	return c == '\n';
 }
 
+off_t
+files_whole_end(int fd)
+{
+	struct stat st;
+	char buf[4096];
+	off_t at;
+	ssize_t n, m, i;
+
+	if (fstat(fd, &st) == -1)
+		return -1;
+	for (at = st.st_size; at > 0; at -= n) {
+		n = at < (off_t)sizeof(buf) ? (ssize_t)at : (ssize_t)sizeof(buf);
+		if ((m = pread(fd, buf, (size_t)n, at - n)) != n) {
+			if (m >= 0)
+				errno = EIO;	/* it shrank under us */
+			return -1;
+		}
+		for (i = n; i > 0; i--)
+			if (buf[i - 1] == '\n')
+				return at - n + i;
+	}
+	return 0;
+}
+
 /*
  * Make path (mode 0700), or accept it as found when it is a directory of
  * ours that no one else may write to: the files made in it are then ours

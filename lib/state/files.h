@@ -56,6 +56,12 @@ int	files_open_read(const char *path);
  * An appender that finds 0 ends the torn line before its own.
  */
 int	files_line_ended(int fd);
+/*
+ * The offset just past the last newline of the file open on fd (0 when
+ * it has none): where its whole lines end, before a torn last line.  -1
+ * with errno when it cannot be read.
+ */
+off_t	files_whole_end(int fd);
 /* json_load_file through files_open; NULL with je->text set. */
 json_t	*files_load(const char *path, size_t flags, json_error_t *je);
 /*

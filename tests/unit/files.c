@@ -336,6 +336,40 @@ rmtree(const char *p)
 	(void)!system(cmd);
 }
 
+/* files_whole_end: where the whole lines end, across its 4 KiB reads too. */
+static void
+test_whole_end(void)
+{
+	char p[64], big[9000];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/ends", dir);
+	put(p, "");
+	fd = open(p, O_RDONLY);
+	ok(files_whole_end(fd) == 0, "whole_end: empty file");
+	close(fd);
+	put(p, "{\"a\":1}\n{\"b\"");
+	fd = open(p, O_RDONLY);
+	ok(files_whole_end(fd) == 8, "whole_end: before a torn last line");
+	close(fd);
+	put(p, "{\"a\":1}\n");
+	fd = open(p, O_RDONLY);
+	ok(files_whole_end(fd) == 8, "whole_end: a file that ends a line");
+	close(fd);
+	put(p, "torn, no newline at all");
+	fd = open(p, O_RDONLY);
+	ok(files_whole_end(fd) == 0, "whole_end: no newline at all");
+	close(fd);
+	/* The last newline 8000 bytes before the end: two reads back. */
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	big[998] = '\n';
+	put(p, big);
+	fd = open(p, O_RDONLY);
+	ok(files_whole_end(fd) == 999, "whole_end: a torn line over 4 KiB");
+	close(fd);
+}
+
 int
 main(void)
 {
@@ -348,6 +382,7 @@ main(void)
 	test_corrupt();
 	test_budget();
 	test_concurrent();
+	test_whole_end();
 	rmtree(dir);
 	return tap_done();
 }
