@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # The run directory is the unit of truth: after any sequence of runs,
-# resumes and --retry-dead, each id stands in exactly one of results.ndjson
-# and dead.ndjson, and the exit status speaks for the whole directory (#19).
+# resumes and --retry-dead, each manifest line stands in exactly one of
+# results.ndjson and dead.ndjson (each id once, but for a duplicate id's
+# own letter), and the exit status speaks for the whole directory (#19).
 
 load test_helper
 
@@ -34,12 +35,14 @@ setup() {
 	filed_once "$RUN" "$BATS_TEST_TMPDIR/m"
 }
 
-@test "truth: a duplicate id in a manifest stands in one file, its first line's" {
+@test "truth: a duplicate id in a manifest: its first line done in results, the duplicate line one letter in dead.ndjson" {
 	{ cat "$BATS_TEST_TMPDIR/m"; manifest /ok 1 p; } >"$BATS_TEST_TMPDIR/m2"
 	run pipeline.sh -q --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m2"
-	filed_once "$RUN" "$BATS_TEST_TMPDIR/m"
+	# Every manifest line in one place: p-1 twice, once in each file.
+	filed_once "$RUN" "$BATS_TEST_TMPDIR/m2"
 	jq -se 'map(select(.id == "p-1")) | length == 1 and .[0].fate == "done"' "$RUN/results.ndjson"
-	[ "$(jq -s 'map(select(.id == "p-1")) | length' "$RUN/dead.ndjson")" -eq 0 ]
+	jq -se 'map(select(.id == "p-1")) | length == 1 and .[0].dead_reason == "bad_input" and .[0].line == 11 and (.[0].line_key | type) == "string"' "$RUN/dead.ndjson"
+	jq -e '.admitted == 11 and .run.dead == .totals.dead and .reconciled' "$RUN/summary.json"
 }
 
 @test "truth: two sinks on one run directory: the rewrite waits for the last, and no letter is lost" {
