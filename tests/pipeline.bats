@@ -446,6 +446,8 @@ dead_count() {
 	# Each line is a stage's or rfpipe's, never sh's ("424: echo: I/O error").
 	[ -z "$(grep -v '^rfp[-a-z]*: ' <<<"$stderr")" ]
 	[[ $stderr != *"echo: "* && $stderr != *"printf: "* ]]
+}
+
 @test "pipeline: a duplicate id stays dead bad_input in dead.ndjson; run and totals agree, resumed or retried" {
 	mock_start "$FIX/mock/ok.yaml"
 	local m=$BATS_TEST_TMPDIR/m
