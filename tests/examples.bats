@@ -56,7 +56,8 @@ setup() {
 	local d m
 	for d in $PORTALS; do
 		m=$EX/$d/manifest.ndjson
-		run --separate-stderr rfp-fetch --config "$EX/$d/rfpipe.yaml" --deadline +0s <"$m"
+		# The secrets the manifests name are set, as they are for a run.
+		SAM_API_KEY=test-key run --separate-stderr rfp-fetch --config "$EX/$d/rfpipe.yaml" --deadline +0s <"$m"
 		[ "$status" -eq 0 ] || fail "$d: status $status: $stderr"
 		[ "$stderr" = "" ] || fail "$d: $stderr"
 		[ "${#lines[@]}" -eq "$(grep -c . "$m")" ] || fail "$d: ${#lines[@]} records out"
