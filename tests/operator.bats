@@ -95,8 +95,11 @@ check_interrupted() {
 	[[ $stderr == *"rfpipe: summary of $RUN"* ]]
 	[[ $stderr != *RECONCILIATION* ]]
 	[[ $stderr != *MISMATCH* ]]
-	[[ $stderr == *"check: interrupted: admitted 30 = succeeded 0 + dead 0 + pending 30: ok"* ]]
-	jq -e '.interrupted == true and .reconciled == true and .pending == 30' "$RUN/summary.json"
+	# rfp-fetch may take the stop before it has read all 30 lines, or
+	# any (a loaded machine): whatever it admitted is pending.
+	[[ $stderr =~ "check: interrupted: admitted "([0-9]+)" = succeeded 0 + dead 0 + pending "([0-9]+)": ok" ]]
+	[ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ]
+	jq -e '.interrupted == true and .reconciled == true and .pending == .admitted' "$RUN/summary.json"
 }
 
 @test "operator: SIGTERM to rfpipe's PID stops the run, files the summary, says how to resume, exits 143" {
