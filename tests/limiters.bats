@@ -78,7 +78,9 @@ noise() {
 	run -0 pipeline.sh -q -j 32 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 30 ]
 	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
-	[ "$(logged '.action == "rate_limited"')" -le 6 ]
+	# 3 alone; 4 to 6 with the cores busy, 7 or 8 in full runs of the
+	# suite.  Pacing over the limit throughout refused 72 of 129.
+	[ "$(logged '.action == "rate_limited"')" -le 9 ]
 	[ "$(noise s)" = 0 ]
 }
 
