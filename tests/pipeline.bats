@@ -400,7 +400,10 @@ dead_count() {
 	[ "$stderr" = "rfp-backoff: option --budget 50: the run directory's budget is kept (0 left of 1); rfpipe --retry-dead --budget renews it" ]
 	jq -e '.total == 1 and .left == 0' "$RUN/state/budget.json"
 	run -0 --separate-stderr pipeline.sh -q --budget 100 --retry-dead --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
-	[ -z "$stderr" ]
+	# Renewed, not kept: nothing said of the budget (a loaded machine
+	# may have a stage say something else).
+	echo "$stderr"
+	[[ $stderr != *budget* ]]
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 4 ]
 	# The one retry spent the night stays counted; 100 were left to spend.
 	jq -e '.total == 101 and .left < 100 and .left >= 92' "$RUN/state/budget.json"

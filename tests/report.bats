@@ -110,7 +110,7 @@ YAML
 	mock_start "$BATS_TEST_TMPDIR/down.yaml"
 	manifest /down 20 down >"$M"
 	run timeout 60 rfpipe -q --run-dir "$RUN" --seed 1 \
-	    --config "$FIX/pipeline/breaker.yaml" --max-attempts 10 "$M"
+	    --config "$FIX/pipeline/breaker.yaml" --max-attempts 30 "$M"
 	[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
 	jq -e '.openings >= 1 and .state == "closed"' \
 	    "$RUN/state/breaker/down.json"
