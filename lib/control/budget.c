@@ -132,20 +132,9 @@ budget_spend_existing(const char *rundir, long total, long *left,
 int
 budget_check(const char *rundir, char *err, size_t errlen)
 {
-	json_t *doc;
 	long total, left;
-	char *path;
-	int rc;
 
-	if (rundir == NULL || store_shared())
-		return 0;
-	path = rundir_state(rundir, "budget", NULL);
-	rc = files_read(path, &doc, err, errlen);
-	free(path);
-	if (rc == 0 && doc != NULL)
-		rc = valid(doc, &total, &left, err, errlen);
-	json_decref(doc);
-	return rc;
+	return budget_peek(rundir, &total, &left, err, errlen) == -1 ? -1 : 0;
 }
 
 /* What is left becomes b->init; what was spent stays counted in total. */
