@@ -220,13 +220,35 @@ secret(const char *name, const char *value)
  * have them (the record's own URL always may).  *ctype: one is
  * Content-Type.
  */
+/* Header k's value v, expanded and checked; NULL with err set. */
+static char *
+header_value(const char *k, const json_t *v, char *err, size_t errlen)
+{
+	const char *why;
+	char missing[128], *val;
+
+	if ((val = expand(json_string_value(v), missing,
+	    sizeof(missing))) == NULL) {
+		snprintf(err, errlen, "field \"headers\": \"%s\": "
+		    "environment variable \"%s\" is not set", k, missing);
+		return NULL;
+	}
+	if ((why = hdr_request_check(k, val, strlen(val))) != NULL) {
+		free(val);
+		snprintf(err, errlen, "field \"headers\": \"%s\": %s "
+		    "after expansion", k, why);
+		return NULL;
+	}
+	return val;
+}
+
 static int
 record_headers(struct xfer *x, const json_t *rec, int *ctype, char *err,
     size_t errlen)
 {
 	json_t *h = json_object_get(rec, "headers"), *v;
-	const char *k, *why;
-	char missing[128], *val, *line;
+	const char *k;
+	char *val, *line;
 	int carry;
 
 	carry = strcmp(x->url, rec_str(rec, "url")) == 0 ||
@@ -235,19 +257,8 @@ record_headers(struct xfer *x, const json_t *rec, int *ctype, char *err,
 	json_object_foreach(h, k, v) {
 		if (!carry && secret(k, json_string_value(v)))
 			continue;
-		if ((val = expand(json_string_value(v), missing,
-		    sizeof(missing))) == NULL) {
-			snprintf(err, errlen, "field \"headers\": \"%s\": "
-			    "environment variable \"%s\" is not set", k,
-			    missing);
+		if ((val = header_value(k, v, err, errlen)) == NULL)
 			return -1;
-		}
-		if ((why = hdr_request_check(k, val, strlen(val))) != NULL) {
-			free(val);
-			snprintf(err, errlen, "field \"headers\": \"%s\": %s "
-			    "after expansion", k, why);
-			return -1;
-		}
 		if (strcasecmp(k, "Content-Type") == 0)
 			*ctype = 1;
 		line = xasprintf("%s: %s", k, val);
@@ -262,27 +273,16 @@ int
 xfer_admissible(const json_t *rec, char *err, size_t errlen)
 {
 	json_t *h = json_object_get(rec, "headers"), *v;
-	const char *k, *why, *bf = rec_str(rec, "body_file");
-	char missing[128], *val;
+	const char *k, *bf = rec_str(rec, "body_file");
+	char *val;
 	long size;
 	int fd;
 
 	/* To the record's own URL every header goes: each is expanded. */
 	json_object_foreach(h, k, v) {
-		if ((val = expand(json_string_value(v), missing,
-		    sizeof(missing))) == NULL) {
-			snprintf(err, errlen, "field \"headers\": \"%s\": "
-			    "environment variable \"%s\" is not set", k,
-			    missing);
+		if ((val = header_value(k, v, err, errlen)) == NULL)
 			return -1;
-		}
-		why = hdr_request_check(k, val, strlen(val));
 		free(val);
-		if (why != NULL) {
-			snprintf(err, errlen, "field \"headers\": \"%s\": %s "
-			    "after expansion", k, why);
-			return -1;
-		}
 	}
 	if (bf != NULL && doc_sends_body(rec_str(rec, "method"))) {
 		if ((fd = bodies_open(bf, fo->conf.max_body, &size, err,
