@@ -362,6 +362,7 @@ write_report(void)
 	struct admit_counts n;
 	json_t *r;
 	char *tmp;
+	int e;
 
 	if (S.report == NULL)
 		return;
@@ -376,10 +377,13 @@ write_report(void)
 	if (S.stop > 0)
 		json_object_set_new(r, "stopped", json_integer(S.stop));
 	tmp = xasprintf("%s.tmp", S.report);
-	if (files_dump(r, S.report, tmp, JSON_COMPACT) == -1)
-		msg_diesys(1, "write %s", S.report);
+	e = files_dump(r, S.report, tmp, JSON_COMPACT) == -1 ? errno : 0;
 	free(tmp);
 	json_decref(r);
+	if (e != 0) {
+		errno = e;
+		msg_diesys(1, "write %s", S.report);
+	}
 }
 
 static int

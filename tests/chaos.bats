@@ -234,7 +234,12 @@ commits() {
 		victim=$(stage_of "$p" "$stage")
 		[ -n "$fetch" ] && [ -n "$victim" ] && break
 	done
-	[ -n "$fetch" ] && [ -n "$victim" ]
+	[ -n "$fetch" ] && [ -n "$victim" ] || {
+		echo "# no rfp-fetch and rfp-$stage of one pipeline; filed $(cat "$RUN/results.ndjson" "$RUN/dead.ndjson" | wc -l) of $N"
+		ps -o pid,ppid,stat,etimes,args -e --forest | grep -v ' \[' >&2
+		cat "$BATS_TEST_TMPDIR/e1" "$BATS_TEST_TMPDIR/e2" >&2
+		false
+	}
 	# Its name in the claims (none when it claimed nothing yet).
 	owner=$(jq -r --arg p "${shs[$k]}." 'select(.owner | startswith($p)) |
 	    .owner' "$RUN/state/claims.ndjson" | head -n 1)
