@@ -113,7 +113,10 @@ YAML
 	    --config "$FIX/pipeline/breaker.yaml" --max-attempts 30 "$M"
 	[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
 	jq -e '.openings >= 1 and .state == "closed"' \
-	    "$RUN/state/breaker/down.json"
+	    "$RUN/state/breaker/down.json" || {
+		jq -c . "$RUN/state/breaker/down.json" "$RUN/summary.json"
+		false
+	}
 	# As many openings as the breaker counted, and the changes in order.
 	[ "$(jq -s '[.[] | select(.t == "breaker" and .to == "open")] |
 	    length' "$LOG")" -eq "$(jq .openings "$RUN/state/breaker/down.json")" ]
