@@ -1178,6 +1178,10 @@ main(void)
 		explore_noise();
 		return 0;
 	}
+	if (getenv("PACE_EXPLORE") != NULL && strcmp(getenv("PACE_EXPLORE"), "shapes") == 0) {
+		shapes();
+		return 0;
+	}
 	if (getenv("PACE_EXPLORE") != NULL) {
 		explore();
 		return 0;
