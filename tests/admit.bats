@@ -155,3 +155,31 @@ keyed() {
 		[ "$stderr" = "rfp-fetch: option --deadline: cannot read \"$d\" as a time" ]
 	done
 }
+
+@test "admit: a manifest that starts with a UTF-8 byte order mark runs as the same manifest without it; a mark anywhere else is a bad line saying so" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$M"
+	{ printf '\357\273\277'; cat "$M"; } >"$M.bom"
+	# A config file written so is read as YAML reads it (libyaml skips it).
+	printf '\357\273\277max_attempts: 3\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -0 --separate-stderr pipeline.sh --check --config "$BATS_TEST_TMPDIR/c.yaml" "$M.bom"
+	[[ ${lines[0]} == "manifest: 3 lines, 3 documents, 0 bad" ]]
+	[[ $output == *"max_attempts 3"* ]]
+	run -0 --separate-stderr pipeline.sh -q --run-dir "$RUN" --seed 1 "$M.bom"
+	[ -z "$stderr" ]
+	run -0 pipeline.sh -q --run-dir "$RUN.plain" --seed 1 "$M"
+	for d in "$RUN" "$RUN.plain"; do
+		jq -c '{admitted, succeeded: .run.succeeded, dead: .run.dead, reconciled}' "$d/summary.json" >>"$BATS_TEST_TMPDIR/both"
+		jq -r .id "$d/results.ndjson" | sort | tr '\n' ' ' >>"$BATS_TEST_TMPDIR/both"
+		echo >>"$BATS_TEST_TMPDIR/both"
+	done
+	[ "$(sed -n 1,2p "$BATS_TEST_TMPDIR/both")" = "$(sed -n 3,4p "$BATS_TEST_TMPDIR/both")" ]
+	[ "$(sed -n 1p "$BATS_TEST_TMPDIR/both")" = '{"admitted":3,"succeeded":3,"dead":0,"reconciled":true}' ]
+	# A mark before a later line (files joined by cat) is named as one.
+	{ cat "$M"; printf '\357\273\277{"id":"late","url":"%s/nih/late"}\n' "$MOCK_URL"; } >"$M.mid"
+	run -2 --separate-stderr pipeline.sh --check "$M.mid"
+	[[ $stderr == *'rfp-fetch: line 4: malformed JSON at column 1: a UTF-8 byte order mark (EF BB BF) before the record (one is skipped only at the start of a manifest)'* ]]
+	run -3 --separate-stderr pipeline.sh -q --run-dir "$RUN.mid" "$M.mid"
+	jq -e 'select(.line == 4) | .dead_reason == "bad_input" and (.dead_detail | test("byte order mark"))' "$RUN.mid/dead.ndjson"
+	[ "$(wc -l <"$RUN.mid/results.ndjson")" -eq 3 ]
+}

@@ -28,6 +28,7 @@ struct rec_reader {
 	size_t	 scanned;	/* bytes from start already searched for '\n' */
 	long	 lineno;
 	int	 skipping;	/* discarding the rest of an oversized line */
+	int	 bom;		/* a manifest's: skip a BOM before line 1 */
 	int	 eof;
 	long long left;		/* bytes it may still read; -1: no limit */
 	int	(*drain)(void *);	/* called before each read, */
@@ -52,6 +53,7 @@ rec_reader_new(int fd, size_t cap)
 
 	r->fd = fd;
 	r->cap = cap ? cap : REC_LINE_MAX;
+	r->bom = cap == 0;
 	r->left = -1;
 	r->size = 65536;
 	r->buf = xmalloc(r->size);
@@ -89,6 +91,15 @@ take(struct rec_reader *r, char *nl, char **line, size_t *len, long *lineno)
 	r->skipping = 0;
 	if (n > 0 && (*line)[n - 1] == '\r')
 		(*line)[--(*len)] = '\0';
+	/*
+	 * A Windows editor starts the file with a byte order mark: it is
+	 * the file's, not the first record's.
+	 */
+	if (r->bom && r->lineno == 1 && *len >= 3 &&
+	    memcmp(*line, REC_BOM, 3) == 0) {
+		*line += 3;
+		*len -= 3;
+	}
 	if (skipped || *len > r->cap)
 		return REC_TOOLONG;
 	return REC_LINE;
@@ -176,6 +187,13 @@ rec_parse(const char *line, size_t len, char *err, size_t errlen)
 	json_error_t je;
 	json_t *v;
 
+	/* jansson's "near" would show it as nothing at all. */
+	if (len >= 3 && memcmp(line, REC_BOM, 3) == 0) {
+		snprintf(err, errlen, "malformed JSON at column 1: a UTF-8 "
+		    "byte order mark (EF BB BF) before the record (one is "
+		    "skipped only at the start of a manifest)");
+		return NULL;
+	}
 	v = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
 	if (v == NULL) {
 		snprintf(err, errlen, "malformed JSON at column %d: %s",

@@ -48,7 +48,13 @@ enum rec_rc {
 
 struct rec_reader;
 
-/* A reader on fd with the given line cap (0: REC_LINE_MAX, a manifest's). */
+/* A UTF-8 byte order mark, as Windows editors start a text file. */
+#define REC_BOM		"\xef\xbb\xbf"
+
+/*
+ * A reader on fd with the given line cap (0: REC_LINE_MAX, a manifest's:
+ * a byte order mark at the very start of a manifest is skipped).
+ */
 struct rec_reader *rec_reader_new(int fd, size_t cap);
 /* Next line: *line (NUL-terminated, valid until the next call), *len, *lineno. */
 enum rec_rc rec_next(struct rec_reader *r, char **line, size_t *len,
