@@ -70,6 +70,12 @@ static struct opts {
 	struct attlog	*log;		/* logs/attempts.ndjson */
 } opts;
 
+/* What decide() reads: of the wrong type, refused (cmd/loop.h). */
+static const char *const reads[] = { "id", "class", "reason", "attempt",
+	"retry_after_s", "parse_error", "parse_detail", "method",
+	"idempotent", "sent", "status", "status_url", "endpoint", NULL };
+static const struct loop_hooks hooks = { .reads = reads };
+
 /* Draw the retry delay in logical seconds. */
 static double
 delay_for(struct view *v, long attempt, double ra)
@@ -444,7 +450,7 @@ main(int argc, char *argv[])
 	options(argc, argv);
 	/* As rfp-classify: a standard error gone does not end the stage. */
 	signal(SIGPIPE, SIG_IGN);
-	if (loop_run(PROG, STDIN_FILENO, STDOUT_FILENO, NULL, decide,
+	if (loop_run(PROG, STDIN_FILENO, STDOUT_FILENO, &hooks, decide,
 	    NULL) == -1) {
 		msg_output_gone();
 		msg_die(1, "stopped: output is incomplete");

@@ -53,6 +53,12 @@ static struct opts {
 	struct conf	 conf;	/* the status lists, per endpoint */
 } opts;
 
+/* What classify() and class_read() read: of the wrong type, refused. */
+static const char *const reads[] = { "error", "status", "parse_error",
+	"retry_after", "date", "response_at", "endpoint", "method",
+	"idempotent", NULL };
+static const struct loop_hooks hooks = { .reads = reads };
+
 /* The class configured for status at endpoint ep (NULL: none), or -1. */
 static int
 over(const char *ep, int has_status, long status)
@@ -227,7 +233,7 @@ main(int argc, char *argv[])
 	if (perm != NULL && trans != NULL && both(perm, trans))
 		msg_die(2, "option --transient: a status also in "
 		    "--permanent");
-	if (loop_run(PROG, STDIN_FILENO, STDOUT_FILENO, NULL, classify,
+	if (loop_run(PROG, STDIN_FILENO, STDOUT_FILENO, &hooks, classify,
 	    NULL) == -1) {
 		msg_output_gone();
 		msg_diesys(1, "stdio");

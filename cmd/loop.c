@@ -5,8 +5,35 @@
 
 #include "cmd/loop.h"
 #include "cmd/msg.h"
+#include "lib/record/fate.h"
+#include "lib/record/field.h"
 #include "lib/record/rec.h"
+#include "lib/record/scan.h"
 #include "lib/record/view.h"
+
+/*
+ * Refuse a record with a field of the wrong type among those the stage
+ * reads (h->reads), before it reads any: dead bad_input, its id kept.
+ */
+static void
+typed(const char *stage, struct view *v, long lineno,
+    const struct loop_hooks *h)
+{
+	char err[160];
+	int ft;
+
+	if (h == NULL || h->reads == NULL)
+		return;
+	if ((ft = view_type(v, "fate")) != -1 && (!h->fated ||
+	    (ft == SCAN_STRING && fate_of(view_str(v, "fate")) == FATE_DEAD)))
+		return;
+	if (field_check(v, h->reads, err, sizeof(err)) == 0)
+		return;
+	msg_line(lineno, "%s", err);
+	view_kill(v, FATE_BAD_INPUT, err);
+	view_set_int(v, "line", lineno);
+	view_set_str(v, "stage", stage);
+}
 
 int
 loop_run(const char *stage, int fd_in, int fd_out,
@@ -47,7 +74,8 @@ loop_run(const char *stage, int fd_in, int fd_out,
 				msg_line(lineno, "%s", err);
 				view_open_tree(v, rec_bad_input(stage, lineno,
 				    err, line, len));
-			}
+			} else
+				typed(stage, v, lineno, h);
 			break;
 		}
 		/* Bad lines go to fn too, already dead, for it to file. */

@@ -24,11 +24,21 @@ typedef int loop_fn(struct view *v, long lineno, struct rec_out *out,
  * What a stage may add to the loop: drain is called before every read
  * (what the stage gathers elsewhere is written then; -1 stops the loop),
  * idle every idle_s real seconds while the loop waits for input.
+ *
+ * reads (NULL-terminated) names the contract's fields the stage reads of
+ * a record without a fate (with fated, of one whose fate is not dead,
+ * too: rfp-sink files those): a record with one of the wrong JSON type
+ * (lib/record/field.h) is said on stderr as "STAGE: line N: field
+ * "attempt": expected an integer" and given to fn dead bad_input, with
+ * its line and stage, every other member kept (its id above all).  A
+ * dead letter is evidence, passed as it came.
  */
 struct loop_hooks {
 	int		(*drain)(void *arg);
 	void		(*idle)(void *arg);
 	double		 idle_s;
+	const char *const *reads;
+	int		 fated;
 };
 int	loop_run(const char *stage, int fd_in, int fd_out,
 	    const struct loop_hooks *h, loop_fn *fn, void *arg);

@@ -444,7 +444,7 @@ file1(struct view *v, long lineno, struct rec_out *out, void *arg)
 static void
 file(void)
 {
-	const struct loop_hooks h = { file_flush, NULL, 0 };
+	const struct loop_hooks h = { .drain = file_flush };
 	int rc;
 
 	/*

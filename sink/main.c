@@ -708,8 +708,15 @@ int
 main(int argc, char *argv[])
 {
 	double t0 = clk_now();
+	/*
+	 * What it counts by, and what rfp-fetch reads of a retry sent back:
+	 * of the wrong type, refused (cmd/loop.h).  A letter is filed as
+	 * it came.
+	 */
+	static const char *const reads[] = { "id", REC_LINE_KEY, "endpoint",
+		"status", "error", "reason", "attempt", "not_before", NULL };
 	struct loop_hooks hooks = { .drain = fifo_drain,
-	    .idle = progress_idle };
+	    .idle = progress_idle, .reads = reads, .fated = 1 };
 	char err[512];
 	int rc;
 

@@ -403,3 +403,26 @@ EOF
 	assert_success
 	jq -e '.dead_reason == "ambiguous_submit" and (.dead_detail | type == "string" and endswith("\u00e9") and (utf8bytelength == 198))' <<<"$output"
 }
+
+@test "backoff: a field of the contract with the wrong JSON type is one line naming it, the record dead bad_input with its id, no retry spent" {
+	mkdir -p "$BATS_TEST_TMPDIR/rd"
+	backoff_json --seed 1 --budget 10 --run-dir "$BATS_TEST_TMPDIR/rd" -- \
+	    '{"id":"a","class":"transient","reason":"http_503","attempt":"3"}' \
+	    '{"id":"b","class":"transient","reason":"http_503","attempt":1,"retry_after_s":"x"}' \
+	    '{"id":"c","class":5,"reason":"http_503","attempt":1}' \
+	    '{"id":"d","class":"transient","reason":"http_503","attempt":1,"method":"POST","sent":"yes"}' \
+	    '{"id":"e","class":"transient","reason":"http_503","attempt":1}'
+	assert_success
+	[ "${#stderr_lines[@]}" -eq 4 ]
+	[ "${stderr_lines[0]}" = 'rfp-backoff: line 1: field "attempt": expected an integer' ]
+	[ "${stderr_lines[1]}" = 'rfp-backoff: line 2: field "retry_after_s": expected a number or null' ]
+	[ "${stderr_lines[2]}" = 'rfp-backoff: line 3: field "class": expected a string' ]
+	[ "${stderr_lines[3]}" = 'rfp-backoff: line 4: field "sent": expected true or false' ]
+	for id in a b c d; do
+		check "$id" '.fate == "dead" and .dead_reason == "bad_input" and .stage == "rfp-backoff" and (.dead_detail | startswith("field \"")) and (has("not_before") | not)'
+	done
+	check a '.attempt == "3" and .line == 1'
+	check e '.fate == "retry"'
+	# One retry granted, for e alone.
+	jq -e '.total == 10 and .left == 9' "$BATS_TEST_TMPDIR/rd/state/budget.json"
+}

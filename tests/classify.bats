@@ -114,10 +114,10 @@ classify_json() {
 	check b '.class == "permanent" and .reason == "no_outcome"'
 }
 
-@test "classify: a status that is not an integer is permanent" {
+@test "classify: a status that is not an integer is dead bad_input naming the field, never classified" {
 	classify_json '{"id":"a","status":"503"}'
 	assert_success
-	check a '.class == "permanent" and .reason != "http_503"'
+	check a '.fate == "dead" and .dead_reason == "bad_input" and .class == null and .dead_detail == "field \"status\": expected an integer or null"'
 }
 
 @test "classify: Retry-After delta-seconds becomes retry_after_s" {
@@ -325,4 +325,28 @@ classify_json() {
 	run --separate-stderr rfp-classify <<<"{\"id\":\"a\",\"status\":200,\"parse_error\":\"$e\"}"
 	assert_success
 	jq -e '(.reason | type) == "string" and (.reason | startswith("parse_"))' <<<"$output"
+}
+
+@test "classify: a field of the contract with the wrong JSON type is one line naming it, the record dead bad_input with its id, the batch going on" {
+	classify_json '{"id":"a","status":"200"}' \
+	    '{"id":"b","status":503,"retry_after":120}' \
+	    '{"id":"c","status":409,"method":"POST","idempotent":"no"}' \
+	    '{"id":"d","status":503,"response_at":"now","retry_after":"5"}' \
+	    '{"id":"e","error":["timeout"]}' \
+	    '{"id":"f","status":503}' \
+	    '{"id":"g","fate":"dead","dead_reason":"permanent","status":"404"}'
+	assert_success
+	[ "${#stderr_lines[@]}" -eq 5 ]
+	[ "${stderr_lines[0]}" = 'rfp-classify: line 1: field "status": expected an integer or null' ]
+	[ "${stderr_lines[1]}" = 'rfp-classify: line 2: field "retry_after": expected a string' ]
+	[ "${stderr_lines[2]}" = 'rfp-classify: line 3: field "idempotent": expected true or false' ]
+	[ "${stderr_lines[3]}" = 'rfp-classify: line 4: field "response_at": expected a number' ]
+	[ "${stderr_lines[4]}" = 'rfp-classify: line 5: field "error": expected a string or null' ]
+	for id in a b c d e; do
+		check "$id" '.fate == "dead" and .dead_reason == "bad_input" and .stage == "rfp-classify" and (.dead_detail | startswith("field \"")) and .class == null'
+	done
+	check a '.line == 1 and .status == "200"'
+	check f '.class == "transient" and .reason == "http_503"'
+	# A letter passes as it came: it is evidence, not a record to read.
+	check g '.dead_reason == "permanent" and .status == "404" and .line == null'
 }
