@@ -122,6 +122,8 @@ summary(const struct rep *r, FILE *f)
 	fig(f, "succeeded", "succeeded", r->succeeded);
 	fig(f, "dead", "dead-lettered", r->dead);
 	fig(f, "pending", "pending", (long)json_array_size(r->pending));
+	if (r->stray > 0)
+		fig(f, "stray", "stray lines (no document's)", r->stray);
 	fig(f, "requests", "requests", r->reqs);
 	fig(f, "retries", "retries", r->retries);
 	fig(f, "http429", "429 answers", r->http_429);
@@ -154,6 +156,9 @@ reconciliation(const struct rep *r, FILE *f)
 		    geti(run, "dead"));
 		if (json_is_true(json_object_get(s, "interrupted")))
 			fprintf(f, " + pending %ld (it was interrupted)",
+			    geti(s, "pending"));
+		else if (geti(s, "pending") > 0)
+			fprintf(f, " + pending %ld (their records stray lines)",
 			    geti(s, "pending"));
 		fprintf(f, ": <span class=\"%s\">%s</span>.</p>\n",
 		    json_is_true(ok) ? "good" : "bad", json_is_true(ok) ? "ok" :

@@ -111,9 +111,16 @@ static void
 doc_line(struct rep *r, json_t *rec, int dead)
 {
 	const char *id = rec_str(rec, "id"), *why;
-	struct rep_ep *e = ep_get(r, rec_str(rec, "endpoint"));
+	struct rep_ep *e;
 	json_t *list;
 
+	/* A stray line's letter is no document's, nor an endpoint's. */
+	if (dead && summ_stray(rec_str(rec, "fate"), id, rec_str(rec,
+	    REC_LINE_KEY))) {
+		summ_add(r->all, rec);
+		return;
+	}
+	e = ep_get(r, rec_str(rec, "endpoint"));
 	summ_add(r->all, rec);
 	summ_add(e->summ, rec);
 	if (id != NULL)
@@ -300,6 +307,7 @@ rep_load(struct rep *r, const char *dir)
 	r->pending = left;
 	r->succeeded = summ_count(r->all, "succeeded");
 	r->dead = summ_count(r->all, "dead");
+	r->stray = summ_count(r->all, "stray_lines");
 	return rc;
 }
 

@@ -63,6 +63,10 @@ rep_prom(const struct rep *r, FILE *f)
 	    (double)r->dead);
 	sample(f, r, "rfpipe_documents", "state", "pending", NULL, NULL,
 	    (double)json_array_size(r->pending));
+	head(f, "rfpipe_stray_lines", "gauge", "Letters of lines between the "
+	    "stages with no id: evidence, no document's fate.");
+	sample(f, r, "rfpipe_stray_lines", NULL, NULL, NULL, NULL,
+	    (double)r->stray);
 	head(f, "rfpipe_dead_letters", "gauge", "Dead letters by reason.");
 	for (i = 0; i < FATE_NREASONS; i++)
 		sample(f, r, "rfpipe_dead_letters", "reason", fate_reason(i),

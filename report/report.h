@@ -41,6 +41,7 @@ struct rep {
 	const char	*dir;
 	struct summ	*all;		/* every document filed */
 	long		 succeeded, dead;
+	long		 stray;		/* stray lines' letters: summ_stray */
 	json_t		*dead_by;	/* {reason: [{id, detail, ep}, ...]} */
 	json_t		*summary;	/* summary.json, or NULL */
 	json_t		*filed;		/* {id: true} */

@@ -52,7 +52,8 @@ last_check(const json_t *s, FILE *f)
 		return;
 	fprintf(f, "  last run: admitted %ld = succeeded %ld + dead %ld",
 	    geti(s, "admitted"), geti(run, "succeeded"), geti(run, "dead"));
-	if (json_is_true(json_object_get(s, "interrupted")))
+	if (json_is_true(json_object_get(s, "interrupted")) ||
+	    geti(s, "pending") > 0)
 		fprintf(f, " + pending %ld", geti(s, "pending"));
 	fprintf(f, ": %s\n", json_is_true(ok) ? "ok" : json_is_false(ok) ?
 	    "MISMATCH" : "not checked");
@@ -75,6 +76,9 @@ rep_text(const struct rep *r, FILE *f)
 			fprintf(f, "    %-16s%5ld\n", fate_reason(k),
 			    summ_count(r->all, fate_reason(k)));
 	fprintf(f, "  pending         %7zu\n", json_array_size(r->pending));
+	if (r->stray > 0)
+		fprintf(f, "  stray lines     %7ld  lines between the stages with "
+		    "no id, in dead.ndjson: no document's fate\n", r->stray);
 	if (r->has_log)
 		fprintf(f, "  requests %ld, retries %ld, 429s %ld, breaker "
 		    "openings %ld\n", r->reqs, r->retries, r->http_429,

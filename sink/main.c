@@ -461,6 +461,21 @@ sink(struct view *v, long lineno, struct rec_out *out, void *arg)
 		view_set_int(v, "line", lineno);
 		in.fate = fate_name(FATE_DEAD);
 	}
+	/*
+	 * A result or a retry is a document's: without an id it is none,
+	 * and filed as done it would stand for a document that may still
+	 * be pending.  Dead, with no id, it is a stray line's letter.
+	 */
+	if (fate_of(in.fate) != FATE_DEAD && view_str(v, "id") == NULL) {
+		progress_clear();
+		msg_line(lineno, "missing field \"id\"");
+		view_kill(v, FATE_BAD_INPUT, "missing field \"id\"");
+		view_set_int(v, "line", lineno);
+		in.fate = fate_name(FATE_DEAD);
+	}
+	/* Counted apart, and acknowledged: it may have been one in flight. */
+	in.stray = summ_stray(in.fate, view_str(v, "id"), view_str(v,
+	    REC_LINE_KEY));
 	in.endpoint = view_str(v, "endpoint");
 	in.dead_reason = view_str(v, "dead_reason");
 	in.reason = view_str(v, "reason");
@@ -788,7 +803,8 @@ main(int argc, char *argv[])
 	else if (opts.fate_status && summ_total(opts.run,
 	    fate_reason(FATE_DEADLINE_CUT)) > 0)
 		rc = 4;
-	else if (opts.fate_status && summ_total(opts.run, "dead") > 0)
+	else if (opts.fate_status && (summ_total(opts.run, "dead") > 0 ||
+	    summ_total(opts.run, "stray_lines") > 0))
 		rc = 3;
 	summ_free(opts.run);
 	return rc;

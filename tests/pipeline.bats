@@ -563,3 +563,63 @@ dead_count() {
 	filed_once "$RUN" "$BATS_TEST_TMPDIR/m"
 	jq -e '.admitted == 2 and .run.succeeded == 2 and .totals.succeeded == 3 and .totals.dead == 0 and .reconciled' "$RUN/summary.json"
 }
+
+# mangle STAGE SED: a STAGE first in $BATS_TEST_TMPDIR/shim whose input, in
+# a run (not a check), goes through sed -u SED first: a line between the
+# stages mangled on its way.
+mangle() {
+	mkdir -p "$BATS_TEST_TMPDIR/shim"
+	cat >"$BATS_TEST_TMPDIR/shim/$1" <<-EOF
+	#!/bin/bash
+	case " \$* " in *" --check "*|*" --resolve-deadline"*) exec "$ROOT/bin/$1" "\$@" ;; esac
+	sed -u '$2' | "$ROOT/bin/$1" "\$@"
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/shim/$1"
+}
+
+@test "pipeline: a document's record mangled mid-run into a stray line is pending, not dead: a resume files it once, the totals are the admitted, the stray kept as evidence" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 5 nih >"$BATS_TEST_TMPDIR/m"
+	mangle rfp-classify 's/^{"id":"nih-3".*/garbage/'
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	# Which line it is depends on the order the transfers ended in.
+	[[ $stderr =~ "rfp-classify: line "[1-5]": malformed JSON at column 7: '[' or '{' expected near 'garbage'" ]]
+	[[ $stderr == *"rfp-sink: 1 stray line between the stages (no id; kept in dead.ndjson): 1 document admitted and not filed, pending: run again to take it up"* ]]
+	[[ $stderr == *"stray lines           1  lines between the stages with no id: no document's fate, kept in dead.ndjson"* ]]
+	[[ $stderr == *"check: admitted 5 = succeeded 4 + dead 0 + pending 1 (its record a stray line): ok"* ]]
+	jq -e '.admitted == 5 and .run.succeeded == 4 and .run.dead == 0 and .run.stray_lines == 1
+	    and .pending == 1 and .reconciled == true and .totals.dead == 0' "$RUN/summary.json"
+	# The resume takes nih-3 up: it was never filed.
+	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	jq -e '.admitted == 1 and .run.succeeded == 1 and .reconciled == true
+	    and .totals.succeeded + .totals.dead == 5 and .totals.stray_lines == 1' "$RUN/summary.json"
+	jq -r .id "$BATS_TEST_TMPDIR/m" | sort >"$BATS_TEST_TMPDIR/want"
+	jq -r 'select(.id != null) | .id' "$RUN/results.ndjson" "$RUN/dead.ndjson" | sort >"$BATS_TEST_TMPDIR/got"
+	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
+	[ "$(requests_for /nih/doc-3)" -eq 2 ]
+	# The evidence stays, for the morning, however many runs.
+	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	jq -e '.admitted == 0 and .totals.succeeded == 5 and .totals.dead == 0 and .totals.stray_lines == 1' "$RUN/summary.json"
+	[ "$(jq -c '[.id, .stage, .raw, .dead_reason]' "$RUN/dead.ndjson")" = '[null,"rfp-classify","garbage","bad_input"]' ]
+	run -0 rfp-report "$RUN"
+	[[ $output == *"succeeded             5"* && $output == *"dead-lettered         0"* && $output == *"pending               0"* ]]
+	[[ $output == *"stray lines           1"* ]]
+	[[ $output != *"(none)"* ]]
+}
+
+@test "pipeline: a record mangled mid-run that keeps its id (a field of the wrong type) is dead bad_input under it; --retry-dead files it and its letter goes" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 5 nih >"$BATS_TEST_TMPDIR/m"
+	mangle rfp-backoff '/^{"id":"nih-3"/s/"attempt":\([0-9]*\)/"attempt":"\1"/'
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[[ $stderr =~ 'rfp-backoff: line '[1-5]': field "attempt": expected an integer' ]]
+	jq -e '.admitted == 5 and .run.succeeded == 4 and .run.dead_by_reason.bad_input == 1 and .run.stray_lines == 0 and .reconciled == true' "$RUN/summary.json"
+	[ "$(jq -c '[.id, .stage, .dead_reason]' "$RUN/dead.ndjson")" = '["nih-3","rfp-backoff","bad_input"]' ]
+	# A resume leaves it dead; --retry-dead files it, and the letter goes.
+	run -3 timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	jq -e '.admitted == 0 and .totals.succeeded == 4 and .totals.dead == 1' "$RUN/summary.json"
+	run -0 timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --retry-dead "$BATS_TEST_TMPDIR/m"
+	jq -e '.admitted == 1 and .totals.succeeded == 5 and .totals.dead == 0 and .totals.stray_lines == 0' "$RUN/summary.json"
+	[ ! -s "$RUN/dead.ndjson" ]
+	filed_once "$RUN" "$BATS_TEST_TMPDIR/m"
+}

@@ -140,11 +140,19 @@ ids() {
 	[[ "$stderr" == *'rfp-sink: line 5: record is not a JSON object'* ]]
 }
 
-@test "sink: every bad line is counted, so the run reconciles" {
+@test "sink: every bad line is counted, so the run reconciles: a stray one (no id) apart, its document pending" {
 	echo '{"admitted":6}' >"$BATS_TEST_TMPDIR/report.json"
 	run --separate-stderr rfp-sink -q --run-dir "$RD" --admitted-from "$BATS_TEST_TMPDIR/report.json" <"$F/bad-lines.ndjson"
 	assert_success
-	jq -e '.reconciled == true and .run.dead_by_reason.bad_input == 4' "$RD/summary.json"
+	# Lines 4 and 5 are not records: each may have been a document's.
+	jq -e '.reconciled == true and .run.dead_by_reason.bad_input == 2 and .run.dead == 3
+	    and .run.stray_lines == 2 and .pending == 2 and .totals.stray_lines == 2' "$RD/summary.json"
+	[[ $stderr == *'rfp-sink: 2 stray lines between the stages (no id; kept in dead.ndjson): 2 documents admitted and not filed, pending: run again to take them up'* ]]
+	# More missing than there were strays is a mismatch.
+	echo '{"admitted":7}' >"$BATS_TEST_TMPDIR/report.json"
+	run --separate-stderr rfp-sink -q --run-dir "$RD.2" --admitted-from "$BATS_TEST_TMPDIR/report.json" <"$F/bad-lines.ndjson"
+	assert_failure 1
+	jq -e '.reconciled == false' "$RD.2/summary.json"
 }
 
 @test "sink: a line over 1 MiB and 64 KiB is dead bad_input and the batch goes on" {
@@ -532,4 +540,19 @@ rfp-sink: line 2: field "fate": not a string' ]
 	in_file "$RD/dead.ndjson" e '.dead_reason == "permanent" and .status == "404"'
 	[ "$(ids "$RD/results.ndjson")" = "f " ]
 	jq -e '.run.succeeded == 1 and .run.dead == 5 and .run.dead_by_reason.bad_input == 4' "$RD/summary.json"
+}
+
+@test "sink: a result or a retry with no id is no document's: a stray line, kept in dead.ndjson and counted apart, never a success" {
+	printf '%s\n' '{"fate":"done","status":200}' '{"id":null,"fate":"retry","attempt":2,"not_before":1}' \
+	    '{"id":"a","fate":"done"}' '{"fate":"dead","dead_reason":"bad_input","line_key":"0123456789abcdef.1"}' >"$BATS_TEST_TMPDIR/in"
+	echo '{"admitted":4}' >"$BATS_TEST_TMPDIR/report.json"
+	run --separate-stderr rfp-sink -q --fate-status --run-dir "$RD" --admitted-from "$BATS_TEST_TMPDIR/report.json" <"$BATS_TEST_TMPDIR/in"
+	[ "$status" -eq 3 ]
+	[ "$output" = "" ]
+	[[ $stderr == *'rfp-sink: line 1: missing field "id"'* && $stderr == *'rfp-sink: line 2: missing field "id"'* ]]
+	[ "$(ids "$RD/results.ndjson")" = "a " ]
+	[ "$(jq -c '[.line, .dead_reason, .dead_detail]' "$RD/dead.ndjson" | head -2 | tr '\n' ' ')" = '[1,"bad_input","missing field \"id\""] [2,"bad_input","missing field \"id\""] ' ]
+	# A manifest line's letter (a line_key) is a document's: dead.
+	jq -e '.run.succeeded == 1 and .run.dead == 1 and .run.stray_lines == 2 and .totals.stray_lines == 2
+	    and .pending == 2 and .reconciled == true and .run.endpoints["(none)"].dead == 1' "$RD/summary.json"
 }

@@ -4,7 +4,9 @@
  * filed since in results.ndjson is no longer dead; one dead twice (each
  * resume files its record again) is dead once, as its last letter says.
  * A letter with a line_key (fetch/admit.c) is a manifest line's, not its
- * id's: the last letter of each key stays, whatever the id's are.
+ * id's: the last letter of each key stays, whatever the id's are.  A
+ * letter with neither is a stray line's (lib/accounts/summ.h): evidence,
+ * which no filing supersedes, so it stays.
  *
  * The rewrite is a new file renamed into place, so it is done only while
  * no other sink appends to the old one: every rfp-sink holds a shared lock

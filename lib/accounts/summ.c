@@ -62,6 +62,7 @@ tally(void)
 
 	json_object_set_new(t, "succeeded", json_integer(0));
 	json_object_set_new(t, "dead", json_integer(0));
+	json_object_set_new(t, "stray_lines", json_integer(0));
 	for (i = 0; i < FATE_NREASONS; i++)
 		json_object_set_new(r, fate_reason(i), json_integer(0));
 	json_object_set_new(t, "dead_by_reason", r);
@@ -90,15 +91,25 @@ summ_new(void)
 	return s;
 }
 
+int
+summ_stray(const char *fate, const char *id, const char *line_key)
+{
+	return fate_of(fate) != FATE_DONE && fate_of(fate) != FATE_RETRY &&
+	    id == NULL && line_key == NULL;
+}
+
 /*
  * Count a terminal record into tally t.  A dead letter without a reason of
  * the table (none, or one a hand-made record invented) counts as
- * bad_input: dead_by_reason keeps the table's keys and no others.
+ * bad_input: dead_by_reason keeps the table's keys and no others.  A
+ * stray line's letter is no document's: counted apart.
  */
 static void
-count(json_t *t, const char *fate, const char *why)
+count(json_t *t, const char *fate, const char *why, int stray)
 {
-	if (fate_of(fate) == FATE_DONE)
+	if (stray)
+		inc(t, "stray_lines", 1);
+	else if (fate_of(fate) == FATE_DONE)
 		inc(t, "succeeded", 1);
 	else {
 		inc(t, "dead", 1);
@@ -122,13 +133,16 @@ summ_add_in(struct summ *s, const struct summ_in *in)
 		inc(s->t, "retries", 1);
 		return;
 	}
-	count(s->t, in->fate, in->dead_reason);
+	count(s->t, in->fate, in->dead_reason, in->stray);
+	/* A stray line is no endpoint's document either. */
+	if (in->stray)
+		return;
 	eps = json_object_get(s->t, "endpoints");
 	if ((e = json_object_get(eps, ep)) == NULL) {
 		e = tally();
 		json_object_set_new(eps, ep, e);
 	}
-	count(e, in->fate, in->dead_reason);
+	count(e, in->fate, in->dead_reason, 0);
 	/* What the operator reads first of an endpoint that never answered. */
 	if (fate_of(in->fate) == FATE_DEAD && in->reason != NULL)
 		json_object_set_new(e, "last_error", json_string(
@@ -148,6 +162,8 @@ summ_add(struct summ *s, const json_t *rec)
 	    json_object_get(rec, "error") != NULL;
 	in.http_429 = rec_int(rec, "status", 0) == 429;
 	in.reason = rec_str(rec, "reason");
+	in.stray = summ_stray(in.fate, rec_str(rec, "id"), rec_str(rec,
+	    REC_LINE_KEY));
 	summ_add_in(s, &in);
 }
 
@@ -176,7 +192,9 @@ recount(struct summ *s, json_t *t, const char *path)
 			problem(s, "%s:%ld: unreadable record", path, lineno);
 			continue;
 		}
-		count(t, view_str(v, "fate"), view_str(v, "dead_reason"));
+		count(t, view_str(v, "fate"), view_str(v, "dead_reason"),
+		    summ_stray(view_str(v, "fate"), view_str(v, "id"),
+		    view_str(v, REC_LINE_KEY)));
 	}
 	view_free(v);
 	rec_reader_free(r);
@@ -280,6 +298,10 @@ summ_table(const struct summ *sm)
 			    fate_reason(i)));
 	P("  cut (deadline)  %7ld\n", geti(by,
 	    fate_reason(FATE_DEADLINE_CUT)));
+	if (geti(run, "stray_lines") > 0)
+		P("  stray lines     %7ld  lines between the stages with no "
+		    "id: no document's fate, kept in %s\n", geti(run,
+		    "stray_lines"), rundir_name(RUNDIR_DEAD));
 	if (geti(json_object_get(s, "fetch"), "resumed_cut") > 0)
 		P("  taken up        %7ld  cut by an earlier deadline, "
 		    "admitted again\n", geti(json_object_get(s, "fetch"),
@@ -319,14 +341,24 @@ summ_table(const struct summ *sm)
 		    geti(run, "succeeded"), geti(run, "dead"), geti(s,
 		    "pending"), json_is_true(json_object_get(s,
 		    "reconciled")) ? "ok" : "MISMATCH");
+	else if (json_is_integer(adm) && geti(s, "pending") > 0)
+		P("  check: admitted %ld = succeeded %ld + dead %ld + pending "
+		    "%ld (its record a stray line): %s\n",
+		    (long)json_integer_value(adm), geti(run, "succeeded"),
+		    geti(run, "dead"), geti(s, "pending"), json_is_true(
+		    json_object_get(s, "reconciled")) ? "ok" : "MISMATCH");
 	else if (json_is_integer(adm))
 		P("  check: admitted %ld = succeeded %ld + dead %ld: %s\n",
 		    (long)json_integer_value(adm), geti(run, "succeeded"),
 		    geti(run, "dead"), json_is_true(json_object_get(s,
 		    "reconciled")) ? "ok" : "MISMATCH");
-	P("  run directory totals: %ld in %s, %ld in %s\n", geti(tot,
+	P("  run directory totals: %ld in %s, %ld in %s", geti(tot,
 	    "succeeded"), rundir_name(RUNDIR_RESULTS), geti(tot, "dead"),
 	    rundir_name(RUNDIR_DEAD));
+	if (geti(tot, "stray_lines") > 0)
+		P(" and %ld stray line%s beside them", geti(tot, "stray_lines"),
+		    geti(tot, "stray_lines") == 1 ? "" : "s");
+	P("\n");
 #undef P
 	return xstrdup(buf);
 }
@@ -338,8 +370,8 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 	json_t *out = json_object(), *tot = tally(), *rep = NULL;
 	json_error_t je;
 	char *path, *tmp;
-	long admitted = -1, filed;
-	int rc = 0;
+	long admitted = -1, filed, stray;
+	int ok, rc = 0;
 
 	json_object_set_new(out, "run_dir", json_string(rundir));
 	json_object_set_new(out, "finished_at", json_real(clk_now()));
@@ -362,6 +394,7 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 		    json_object_get(rep, "held_by")) : json_object());
 	}
 	filed = geti(s->t, "succeeded") + geti(s->t, "dead");
+	stray = geti(s->t, "stray_lines");
 	json_object_set_new(out, "admitted", admitted >= 0 ?
 	    json_integer(admitted) : json_null());
 	if (rep != NULL) {
@@ -395,9 +428,24 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 			rc = -1;
 		}
 	} else if (admitted >= 0) {
-		json_object_set_new(out, "reconciled", json_boolean(admitted ==
-		    filed));
-		if (admitted != filed) {
+		/*
+		 * A stray line may have been a document's record, mangled on
+		 * its way: that document is in neither file, pending, and a
+		 * re-run takes it up.  Only as many as there were strays.
+		 */
+		ok = filed <= admitted && admitted - filed <= stray;
+		json_object_set_new(out, "reconciled", json_boolean(ok));
+		if (ok && filed < admitted) {
+			json_object_set_new(out, "pending", json_integer(
+			    admitted - filed));
+			problem(s, "%ld stray line%s between the stages (no id; "
+			    "kept in %s): %ld document%s admitted and not "
+			    "filed, pending: run again to take %s up", stray,
+			    stray == 1 ? "" : "s", rundir_name(RUNDIR_DEAD),
+			    admitted - filed, admitted - filed == 1 ? "" : "s",
+			    admitted - filed == 1 ? "it" : "them");
+		}
+		if (!ok) {
 			problem(s, "RECONCILIATION FAILED: admitted %ld, filed "
 			    "%ld (succeeded %ld + dead %ld)", admitted, filed,
 			    geti(s->t, "succeeded"), geti(s->t, "dead"));

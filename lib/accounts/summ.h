@@ -16,7 +16,20 @@ struct summ_in {
 	int		 attempted;	/* it has a status or an error */
 	int		 http_429;	/* its status is the integer 429 */
 	const char	*reason;	/* rfp-classify's reason, or NULL */
+	int		 stray;		/* a stray line's letter: summ_stray */
 };
+
+/*
+ * Whether a record is a stray line's letter: dead, with no id of its own
+ * (a string) and no line_key.  A line between stages that was not a
+ * record (not JSON, no id) is no document's fate: the document whose
+ * record it may have been is still pending, and a resume takes it up.
+ * Such a letter is kept in dead.ndjson as evidence and counted apart, as
+ * "stray_lines", never as a dead document.  rfp-fetch keys every letter
+ * of a manifest line (an id, or a line_key), so none of its letters is
+ * one.
+ */
+int	summ_stray(const char *fate, const char *id, const char *line_key);
 
 /* Count one record by its fate, dead_reason, endpoint and reason. */
 void	summ_add(struct summ *s, const json_t *rec);
@@ -31,7 +44,9 @@ void	summ_stopped(struct summ *s, int sig);
  * RUNDIR/summary.json.  0 when the counts reconcile and everything could
  * be read and written, else -1; summ_problems says what went wrong.  A
  * run stopped by a signal (here or in the report's "stopped") reconciles
- * when nothing was filed twice, the rest being pending.
+ * when nothing was filed twice, the rest being pending; so does one that
+ * filed fewer than it admitted by no more than its stray lines (each may
+ * have been a document's record: that document is pending).
  */
 int	summ_finish(struct summ *s, const char *rundir,
 	    const char *admitted_from, double t0);
