@@ -366,7 +366,7 @@ fetch() {
 			rfp-queue --state="$queue" --owner="$owner" $batch_opt \
 			    $lease_opt $verbose pull
 			note rfp-queue $?
-		} | rfp-fetch "$@" &
+		} | rfp-fetch --from-queue "$@" &
 	else
 		rfp-fetch "$@" <"$manifest" &
 	fi

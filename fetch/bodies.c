@@ -190,18 +190,65 @@ bodies_stop(void)
 /*
  * Request bodies from files.  A body_file is read only under the body
  * root (body_root, or the manifest's directory: standard input's, when it
- * is a file, else the current directory), reached one component at a time
- * with O_NOFOLLOW, so no symbolic link is followed below the root and ".."
- * never leaves it; it must be a regular file (a FIFO or a device is opened
- * without blocking, then refused), not of /proc or /sys, and no larger
- * than max_body.  The transfer reads it as it goes, never whole.
+ * is a file, else the current directory; with --from-queue, the one
+ * rfp-queue load recorded in the record's manifest_dir), reached one
+ * component at a time with O_NOFOLLOW, so no symbolic link is followed
+ * below the root and ".." never leaves it; it must be a regular file (a
+ * FIFO or a device is opened without blocking, then refused), not of /proc
+ * or /sys, and no larger than max_body.  The transfer reads it as it goes,
+ * never whole.
  */
-static struct {
+struct root {
 	int	 fd;		/* the root, opened once; -1: not yet */
 	char	*path;		/* its real path */
 	char	*named;		/* an absolute body_root as configured */
+	char	*dir;		/* a queue record's manifest_dir */
 	char	 err[300];	/* why it cannot be used */
-} R = { .fd = -1 };
+};
+static struct root R = { .fd = -1 };	/* body_root, or standard input's */
+static struct root Q = { .fd = -1 };	/* the last queue record's */
+
+static void
+root_close(struct root *rt)
+{
+	if (rt->fd != -1)
+		close(rt->fd);
+	free(rt->path);
+	free(rt->named);
+	free(rt->dir);
+	memset(rt, 0, sizeof(*rt));
+	rt->fd = -1;
+}
+
+const char *
+bodies_dir(const json_t *rec)
+{
+	/* body_root, configured, is every host's and wins, as in a run. */
+	if (!fo->from_queue || fo->conf.body_root != NULL)
+		return NULL;
+	return rec_str(rec, REC_MANIFEST_DIR);
+}
+
+/*
+ * The root of a queue record loaded from a manifest in dir, an absolute
+ * path (rfp-queue load): kept open while records of one manifest follow.
+ */
+static struct root *
+root_dir(const char *dir)
+{
+	if (Q.dir != NULL && strcmp(Q.dir, dir) == 0)
+		return &Q;
+	root_close(&Q);
+	Q.dir = xstrdup(dir);
+	if (dir[0] != '/')
+		snprintf(Q.err, sizeof(Q.err), "%s \"%.200s\": not an "
+		    "absolute path", REC_MANIFEST_DIR, dir);
+	else if ((Q.path = realpath(dir, NULL)) == NULL ||
+	    (Q.fd = open(Q.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		snprintf(Q.err, sizeof(Q.err), "the manifest's directory "
+		    "\"%.200s\": %s", dir, strerror(errno));
+	return &Q;
+}
 
 static int
 root_open(void)
@@ -272,10 +319,10 @@ body_fail(const char *path, const char *why, int e, char *err,
  * symbolic link nor up: the fd, or -1 with *why set or errno.
  */
 static int
-walk(const char *p, const char **why)
+walk(const struct root *rt, const char *p, const char **why)
 {
 	char name[NAME_MAX + 1];
-	int dir = R.fd, fd = -1, last, e;
+	int dir = rt->fd, fd = -1, last, e;
 	size_t n;
 
 	for (;;) {
@@ -313,13 +360,13 @@ walk(const char *p, const char **why)
 				*why = "a symbolic link or a file on its way";
 			break;
 		}
-		if (dir != R.fd)
+		if (dir != rt->fd)
 			close(dir);
 		dir = fd;
 		fd = -1;
 	}
 	e = errno;
-	if (dir != R.fd)
+	if (dir != rt->fd)
 		close(dir);
 	errno = e;
 	return fd;
@@ -336,28 +383,33 @@ under(const char *p, const char *root)
 }
 
 int
-bodies_open(const char *path, long max, long *size, char *err,
-    size_t errlen)
+bodies_open(const char *path, const char *dir, long max, long *size,
+    char *err, size_t errlen)
 {
 	const char *p = path, *why = NULL;
+	struct root *rt = &R;
 	struct stat st;
 	size_t rl;
 	int fd;
 
-	if (root_open() == -1) {
-		snprintf(err, errlen, "field \"body_file\": %s", R.err);
+	if (dir != NULL)
+		rt = root_dir(dir);
+	else
+		root_open();
+	if (rt->fd == -1) {
+		snprintf(err, errlen, "field \"body_file\": %s", rt->err);
 		return -1;
 	}
-	if (*p == '/' && strcmp(R.path, "/") != 0 && (R.named == NULL ||
-	    strcmp(R.named, "/") != 0)) {
+	if (*p == '/' && strcmp(rt->path, "/") != 0 && (rt->named == NULL ||
+	    strcmp(rt->named, "/") != 0)) {
 		/* Absolute: only under the root's real or configured path. */
-		if ((rl = under(p, R.path)) == 0 && (R.named == NULL ||
-		    (rl = under(p, R.named)) == 0))
+		if ((rl = under(p, rt->path)) == 0 && (rt->named == NULL ||
+		    (rl = under(p, rt->named)) == 0))
 			return body_fail(path, "outside body_root", 0, err,
 			    errlen);
 		p += rl;
 	}
-	if ((fd = walk(p, &why)) == -1)
+	if ((fd = walk(rt, p, &why)) == -1)
 		return body_fail(path, why, errno, err, errlen);
 	if (fstat(fd, &st) == -1) {
 		why = strerror(errno);
@@ -380,10 +432,6 @@ bodies_open(const char *path, long max, long *size, char *err,
 void
 bodies_close_root(void)
 {
-	if (R.fd != -1)
-		close(R.fd);
-	free(R.path);
-	free(R.named);
-	R.fd = -1;
-	R.path = R.named = NULL;
+	root_close(&R);
+	root_close(&Q);
 }

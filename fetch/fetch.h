@@ -87,6 +87,7 @@ struct fopts {
 	double		 deadline;	/* epoch; 0: none */
 	int		 insecure;
 	int		 on_open_dead;
+	int		 from_queue;	/* records from rfp-queue pull */
 	struct attlog	*log;		/* RUNDIR/logs/attempts.ndjson, or NULL */
 };
 
@@ -288,16 +289,21 @@ int	xfer_files_body(const struct xfer *x);
 void	bodies_init(const struct fopts *o);
 /* Create (truncate) x's partial body file: the fd, or -1 with errno. */
 int	bodies_open_part(const struct xfer *x);
+/* The directory rec's body_file is under, as bodies_open takes it. */
+const char *bodies_dir(const json_t *rec);
 int	bodies_start(void);
 void	bodies_put(struct xfer *list);
 struct xfer *bodies_take(void);
 void	bodies_stop(void);
 /*
  * Open a request's body_file: a regular file under the body root, reached
- * without a symbolic link, at most max bytes.  The fd (*size set), or -1
- * with "field \"body_file\": ..." in err.
+ * without a symbolic link, at most max bytes.  The root is body_root, or
+ * the manifest's directory: dir, the one rfp-queue load recorded, when
+ * the record comes from the queue (bodies_dir), else standard input's.
+ * The fd (*size set), or -1 with "field \"body_file\": ..." in err.
  */
-int	bodies_open(const char *path, long max, long *size, char *err,
+int	bodies_open(const char *path, const char *dir, long max, long *size,
+	    char *err,
 	    size_t errlen);
 /* Close the body root (at exit). */
 void	bodies_close_root(void);

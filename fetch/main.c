@@ -75,7 +75,7 @@
 static const char usage[] =
     "usage: rfp-fetch [-hv] [-j N] [--ca-file FILE] [--check]\n"
     "                 [--config FILE] [--connect-timeout S]\n"
-    "                 [--deadline WHEN] [--insecure]\n"
+    "                 [--deadline WHEN] [--from-queue] [--insecure]\n"
     "                 [--max-body BYTES] [--max-redirects N]\n"
     "                 [--on-open wait|dead] [--owner NAME]\n"
     "                 [--report FILE] [--resume] [--retry-dead]\n"
@@ -573,6 +573,7 @@ options(int argc, char *argv[], struct cli *cli)
 		{ "config", required_argument, NULL, 'C' },
 		{ "connect-timeout", required_argument, NULL, 'c' },
 		{ "deadline", required_argument, NULL, 'D' },
+		{ "from-queue", no_argument, NULL, 'Q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "insecure", no_argument, NULL, 'k' },
 		{ "jobs", required_argument, NULL, 'j' },
@@ -627,6 +628,9 @@ options(int argc, char *argv[], struct cli *cli)
 			break;
 		case 'k':
 			fo.insecure = 1;
+			break;
+		case 'Q':
+			fo.from_queue = 1;
 			break;
 		case 'o':
 			if (strcmp(optarg, "wait") && strcmp(optarg, "dead"))

@@ -285,8 +285,8 @@ xfer_admissible(const json_t *rec, char *err, size_t errlen)
 		free(val);
 	}
 	if (bf != NULL && doc_sends_body(rec_str(rec, "method"))) {
-		if ((fd = bodies_open(bf, fo->conf.max_body, &size, err,
-		    errlen)) == -1)
+		if ((fd = bodies_open(bf, bodies_dir(rec), fo->conf.max_body,
+		    &size, err, errlen)) == -1)
 			return -1;
 		close(fd);
 	}
@@ -347,8 +347,8 @@ load_body(struct xfer *x, const json_t *rec, char *err, size_t errlen)
 		x->body_len = strlen(x->body);
 	} else if (bf != NULL) {
 		/* Streamed by on_read, never held (fetch/bodies.c). */
-		if ((x->body_fd = bodies_open(bf, fo->conf.max_body, &size, err,
-		    errlen)) == -1)
+		if ((x->body_fd = bodies_open(bf, bodies_dir(rec),
+		    fo->conf.max_body, &size, err, errlen)) == -1)
 			return -1;
 		x->body_len = (size_t)size;
 	}

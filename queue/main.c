@@ -23,7 +23,10 @@
  * Exit: 0 done, 1 a fatal error (the server, stdout), 2 a usage or
  * configuration error.
  */
+#include <sys/stat.h>
+
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,10 +121,34 @@ load_group(json_t *g)
 	return affected(r);
 }
 
+/*
+ * The manifest's directory, as rfp-fetch takes it in a run (fetch/bodies.c):
+ * standard input's when it is a file, else the current directory.  Read
+ * here, where the manifest is, for whichever host pulls its records; NULL
+ * when it cannot be resolved.
+ */
+static char *
+manifest_dir(void)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (n = readlink("/proc/self/fd/0", buf, sizeof(buf) - 1)) > 0 &&
+	    buf[0] == '/') {
+		buf[n] = '\0';
+		*strrchr(buf, '/') = '\0';
+		return realpath(buf[0] != '\0' ? buf : "/", NULL);
+	}
+	return realpath(".", NULL);
+}
+
 static void
 load(void)
 {
 	struct rec_reader *rd = rec_reader_new(STDIN_FILENO, 0);
+	char *dir = manifest_dir();
 	long added = 0, valid = 0, bad = 0, lineno;
 	json_t *rec, *g = json_array();
 	enum rec_rc rc;
@@ -144,6 +171,16 @@ load(void)
 			bad++;
 			continue;
 		}
+		/*
+		 * A relative body_file is the manifest's directory's, for
+		 * --check, a run and the queue alike: rfp-fetch --from-queue
+		 * takes it from here.  A line's own is never taken.
+		 */
+		json_object_del(rec, REC_MANIFEST_DIR);
+		if (json_is_string(json_object_get(rec, "body_file")) &&
+		    dir != NULL)
+			json_object_set_new(rec, REC_MANIFEST_DIR,
+			    json_string(dir));
 		json_array_append_new(g, json_pack("{s:s,s:o}", "id",
 		    rec_str(rec, "id"), "rec", rec));
 		valid++;
@@ -151,6 +188,7 @@ load(void)
 			added += load_group(g);
 	}
 	rec_reader_free(rd);
+	free(dir);
 	if (json_array_size(g) > 0)
 		added += load_group(g);
 	json_decref(g);

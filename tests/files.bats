@@ -355,3 +355,36 @@ raw_server() {
 	assert_success
 	jq -s -e '[.[] | select(.attempt == 5) | .delay_s] | max <= 3 and max > 1.5' <<<"$output"
 }
+
+@test "files: fetch: --from-queue reads a body_file under the record's manifest_dir, still never out of it; without it a record's manifest_dir is nobody's root" {
+	mock_start "$FIX/mock/submit.yaml"
+	local d=$BATS_TEST_TMPDIR/man w=$BATS_TEST_TMPDIR/here
+	mkdir -p "$d" "$w" "$BATS_TEST_TMPDIR/out"
+	echo '{"a":1}' >"$d/b.json"
+	echo '{"decoy":"the current directory'"'"'s"}' >"$w/b.json"
+	echo s3cr3t-content >"$BATS_TEST_TMPDIR/out/secret"
+	rec() {
+		printf '{"id":"%s","url":"%s/grants/submit/%s","method":"POST","body_file":"%s","manifest_dir":"%s"}\n' \
+		    "$1" "$MOCK_URL" "$1" "$2" "$3"
+	}
+	{
+		rec ok b.json "$d"
+		rec up ../out/secret "$d"
+		rec rel b.json man
+		rec gone b.json "$d/nope"
+	} >"$BATS_TEST_TMPDIR/m"
+	cd "$w"
+	run --separate-stderr timeout 20 rfp-fetch --from-queue <"$BATS_TEST_TMPDIR/m"
+	assert_success
+	check ok '.status == 200'
+	[ "$(jq -s '[.[] | select(.path == "/grants/submit/ok") | .body_bytes] | .[0]' "$MOCK_LOG")" -eq 8 ]
+	check up '.dead_reason == "bad_input" and .dead_detail == "field \"body_file\": cannot read \"../out/secret\": outside body_root"'
+	check rel '.dead_reason == "bad_input" and .dead_detail == "field \"body_file\": manifest_dir \"man\": not an absolute path"'
+	check gone '.dead_reason == "bad_input" and (.dead_detail | startswith("field \"body_file\": the manifest'"'"'s directory \"'"$d"'/nope\": No such file"))'
+	# Not from the queue: the manifest's directory is standard input's
+	# (here a pipe: the current directory), whatever the record says.
+	run --separate-stderr timeout 20 sh -c 'head -n 1 "$1" | sed "s/\"id\":\"ok\"/\"id\":\"plain\"/; s|/ok\"|/plain\"|" | rfp-fetch' sh "$BATS_TEST_TMPDIR/m"
+	assert_success
+	check plain '.status == 200'
+	[ "$(jq -s '[.[] | select(.path == "/grants/submit/plain") | .body_bytes] | .[0]' "$MOCK_LOG")" -eq 36 ]
+}

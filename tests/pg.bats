@@ -554,3 +554,32 @@ other_host() {
 	[ "$stderr" = 'rfp-queue: line 2: "q2": not in the queue; not filed' ]
 	[ "$(sql "SELECT rec->>'n' || ' ' || (rec->>'p') FROM rfp_results WHERE id = 'q1'")" = "100000 a/b" ]
 }
+
+@test "pipeline --queue: a relative body_file is the manifest's directory's, as --check and a plain run take it, whatever the puller's directory" {
+	mock_start "$FIX/mock/submit.yaml"
+	local d=$BATS_TEST_TMPDIR/man w=$BATS_TEST_TMPDIR/elsewhere
+	mkdir -p "$d/sub" "$w/sub"
+	echo '{"a":1}' >"$d/b.json"
+	echo '{"n":22}' >"$d/sub/c.json"
+	# What the puller's own directory holds under the same names.
+	echo '{"decoy":"not the manifest'"'"'s"}' >"$w/b.json"
+	echo '{"decoy":"nor this one"}' >"$w/sub/c.json"
+	{
+		printf '{"id":"%s","url":"%s/grants/submit/%s","method":"POST","body_file":"%s"}\n' \
+		    b "$MOCK_URL" b b.json c "$MOCK_URL" c sub/c.json
+		# A line's own manifest_dir is never taken.
+		printf '{"id":"d","url":"%s/grants/submit/d","method":"POST","body_file":"b.json","manifest_dir":"%s"}\n' \
+		    "$MOCK_URL" "$w"
+	} >"$d/m"
+	run -0 --separate-stderr pipeline.sh --check "$d/m"
+	# Loaded from elsewhere, by a relative path; pulled there too.
+	cd "$w"
+	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$BATS_TEST_TMPDIR/h1" --queue "$URL" ../man/m
+	[ "$(jq -s -S -c '[.[] | select(.kind == "request")] | map({(.path): .body_bytes}) | add' "$MOCK_LOG")" = \
+	    '{"/grants/submit/b":8,"/grants/submit/c":9,"/grants/submit/d":8}' ]
+	[ "$(jq -r '.status' "$BATS_TEST_TMPDIR/h1/results.ndjson" | sort -u)" = 200 ]
+	[ "$(sql "SELECT DISTINCT rec->>'manifest_dir' FROM rfp_queue")" = "$(cd "$d" && pwd -P)" ]
+	# A plain run from here takes the manifest's directory's, as before.
+	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$BATS_TEST_TMPDIR/plain" ../man/m
+	[ "$(jq -s -c '[.[] | select(.kind == "request") | .body_bytes] | .[3:] | sort' "$MOCK_LOG")" = '[8,8,9]' ]
+}

@@ -38,6 +38,13 @@
  */
 #define REC_LINE_KEY	"line_key"
 
+/*
+ * The member in which rfp-queue load records the directory of the
+ * manifest a record came from, the root of its body_file; rfp-fetch
+ * reads it only with --from-queue (fetch/bodies.c).
+ */
+#define REC_MANIFEST_DIR	"manifest_dir"
+
 enum rec_rc {
 	REC_ERR = -1,		/* read error, errno set */
 	REC_EOF = 0,		/* no more lines */
