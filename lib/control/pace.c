@@ -659,7 +659,7 @@ static void
 cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
     int quiet)
 {
-	double sc = clk_scale(), est, r, ds;
+	double sc = clk_scale(), est, r, ds, rf;
 
 	if (!p->paced) {
 		/*
@@ -687,13 +687,17 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 		p->p_ok = 0;
 		p->p_min = p->rate;
 	} else if (p->cuts == 0 && p->p_ok == 0 && told(c) == 0 &&
-	    p->rate <= START_RATE / sc) {
+	    p->rate <= START_RATE / sc && (e->seq < 0 ||
+	    (double)e->seq < p->p_seq)) {
 		/*
 		 * A pace started at the floor, for want of anything delivered
 		 * to measure, and not yet through once: a refusal now is of
 		 * the burst that started it (several processes' sends, on
 		 * their way), not of the floor.  Halving it took the rate
-		 * measure to 2/s against 20/s, and it stayed there.
+		 * measure to 2/s against 20/s, and it stayed there.  A send
+		 * the floor itself granted (its number says so) is the
+		 * floor's: a 1/s limit refused it, then the pace doubled
+		 * from the floor, and 5 of 65 requests were refused.
 		 */
 		return;
 	} else if (since(e, p->cut_seq, p->dec_at) && noise(p, e->now)) {
@@ -728,6 +732,7 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 		 * sent before it, doesn't count.
 		 */
 		est = measured(p, e->now);
+		rf = p->r_fail;
 		p->r_fail = p->rate;
 		if (told(c) > 0)	/* late arrivals, or a wrong rate */
 			r = fmax(p->rate * NUDGE, told(c) * TOLD_LOW);
@@ -750,8 +755,12 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 			 * to 5/s, 2.3 x the ideal); it holds instead, twice as
 			 * long each time, until a success.  (Successes still
 			 * coming, sent before the pace started, are a
-			 * delaying limiter's queue: the pace is cut.)
+			 * delaying limiter's queue: the pace is cut.)  Nor is
+			 * the pace held a pace that failed: taken for one, the
+			 * way back went no higher than the hold, and a sliding
+			 * 20 in a second crawled up from 9/s.
 			 */
+			p->r_fail = rf;
 			p->cuts++;
 			round_start(p, e->now);
 			p->tat = e->now + ldexp(1, (int)fmin(p->cuts, HOLD_MAX)) /
