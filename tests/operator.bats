@@ -43,7 +43,7 @@ interrupt() {
 	    --run-dir "$RUN" --seed 1 "$@" "$M" >"$BATS_TEST_TMPDIR/out" \
 	    2>"${err_to:-$BATS_TEST_TMPDIR/err}" &
 	pid=$!
-	for i in $(seq 1 500); do
+	for i in $(seq 1 3000); do
 		"${started:-in_flight}" && break
 		sleep 0.01
 	done
@@ -295,7 +295,7 @@ check_interrupted() {
 	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" -q \
 	    --run-dir "$RUN" --seed 1 "$M" 2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
-	for i in $(seq 1 500); do
+	for i in $(seq 1 3000); do
 		[ "$(cat "$RUN/results.ndjson" 2>/dev/null | wc -l)" -eq 5 ] &&
 		    [ "$(requests_for /slow/doc-1)" -ge 1 ] 2>/dev/null && break
 		sleep 0.01
@@ -322,10 +322,13 @@ check_interrupted() {
 	    echo "$!" >"$4/pid"; wait "$!"; echo "$?" >"$4/status"' sh \
 	    "$ROOT/pipeline.sh" "$RUN" "$M" "$d" &
 	sh_pid=$!
-	for i in $(seq 1 500); do
+	# Under load (the sanitizer pass) the first request can take seconds;
+	# a stop before the run directory exists leaves no summary to check.
+	for i in $(seq 1 3000); do
 		[ -s "$d/pid" ] && [ "$(requests_for /slow/doc-1)" -ge 1 ] 2>/dev/null && break
 		sleep 0.01
 	done
+	[ "$(requests_for /slow/doc-1)" -ge 1 ]
 	pid=$(cat "$d/pid")
 	kill -INT "$pid"
 	if ! timeout 30 tail --pid="$pid" -f /dev/null; then
@@ -334,8 +337,10 @@ check_interrupted() {
 	fi
 	wait "$sh_pid"
 	[ "$(cat "$d/status")" -eq 130 ]
-	grep -Fqx "rfpipe: interrupted by SIGINT; resume with: $ROOT/pipeline.sh -j 2 --run-dir $RUN --seed 1 $M" "$d/err"
-	jq -e '.interrupted == true and .reconciled == true' "$RUN/summary.json"
+	grep -Fqx "rfpipe: interrupted by SIGINT; resume with: $ROOT/pipeline.sh -j 2 --run-dir $RUN --seed 1 $M" "$d/err" ||
+	    { cat "$d/err"; false; }
+	jq -e '.interrupted == true and .reconciled == true' "$RUN/summary.json" ||
+	    { cat "$d/err"; ls -la "$RUN"; false; }
 }
 
 @test "operator: the command line to resume with is quoted for a shell" {
@@ -345,7 +350,7 @@ check_interrupted() {
 	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" \
 	    --run-dir "$RUN" "$M" 2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
-	for i in $(seq 1 500); do
+	for i in $(seq 1 3000); do
 		[ "$(requests_for /slow/doc-1)" -ge 1 ] 2>/dev/null && break
 		sleep 0.01
 	done
