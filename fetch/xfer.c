@@ -750,7 +750,7 @@ check(const json_t *expect, const struct xfer *x)
 	const char *ct = rec_str(expect, "content_type");
 	const char *magic = rec_str(expect, "magic");
 	long min = rec_int(expect, "min_bytes", -1);
-	const char *path = NULL;
+	const char *path = NULL, *got;
 	char buf[64];
 	int bad = 0, fd = -1;
 	json_error_t je;
@@ -760,10 +760,17 @@ check(const json_t *expect, const struct xfer *x)
 
 	if (expect == NULL)
 		return NULL;
+	/*
+	 * The texts quoted are cut on a character, never inside one; the
+	 * portal's may still hold bytes that are not UTF-8 (xfer_finish).
+	 */
 	if (ct != NULL && (x->ctype == NULL || strncasecmp(x->ctype, ct,
-	    strlen(ct)) != 0))
-		return xasprintf("content_type: expected \"%.60s\", got "
-		    "\"%.60s\"", ct, x->ctype ? x->ctype : "");
+	    strlen(ct)) != 0)) {
+		got = x->ctype ? x->ctype : "";
+		return xasprintf("content_type: expected \"%.*s\", got "
+		    "\"%.*s\"", (int)rec_utf8_prefix(ct, 60), ct,
+		    (int)rec_utf8_prefix(got, 60), got);
+	}
 	if (min >= 0 && x->bytes < min)
 		return xasprintf("min_bytes: expected at least %ld, got %ld",
 		    min, x->bytes);
@@ -793,7 +800,7 @@ check(const json_t *expect, const struct xfer *x)
 		}
 		if (bad)
 			return xasprintf("magic: body does not start with "
-			    "\"%.20s\"", magic);
+			    "\"%.*s\"", (int)rec_utf8_prefix(magic, 20), magic);
 	}
 	if (json_is_true(json_object_get(expect, "json"))) {
 		if ((doc = path == NULL ? json_loadb(x->mem ? x->mem : "",
@@ -808,7 +815,7 @@ check(const json_t *expect, const struct xfer *x)
 void
 xfer_finish(struct xfer *x, CURLcode cc)
 {
-	json_t *rec = x->job->rec, *rl;
+	json_t *rec = x->job->rec, *rl, *chk;
 	const char *e = error_of(cc, x);
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0, i;
@@ -849,11 +856,12 @@ xfer_finish(struct xfer *x, CURLcode cc)
 		    (x->body_len > 0 ? (size_t)up >= x->body_len :
 		    reqsz > 0)));
 	}
+	/* The portal's header bytes, as UTF-8 (rec_jstring): never lost. */
 	if (x->retry_after != NULL)
 		json_object_set_new(rec, "retry_after",
-		    json_string(x->retry_after));
+		    rec_jstring(x->retry_after));
 	if (x->date != NULL)
-		json_object_set_new(rec, "date", json_string(x->date));
+		json_object_set_new(rec, "date", rec_jstring(x->date));
 	if (x->rl_seen) {
 		rl = json_object();
 		if (x->rl.limit >= 0)
@@ -878,11 +886,19 @@ xfer_finish(struct xfer *x, CURLcode cc)
 	json_object_set_new(rec, "bytes", json_integer(x->bytes));
 	json_object_set_new(rec, "sha256", json_string(hex));
 	json_object_set_new(rec, "content_type", x->ctype ?
-	    json_string(x->ctype) : json_null());
+	    rec_jstring(x->ctype) : json_null());
 	if (status >= 200 && status <= 299) {
+		/*
+		 * A failed check is never lost with its message: its text
+		 * is made UTF-8, and one that still cannot be kept is true
+		 * (rfp-classify takes any check but null or false).
+		 */
 		bad = check(json_object_get(rec, "expect"), x);
-		json_object_set_new(rec, "check", bad ? json_string(bad) :
-		    json_null());
+		if (bad == NULL)
+			chk = json_null();
+		else if ((chk = rec_jstring(bad)) == NULL)
+			chk = json_true();
+		json_object_set_new(rec, "check", chk);
 		free(bad);
 	}
 	if (x->renamed) {

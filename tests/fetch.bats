@@ -91,6 +91,23 @@ cpu_of() {
 	check pdf-small '(.check | startswith("min_bytes:"))'
 }
 
+@test "fetch: a failed check quoting text cut inside a UTF-8 character is kept, cut on a character, and dead" {
+	local e ct m
+	mock_start "$FIX/mock/ok.yaml"
+	e() { printf '\303\251%.0s' $(seq 1 "$1"); }	# N e-acutes, 2 bytes each
+	# 61 bytes: the 60 quoted end inside the 30th; magic quotes 20 of 21.
+	ct="a$(e 30)"
+	m="a$(e 10)"
+	printf '{"id":"mb-1","url":"%s/nih/doc-1","expect":{"content_type":"%s"}}\n' "$MOCK_URL" "$ct" >"$BATS_TEST_TMPDIR/m"
+	printf '{"id":"mb-2","url":"%s/nih/doc-2","expect":{"magic":"%s"}}\n' "$MOCK_URL" "$m" >>"$BATS_TEST_TMPDIR/m"
+	run --separate-stderr sh -c 'rfp-fetch --run-dir "$1" <"$2" | rfp-classify' sh "$RD" "$BATS_TEST_TMPDIR/m"
+	assert_success
+	jq -en --arg w "content_type: expected \"a$(e 29)\", got \"application/json\"" \
+	    '[inputs | select(.id == "mb-1")] | length == 1 and .[0].check == $w and .[0].class == "permanent" and .[0].reason == "invalid_body"' <<<"$output"
+	jq -en --arg w "magic: body does not start with \"a$(e 9)\"" \
+	    '[inputs | select(.id == "mb-2")] | length == 1 and .[0].check == $w and .[0].class == "permanent" and .[0].reason == "invalid_body"' <<<"$output"
+}
+
 @test "fetch: a failed check makes classify say permanent invalid_body" {
 	mock_start "$FIX/mock/flaky.yaml"
 	run --separate-stderr sh -c 'rfp-fetch --run-dir "$1" <"$2" | rfp-classify' sh "$RD" "$(fixture expect.ndjson)"

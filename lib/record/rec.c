@@ -610,7 +610,84 @@ rec_kill(json_t *rec, enum fate_reason reason, const char *detail)
 	json_object_set_new(rec, "dead_reason", json_string(
 	    fate_reason(reason)));
 	if (detail != NULL)
-		json_object_set_new(rec, "dead_detail", json_string(detail));
+		json_object_set_new(rec, "dead_detail", rec_jstring(detail));
+}
+
+/*
+ * The length of the UTF-8 character at s (n bytes there, n > 0) as
+ * jansson takes it: no overlong form, no surrogate, nothing past
+ * U+10FFFF.  0 when s starts none.
+ */
+static size_t
+utf8_char(const unsigned char *s, size_t n)
+{
+	size_t want, i;
+	unsigned long u;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] < 0xc2 || s[0] > 0xf4)
+		return 0;
+	want = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+	if (n < want)
+		return 0;
+	u = s[0] & (want == 2 ? 0x1f : want == 3 ? 0x0f : 0x07);
+	for (i = 1; i < want; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		u = u << 6 | (s[i] & 0x3f);
+	}
+	if ((want == 3 && u < 0x800) || (want == 4 && u < 0x10000) ||
+	    u > 0x10ffff || (u >= 0xd800 && u <= 0xdfff))
+		return 0;
+	return want;
+}
+
+size_t
+rec_utf8_prefix(const char *s, size_t max)
+{
+	size_t n = strlen(s), i = 0, k;
+
+	while (i < n) {
+		/* A byte that starts no character stands for one. */
+		if ((k = utf8_char((const unsigned char *)s + i, n - i)) == 0)
+			k = 1;
+		if (i + k > max)
+			break;
+		i += k;
+	}
+	return i;
+}
+
+void
+rec_utf8_fix(char *s)
+{
+	size_t n = strlen(s), i = 0, k;
+
+	while (i < n) {
+		if ((k = utf8_char((unsigned char *)s + i, n - i)) == 0) {
+			s[i] = '?';
+			k = 1;
+		}
+		i += k;
+	}
+}
+
+json_t *
+rec_jstring(const char *s)
+{
+	json_t *v;
+	char *copy;
+
+	if (s == NULL)
+		return NULL;
+	if ((v = json_string(s)) != NULL)
+		return v;
+	copy = xstrdup(s);
+	rec_utf8_fix(copy);
+	v = json_string(copy);
+	free(copy);
+	return v;
 }
 
 void

@@ -120,7 +120,10 @@ void	rec_reader_idle(struct rec_reader *r, double secs,
 /* A dead bad_input record for an unusable line. */
 json_t	*rec_bad_input(const char *stage, long lineno, const char *detail,
 	    const char *line, size_t len);
-/* Mark rec dead with reason and detail (detail may be NULL). */
+/*
+ * Mark rec dead with reason and detail (detail may be NULL; as
+ * rec_jstring keeps it, so a detail cut on a byte is never lost).
+ */
 void	rec_kill(json_t *rec, enum fate_reason reason, const char *detail);
 
 /*
@@ -128,6 +131,21 @@ void	rec_kill(json_t *rec, enum fate_reason reason, const char *detail);
  * a cap on a byte is then still UTF-8 (jansson takes nothing else).
  */
 void	rec_utf8_cut(char *s);
+/*
+ * The bytes of s, at most max, that end on a character boundary: a text
+ * cut there for a message ("%.*s") is still UTF-8.  A byte that is not
+ * UTF-8 counts as a character of its own.
+ */
+size_t	rec_utf8_prefix(const char *s, size_t max);
+/* Replace, in place, every byte of s that is not part of a UTF-8 character with '?'. */
+void	rec_utf8_fix(char *s);
+/*
+ * s as a JSON string, its bytes that are not UTF-8 made '?' (a portal's
+ * header, a text cut on a byte): json_string() gives NULL for them, and
+ * json_object_set_new() then sets nothing, so the field is lost.  NULL
+ * only for a NULL s or out of memory.
+ */
+json_t	*rec_jstring(const char *s);
 /* The text jansson writes for the real d, into buf; its length or -1. */
 int	rec_real(double d, char *buf, size_t len);
 /* String field or NULL when absent or not a string. */

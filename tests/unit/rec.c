@@ -368,6 +368,46 @@ test_bad_input(void)
 	json_decref(r);
 }
 
+/* Texts made UTF-8 for a JSON string: cut on a character, bad bytes '?'. */
+static void
+test_utf8(void)
+{
+	char s[32];
+	json_t *v, *r;
+
+	/* "a" then e-acute (2 bytes), euro (3), G clef (4). */
+	is_long((long)rec_utf8_prefix("a\xc3\xa9", 2), 1,
+	    "utf8_prefix: never half a 2-byte character");
+	is_long((long)rec_utf8_prefix("a\xc3\xa9", 3), 3,
+	    "utf8_prefix: a whole one fits");
+	is_long((long)rec_utf8_prefix("\xe2\x82\xac\xf0\x9d\x84\x9e", 6), 3,
+	    "utf8_prefix: never part of a 4-byte character");
+	is_long((long)rec_utf8_prefix("ab\xff" "cd", 4), 4,
+	    "utf8_prefix: a byte that is not UTF-8 counts as one");
+	is_long((long)rec_utf8_prefix("abc", 60), 3,
+	    "utf8_prefix: a short text whole");
+
+	snprintf(s, sizeof(s), "%s", "x\xff\xc3\xa9\xc3\xed\xa0\x80\xc0\xaf");
+	rec_utf8_fix(s);
+	is_str(s, "x?\xc3\xa9??????", "utf8_fix: stray, cut, surrogate and "
+	    "overlong bytes made '?', a whole character kept");
+
+	v = rec_jstring("text/html; charset=\xff");
+	is_str(json_string_value(v), "text/html; charset=?",
+	    "jstring: a portal's 0xff byte gives a string, not NULL");
+	json_decref(v);
+	v = rec_jstring("caf\xc3\xa9");
+	is_str(json_string_value(v), "caf\xc3\xa9", "jstring: UTF-8 as it is");
+	json_decref(v);
+	ok(rec_jstring(NULL) == NULL, "jstring: NULL for NULL");
+
+	r = json_object();
+	rec_kill(r, FATE_BAD_INPUT, "field \"x\": \"\xc3\"");
+	is_str(rec_str(r, "dead_detail"), "field \"x\": \"?\"",
+	    "rec_kill: a detail cut inside a character is kept");
+	json_decref(r);
+}
+
 static void
 test_getters_and_write(void)
 {
@@ -596,6 +636,7 @@ main(void)
 	test_nonblock();
 	test_parse();
 	test_bad_input();
+	test_utf8();
 	test_getters_and_write();
 	test_drain();
 	test_piece();
