@@ -199,13 +199,43 @@ admit_dead(json_t *rec, const char *line, size_t len, long lineno,
 	A.n.admitted++;
 }
 
+void
+admit_clean(json_t *rec)
+{
+	const char *fate = rec_str(rec, "fate");
+	int sent;
+
+	/*
+	 * What only a stage gives a record, never a manifest line, a retry's
+	 * among them: a letter's key is its own run directory's (dead.ndjson
+	 * run again as a manifest), and a key a line brought would be taken
+	 * for a letter's (its result read as a letter and fetched again at
+	 * every resume) or supersede another line's letter.  A line is keyed
+	 * afresh, here, when it is refused.
+	 */
+	json_object_del(rec, REC_LINE_KEY);
+	json_object_del(rec, "line");
+	json_object_del(rec, "stage");
+	if (fate != NULL && strcmp(fate, "retry") == 0)
+		return;
+	/*
+	 * A submission an earlier run sent (a dead letter run again) keeps
+	 * saying so: the ledger gate asks before it is resent.
+	 */
+	sent = doc_is_submission(rec) &&
+	    json_is_true(json_object_get(rec, "sent"));
+	xfer_clear(rec);
+	json_object_del(rec, "attempt");
+	if (sent)
+		json_object_set_new(rec, "sent", json_true());
+}
+
 static void
 admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 {
 	char err[300];
-	const char *fate, *id;
+	const char *id;
 	json_t *rec, *big;
-	int sent;
 
 	if (rrc == REC_TOOLONG) {
 		snprintf(err, sizeof(err), "line longer than %d bytes",
@@ -219,24 +249,7 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 		    line, len, lineno, err);
 		return;
 	}
-	fate = rec_str(rec, "fate");
-	if (fate == NULL || strcmp(fate, "retry") != 0) {
-		/*
-		 * A submission an earlier run sent (a dead letter run again)
-		 * keeps saying so: the ledger gate asks before it is resent.
-		 */
-		sent = doc_is_submission(rec) &&
-		    json_is_true(json_object_get(rec, "sent"));
-		xfer_clear(rec);
-		json_object_del(rec, "attempt");
-		json_object_del(rec, "line");
-		json_object_del(rec, "stage");
-		/* A letter's key is its own run directory's (dead.ndjson run
-		 * again as a manifest): this line is keyed afresh. */
-		json_object_del(rec, REC_LINE_KEY);
-		if (sent)
-			json_object_set_new(rec, "sent", json_true());
-	}
+	admit_clean(rec);
 	id = rec_str(rec, "id");
 	/*
 	 * A duplicate of any earlier line with that id, filed, held or
@@ -445,7 +458,9 @@ load_done(void)
 				    lineno);
 				continue;
 			}
-			if (rec_str(rec, REC_LINE_KEY) != NULL)
+			/* A result is never a letter, whatever it holds. */
+			if (done_files[i] == RUNDIR_DEAD &&
+			    rec_str(rec, REC_LINE_KEY) != NULL)
 				json_object_set_new(A.keys, rec_str(rec,
 				    REC_LINE_KEY), json_true());
 			else if (rec_str(rec, "id") != NULL)

@@ -242,6 +242,12 @@ int	admit_sink_seen(void);
 int	admit_sink_gone(void);
 void	admit_counts(struct admit_counts *n);
 void	admit_close(void);
+/*
+ * A manifest line's record as admission takes it: what only a stage sets
+ * removed (line_key, line, stage; and but for a retry, every attempt
+ * field).
+ */
+void	admit_clean(json_t *rec);
 
 /* xfer.c: one transfer. */
 void	xfer_init(const struct fopts *o);

@@ -30,7 +30,7 @@ static const char *attempt_fields[] = { "status", "error", "error_detail",
 	"bytes", "sha256", "content_type", "check", "class", "reason", "fate",
 	"not_before", "delay_s", "dead_reason", "dead_detail", "replayed",
 	"reply", "parsed", "parsed_bytes", "parsed_sha256", "parse_error",
-	"parse_detail", NULL };
+	"parse_detail", "line", "stage", REC_LINE_KEY, NULL };
 
 /*
  * Handles and digest contexts of finished transfers, kept for the next

@@ -500,6 +500,32 @@ dead_count() {
 	[ "$(jq -r .line "$RUN/dead.ndjson" | sort -n | tr '\n' ' ')" = "4 5 6 " ]
 }
 
+@test "pipeline: a line_key a manifest line brings, on a retry too, is dropped: a result is filed once however many resumes, and no forged key hides a bad line's letter" {
+	mock_start "$FIX/mock/ok.yaml"
+	local m=$BATS_TEST_TMPDIR/m k i
+	# The key rfp-fetch gives the bad line below, learnt on another directory.
+	echo 'not json' >"$m.probe"
+	run -3 pipeline.sh -q --run-dir "$RUN.probe" "$m.probe"
+	k=$(jq -r .line_key "$RUN.probe/dead.ndjson")
+	[[ $k == *.1 ]]
+	{
+		echo 'not json'
+		printf '{"id":"a","url":"%s/nih/doc-1","fate":"retry","attempt":1,"line_key":"%s"}\n' "$MOCK_URL" "$k"
+		# Refused at admission (a body with GET): a letter with the key.
+		printf '{"id":"x","url":"%s/nih/x","fate":"retry","attempt":1,"line_key":"%s","line":1,"stage":"rfp-fetch","body":"b"}\n' "$MOCK_URL" "$k"
+	} >"$m"
+	for i in 1 2 3; do
+		run -3 pipeline.sh -q --run-dir "$RUN" "$m"
+		jq -se 'length == 1 and .[0].id == "a" and (.[0] | has("line_key") | not)' "$RUN/results.ndjson"
+		jq -se 'length == 2 and (map(select(.line_key == $k)) | length == 1 and .[0].raw == "not json") and
+		    (map(select(.id == "x")) | length == 1 and .[0].line == 3 and (.[0] | has("line_key") | not))' --arg k "$k" "$RUN/dead.ndjson"
+		jq -e '.totals.succeeded == 1 and .totals.dead == 2 and .reconciled' "$RUN/summary.json"
+	done
+	jq -e '.admitted == 0 and .fetch.skipped == 3' "$RUN/summary.json"
+	[ "$(requests_for /nih/doc-1)" -eq 1 ]
+	[ "$(requests_for /nih/x)" -eq 0 ]
+}
+
 @test "pipeline: a manifest on a pipe or a named pipe is refused, exit 2, one line, before anything starts" {
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 3 nih >"$BATS_TEST_TMPDIR/m"
