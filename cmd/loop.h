@@ -29,7 +29,7 @@ typedef int loop_fn(struct view *v, long lineno, struct rec_out *out,
  * a record without a fate (with fated, of one whose fate is not dead,
  * too: rfp-sink files those): a record with one of the wrong JSON type
  * (lib/record/field.h) is said on stderr as "STAGE: line N: field
- * "attempt": expected an integer" and given to fn dead bad_input, with
+ * "attempt": expected an integer from 1 to 1000000" and given to fn dead bad_input, with
  * its line and stage, every other member kept (its id above all).  A
  * dead letter is evidence, passed as it came.
  */

@@ -18,6 +18,7 @@
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
 #include "lib/record/doc.h"
+#include "lib/record/field.h"
 #include "lib/record/fate.h"
 #include "cmd/msg.h"
 #include "lib/record/rec.h"
@@ -280,7 +281,13 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 		admit_dead(rec, line, len, lineno, err);
 		return;
 	}
-	if (doc_check(rec, err, sizeof(err)) == -1) {
+	/*
+	 * A field of the contract of the wrong type, or an attempt out of
+	 * its range, would be refused by a later stage once sent: here,
+	 * before anything is.
+	 */
+	if (doc_check(rec, err, sizeof(err)) == -1 ||
+	    field_check_json(rec, err, sizeof(err)) == -1) {
 		admit_dead(rec, line, len, lineno, err);
 		return;
 	}

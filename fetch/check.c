@@ -15,6 +15,7 @@
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
 #include "lib/record/doc.h"
+#include "lib/record/field.h"
 #include "cmd/msg.h"
 #include "lib/record/rec.h"
 #include "lib/base/x.h"
@@ -114,8 +115,11 @@ check_manifest(int fd, const struct conf *c, const char *config,
 			bad++;
 			continue;
 		}
-		if ((rec = rec_parse(line, len, err, sizeof(err))) == NULL ||
-		    doc_check(rec, err, sizeof(err)) == -1 ||
+		/* As admission reads it (fetch/admit.c), in its order. */
+		if ((rec = rec_parse(line, len, err, sizeof(err))) != NULL)
+			admit_clean(rec);
+		if (rec == NULL || doc_check(rec, err, sizeof(err)) == -1 ||
+		    field_check_json(rec, err, sizeof(err)) == -1 ||
 		    xfer_admissible(rec, err, sizeof(err)) == -1) {
 			msg_line(lineno, "%s", err);
 			json_decref(rec);

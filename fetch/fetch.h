@@ -245,7 +245,7 @@ void	admit_close(void);
 /*
  * A manifest line's record as admission takes it: what only a stage sets
  * removed (line_key, line, stage; and but for a retry, every attempt
- * field).
+ * field).  --check reads a line the same way.
  */
 void	admit_clean(json_t *rec);
 

@@ -16,6 +16,7 @@
 
 #include "lib/base/clk.h"
 #include "lib/record/doc.h"
+#include "lib/record/field.h"
 #include "lib/record/hdr.h"
 #include "cmd/msg.h"
 #include "lib/record/rec.h"
@@ -555,8 +556,16 @@ xfer_start(struct job *job, char *err, size_t errlen)
 	json_t *rec = job->rec;
 	const char *method = rec_str(rec, "method");
 	struct xfer *x = xcalloc(1, sizeof(*x));
-	long attempt = rec_int(rec, "attempt", 0) + 1;
+	long attempt = rec_int(rec, "attempt", 0);
 	const char *id = rec_str(rec, "id");
+
+	/*
+	 * Admission and the stages keep attempt within 1 to
+	 * FIELD_ATTEMPT_MAX (lib/record/field.c); the next never passes it,
+	 * so it is never refused, nor overflows.
+	 */
+	attempt = attempt < 0 ? 1 : attempt >= FIELD_ATTEMPT_MAX ?
+	    FIELD_ATTEMPT_MAX : attempt + 1;
 
 	xfer_clear(rec);
 	json_object_set_new(rec, "attempt", json_integer(attempt));

@@ -130,6 +130,37 @@ keyed() {
 	jq -s -e 'map(.id) | unique == ["a"]' "$RUN/state/ledger.ndjson"
 }
 
+@test "admit: a field of the contract of the wrong type or an attempt out of range is bad_input at admission naming the line and the field, never sent; --check refuses the same lines" {
+	mock_start "$FIX/mock/submit.yaml"
+	{
+		printf '{"id":"a","url":"%s/grants/submit/a","method":"POST","body":"x","idempotent":"yes"}\n' "$MOCK_URL"
+		printf '{"id":"b","url":"%s/grants/submit/b","method":"POST","body":"x","fate":"retry","attempt":1,"sent":"no"}\n' "$MOCK_URL"
+		printf '{"id":"c","url":"%s/grants/submit/c","fate":"retry","attempt":9223372036854775807}\n' "$MOCK_URL"
+		printf '{"id":"d","url":"%s/grants/submit/d","fate":"retry","attempt":-1000000}\n' "$MOCK_URL"
+		printf '{"id":"e","url":"%s/grants/submit/e","fate":"retry","attempt":0}\n' "$MOCK_URL"
+		printf '{"id":"f","url":"%s/grants/submit/f","method":"POST","body":"x","idempotent":false}\n' "$MOCK_URL"
+		# The highest attempt: tried once more, and never past it.
+		printf '{"id":"g","url":"%s/grants/submit/g","fate":"retry","attempt":1000000}\n' "$MOCK_URL"
+	} >"$M"
+	local r='expected an integer from 1 to 1000000' want
+	want=(
+	    'rfp-fetch: line 1: field "idempotent": expected true or false'
+	    'rfp-fetch: line 2: field "sent": expected true or false'
+	    "rfp-fetch: line 3: field \"attempt\": $r"
+	    "rfp-fetch: line 4: field \"attempt\": $r"
+	    "rfp-fetch: line 5: field \"attempt\": $r")
+	run -2 --separate-stderr pipeline.sh --check "$M"
+	[[ $output == *"manifest: 7 lines, 2 documents, 5 bad"* ]]
+	[ "$stderr" = "$(printf '%s\n' "${want[@]}")" ]
+	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$M"
+	[ "$stderr" = "$(printf '%s\n' "${want[@]}")" ]
+	[ "$(logged '.kind == "request"')" -eq 2 ]
+	[ "$(requests_for /grants/submit/f)" -eq 1 ]
+	[ "$(requests_for /grants/submit/g)" -eq 1 ]
+	jq -s -e '[.[] | [.id, .dead_reason, .line, .stage]] == [["a","bad_input",1,null],["b","bad_input",2,null],["c","bad_input",3,null],["d","bad_input",4,null],["e","bad_input",5,null]]' "$RUN/dead.ndjson"
+	jq -s -e 'map([.id, .attempt]) | sort == [["f",1],["g",1000000]]' "$RUN/results.ndjson"
+}
+
 @test "admit: --deadline 9999-12-31T23:59:59Z: --check and the run both take it" {
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 2 nih >"$M"

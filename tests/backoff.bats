@@ -404,6 +404,29 @@ EOF
 	jq -e '.dead_reason == "ambiguous_submit" and (.dead_detail | type == "string" and endswith("\u00e9") and (utf8bytelength == 198))' <<<"$output"
 }
 
+@test "backoff: an attempt outside 1 to 1000000 is one line naming it, the record dead bad_input, never a delay worked out of it" {
+	local a
+	mkdir -p "$BATS_TEST_TMPDIR/rd"
+	backoff_json --seed 1 --budget 10 --max-attempts 5 --run-dir "$BATS_TEST_TMPDIR/rd" -- \
+	    '{"id":"a","class":"transient","reason":"http_503","attempt":-9223372036854775808}' \
+	    '{"id":"b","class":"transient","reason":"http_503","attempt":-1}' \
+	    '{"id":"c","class":"transient","reason":"http_503","attempt":0}' \
+	    '{"id":"d","class":"transient","reason":"http_503","attempt":1000001}' \
+	    '{"id":"e","class":"transient","reason":"http_503","attempt":9223372036854775807}' \
+	    '{"id":"f","class":"transient","reason":"http_503","attempt":1000000}' \
+	    '{"id":"g","class":"transient","reason":"http_503","attempt":1}'
+	assert_success
+	[ "${#stderr_lines[@]}" -eq 5 ]
+	for a in 0 1 2 3 4; do
+		[ "${stderr_lines[a]}" = "rfp-backoff: line $((a + 1)): field \"attempt\": expected an integer from 1 to 1000000" ]
+	done
+	for a in a b c d e; do
+		check "$a" '.fate == "dead" and .dead_reason == "bad_input" and .stage == "rfp-backoff" and (has("delay_s") | not)'
+	done
+	check f '.fate == "dead" and .dead_reason == "exhausted"'
+	check g '.fate == "retry"'
+}
+
 @test "backoff: a field of the contract with the wrong JSON type is one line naming it, the record dead bad_input with its id, no retry spent" {
 	mkdir -p "$BATS_TEST_TMPDIR/rd"
 	backoff_json --seed 1 --budget 10 --run-dir "$BATS_TEST_TMPDIR/rd" -- \
@@ -414,7 +437,7 @@ EOF
 	    '{"id":"e","class":"transient","reason":"http_503","attempt":1}'
 	assert_success
 	[ "${#stderr_lines[@]}" -eq 4 ]
-	[ "${stderr_lines[0]}" = 'rfp-backoff: line 1: field "attempt": expected an integer' ]
+	[ "${stderr_lines[0]}" = 'rfp-backoff: line 1: field "attempt": expected an integer from 1 to 1000000' ]
 	[ "${stderr_lines[1]}" = 'rfp-backoff: line 2: field "retry_after_s": expected a number or null' ]
 	[ "${stderr_lines[2]}" = 'rfp-backoff: line 3: field "class": expected a string' ]
 	[ "${stderr_lines[3]}" = 'rfp-backoff: line 4: field "sent": expected true or false' ]

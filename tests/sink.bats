@@ -530,7 +530,7 @@ rfp-sink: line 2: field "fate": not a string' ]
 	[ "$output" = "" ]
 	[ "${#stderr_lines[@]}" -eq 4 ]
 	[ "${stderr_lines[0]}" = 'rfp-sink: line 1: field "not_before": expected a number' ]
-	[ "${stderr_lines[1]}" = 'rfp-sink: line 2: field "attempt": expected an integer' ]
+	[ "${stderr_lines[1]}" = 'rfp-sink: line 2: field "attempt": expected an integer from 1 to 1000000' ]
 	[ "${stderr_lines[2]}" = 'rfp-sink: line 3: field "status": expected an integer or null' ]
 	[ "${stderr_lines[3]}" = 'rfp-sink: line 4: field "endpoint": expected a string' ]
 	for id in a b c d; do
