@@ -61,7 +61,7 @@ static int done_grew(void);
  * its endpoint), fits REC_LINE_MAX, so that it leaves whole whatever the
  * stages add (lib/record/rec.h).  0, or -1 with err set.
  */
-static int
+int
 admit_size(const json_t *rec, size_t len, char *err, size_t errlen)
 {
 	char *ep, *s;

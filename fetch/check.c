@@ -118,7 +118,8 @@ check_manifest(int fd, const struct conf *c, const char *config,
 		/* As admission reads it (fetch/admit.c), in its order. */
 		if ((rec = rec_parse(line, len, err, sizeof(err))) != NULL)
 			admit_clean(rec);
-		if (rec == NULL || doc_check(rec, err, sizeof(err)) == -1 ||
+		if (rec == NULL || admit_size(rec, len, err, sizeof(err)) ==
+		    -1 || doc_check(rec, err, sizeof(err)) == -1 ||
 		    field_check_json(rec, err, sizeof(err)) == -1 ||
 		    xfer_admissible(rec, err, sizeof(err)) == -1) {
 			msg_line(lineno, "%s", err);

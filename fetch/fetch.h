@@ -248,6 +248,12 @@ void	admit_close(void);
  * field).  --check reads a line the same way.
  */
 void	admit_clean(json_t *rec);
+/*
+ * 0 when rec, read from a line of len bytes, fits REC_LINE_MAX as it will
+ * be written (its numbers as jansson writes them, its endpoint added);
+ * else -1 with err set.  --check refuses what admission does.
+ */
+int	admit_size(const json_t *rec, size_t len, char *err, size_t errlen);
 
 /* xfer.c: one transfer. */
 void	xfer_init(const struct fopts *o);

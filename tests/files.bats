@@ -68,6 +68,33 @@ as_other() {
 	[ "${#stderr_lines[@]}" -eq 0 ]
 }
 
+@test "files: --check refuses the lines the run refuses for their size as written, naming them alike (#24)" {
+	mock_start "$FIX/mock/ok.yaml"
+	local head
+	head=$(printf '{"id":"tall","url":"%s/nih/tall","pad":"' "$MOCK_URL")
+	{
+		manifest /nih 1
+		# 2 bytes under the cap as read; its endpoint, added, takes it over.
+		printf '%s' "$head"
+		head -c $((1048576 - 2 - ${#head} - 2)) /dev/zero | tr '\0' a
+		printf '"}\n'
+		# 1e15 is written 1000000000000000.0: 300 kB read, 1.1 MB written.
+		printf '{"id":"wide","url":"%s/nih/wide","n":[' "$MOCK_URL"
+		yes 1e15, | head -n 60000 | tr -d '\n'
+		printf '1]}\n'
+	} >"$M"
+	run -2 --separate-stderr timeout 60 rfpipe --check "$M"
+	[[ $output == *"manifest: 3 lines, 1 documents, 2 bad"* ]]
+	[ "${#stderr_lines[@]}" -eq 2 ]
+	[[ "${stderr_lines[0]}" =~ ^'rfp-fetch: line 2: record "tall" is '[0-9]+' bytes as written, over 1048576'$ ]]
+	[[ "${stderr_lines[1]}" =~ ^'rfp-fetch: line 3: record "wide" is '[0-9]+' bytes as written, over 1048576'$ ]]
+	local said=$stderr
+	run -3 --separate-stderr timeout 60 rfpipe -q --run-dir "$RD" "$M"
+	[ "$stderr" = "$said" ]
+	jq -s -e 'map([.id, .dead_reason, .line]) == [["tall","bad_input",2],["wide","bad_input",3]]' "$RD/dead.ndjson"
+	[ "$(requests_for)" -eq 1 ]
+}
+
 @test "files: a run directory of another user, or writable by others, is refused in one line, exit 2 from rfpipe, 1 from a stage (#24)" {
 	manifest /nih 1 >"$M"
 	mkdir -m 777 "$RD"
