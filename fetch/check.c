@@ -39,12 +39,15 @@ statuses(const struct conf_ep *e, char cls, char *buf, size_t len)
 		}
 }
 
-/* One line for endpoint name: its documents and its limits. */
+/*
+ * One line for endpoint name: its documents and its limits.  The name is
+ * a manifest's, shown as the run's table shows it (msg_shown).
+ */
 static void
 show(const struct conf *c, const char *name, long docs)
 {
 	const struct conf_ep *e = conf_endpoint(c, name);
-	char t[256], p[256], rate[64];
+	char t[256], p[256], rate[64], *shown;
 
 	if (e->rate > 0)
 		snprintf(rate, sizeof(rate), "rate %g/s burst %ld", e->rate,
@@ -53,14 +56,16 @@ show(const struct conf *c, const char *name, long docs)
 		snprintf(rate, sizeof(rate), "rate adaptive");
 	statuses(e, CONF_TRANSIENT, t, sizeof(t));
 	statuses(e, CONF_PERMANENT, p, sizeof(p));
+	shown = msg_shown(xstrdup(name));
 	printf("endpoint %s: %ld document%s; concurrency %ld, %s; breaker "
-	    "%ld failures, cooldown %gs%s%s%s%s%s%s\n", name, docs,
+	    "%ld failures, cooldown %gs%s%s%s%s%s%s\n", shown, docs,
 	    docs == 1 ? "" : "s",
 	    e->concurrency > 0 ? e->concurrency : c->concurrency, rate,
 	    e->breaker.failures, e->breaker.cooldown,
 	    e == &c->defaults ? " (defaults)" : "",
 	    e->idempotency_keys ? "; honours Idempotency-Key" : "",
 	    *t ? "; transient " : "", t, *p ? "; permanent " : "", p);
+	free(shown);
 }
 
 /* The endpoints the records have, quoted, as one list into buf. */

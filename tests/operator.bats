@@ -585,6 +585,15 @@ mistake() {
 	[[ $output == *"manifest: 4 lines, 2 documents, 2 bad"* ]]
 }
 
+@test "operator: rfpipe --check shows a manifest's endpoint without its control bytes, as the run's table does" {
+	printf '%s\n' '{"id":"d","url":"http://127.0.0.1:1/a","endpoint":"e\u001b]0;pwned\u0007\u001b[8mhidden\nendpoint fake: 9 documents"}' >"$M"
+	run -0 --separate-stderr pipeline.sh --check "$M"
+	[[ $output == *"manifest: 1 lines, 1 documents, 0 bad"* ]]
+	[[ $output == *'endpoint e?]0;pwned??[8mhidden?endpoint fake: 9 documents: 1 document;'* ]]
+	[ "$(grep -c '^endpoint ' <<<"$output")" -eq 1 ]
+	[ "$(LC_ALL=C grep -c '[[:cntrl:]]' <<<"$output")" -eq 0 ]
+}
+
 # Classification: one test per code.
 cls() {
 	run -0 rfp-classify "${@:2}" <<<"$1"
