@@ -782,12 +782,24 @@ main(int argc, char *argv[])
 {
 	struct cli cli = { NULL };
 	struct sigaction sa;
+	struct stat st;
 	char err[512];
 	int c;
 
 	msg_init(PROG);
 	opt_check_env();
 	options(argc, argv, &cli);
+	/*
+	 * A queue's records come from rfp-queue pull, on a pipe, with the
+	 * manifest_dir rfp-queue load set (a line's own dropped).  A file on
+	 * standard input is a manifest, whose lines never choose their own
+	 * body root: refused, not read with the roots its lines name.
+	 */
+	if (fo.from_queue && fstat(STDIN_FILENO, &st) == 0 &&
+	    S_ISREG(st.st_mode))
+		msg_die(2, "option --from-queue: standard input is a file; "
+		    "the records come from rfp-queue pull, on a pipe (a "
+		    "manifest is read without --from-queue)");
 	/*
 	 * The config's ledger is kept outside the run directory and vetted
 	 * as it is, by --check too: before anything is sent.  (With the state

@@ -383,7 +383,7 @@ raw_server() {
 	jq -s -e '[.[] | select(.attempt == 5) | .delay_s] | max <= 3 and max > 1.5' <<<"$output"
 }
 
-@test "files: fetch: --from-queue reads a body_file under the record's manifest_dir, still never out of it; without it a record's manifest_dir is nobody's root" {
+@test "files: fetch: --from-queue reads a body_file under the record's manifest_dir, still never out of it, and refuses a manifest file; without it a record's manifest_dir is nobody's root" {
 	mock_start "$FIX/mock/submit.yaml"
 	local d=$BATS_TEST_TMPDIR/man w=$BATS_TEST_TMPDIR/here
 	mkdir -p "$d" "$w" "$BATS_TEST_TMPDIR/out"
@@ -401,7 +401,16 @@ raw_server() {
 		rec gone b.json "$d/nope"
 	} >"$BATS_TEST_TMPDIR/m"
 	cd "$w"
-	run --separate-stderr timeout 20 rfp-fetch --from-queue <"$BATS_TEST_TMPDIR/m"
+	# A file on standard input is a manifest, not the queue's records:
+	# refused, and no line of it chooses a root.
+	run -2 --separate-stderr timeout 20 rfp-fetch --from-queue <"$BATS_TEST_TMPDIR/m"
+	[ "$output" = "" ]
+	[ "$stderr" = 'rfp-fetch: option --from-queue: standard input is a file; the records come from rfp-queue pull, on a pipe (a manifest is read without --from-queue)' ]
+	run -2 --separate-stderr timeout 20 rfp-fetch --check --from-queue <"$BATS_TEST_TMPDIR/m"
+	[[ $stderr == 'rfp-fetch: option --from-queue: standard input is a file;'* ]]
+	[ "$(requests_for)" -eq 0 ]
+	# On a pipe, as rfp-queue pull writes them.
+	run --separate-stderr timeout 20 sh -c 'cat "$1" | rfp-fetch --from-queue' sh "$BATS_TEST_TMPDIR/m"
 	assert_success
 	check ok '.status == 200'
 	[ "$(jq -s '[.[] | select(.path == "/grants/submit/ok") | .body_bytes] | .[0]' "$MOCK_LOG")" -eq 8 ]
