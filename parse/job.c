@@ -2,7 +2,7 @@
  * job: one parser run over one body.  The parser is started with
  * posix_spawnp(3) from the configured words and nothing else: no shell,
  * no word of the record.  The body is its standard input, its standard
- * output goes to docs/.part/ID.parsed (counted, hashed, cut at
+ * output goes to docs/.parse/ID.parsed.PID (counted, hashed, cut at
  * output_max), the end of its standard error is kept for the record.
  * It runs in a process group of its own, so a timeout, an output over the
  * cap, the parser's own exit or rfp-parse's end kills whatever it started.
@@ -188,7 +188,7 @@ job_start(struct job *j, const struct dirs *d, char *err, size_t errlen)
 	    O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) == -1 ||
 	    pipe_cloexec(pout) == -1 || pipe_cloexec(perr) == -1) {
 		snprintf(err, errlen, "%s %s/%s/%s: %s", j->part == -1 ?
-		    "open" : "pipe for", d->run_dir, rundir_name(RUNDIR_PART),
+		    "open" : "pipe for", d->run_dir, rundir_name(RUNDIR_PARSING),
 		    j->pname, strerror(errno));
 		close(body);
 		close_pair(pout);
@@ -257,7 +257,7 @@ take_out(struct job *j, const char *p, size_t n, const struct dirs *d,
 	}
 	if (rec_write_all(j->part, p, n) == -1) {
 		snprintf(err, errlen, "write %s/%s/%s: %s", d->run_dir,
-		    rundir_name(RUNDIR_PART), j->pname, strerror(errno));
+		    rundir_name(RUNDIR_PARSING), j->pname, strerror(errno));
 		return -1;
 	}
 	EVP_DigestUpdate(j->sha, p, n);

@@ -124,7 +124,9 @@ on_term(int sig)
 
 /*
  * Parts a process left that is gone (killed mid-parse): ID.parsed.PID,
- * removed when no process PID is.
+ * removed when no process PID is.  Only in docs/.parse, where nothing
+ * but rfp-parse writes: docs/.part holds rfp-fetch's bodies in flight,
+ * named by id, and no name there is ours to judge.
  */
 static void
 sweep_parts(void)
@@ -155,7 +157,7 @@ sweep_parts(void)
 }
 
 /*
- * The run directory and docs/.part are made or accepted by the rule every
+ * The run directory and docs/.parse are made or accepted by the rule every
  * stage keeps (ours alone, no symbolic link below the run directory), and
  * opened without following one.
  */
@@ -167,7 +169,7 @@ open_dirs(void)
 	L.dirs.run_dir = opts.run_dir;
 	if (files_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
-	p = rundir_path(opts.run_dir, RUNDIR_PART, NULL);
+	p = rundir_path(opts.run_dir, RUNDIR_PARSING, NULL);
 	if (files_mkdir(p, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	if ((L.dirs.part = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |

@@ -26,10 +26,10 @@ struct job {
 	char		*ep;		/* its endpoint key */
 	const struct conf_parse *cp;
 	char		*name;		/* "ID.parsed" */
-	char		*pname;		/* "ID.parsed.PID", in docs/.part */
+	char		*pname;		/* "ID.parsed.PID", in docs/.parse */
 	pid_t		 pid;		/* also its process group; 0: none */
 	int		 out, err;	/* pipes from the parser; -1: at EOF */
-	int		 part;		/* docs/.part/pname; -1: closed */
+	int		 part;		/* docs/.parse/pname; -1: closed */
 	EVP_MD_CTX	*sha;
 	long long	 bytes;		/* of standard output */
 	double		 t_end;		/* monotonic, real seconds */
@@ -41,7 +41,7 @@ struct job {
 	struct job	*next;
 };
 
-/* The run directory's docs/ and docs/.part, opened once. */
+/* The run directory's docs/ and docs/.parse, opened once. */
 struct dirs {
 	int		 docs;
 	int		 part;
@@ -59,7 +59,7 @@ void	job_init(long max);
 void	job_fini(void);
 /*
  * Start j's parser: the body docs/ID on its stdin, its stdout into
- * docs/.part/ID.parsed, its stderr kept; in a process group of its own.
+ * docs/.parse/ID.parsed.PID, its stderr kept; in a process group of its own.
  * 0, or -1 with a message in err when the run directory fails us (a
  * parser that cannot be started is an outcome, not an error).
  */

@@ -161,6 +161,32 @@ keyed() {
 	jq -s -e 'map([.id, .attempt]) | sort == [["f",1],["g",1000000]]' "$RUN/results.ndjson"
 }
 
+@test "admit: an id that names a file the stages derive from another id (ID.parsed, ID.parsed.PID) is bad_input at admission, never sent, and --check refuses it" {
+	mock_start "$FIX/mock/submit.yaml"
+	{
+		printf '{"id":"a","url":"%s/grants/submit/a","method":"POST","body":"x"}\n' "$MOCK_URL"
+		printf '{"id":"s.parsed.4000000","url":"%s/grants/submit/s","method":"POST","body":"x"}\n' "$MOCK_URL"
+		printf '{"id":"b.parsed","url":"%s/grants/submit/b"}\n' "$MOCK_URL"
+		printf '{"id":"c.parsed.x","url":"%s/grants/submit/c"}\n' "$MOCK_URL"
+		printf '{"id":"parsed.1","url":"%s/grants/submit/d"}\n' "$MOCK_URL"
+	} >"$M"
+	local want=(
+	    'rfp-fetch: line 2: field "id": unsafe id: contains ".parsed."'
+	    'rfp-fetch: line 3: field "id": unsafe id: ends in ".parsed"'
+	    'rfp-fetch: line 4: field "id": unsafe id: contains ".parsed."')
+	run -2 --separate-stderr pipeline.sh --check "$M"
+	[[ $output == *"manifest: 5 lines, 2 documents, 3 bad"* ]]
+	[ "$stderr" = "$(printf '%s\n' "${want[@]}")" ]
+	run -3 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$M"
+	[ "$stderr" = "$(printf '%s\n' "${want[@]}")" ]
+	[ "$(requests_for /grants/submit/a)" -eq 1 ]
+	[ "$(requests_for /grants/submit/d)" -eq 1 ]
+	[ "$(logged '.kind == "request"')" -eq 2 ]
+	jq -s -e '[.[] | [.id, .dead_reason, .line]] == [["s.parsed.4000000","bad_input",2],["b.parsed","bad_input",3],["c.parsed.x","bad_input",4]]' "$RUN/dead.ndjson"
+	jq -s -e 'map(.id) | unique == ["a"]' "$RUN/state/ledger.ndjson"
+	[ ! -e "$RUN/docs/s.parsed.4000000" ]
+}
+
 @test "admit: --deadline 9999-12-31T23:59:59Z: --check and the run both take it" {
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 2 nih >"$M"

@@ -74,7 +74,7 @@ through() {
 	grep -q 'Proposal due: 2027-01-15' "$RUN/docs/award-1.parsed"
 	check award-1 ".parsed_bytes == $(wc -c <"$RUN/docs/award-1.parsed")"
 	check award-1 ".parsed_sha256 == \"$(sha256sum "$RUN/docs/award-1.parsed" | cut -d ' ' -f 1)\""
-	[ -z "$(ls -A "$RUN/docs/.part")" ]
+	[ -z "$(ls -A "$RUN/docs/.parse")" ]
 }
 
 @test "parse: a PDF pdftotext cannot read is parse_error failed with its last stderr line, dead parse_failed" {
@@ -155,7 +155,7 @@ through() {
 	assert_success
 	check f1 '.parse_error == "too_large" and .parse_detail == "output over 100000 bytes"'
 	[ ! -e "$RUN/docs/f1.parsed" ]
-	[ -z "$(ls -A "$RUN/docs/.part")" ]
+	[ -z "$(ls -A "$RUN/docs/.parse")" ]
 	run -0 through
 	check f1 '.reason == "parse_too_large" and .dead_reason == "parse_failed"'
 }
@@ -266,18 +266,18 @@ through() {
 	[ "${#stderr_lines[@]}" -eq 2 ]
 }
 
-@test "parse: a run directory not ours alone, or a docs/.part that is a symbolic link, is refused before a parser runs" {
+@test "parse: a run directory not ours alone, or a docs/.parse that is a symbolic link, is refused before a parser runs" {
 	conf "parse: {command: [$P/parsers/ok]}"
 	echo body >"$BATS_TEST_TMPDIR/body"
 	fetched a "$BATS_TEST_TMPDIR/body" >"$BATS_TEST_TMPDIR/in"
 	mkdir "$BATS_TEST_TMPDIR/elsewhere"
-	ln -s "$BATS_TEST_TMPDIR/elsewhere" "$RUN/docs/.part"
+	ln -s "$BATS_TEST_TMPDIR/elsewhere" "$RUN/docs/.parse"
 	parse_run
 	[ "$status" -eq 1 ]
-	[[ ${stderr_lines[0]} == "rfp-parse: "*"$RUN/docs/.part"* ]]
+	[[ ${stderr_lines[0]} == "rfp-parse: "*"$RUN/docs/.parse"* ]]
 	[ -z "$(ls -A "$BATS_TEST_TMPDIR/elsewhere")" ]
 	[ ! -e "$RUN/docs/a.parsed" ]
-	rm "$RUN/docs/.part"
+	rm "$RUN/docs/.parse"
 	chmod 0777 "$RUN/docs"
 	parse_run
 	[ "$status" -eq 1 ]
@@ -405,7 +405,7 @@ through() {
 	output=$(cat "$BATS_TEST_TMPDIR/out1")
 	check a '.parsed == "docs/a.parsed" and .parsed_bytes == 71'
 	[ "$(jq -r .parsed_sha256 <<<"$output")" = "$(sha256sum <"$RUN/docs/a.parsed" | cut -c1-64)" ]
-	[ -z "$(ls -A "$RUN/docs/.part")" ]
+	[ -z "$(ls -A "$RUN/docs/.parse")" ]
 }
 
 @test "parse: SIGTERM stops rfp-parse's parsers, drops their records as rfp-fetch its in flight, and reads to EOF; SIGHUP ends it" {
@@ -434,7 +434,7 @@ through() {
 			# The record not to be parsed passes; the two are left.
 			[ "$(jq -r .id "$BATS_TEST_TMPDIR/out")" = t3 ]
 			[ "$(cat "$BATS_TEST_TMPDIR/err")" = "rfp-parse: stopped by signal 15 with 2 records unparsed" ]
-			[ -z "$(ls -A "$RUN/docs/.part")" ]
+			[ -z "$(ls -A "$RUN/docs/.parse")" ]
 		else
 			# Not "run wait": under load, bats' run reported 255 once
 			# for a process that the shell had seen end by SIGHUP.
@@ -664,12 +664,28 @@ stop_parsing() {
 	conf "parse: {command: [cat]}"
 	printf 'x\n' >"$BATS_TEST_TMPDIR/body"
 	fetched sw-1 "$BATS_TEST_TMPDIR/body" >"$BATS_TEST_TMPDIR/in"
-	mkdir -p "$RUN/docs/.part"
+	mkdir -p "$RUN/docs/.parse"
 	# A pid that is gone, and one that is alive (this shell's).
-	: >"$RUN/docs/.part/old.parsed.999999999"
-	: >"$RUN/docs/.part/live.parsed.$$"
+	: >"$RUN/docs/.parse/old.parsed.999999999"
+	: >"$RUN/docs/.parse/live.parsed.$$"
 	parse_run
 	assert_success
-	[ ! -e "$RUN/docs/.part/old.parsed.999999999" ]
-	[ -e "$RUN/docs/.part/live.parsed.$$" ]
+	[ ! -e "$RUN/docs/.parse/old.parsed.999999999" ]
+	[ -e "$RUN/docs/.parse/live.parsed.$$" ]
+	check sw-1 '.parsed == "docs/sw-1.parsed"'
+	[ -z "$(ls -A "$RUN/docs/.parse" | grep -v "^live.parsed.$$\$")" ]
+}
+
+@test "parse: its start-up sweep leaves docs/.part, rfp-fetch's bodies in flight, alone whatever their names" {
+	conf "parse: {command: [cat]}"
+	: >"$BATS_TEST_TMPDIR/in"
+	mkdir -p "$RUN/docs/.part"
+	# Names a parse of a gone pid would have had: a body in flight of an
+	# id from before ids were kept from them, or anything else there.
+	echo "in flight" >"$RUN/docs/.part/s.parsed.999999999"
+	echo "in flight" >"$RUN/docs/.part/doc-1"
+	parse_run
+	assert_success
+	[ "$(cat "$RUN/docs/.part/s.parsed.999999999")" = "in flight" ]
+	[ "$(cat "$RUN/docs/.part/doc-1")" = "in flight" ]
 }

@@ -27,9 +27,16 @@ doc_id_check(const char *id)
 		return "must start with a letter or digit";
 	if (strstr(id, "..") != NULL)
 		return "contains \"..\"";
-	/* docs/ID.parsed is the parse of ID (rfp-parse(1)), never a body. */
+	/*
+	 * docs/ID.parsed is the parse of ID (rfp-parse(1)), never a body;
+	 * and no id may name what a stage derives from another id in the
+	 * run directory (ID.parsed.PID, a parse being written), whichever
+	 * directory holds it today.
+	 */
 	if (n > 7 && strcmp(id + n - 7, ".parsed") == 0)
 		return "ends in \".parsed\"";
+	if (strstr(id, ".parsed.") != NULL)
+		return "contains \".parsed.\"";
 	for (p = (const unsigned char *)id; *p != '\0'; p++)
 		if (!isalnum(*p) && strchr("._-:@+", *p) == NULL)
 			return "may hold only letters, digits and ._-:@+";

@@ -17,7 +17,8 @@ static const char *const names[RUNDIR_NFILES] = {
 	[RUNDIR_SINK_LOCK] = "state/sink.lock",
 	[RUNDIR_LEDGER] = "state/ledger.ndjson",
 	[RUNDIR_SLOTS] = "state/slots",
-	[RUNDIR_ATTEMPTS] = "logs/attempts.ndjson"
+	[RUNDIR_ATTEMPTS] = "logs/attempts.ndjson",
+	[RUNDIR_PARSING] = "docs/.parse"
 };
 
 const char *

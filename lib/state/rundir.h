@@ -23,6 +23,8 @@ enum rundir_file {
 	RUNDIR_LEDGER,		/* state/ledger.ndjson: the submissions */
 	RUNDIR_SLOTS,		/* state/slots: one file per slot */
 	RUNDIR_ATTEMPTS,	/* logs/attempts.ndjson: lib/accounts/attlog */
+	RUNDIR_PARSING,		/* docs/.parse: rfp-parse's outputs being
+				   written, apart from rfp-fetch's parts */
 	RUNDIR_NFILES
 };
 

@@ -21,7 +21,8 @@ test_ids(void)
 	static const char *bad[] = { "", "../x", "../../x", "..", ".hidden",
 		"a/b", "/etc/passwd", "a\\b", "a b", "a\tb", "-rf", "_x",
 		"a..b", "A..", "x/..", "caf\xc3\xa9", "a\nb", "a%2fb", "~root",
-		"a.parsed", "NSF-1.parsed", NULL };
+		"a.parsed", "NSF-1.parsed", "s.parsed.4000000", "a.parsed.b",
+		"a.parsed.", NULL };
 	char id[300];
 	int i;
 
@@ -43,8 +44,11 @@ test_ids(void)
 	    "the reason for .hidden");
 	is_str(doc_id_check("a.parsed"), "ends in \".parsed\"",
 	    "the reason for a.parsed: the name of a's parse");
-	ok(doc_id_check("a.parsed2") == NULL && doc_id_check("parsed") == NULL,
-	    "\".parsed\" only at the end is refused");
+	is_str(doc_id_check("s.parsed.4000000"), "contains \".parsed.\"",
+	    "the reason for s.parsed.4000000: the name of a parse being written");
+	ok(doc_id_check("a.parsed2") == NULL && doc_id_check("parsed") == NULL &&
+	    doc_id_check("parsed.1") == NULL && doc_id_check("a.parsedx.1") == NULL,
+	    "\".parsed\" is refused only at the end or between dots");
 	is_str(doc_id_check("a/b"),
 	    "may hold only letters, digits and ._-:@+", "the reason for a/b");
 }

@@ -22,12 +22,13 @@ main(void)
 	static const char *want[] = { "results.ndjson", "dead.ndjson",
 	    "summary.json", "docs", "docs/.part", "logs", "state",
 	    "state/claims.ndjson", "state/owners", "state/sink.lock",
-	    "state/ledger.ndjson", "state/slots", "logs/attempts.ndjson" };
+	    "state/ledger.ndjson", "state/slots", "logs/attempts.ndjson",
+	    "docs/.parse" };
 	const size_t n = sizeof(want) / sizeof(want[0]);
 	char name[64];
 	size_t i;
 
-	is_long(RUNDIR_NFILES, (long)n, "thirteen names");
+	is_long(RUNDIR_NFILES, (long)n, "fourteen names");
 	for (i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "name %zu is %s", i, want[i]);
 		is_str(rundir_name((enum rundir_file)i), want[i], name);
