@@ -28,8 +28,10 @@
  *
  * Exit: 0 at EOF with the counts reconciled, 1 on a write error or a
  * failed reconciliation, 2 on a usage error.  With --fate-status, 3 when
- * records were dead-lettered, 4 when the deadline cut some, and 5 when
- * rfp-fetch left ids to another pipeline still running (5 wins, then 4).
+ * the run directory holds dead documents (a stray line's letter is none),
+ * 4 when the deadline cut some, and 5 when documents are in neither file
+ * yet: rfp-fetch left ids to another pipeline still running, or this run's
+ * stray lines left some pending (5 wins, then 4).
  */
 #include <sys/file.h>
 #include <sys/ioctl.h>
@@ -795,16 +797,19 @@ main(int argc, char *argv[])
 	if (rc != 0)
 		return 1;
 	/*
-	 * Ids left to a pipeline still running are in neither file yet: not
-	 * done, whatever the files say.  Else the whole run directory's.
+	 * Ids left to a pipeline still running, or documents whose records
+	 * were stray lines, are in neither file yet: not done, whatever the
+	 * files say, and a re-run takes them up.  Else the whole run
+	 * directory's: dead documents only, never a stray line's letter,
+	 * which is no document's and stays for good.
 	 */
-	if (opts.fate_status && summ_count(opts.run, "held") > 0)
+	if (opts.fate_status && (summ_count(opts.run, "held") > 0 ||
+	    summ_unfiled(opts.run) > 0))
 		rc = 5;
 	else if (opts.fate_status && summ_total(opts.run,
 	    fate_reason(FATE_DEADLINE_CUT)) > 0)
 		rc = 4;
-	else if (opts.fate_status && (summ_total(opts.run, "dead") > 0 ||
-	    summ_total(opts.run, "stray_lines") > 0))
+	else if (opts.fate_status && summ_total(opts.run, "dead") > 0)
 		rc = 3;
 	summ_free(opts.run);
 	return rc;

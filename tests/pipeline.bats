@@ -603,11 +603,12 @@ mangle() {
 	chmod +x "$BATS_TEST_TMPDIR/shim/$1"
 }
 
-@test "pipeline: a document's record mangled mid-run into a stray line is pending, not dead: a resume files it once, the totals are the admitted, the stray kept as evidence" {
+@test "pipeline: a document's record mangled mid-run into a stray line is pending, not dead: exit 5, a resume files it once and exits 0, the totals are the admitted, the stray kept as evidence" {
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 5 nih >"$BATS_TEST_TMPDIR/m"
 	mangle rfp-classify 's/^{"id":"nih-3".*/garbage/'
-	PATH=$BATS_TEST_TMPDIR/shim:$PATH run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	# Not 3: no document is dead; one is pending, to be run again.
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH run -5 --separate-stderr timeout 60 "$ROOT/pipeline.sh" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	# Which line it is depends on the order the transfers ended in.
 	[[ $stderr =~ "rfp-classify: line "[1-5]": malformed JSON at column 7: '[' or '{' expected near 'garbage'" ]]
 	[[ $stderr == *"rfp-sink: 1 stray line between the stages (no id; kept in dead.ndjson): 1 document admitted and not filed, pending: run again to take it up"* ]]
@@ -615,18 +616,27 @@ mangle() {
 	[[ $stderr == *"check: admitted 5 = succeeded 4 + dead 0 + pending 1 (its record a stray line): ok"* ]]
 	jq -e '.admitted == 5 and .run.succeeded == 4 and .run.dead == 0 and .run.stray_lines == 1
 	    and .pending == 1 and .reconciled == true and .totals.dead == 0' "$RUN/summary.json"
-	# The resume takes nih-3 up: it was never filed.
-	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	# The resume takes nih-3 up: it was never filed; every document is
+	# done, and the stray's letter is no dead document.
+	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	jq -e '.admitted == 1 and .run.succeeded == 1 and .reconciled == true
 	    and .totals.succeeded + .totals.dead == 5 and .totals.stray_lines == 1' "$RUN/summary.json"
 	jq -r .id "$BATS_TEST_TMPDIR/m" | sort >"$BATS_TEST_TMPDIR/want"
 	jq -r 'select(.id != null) | .id' "$RUN/results.ndjson" "$RUN/dead.ndjson" | sort >"$BATS_TEST_TMPDIR/got"
 	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
 	[ "$(requests_for /nih/doc-3)" -eq 2 ]
-	# The evidence stays, for the morning, however many runs.
-	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	# The evidence stays, for the morning, however many runs, and the
+	# status is the documents': 0, with --retry-dead too, which leaves
+	# the stray's letter alone.
+	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	jq -e '.admitted == 0 and .totals.succeeded == 5 and .totals.dead == 0 and .totals.stray_lines == 1' "$RUN/summary.json"
+	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --retry-dead --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	jq -e '.admitted == 0 and .totals.succeeded == 5 and .totals.dead == 0 and .totals.stray_lines == 1' "$RUN/summary.json"
 	[ "$(jq -c '[.id, .stage, .raw, .dead_reason]' "$RUN/dead.ndjson")" = '[null,"rfp-classify","garbage","bad_input"]' ]
+	# README's triage counts the documents' letters (none), and lists the
+	# strays apart.
+	[ -z "$(jq -r 'select([.id, .line_key] | any(type == "string")) | .dead_reason' "$RUN/dead.ndjson")" ]
+	[ "$(jq -c 'select([.id, .line_key] | all(type != "string")) | [.stage, .raw]' "$RUN/dead.ndjson")" = '["rfp-classify","garbage"]' ]
 	run -0 rfp-report "$RUN"
 	[[ $output == *"succeeded             5"* && $output == *"dead-lettered         0"* && $output == *"pending               0"* ]]
 	[[ $output == *"stray lines           1"* ]]

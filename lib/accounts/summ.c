@@ -502,6 +502,15 @@ summ_total(const struct summ *s, const char *what)
 	return (long)json_integer_value(v);
 }
 
+long
+summ_unfiled(const struct summ *s)
+{
+	if (s->stopped || s->out == NULL || !json_is_true(json_object_get(
+	    s->out, "reconciled")))
+		return 0;
+	return geti(s->out, "pending");
+}
+
 void
 summ_free(struct summ *s)
 {

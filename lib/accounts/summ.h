@@ -58,6 +58,13 @@ char	*summ_table(const struct summ *s);
 long	summ_count(const struct summ *s, const char *what);
 /* The same of the whole run directory, after summ_finish. */
 long	summ_total(const struct summ *s, const char *what);
+/*
+ * After summ_finish: the documents this run admitted and left in neither
+ * file though it was not stopped (as many as its stray lines at most, a
+ * reconciled run's "pending"); a re-run takes them up.  0 for a stopped
+ * run, whose pending are the signal's.
+ */
+long	summ_unfiled(const struct summ *s);
 /* Free the tally. */
 void	summ_free(struct summ *s);
 
