@@ -712,11 +712,21 @@ tell(const struct summ *s)
 {
 	const char *p = summ_problems(s), *nl;
 	char *t;
+	size_t off, len;
+	ssize_t w;
 
 	for (; (nl = strchr(p, '\n')) != NULL; p = nl + 1)
 		msg_warn("%.*s", (int)(nl - p), p);
 	if (!opts.quiet && (t = summ_table(s)) != NULL) {
-		(void)!write(STDERR_FILENO, t, strlen(t));
+		/* Many endpoints make a table longer than one write takes. */
+		len = strlen(t);
+		for (off = 0; off < len; off += (size_t)w) {
+			while ((w = write(STDERR_FILENO, t + off, len - off)) ==
+			    -1 && errno == EINTR)
+				;
+			if (w <= 0)
+				break;
+		}
 		free(t);
 	}
 }

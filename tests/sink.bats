@@ -208,6 +208,23 @@ ids() {
 	[ "$stderr" = "" ]
 }
 
+@test "sink: the summary table is whole with 300 endpoints: every row, the check and the totals" {
+	local i
+	for i in $(seq 1 300); do
+		printf '{"id":"d%d","fate":"done","status":200,"endpoint":"portal-number-%d.example.org"}\n' "$i" "$i"
+	done >"$BATS_TEST_TMPDIR/in"
+	printf '{"id":"x","fate":"dead","dead_reason":"permanent","status":404,"endpoint":"zz-last.example.org"}\n' >>"$BATS_TEST_TMPDIR/in"
+	echo '{"admitted":301}' >"$BATS_TEST_TMPDIR/report.json"
+	rfp-sink --run-dir "$RD" --admitted-from "$BATS_TEST_TMPDIR/report.json" \
+	    <"$BATS_TEST_TMPDIR/in" 2>"$BATS_TEST_TMPDIR/err"
+	# Far past 8 KiB, and nothing lost at its end.
+	[ "$(wc -c <"$BATS_TEST_TMPDIR/err")" -gt 12000 ]
+	[ "$(grep -c '^  portal-number-[0-9]' "$BATS_TEST_TMPDIR/err")" -eq 300 ]
+	grep -q '^  zz-last.example.org  *0  *1  ' "$BATS_TEST_TMPDIR/err"
+	grep -qx '  check: admitted 301 = succeeded 300 + dead 1: ok' "$BATS_TEST_TMPDIR/err"
+	[ "$(tail -n 1 "$BATS_TEST_TMPDIR/err")" = "  run directory totals: 300 in results.ndjson, 1 in dead.ndjson" ]
+}
+
 @test "sink: with --retry-fifo retries go to the FIFO and terminal records are acknowledged" {
 	local fifo=$BATS_TEST_TMPDIR/retry.fifo
 	mkfifo "$fifo"

@@ -266,6 +266,38 @@ shown(char *buf, size_t len, const char *s)
 	return buf;
 }
 
+/*
+ * The table as it is written, grown as it needs: one row per endpoint and
+ * breaker, so no fixed size holds every batch, and a table cut short
+ * would lose its end, the reconciliation and the totals.
+ */
+struct tbuf {
+	char	*p;
+	size_t	 len, cap;
+};
+
+static void
+tprintf(struct tbuf *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(t->p ? t->p + t->len : NULL, t->cap - t->len, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= t->cap - t->len) {
+		while ((size_t)n >= t->cap - t->len)
+			t->cap = t->cap ? 2 * t->cap : 4096;
+		t->p = xrealloc(t->p, t->cap);
+		va_start(ap, fmt);
+		vsnprintf(t->p + t->len, t->cap - t->len, fmt, ap);
+		va_end(ap);
+	}
+	t->len += (size_t)n;
+}
+
 char *
 summ_table(const struct summ *sm)
 {
@@ -277,15 +309,13 @@ summ_table(const struct summ *sm)
 	const json_t *adm = json_object_get(s, "admitted");
 	const json_t *tot = json_object_get(s, "totals"), *br, *v;
 	const char *k;
-	char buf[8192], b1[128], b2[128];
-	size_t n = 0;
+	struct tbuf t = { NULL, 0, 0 };
+	char b1[128], b2[128];
 	int i;
 
 	if (s == NULL)
 		return NULL;
-#define P(...) do { int w_ = snprintf(buf + n, sizeof(buf) - n, __VA_ARGS__); \
-	if (w_ > 0) n = n + (size_t)w_ >= sizeof(buf) ? sizeof(buf) - 1 : \
-	    n + (size_t)w_; } while (0)
+#define P(...) tprintf(&t, __VA_ARGS__)
 	P("rfpipe: summary of %s (%.1f s)\n", rundir,
 	    json_number_value(json_object_get(s, "wall_s")));
 	if (json_is_integer(adm))
@@ -360,7 +390,7 @@ summ_table(const struct summ *sm)
 		    geti(tot, "stray_lines") == 1 ? "" : "s");
 	P("\n");
 #undef P
-	return xstrdup(buf);
+	return t.p;
 }
 
 int
