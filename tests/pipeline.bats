@@ -643,6 +643,31 @@ mangle() {
 	[[ $output != *"(none)"* ]]
 }
 
+@test "pipeline: a stray line's letter is no document to run again: the README's filter leaves it out, fed back it is a manifest line with no id, --retry-dead leaves it and says so" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$BATS_TEST_TMPDIR/m"
+	mangle rfp-classify 's/^{"id":"nih-2".*/garbage/'
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH run -5 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	# The filter the README gives for feeding dead.ndjson back.
+	local filter
+	filter=$(grep -o 'select(\[\.id, \.line_key\] | any(type == "string"))' "$ROOT/README.md" | head -n 1)
+	[ -n "$filter" ]
+	[ -z "$(jq -c "$filter" "$RUN/dead.ndjson")" ]
+	[ "$(jq -s length "$RUN/dead.ndjson")" -eq 1 ]
+	# Fed back as it is, the letter is what it says: a manifest line with
+	# no id, refused at admission like any, dead bad_input.
+	cp "$RUN/dead.ndjson" "$BATS_TEST_TMPDIR/again.ndjson"
+	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN.2" "$BATS_TEST_TMPDIR/again.ndjson"
+	[ "$stderr" = 'rfp-fetch: line 1: field "id": not a string' ]
+	jq -e '.admitted == 1 and .run.dead == 1 and .run.stray_lines == 0' "$RUN.2/summary.json"
+	# --retry-dead runs the manifest's documents again (nih-2, pending),
+	# and leaves the stray's letter where it is, counted apart.
+	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" --retry-dead --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[[ $stderr == *"run directory totals: 3 in results.ndjson, 0 in dead.ndjson and 1 stray line beside them"* ]]
+	jq -e '.admitted == 1 and .totals.succeeded == 3 and .totals.dead == 0 and .totals.stray_lines == 1' "$RUN/summary.json"
+	[ "$(jq -c '[.id, .stage, .raw]' "$RUN/dead.ndjson")" = '[null,"rfp-classify","garbage"]' ]
+}
+
 @test "pipeline: a record mangled mid-run that keeps its id (a field of the wrong type) is dead bad_input under it; --retry-dead files it and its letter goes" {
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 5 nih >"$BATS_TEST_TMPDIR/m"
