@@ -318,14 +318,16 @@ fi
 # The pipeline's name in state/claims.ndjson: rfp-fetch and rfp-sink both
 # hold it, so the ids it claimed stay its while any of them still runs.
 claims_owner=$$.$(date +%s)
-rm -f "$fifo" "$report" "$fetch_pid" "$fetch_ended" "$parse_pid"
+rm -f "$fifo" "$report" "$fetch_pid" "$fetch_ended" "$fetch_ended.w" \
+    "$parse_pid"
 true >"$status" || die 1 "write $status: failed"
 mkfifo -m 600 "$fifo" || die 1 "mkfifo $fifo: failed"
 # rfp-fetch holds the FIFO's read end and rfp-sink its write end, and no one
 # else: when rfp-sink ends, however it ends, rfp-fetch sees EOF and stops.
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
-	rm -f "$fifo" "$status" "$fetch_pid" "$fetch_ended" "$parse_pid"
+	rm -f "$fifo" "$status" "$fetch_pid" "$fetch_ended" \
+	    "$fetch_ended.w" "$parse_pid"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -373,7 +375,10 @@ fetch() {
 	echo "$!" 2>/dev/null >"$fetch_pid"
 	wait "$!"
 	set -- "$?"
-	echo "$1" 2>/dev/null >"$fetch_ended"
+	# Whole or not at all: rfp-sink reads it the moment it is there (a
+	# full disk leaves it empty: ended, its status unknown).
+	echo "$1" 2>/dev/null >"$fetch_ended.w"
+	mv -f "$fetch_ended.w" "$fetch_ended" 2>/dev/null
 	return "$1"
 }
 

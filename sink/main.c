@@ -156,14 +156,25 @@ static int
 fetch_status(void)
 {
 	FILE *f;
-	int st;
+	int st, i;
 
-	if (opts.fetch_ended == NULL || (f = fopen(opts.fetch_ended,
-	    "r")) == NULL)
-		return -1;
-	if (fscanf(f, "%d", &st) != 1)
-		st = -2;	/* there, its status not written (a full disk) */
-	fclose(f);
+	/*
+	 * Found empty, it may be between its making and its writing (an
+	 * older rfpipe wrote it in place, and a busy machine let the sink
+	 * read it there: the run, stopped, was taken for one that had lost
+	 * documents): read again for a second before taking it as empty.
+	 */
+	for (i = 0; i < 100; i++) {
+		if (opts.fetch_ended == NULL || (f = fopen(opts.fetch_ended,
+		    "r")) == NULL)
+			return -1;
+		if (fscanf(f, "%d", &st) != 1)
+			st = -2;	/* there, no status (a full disk) */
+		fclose(f);
+		if (st != -2)
+			return st;
+		clk_sleep(0.01, NULL);
+	}
 	return st;
 }
 

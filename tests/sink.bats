@@ -299,6 +299,22 @@ ids() {
 	jq -e '.run.retries == 2 and .run.succeeded == 3' "$RD/summary.json"
 }
 
+@test "sink: a --fetch-ended file found empty is read again: the status written a moment later counts, and a failed rfp-fetch is not said again" {
+	local fifo=$BATS_TEST_TMPDIR/retry.fifo
+	mkfifo "$fifo"
+	# Made, and written 0.3 s later: what a sink on a busy machine saw
+	# when rfpipe wrote it in place.
+	: >"$BATS_TEST_TMPDIR/ended"
+	{ sleep 0.3; echo 1 >"$BATS_TEST_TMPDIR/ended"; } &
+	run --separate-stderr timeout 20 rfp-sink -q --run-dir "$RD" --retry-fifo "$fifo" \
+	    --fetch-ended "$BATS_TEST_TMPDIR/ended" \
+	    --admitted-from "$BATS_TEST_TMPDIR/report.json" <"$F/fates.ndjson"
+	wait
+	[ "$output" = "" ]
+	[ "$stderr" = "" ]
+	jq -e '.interrupted == true and .run.succeeded == 3' "$RD/summary.json"
+}
+
 @test "sink: a report left by an earlier run is not taken for rfp-fetch's: the sink waits for the reader that comes" {
 	local fifo=$BATS_TEST_TMPDIR/retry.fifo
 	mkfifo "$fifo"
