@@ -306,10 +306,11 @@ ids() {
 	# when rfpipe wrote it in place.
 	: >"$BATS_TEST_TMPDIR/ended"
 	{ sleep 0.3; echo 1 >"$BATS_TEST_TMPDIR/ended"; } &
+	local writer=$!
 	run --separate-stderr timeout 20 rfp-sink -q --run-dir "$RD" --retry-fifo "$fifo" \
 	    --fetch-ended "$BATS_TEST_TMPDIR/ended" \
 	    --admitted-from "$BATS_TEST_TMPDIR/report.json" <"$F/fates.ndjson"
-	wait
+	wait "$writer"
 	[ "$output" = "" ]
 	[ "$stderr" = "" ]
 	jq -e '.interrupted == true and .run.succeeded == 3' "$RD/summary.json"
