@@ -93,30 +93,6 @@ field_check(struct view *v, const char *const *keys, char *err,
 	return 0;
 }
 
-/* The scan type of a jansson value. */
-static int
-type_of(const json_t *j)
-{
-	switch (json_typeof(j)) {
-	case JSON_STRING:
-		return SCAN_STRING;
-	case JSON_INTEGER:
-		return SCAN_INTEGER;
-	case JSON_REAL:
-		return SCAN_REAL;
-	case JSON_TRUE:
-		return SCAN_TRUE;
-	case JSON_FALSE:
-		return SCAN_FALSE;
-	case JSON_NULL:
-		return SCAN_NULL;
-	case JSON_OBJECT:
-		return SCAN_OBJECT;
-	default:
-		return SCAN_ARRAY;
-	}
-}
-
 int
 field_check_json(const json_t *rec, char *err, size_t errlen)
 {
@@ -126,7 +102,7 @@ field_check_json(const json_t *rec, char *err, size_t errlen)
 	for (i = 0; fields[i].key != NULL; i++) {
 		if ((j = json_object_get(rec, fields[i].key)) == NULL)
 			continue;
-		if (judge(fields[i].key, type_of(j), json_is_integer(j) ?
+		if (judge(fields[i].key, view_jtype(j), json_is_integer(j) ?
 		    (long long)json_integer_value(j) : 0, err, errlen) == -1)
 			return -1;
 	}

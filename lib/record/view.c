@@ -146,19 +146,10 @@ member(struct view *v, const char *key)
 	return scan_get(&v->s, key);
 }
 
+/* The scan type of a jansson value: what view_type says of a member. */
 int
-view_type(struct view *v, const char *key)
+view_jtype(const json_t *j)
 {
-	const struct scan_member *m;
-	json_t *j;
-
-	if (v->tree == NULL && v->ok) {
-		m = member(v, key);
-		if (v->tree == NULL)
-			return m == NULL ? -1 : (int)m->type;
-	}
-	if ((j = json_object_get(v->tree, key)) == NULL)
-		return -1;
 	switch (json_typeof(j)) {
 	case JSON_STRING:
 		return SCAN_STRING;
@@ -177,6 +168,22 @@ view_type(struct view *v, const char *key)
 	default:
 		return SCAN_NULL;
 	}
+}
+
+int
+view_type(struct view *v, const char *key)
+{
+	const struct scan_member *m;
+	json_t *j;
+
+	if (v->tree == NULL && v->ok) {
+		m = member(v, key);
+		if (v->tree == NULL)
+			return m == NULL ? -1 : (int)m->type;
+	}
+	if ((j = json_object_get(v->tree, key)) == NULL)
+		return -1;
+	return view_jtype(j);
 }
 
 const char *

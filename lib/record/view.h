@@ -41,6 +41,8 @@ void	view_open_tree(struct view *v, json_t *rec);
 
 /* The member's type (enum scan_type), or -1 when it is absent. */
 int	view_type(struct view *v, const char *key);
+/* The scan type of a jansson value, as view_type gives a member's. */
+int	view_jtype(const json_t *j);
 /* A string member, or NULL when absent or not a string. */
 const char *view_str(struct view *v, const char *key);
 /* An integer member, or def when absent or not an integer. */
