@@ -69,17 +69,6 @@ emit(const char *pre, const char *sys, const char *fmt, va_list ap)
 	(void)!write(STDERR_FILENO, line, (size_t)n);
 }
 
-char *
-msg_shown(char *s)
-{
-	char *p;
-
-	for (p = s; *p != '\0'; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	return s;
-}
-
 void
 msg_warn(const char *fmt, ...)
 {

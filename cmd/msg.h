@@ -36,12 +36,6 @@ _Noreturn void msg_diesys(int code, const char *fmt, ...)
  * them); else return.
  */
 void	msg_output_gone(void);
-/*
- * s, in place, fit for a terminal: every control byte (an escape
- * sequence, a newline) '?', as the run's table and the messages show a
- * record's text; s returned.
- */
-char	*msg_shown(char *s);
 /* Format into buf (always NUL-terminated, truncated to size). */
 void	msg_vfmt(char *buf, size_t size, const char *fmt, va_list ap);
 

@@ -41,7 +41,7 @@ statuses(const struct conf_ep *e, char cls, char *buf, size_t len)
 
 /*
  * One line for endpoint name: its documents and its limits.  The name is
- * a manifest's, shown as the run's table shows it (msg_shown).
+ * a manifest's, shown as the run's table shows it (rec_shown).
  */
 static void
 show(const struct conf *c, const char *name, long docs)
@@ -56,7 +56,7 @@ show(const struct conf *c, const char *name, long docs)
 		snprintf(rate, sizeof(rate), "rate adaptive");
 	statuses(e, CONF_TRANSIENT, t, sizeof(t));
 	statuses(e, CONF_PERMANENT, p, sizeof(p));
-	shown = msg_shown(xstrdup(name));
+	shown = rec_shown(xstrdup(name));
 	printf("endpoint %s: %ld document%s; concurrency %ld, %s; breaker "
 	    "%ld failures, cooldown %gs%s%s%s%s%s%s\n", shown, docs,
 	    docs == 1 ? "" : "s",

@@ -255,15 +255,10 @@ geti(const json_t *o, const char *k)
 static const char *
 shown(char *buf, size_t len, const char *s)
 {
-	size_t i;
-
 	if (s == NULL)
 		return NULL;
-	for (i = 0; s[i] != '\0' && i + 1 < len; i++)
-		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' :
-		    s[i];
-	buf[i] = '\0';
-	return buf;
+	snprintf(buf, len, "%s", s);
+	return rec_shown(buf);
 }
 
 /*

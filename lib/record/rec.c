@@ -673,6 +673,17 @@ rec_utf8_fix(char *s)
 	}
 }
 
+char *
+rec_shown(char *s)
+{
+	char *p;
+
+	for (p = s; *p != '\0'; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return s;
+}
+
 json_t *
 rec_jstring(const char *s)
 {

@@ -140,6 +140,12 @@ size_t	rec_utf8_prefix(const char *s, size_t max);
 /* Replace, in place, every byte of s that is not part of a UTF-8 character with '?'. */
 void	rec_utf8_fix(char *s);
 /*
+ * s, in place, fit for a terminal: every control byte (an escape
+ * sequence, a newline) '?', as the run's table shows a record's text; s
+ * returned.
+ */
+char	*rec_shown(char *s);
+/*
  * s as a JSON string, its bytes that are not UTF-8 made '?' (a portal's
  * header, a text cut on a byte): json_string() gives NULL for them, and
  * json_object_set_new() then sets nothing, so the field is lost.  NULL
