@@ -313,10 +313,13 @@ origin_of(const char *url)
 	    strcmp(scheme, "https") == 0)) {
 		/*
 		 * A host decoded into a control byte ("b.e%7fxample") names
-		 * no server, and its origin would not parse again: none.
+		 * no server, and its origin would not parse again: none.  Nor
+		 * does one that keeps a '%' (curl decodes "%44" and keeps
+		 * "%%"): lowercased, a "%D4" left in it reads as a byte the
+		 * next time, and the origin is not its own origin.
 		 */
 		for (q = host; *q != '\0'; q++) {
-			if ((unsigned char)*q <= 0x20 || *q == 0x7f)
+			if ((unsigned char)*q <= 0x20 || *q == 0x7f || *q == '%')
 				goto out;
 			*q = (char)tolower((unsigned char)*q);
 		}

@@ -277,6 +277,13 @@ test_origins(void)
 		/* A host that decodes into a control byte names no server. */
 		{ "https://b.e%7fxample/", NULL },
 		{ "https://b.e%0axample/", NULL },
+		/*
+		 * A '%' left in a host (curl decodes "%44" to 'D', and keeps
+		 * "%%"): lowercased, "%D4" read again as a byte, so the origin
+		 * was not its own origin.
+		 */
+		{ "https://aTEx%%%%444%%%%%amp", NULL },
+		{ "https://a%25b.example/", NULL },
 	};
 	static const struct {
 		const char *first, *next;
