@@ -12,14 +12,17 @@
 scale_runs='files-1:1:files files-2:2:files files-3:3:files
 pg-1:1:pg pg-2:2:pg pg-3:3:pg
 queue-1:1:queue queue-2:2:queue queue-3:3:queue queue-3-apart:3:apart'
-# Against the limited portal: enough to see whether the limit holds.
+# Against the limited portal: enough to see whether the limit holds; told
+# the rate (rfpipe.yaml, the limit's rate and burst), the PostgreSQL runs
+# take the shared pace a lease at a time.
 scale_lim_runs='lim-files-1:1:files lim-pg-1:1:pg lim-pg-3:3:pg
-lim-queue-1:1:queue lim-queue-3:3:queue'
+lim-queue-1:1:queue lim-queue-3:3:queue lim-pg-1-told:1:pg:told
+lim-pg-3-told:3:pg:told lim-queue-3-told:3:queue:told'
 scale_rate=500
 
 scale_scenario() {
 	local spec name h m
-	scale_n=10000 scale_lim_n=2000 scale_tmo=600
+	scale_n=10000 scale_lim_n=2000 scale_tmo=600 scale_conf=''
 	[ -z "$quick" ] || { scale_n=3000; scale_lim_n=1000; }
 	pg_start || die "scale: $(cat "$lim_notes")"
 	: >"$work/scale.tsv"
@@ -33,11 +36,16 @@ scale_scenario() {
 	nginx_stop
 	scale_ng=$work/scale-lim/nginx
 	nginx_start "$work/scale-lim" "$scale_rate" 1 1 429
+	printf 'endpoints:\n  scale:\n    rate: %s\n    burst: 1\n' \
+	    "$scale_rate" >"$work/scale-lim/told.yaml"
 	for spec in $scale_lim_runs; do
-		IFS=: read -r name h m <<<"$spec"
+		IFS=: read -r name h m told <<<"$spec"
 		lim_selected "$name" || continue
-		scale_run "$name" "$h" "$m" "$scale_lim_n" "$scale_rate/s"
+		scale_conf=${told:+$work/scale-lim/told.yaml}
+		scale_run "$name" "$h" "$m" "$scale_lim_n" \
+		    "$scale_rate/s${told:+, told}"
 	done
+	scale_conf=''
 	nginx_stop
 	scale_stale
 	scale_table
@@ -122,6 +130,7 @@ scale_pipelines() {
 		esac
 		(cd "$d" && PATH="$bin:$PATH" timeout -k 5 "$scale_tmo" \
 		    "$rfpipe" -j "$jobs" --seed "$h" --progress=none \
+		    ${scale_conf:+--config "$scale_conf"} \
 		    --run-dir "$d/run$h" "$@" >"$d/stdout$h" 2>"$d/stderr$h") &
 		pids="$pids $!"
 	done
@@ -158,7 +167,9 @@ scale_table() {
 		r["pg-2"] / p, r["pg-3"] / p, r["queue-2"] / q1, q3 / q1, \
 		r["queue-3-apart"] / q1
 		printf "    against %d r/s: one pipeline with --state %d/s, three %d/s; one through the queue %d/s, three %d/s\n", \
-		lim, r["lim-pg-1"], r["lim-pg-3"], r["lim-queue-1"], r["lim-queue-3"] }' "$work/scale.tsv"
+		lim, r["lim-pg-1"], r["lim-pg-3"], r["lim-queue-1"], r["lim-queue-3"]
+		printf "    told %d r/s: one pipeline with --state %d/s, three %d/s; three through the queue %d/s\n", \
+		lim, r["lim-pg-1-told"], r["lim-pg-3-told"], r["lim-queue-3-told"] }' "$work/scale.tsv"
 	echo
 	scale_stale_checks
 	echo
