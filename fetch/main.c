@@ -493,7 +493,7 @@ run(void)
 			w[nw].events = CURL_WAIT_POLLIN;
 			w[nw++].revents = 0;
 		}
-		/* Other hosts' news wakes the loop (breaker openings). */
+		/* Other hosts' news wakes the loop (breaker openings, pace cuts). */
 		if (store_news_fd() != -1) {
 			w[nw].fd = store_news_fd();
 			w[nw].events = CURL_WAIT_POLLIN;
@@ -822,7 +822,8 @@ main(int argc, char *argv[])
 	}
 	cli.state = opt_state_pick(cli.state, &fo.conf, cli.config);
 	if (cli.state != NULL && (store_init(cli.state, err, sizeof(err)) ==
-	    -1 || store_listen(BREAKER_CHANNEL, err, sizeof(err)) == -1))
+	    -1 || store_listen(BREAKER_CHANNEL, err, sizeof(err)) == -1 ||
+	    store_listen(PACE_CHANNEL, err, sizeof(err)) == -1))
 		msg_die(1, "%s", err);
 	if ((cli.resume || cli.retry_dead) && fo.run_dir == NULL)
 		msg_die(2, "option --%s: needs --run-dir", cli.resume ?

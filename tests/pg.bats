@@ -583,3 +583,70 @@ other_host() {
 	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$BATS_TEST_TMPDIR/plain" ../man/m
 	[ "$(jq -s -c '[.[] | select(.kind == "request") | .body_bytes] | .[3:] | sort' "$MOCK_LOG")" = '[8,8,9]' ]
 }
+
+# The store's updates of rfp_state so far (pace, breaker, budget).
+state_updates() {
+	sql "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relname = 'rfp_state'"
+}
+
+@test "pipeline --state: three hosts at a told 400/s ask the shared pace a lease at a time, not a send at a time, and hold the limit" {
+	export RFPIPE_TIME_SCALE=1
+	printf 'routes:\n  - {match: "/l/*", endpoint: l, limits: [{kind: gcra, per_s: 400, burst: 10}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	printf 'endpoints:\n  l:\n    rate: 400\n    burst: 1\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	for n in 1 2 3; do
+		for i in $(seq 1 200); do
+			printf '{"id":"d%d-%d","url":"%s/l/%d-%d","endpoint":"l"}\n' "$n" "$i" "$MOCK_URL" "$n" "$i"
+		done >"$BATS_TEST_TMPDIR/m$n"
+	done
+	rfp-fetch --state "$URL" </dev/null >/dev/null
+	before=$(state_updates)
+	for n in 1 2 3; do
+		setsid timeout 60 "$ROOT/pipeline.sh" -q -j 32 --config "$BATS_TEST_TMPDIR/c.yaml" \
+		    --run-dir "$BATS_TEST_TMPDIR/h$n" --state "$URL" "$BATS_TEST_TMPDIR/m$n" \
+		    >/dev/null 2>"$BATS_TEST_TMPDIR/h$n.err" 3>&- &
+		HOSTS[n]=$!
+	done
+	for n in 1 2 3; do
+		wait "${HOSTS[n]}" || fail "host $n: $(cat "$BATS_TEST_TMPDIR/h$n.err")"
+		[ "$(wc -l <"$BATS_TEST_TMPDIR/h$n/results.ndjson")" -eq 200 ]
+	done
+	[ "$(jq -s '[.[] | select(.action == "rate_limited")] | length' "$MOCK_LOG")" -eq 0 ]
+	# Asked a send at a time, pace and breaker took 3,570 to 3,633
+	# updates (6 a document); with leases of 25 ms, ten sends each at
+	# 400/s, 366 to 397.
+	updates=$(($(state_updates) - before))
+	echo "updates of rfp_state: $updates for 600 documents"
+	[ "$updates" -le 1500 ]
+}
+
+@test "pipeline --state: a start or cut of the shared pace is told to every host (NOTIFY rfp_pace, SEQ ENDPOINT)" {
+	printf 'routes:\n  - {match: "/l/*", endpoint: l, limits: [{kind: gcra, per_s: 20, burst: 0}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	for i in $(seq 1 40); do
+		printf '{"id":"d%d","url":"%s/l/%d","endpoint":"l"}\n' "$i" "$MOCK_URL" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	rfp-fetch --state "$URL" </dev/null >/dev/null
+	# Another host: psql prints what it was told after each statement.
+	{
+		echo 'LISTEN rfp_pace;'
+		for i in $(seq 1 600); do echo 'SELECT pg_sleep(0.05);'; done
+	} | psql -X -qAt "$URL" >"$BATS_TEST_TMPDIR/news" 2>&1 &
+	HOSTS[0]=$!
+	for i in $(seq 1 100); do
+		[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()")" -ge 1 ] && break
+		sleep 0.1
+	done
+	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q -j 8 --state "$URL" \
+	    --run-dir "$BATS_TEST_TMPDIR/r" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/r/results.ndjson")" -eq 40 ]
+	refused=$(jq -s '[.[] | select(.action == "rate_limited")] | length' "$MOCK_LOG")
+	[ "$refused" -ge 1 ]
+	for i in $(seq 1 100); do
+		grep -q 'rfp_pace' "$BATS_TEST_TMPDIR/news" && break
+		sleep 0.1
+	done
+	kill "${HOSTS[0]}" 2>/dev/null
+	cat "$BATS_TEST_TMPDIR/news" | sort -u
+	grep -E -q '^Asynchronous notification "rfp_pace" with payload "[0-9]+ l" received' "$BATS_TEST_TMPDIR/news"
+}

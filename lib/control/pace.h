@@ -49,11 +49,30 @@ struct pace_cfg {
 	double	deadline;	/* epoch; a hold past it is a quota; 0: none */
 	int	conc_told;	/* the endpoint's concurrency is configured:
 				   no window below it */
+	double	lease;		/* real s: sends due this far ahead are
+				   granted too, each with its time, when the
+				   pace is fast enough for 8 of them; 0: only
+				   sends due now */
 };
+
+#define PACE_LEASE_MAX	64	/* sends one grant holds at most */
+
+/*
+ * A pace shared through PostgreSQL and taken a lease at a time tells
+ * every host on this channel when it is cut or held, "SEQ EP": the sends
+ * of ep's leases numbered under SEQ were granted at a pace now too fast.
+ */
+#define PACE_CHANNEL	"rfp_pace"
+/* SEQ from a PACE_CHANNEL payload for endpoint ep, or -1: not ep's. */
+long	pace_news_seq(const char *payload, const char *ep);
 
 /* What pace_take_n grants. */
 struct pace_grant {
-	long	granted;	/* sends reserved, for now only */
+	long	granted;	/* sends reserved: a lease of ... */
+	double	due[PACE_LEASE_MAX];	/* ... sends, each not before
+				   its time, as the pace's "now" counts ... */
+	double	late;		/* ... nor more than this after it (real s);
+				   0: not a lease, every send due now */
 	double	wait;		/* until more may go, when fewer than asked */
 	double	rate;		/* the pace, requests a real second */
 	long	window;		/* requests in flight allowed; 0: no limit */
@@ -65,9 +84,15 @@ struct pace_grant {
 };
 
 /*
- * Ask to send up to want requests to ep at now, as want single asks in a
- * row would.  0 with *g filled, -1 on a state-file error.  A reservation
- * is for now: one not used at once is dropped, never kept.
+ * Ask to send up to want requests to ep at now (at most PACE_LEASE_MAX),
+ * as want single asks in a row would.  0 with *g filled, -1 on a
+ * state-file error.  With c->lease, a lease: the sends due up to that
+ * far ahead are granted too, due[i] saying when each may go, so that the
+ * store is asked once a lease rather than once a send, and processes
+ * sharing the pace take it a lease at a time.  A send not made by
+ * g->late after its time is dropped, never kept: sent later, it would
+ * crowd the next one, another process's perhaps, which the pace puts that
+ * much after the lease's last.
  * rundir NULL keeps the state in this process.
  */
 int	pace_take_n(const char *rundir, const char *ep,

@@ -221,7 +221,7 @@ report(const char *what, const struct out *o, double ideal)
 static void
 strict(const char *ep, double rate, long most)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 	char what[64];
@@ -240,7 +240,7 @@ strict(const char *ep, double rate, long most)
 static void
 limiters(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0 }, told = { 20, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 }, told = { 20, 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 
@@ -331,7 +331,7 @@ limiters(void)
 static void
 shapes(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0 }, told = { 100, 10, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 }, told = { 100, 10, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 
@@ -403,7 +403,7 @@ shapes(void)
 static void
 noise(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
 	static const double shares[] = { 0.03, 0.1, 0.2 };
 	struct lim l;
 	struct out o;
@@ -450,7 +450,7 @@ noise(void)
 static void
 told_floor(void)
 {
-	struct pace_cfg told = { 20, 0, 0, 0, 0 };
+	struct pace_cfg told = { 20, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -547,7 +547,7 @@ told_floor(void)
 static void
 floor_start(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -581,7 +581,7 @@ floor_start(void)
 static void
 shared_start(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
 	struct pace_grant a, b, c, g;
 	struct pace_ev e;
 	char err[256];
@@ -633,7 +633,7 @@ bursts(void)
 	} c[] = {
 		{ 1, 60, 75, 0.30 }, { 3, 60, 105, 0.16 },
 	};
-	struct pace_cfg none = { 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 	char ep[64];
@@ -662,7 +662,7 @@ bursts(void)
 static void
 stale(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct lim l;
 	struct out o, fresh;
@@ -726,7 +726,7 @@ stale(void)
 static void
 learn(const char *ep, double t)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -750,7 +750,7 @@ learn(const char *ep, double t)
 static double
 rate_at(const char *ep, double t)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	char err[256];
 
@@ -898,7 +898,7 @@ inherited(void)
 static void
 quota(void)
 {
-	struct pace_cfg c = { 0, 0, 3600, 0, 0 };
+	struct pace_cfg c = { 0, 0, 3600, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -927,7 +927,7 @@ static void
 ratelimit(void)
 {
 	/* A told concurrency: no window, so a take may grant 10 or 40. */
-	struct pace_cfg c = { 0, 0, 0, T0 + 100, 1 };
+	struct pace_cfg c = { 0, 0, 0, T0 + 100, 1, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -998,7 +998,7 @@ ratelimit(void)
 static void
 reset_bound(void)
 {
-	struct pace_cfg c = { 0, 0, 3600, 0, 0 };
+	struct pace_cfg c = { 0, 0, 3600, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256] = "", *path;
@@ -1043,7 +1043,7 @@ reset_bound(void)
 static int
 refused(const char *text, char *err, size_t errlen)
 {
-	struct pace_cfg c = { 0, 0, 0, 0, 0 };
+	struct pace_cfg c = { 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 
 	put_state("bad", text);
@@ -1072,7 +1072,7 @@ corrupt(void)
 static void
 batch(void)
 {
-	struct pace_cfg c = { 0, 0, 0, 0, 0 };
+	struct pace_cfg c = { 0, 0, 0, 0, 0, 0 };
 	struct pace_ev ev[40];
 	json_t *a, *b;
 	char *pa, *pb, err[256];
@@ -1104,12 +1104,79 @@ batch(void)
 	free(pb);
 }
 
+/*
+ * A lease: sends due within c.lease are granted with their times, spaced
+ * by the pace, and each may go g.late after its time; a second process
+ * asking at once gets none of them, and is told to wait until its own
+ * lease could begin: one interval and that lateness after the last.  A
+ * refusal meanwhile does not bring the next send before the lease's end.
+ * A pace too slow for LEASE_MIN (8) sends a lease gets none.
+ */
+static void
+lease(void)
+{
+	struct pace_cfg c = { 400, 0, 0, 0, 0, 0.025 };
+	struct pace_grant g, h;
+	struct pace_ev e;
+	char err[256];
+	double last, iv;
+	long i;
+	int spaced = 1;
+
+	pace_take_n(NULL, "lease", &c, T0, 32, &g, err, sizeof(err));
+	iv = 1 / g.rate;
+	last = g.due[g.granted - 1];
+	/* The first send of all is given FIRST_LATE more. */
+	for (i = 2; i < g.granted; i++)
+		spaced &= fabs(g.due[i] - g.due[i - 1] - iv) < 1e-6;
+	ok(g.granted >= 8 && g.due[0] == T0 && g.due[1] - g.due[0] >= iv &&
+	    spaced && last <= T0 + 0.025 && last + iv > T0 + 0.025 &&
+	    fabs(g.late - iv / 4) < 1e-9, "a lease of 25 ms at %.1f/s: %ld "
+	    "sends, the first now, then one an interval, the last %.4f s ahead,"
+	    " each may go %.4f s late", g.rate, g.granted, last - T0, g.late);
+	pace_take_n(NULL, "lease", &c, T0 + 0.001, 32, &h, err, sizeof(err));
+	ok(h.granted == 0 && h.wait > 0 && fabs(T0 + 0.001 + h.wait + 0.025 -
+	    (last + iv + g.late)) < 1e-9, "asked again at once: nothing, wait "
+	    "%.4f s, until the next lease would begin an interval and the "
+	    "lateness after the last", h.wait);
+	pace_take_n(NULL, "lease", &c, T0 + 0.025, 32, &h, err, sizeof(err));
+	ok(h.granted > 0 && h.due[0] >= last + iv + g.late - 1e-9, "the next "
+	    "lease's first send is %.4f s after the last one's time, at "
+	    "least %.4f", h.due[0] - last, iv + g.late);
+	/* Refused now: the pace is cut, but the lease out there stands. */
+	last = h.due[h.granted - 1];
+	memset(&e, 0, sizeof(e));
+	e.ev = PACE_SLOW;
+	e.sent_at = e.now = T0 + 0.026;
+	e.seq = h.seq;
+	e.retry_after = -1;
+	pace_feedback_n(NULL, "lease", &c, &e, 1, err, sizeof(err));
+	pace_take_n(NULL, "lease", &c, T0 + 0.05, 32, &g, err, sizeof(err));
+	ok(g.granted == 0 || g.due[0] >= last + iv + h.late - 1e-9, "refused "
+	    "while a lease is out: the next send %.4f s after its last, at "
+	    "least %.4f", g.granted ? g.due[0] - last : -1, iv + h.late);
+	c.lease = 0;
+	pace_take_n(NULL, "lease0", &c, T0, 32, &g, err, sizeof(err));
+	ok(g.granted == 1 && g.due[0] == T0 && g.late == 0, "no lease: one "
+	    "send, due now (%ld)", g.granted);
+	c.rate = 100;
+	c.lease = 0.025;
+	pace_take_n(NULL, "lease100", &c, T0, 32, &g, err, sizeof(err));
+	ok(g.granted == 1 && g.late == 0, "100/s, 25 ms: too slow for a lease "
+	    "of 8, one send (%ld)", g.granted);
+	c.rate = 1e5;
+	c.lease = 10;
+	pace_take_n(NULL, "lease10", &c, T0, 1000, &g, err, sizeof(err));
+	ok(g.granted == PACE_LEASE_MAX, "a lease holds at most %d sends (%ld)",
+	    PACE_LEASE_MAX, g.granted);
+}
+
 static void
 explore(void)
 {
 	static const double rates[] = { 1, 3, 5, 7, 10, 20, 50, 100 };
 	static const long bursts[] = { 0, 10, 60 };
-	struct pace_cfg none = { 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 	char ep[64];
@@ -1135,7 +1202,7 @@ static void
 explore_noise(void)
 {
 	static const double rates[] = { 3, 20, 50 }, shares[] = { 0, 0.03, 0.1 };
-	struct pace_cfg none = { 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 	char ep[64];
@@ -1211,6 +1278,7 @@ main(void)
 	ratelimit();
 	corrupt();
 	batch();
+	lease();
 	pace_leave(NULL, err, sizeof(err));
 	sub = xasprintf("rm -rf %s", dir);
 	if (system(sub) != 0)
