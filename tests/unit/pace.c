@@ -285,6 +285,20 @@ limiters(void)
 	 */
 	strict("strict1", 1, 4);
 
+	/*
+	 * 100/s strict, 1,500 documents: cut to 95 % of the delivery
+	 * measure, which reads under the limit (96/s), the pace probed from
+	 * 87 to 101 and back every second, 1.22 x the ideal; cut to 95 % of
+	 * the probe refused just over the measure, 1.13 x.
+	 */
+	memset(&l, 0, sizeof(l));
+	l.kind = GCRA, l.rate = 100, l.burst = 0, l.lat = 0.02;
+	o = sim("strict100", &l, &none, 1500);
+	report("100/s strict", &o, 1499 / 100.0);
+	ok(o.refused <= 0.05 * o.sent && o.makespan <= 1.2 * 1499 / 100.0,
+	    "100/s, no burst: %ld refusals of %ld, %.2f s, at most 1.2 x the "
+	    "ideal %.2f s", o.refused, o.sent, o.makespan, 1499 / 100.0);
+
 	memset(&l, 0, sizeof(l));
 	l.kind = GCRA, l.rate = 20, l.burst = 0, l.lat = 0.001;
 	o = sim("told", &l, &told, 300);
