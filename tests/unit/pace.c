@@ -7,7 +7,8 @@
  * the quota, RateLimit and state-file rules, on a temporary run directory.
  * PACE_EXPLORE=1 prints a grid of GCRA cells instead (PACE_LAT: the
  * answers' latency, default 0.02 s), PACE_EXPLORE=noise one of GCRA cells
- * with refusals at random on top, to explore a change with.
+ * with refusals at random on top, PACE_EXPLORE=conc concurrency caps of 25
+ * and 5 with answers in 0.25 s, to explore a change with.
  */
 #include <sys/wait.h>
 
@@ -1262,6 +1263,20 @@ main(void)
 	}
 	if (getenv("PACE_EXPLORE") != NULL && strcmp(getenv("PACE_EXPLORE"), "shapes") == 0) {
 		shapes();
+		return 0;
+	}
+	if (getenv("PACE_EXPLORE") != NULL && strcmp(getenv("PACE_EXPLORE"), "conc") == 0) {
+		struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+		struct lim l;
+		struct out o;
+		memset(&l, 0, sizeof(l));
+		l.kind = CONC, l.cap = 25, l.lat = 0.25;
+		o = sim("c25", &l, &none, 1500);
+		report("cap 25 0.25 s", &o, 15);
+		memset(&l, 0, sizeof(l));
+		l.kind = CONC, l.cap = 5, l.lat = 0.25;
+		o = sim("c5", &l, &none, 300);
+		report("cap 5 0.25 s", &o, 15);
 		return 0;
 	}
 	if (getenv("PACE_EXPLORE") != NULL) {
