@@ -650,3 +650,56 @@ state_updates() {
 	cat "$BATS_TEST_TMPDIR/news" | sort -u
 	grep -E -q '^Asynchronous notification "rfp_pace" with payload "[0-9]+ l" received' "$BATS_TEST_TMPDIR/news"
 }
+
+@test "pipeline --state: the news of a cut names an endpoint taken from a long URL authority whole" {
+	# A manifest's "endpoint" is held to 100 bytes; a name taken from the
+	# URL is its authority, unbounded: 127.0.0.000...0001 is the mock.
+	local z ep
+	z=$(printf '0%.0s' $(seq 1 300))
+	printf 'routes:\n  - {match: "/l/*", endpoint: l, limits: [{kind: gcra, per_s: 20, burst: 0}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	ep="127.0.0.${z}1:$MOCK_PORT"
+	for i in $(seq 1 40); do
+		printf '{"id":"d%d","url":"http://%s/l/%d"}\n' "$i" "$ep" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	rfp-fetch --state "$URL" </dev/null >/dev/null
+	{
+		echo 'LISTEN rfp_pace;'
+		for i in $(seq 1 600); do echo 'SELECT pg_sleep(0.05);'; done
+	} | psql -X -qAt "$URL" >"$BATS_TEST_TMPDIR/news" 2>&1 &
+	HOSTS[0]=$!
+	for i in $(seq 1 100); do
+		[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()")" -ge 1 ] && break
+		sleep 0.1
+	done
+	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q -j 8 --state "$URL" \
+	    --run-dir "$BATS_TEST_TMPDIR/r" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -r .status "$BATS_TEST_TMPDIR/r/results.ndjson" | grep -c '^200$')" -eq 40 ]
+	[ "$(jq -s '[.[] | select(.action == "rate_limited")] | length' "$MOCK_LOG")" -ge 1 ]
+	for i in $(seq 1 100); do
+		grep -q 'rfp_pace' "$BATS_TEST_TMPDIR/news" && break
+		sleep 0.1
+	done
+	kill "${HOSTS[0]}" 2>/dev/null
+	grep -q 'rfp_pace' "$BATS_TEST_TMPDIR/news"
+	run grep -v -c -E "payload \"[0-9]+ $ep\" received" <(grep rfp_pace "$BATS_TEST_TMPDIR/news")
+	[ "$output" -eq 0 ]
+}
+
+@test "pipeline --state: a cut of an endpoint whose name PostgreSQL would not take as a payload is not told, and the run goes on" {
+	# 8,100 bytes: pg_notify refuses a payload of 8,000, and the update
+	# with it (rfp-fetch died: "payload string too long").
+	local z ep
+	z=$(printf '0%.0s' $(seq 1 8100))
+	printf 'routes:\n  - {match: "/l/*", endpoint: l, limits: [{kind: gcra, per_s: 20, burst: 0}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	ep="127.0.0.${z}1:$MOCK_PORT"
+	for i in $(seq 1 40); do
+		printf '{"id":"d%d","url":"http://%s/l/%d"}\n' "$i" "$ep" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	rfp-fetch --state "$URL" </dev/null >/dev/null
+	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q -j 8 --state "$URL" \
+	    --run-dir "$BATS_TEST_TMPDIR/r" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s '[.[] | select(.action == "rate_limited")] | length' "$MOCK_LOG")" -ge 1 ]
+	[ "$(jq -r .status "$BATS_TEST_TMPDIR/r/results.ndjson" | grep -c '^200$')" -eq 40 ]
+}

@@ -15,6 +15,7 @@
 
 #include "lib/base/clk.h"
 #include "lib/base/proc.h"
+#include "lib/base/x.h"
 #include "lib/config/conf.h"
 #include "lib/control/pace.h"
 #include "lib/state/store.h"
@@ -1035,7 +1036,7 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 	struct op *o = arg;
 	struct pst p;
 	json_t *u;
-	char id[300], news[300];
+	char id[300], *news;
 	double now, seq;
 	size_t i;
 	int inherited;
@@ -1062,10 +1063,16 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 	 * before, and would go on for up to a lease (three hosts not told a
 	 * 500/s limit: 20 to 79 refusals in 2,000, 20 or 21 asked a send at a
 	 * time).  Told in the transaction, the news goes out if it commits.
+	 * The name is told whole (one taken from a URL's authority has no
+	 * bound; cut short, it named no endpoint), unless PostgreSQL would
+	 * refuse the payload and the update with it: those leases end on
+	 * their own within c->lease.
 	 */
 	if (o->c->lease > 0 && p.cut_seq != seq) {
-		snprintf(news, sizeof(news), "%.0f %s", p.cut_seq, o->ep);
-		store_tell(PACE_CHANNEL, news);
+		news = xasprintf("%.0f %s", p.cut_seq, o->ep);
+		if (strlen(news) < PACE_NEWS_MAX)
+			store_tell(PACE_CHANNEL, news);
+		free(news);
 	}
 	p.seen = fmax(p.seen, now);
 	json_object_set_new(u, id, json_real(p.seen));
