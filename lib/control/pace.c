@@ -475,7 +475,8 @@ static void
 take(struct pst *p, struct op *o)
 {
 	struct pace_grant *g = o->g;
-	double iv, tat, allow, ahead = 0;
+	double iv, tat, allow, ahead = 0, eps = 0;
+	long n;
 
 	g->seq = (long)p->takes;
 	/* 0: no window; the stored one is at least 1 (load checks). */
@@ -531,7 +532,24 @@ take(struct pst *p, struct op *o)
 	if (o->c->lease > 0 && iv > 0 && o->c->lease >= LEASE_MIN * iv &&
 	    (p->cuts > 0 || told(o->c) > 0)) {
 		ahead = o->c->lease;
+		/* Sums of epoch seconds round by 0.2 us: not a wait's end. */
+		eps = 1e-6;
 		g->late = fmax(LATE_MIN, iv / 4);
+		/*
+		 * Nor is a lease cut short: each costs its lateness, and
+		 * processes asking as soon as any send was free took one
+		 * or two a lease (ten at 400/s: 314 sends a second, four
+		 * asks a send).  Asked for more, wait until LEASE_MIN fit.
+		 */
+		n = o->want < LEASE_MIN ? o->want : LEASE_MIN;
+		tat = fmax(p->tat, o->now) + (double)(n - 1) * iv +
+		    (p->takes == 0 && n > 1 ? FIRST_LATE : 0);
+		if (n > 1 && tat - o->now > allow + ahead + eps) {
+			g->wait = tat - o->now - allow - ahead;
+			g->late = 0;
+			ahead = 0;
+			o->want = 0;
+		}
 	}
 	while (g->granted < o->want) {
 		if (p->rl_left == 0 && p->rl_reset > o->now) {
@@ -539,7 +557,7 @@ take(struct pst *p, struct op *o)
 			break;
 		}
 		tat = fmax(p->tat, o->now);
-		if (tat - o->now > allow + ahead) {
+		if (tat - o->now > allow + ahead + eps) {
 			g->wait = tat - o->now - allow - ahead;
 			break;
 		}
