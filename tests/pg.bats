@@ -703,3 +703,22 @@ state_updates() {
 	[ "$(jq -s '[.[] | select(.action == "rate_limited")] | length' "$MOCK_LOG")" -ge 1 ]
 	[ "$(jq -r .status "$BATS_TEST_TMPDIR/r/results.ndjson" | grep -c '^200$')" -eq 40 ]
 }
+
+@test "breaker: its opening for an endpoint whose name PostgreSQL would not take as a payload is not told, and the run goes on" {
+	# 8,100 bytes: pg_notify refuses a payload of 8,000, and the update
+	# with it (rfp-fetch died: "payload string too long").
+	local z ep
+	z=$(printf '0%.0s' $(seq 1 8100))
+	printf 'routes:\n  - {match: "/o/*", endpoint: o, outage: {start_s: 0, status: 503}}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	ep="127.0.0.${z}1:$MOCK_PORT"
+	for i in $(seq 1 20); do
+		printf '{"id":"d%d","url":"http://%s/o/%d"}\n' "$i" "$ep" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	printf 'max_attempts: 2\nbase: 0.1\ncap: 0.2\ndeadline: "+20s"\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	rfp-fetch --state "$URL" </dev/null >/dev/null
+	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q -j 4 --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --state "$URL" --run-dir "$BATS_TEST_TMPDIR/r" "$BATS_TEST_TMPDIR/m"
+	[ "$(grep -c . "$BATS_TEST_TMPDIR/r/dead.ndjson")" -eq 20 ]
+	[ "$(sql "SELECT doc->>'openings' FROM rfp_state WHERE kind = 'breaker'")" -ge 1 ]
+}

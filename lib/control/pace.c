@@ -1081,15 +1081,12 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 	 * before, and would go on for up to a lease (three hosts not told a
 	 * 500/s limit: 20 to 79 refusals in 2,000, 20 or 21 asked a send at a
 	 * time).  Told in the transaction, the news goes out if it commits.
-	 * The name is told whole (one taken from a URL's authority has no
-	 * bound; cut short, it named no endpoint), unless PostgreSQL would
-	 * refuse the payload and the update with it: those leases end on
-	 * their own within c->lease.
+	 * The name is told whole: one taken from a URL's authority has no
+	 * bound, and cut short it named no endpoint.
 	 */
 	if (o->c->lease > 0 && p.cut_seq != seq) {
 		news = xasprintf("%.0f %s", p.cut_seq, o->ep);
-		if (strlen(news) < PACE_NEWS_MAX)
-			store_tell(PACE_CHANNEL, news);
+		store_tell(PACE_CHANNEL, news);
 		free(news);
 	}
 	p.seen = fmax(p.seen, now);

@@ -63,7 +63,6 @@ struct pace_cfg {
  * of ep's leases numbered under SEQ were granted at a pace now too fast.
  */
 #define PACE_CHANNEL	"rfp_pace"
-#define PACE_NEWS_MAX	8000	/* bytes a payload may have (PostgreSQL's) */
 /* SEQ from a PACE_CHANNEL payload for endpoint ep, or -1: not ep's. */
 long	pace_news_seq(const char *payload, const char *ep);
 

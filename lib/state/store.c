@@ -148,7 +148,13 @@ store_news(int readable, store_news_fn *fn, void *arg, char *err,
 void
 store_tell(const char *channel, const char *payload)
 {
-	if (shared)
+	/*
+	 * PostgreSQL refuses a payload of STORE_TELL_MAX bytes, and the
+	 * update it goes with: rfp-fetch died when a breaker opened for an
+	 * endpoint named from a long URL authority.  Untold, such news is
+	 * only late (a breaker is read at the next ask, a lease ends).
+	 */
+	if (shared && strlen(payload) < STORE_TELL_MAX)
 		pg_tell(channel, payload);
 }
 

@@ -61,8 +61,10 @@ int	store_news(int readable, store_news_fn *fn, void *arg, char *err,
 	    size_t errlen);
 /*
  * From the files_fn of a store_update: tell the listeners of channel
- * payload when the update commits, not when it does not.
+ * payload when the update commits, not when it does not.  A payload of
+ * STORE_TELL_MAX bytes or more, which PostgreSQL refuses, is not told.
  */
+#define STORE_TELL_MAX	8000
 void	store_tell(const char *channel, const char *payload);
 
 /*
