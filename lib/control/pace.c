@@ -82,6 +82,7 @@
 #define FIRST_LATE	0.005	/* real seconds the first send may arrive late */
 #define LEASE_MIN	8	/* sends a lease holds at the least: a slower
 				   pace is granted only the sends due now */
+#define L_END_MAX	1.0	/* real seconds a lease's end may be ahead */
 #define LATE_MIN	0.0003	/* real seconds a lease's send may go after its
 				   time: this, or a quarter interval; the next
 				   grant comes that much after the lease */
@@ -189,12 +190,15 @@ struct op {
 
 /*
  * The next send not before t, nor before the end of a lease granted
- * already: its sends, another process's perhaps, are still to come.
+ * already: its sends, another process's perhaps, are still to come.  A
+ * lease ends within a fraction of a second; an end further off than
+ * L_END_MAX was written by a host whose clock runs ahead, or by hand, and
+ * held every later send back for as long, however the pace was cut.
  */
 static void
 tat_set(struct pst *p, double t)
 {
-	p->tat = fmax(t, p->l_end);
+	p->tat = p->l_end - t <= L_END_MAX ? fmax(t, p->l_end) : t;
 }
 
 static double
@@ -1052,7 +1056,7 @@ static int
 run(json_t **doc, void *arg, char *err, size_t errlen)
 {
 	struct op *o = arg;
-	struct pst p;
+	struct pst p, p0;
 	json_t *u;
 	char id[300], *news;
 	double now, seq;
@@ -1064,6 +1068,7 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 		    "file; move it aside to start afresh", o->ep);
 		return -1;
 	}
+	p0 = p;
 	now = o->take ? o->now : o->nev > 0 ? o->evs[0].now : 0;
 	user_id(id, sizeof(id));
 	u = users(*doc, id, now, &inherited);
@@ -1089,11 +1094,22 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 		store_tell(PACE_CHANNEL, news);
 		free(news);
 	}
-	p.seen = fmax(p.seen, now);
-	json_object_set_new(u, id, json_real(p.seen));
 	if (mine == NULL)
 		mine = json_object();
 	json_object_set_new(mine, o->ep, json_true());
+	/*
+	 * Asked and told to wait, with nothing changed: nothing to write (a
+	 * host waiting for a lease of 8 to fit asked about as often as it
+	 * was granted one).  Its use is written at least once a second.
+	 */
+	if (o->take && o->nev == 0 && o->g->granted == 0 && !inherited &&
+	    memcmp(&p, &p0, sizeof(p)) == 0 && now - p.seen < clk_real(1) &&
+	    json_object_get(json_object_get(*doc, "users"), id) != NULL) {
+		json_decref(u);
+		return 1;
+	}
+	p.seen = fmax(p.seen, now);
+	json_object_set_new(u, id, json_real(p.seen));
 	json_decref(*doc);
 	*doc = save(&p, o->ep);
 	json_object_set_new(*doc, "users", u);

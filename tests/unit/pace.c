@@ -10,6 +10,7 @@
  * with refusals at random on top, PACE_EXPLORE=conc concurrency caps of 25
  * and 5 with answers in 0.25 s, to explore a change with.
  */
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <math.h>
@@ -1160,6 +1161,34 @@ lease_hosts(void)
 }
 
 /*
+ * An ask told to wait, with nothing changed, writes nothing: the state file
+ * stays the one written by the lease before it; a second later the use is
+ * written again.
+ */
+static void
+quiet_wait(void)
+{
+	struct pace_cfg c = { 400, 0, 0, 0, 0, 0.025 };
+	struct pace_grant g, h;
+	struct stat a, b, d;
+	char err[256], *path = xasprintf("%s/state/rate/quiet.json", dir);
+
+	pace_take_n(dir, "quiet", &c, T0, 32, &g, err, sizeof(err));
+	stat(path, &a);
+	pace_take_n(dir, "quiet", &c, T0 + 0.001, 32, &h, err, sizeof(err));
+	stat(path, &b);
+	ok(g.granted >= 8 && h.granted == 0 && a.st_ino == b.st_ino &&
+	    a.st_mtim.tv_nsec == b.st_mtim.tv_nsec, "told to wait with "
+	    "nothing changed: the state is not written again");
+	/* Asked for nothing, 2 s on: the pace is the same, its use is not. */
+	pace_take_n(dir, "quiet", &c, T0 + 2, 0, &h, err, sizeof(err));
+	stat(path, &d);
+	ok(h.granted == 0 && (d.st_ino != b.st_ino || d.st_mtim.tv_nsec !=
+	    b.st_mtim.tv_nsec), "2 s later, the use is written");
+	free(path);
+}
+
+/*
  * A lease: sends due within c.lease are granted with their times, spaced
  * by the pace, and each may go g.late after its time; a second process
  * asking at once gets none of them, and is told to wait until its own
@@ -1210,6 +1239,23 @@ lease(void)
 	ok(g.granted == 0 || g.due[0] >= last + iv + h.late - 1e-9, "refused "
 	    "while a lease is out: the next send %.4f s after its last, at "
 	    "least %.4f", g.granted ? g.due[0] - last : -1, iv + h.late);
+	/*
+	 * A host whose clock runs 30 s ahead takes a lease; refused here, the
+	 * pace is cut and the next send comes now, not after that lease's
+	 * end 30 s off (it held every send back until then).
+	 */
+	pace_take_n(NULL, "skew", &c, T0 + 30, 32, &h, err, sizeof(err));
+	memset(&e, 0, sizeof(e));
+	e.ev = PACE_SLOW;
+	e.sent_at = e.now = T0;
+	e.seq = h.seq;
+	e.retry_after = -1;
+	pace_feedback_n(NULL, "skew", &c, &e, 1, err, sizeof(err));
+	pace_take_n(NULL, "skew", &c, T0 + 0.1, 32, &g, err, sizeof(err));
+	ok(h.granted > 0 && g.granted > 0 && g.due[0] < T0 + 1, "a lease "
+	    "ending 30 s ahead (a clock ahead) does not hold the pace once cut:"
+	    " next send %.3f s after now", g.granted ? g.due[0] - T0 - 0.1 :
+	    -1);
 	lease_hosts();
 	c.lease = 0;
 	pace_take_n(NULL, "lease0", &c, T0, 32, &g, err, sizeof(err));
@@ -1349,6 +1395,7 @@ main(void)
 	corrupt();
 	batch();
 	lease();
+	quiet_wait();
 	pace_leave(NULL, err, sizeof(err));
 	sub = xasprintf("rm -rf %s", dir);
 	if (system(sub) != 0)
