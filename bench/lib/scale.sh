@@ -213,7 +213,7 @@ scale_stale() {
 # N documents against NEXT; one row of the table.
 scale_seq() {
 	local name=$1 st=$2 first=$3 next=$4 n=$5 d=$work/stale/$1 url='' rc
-	local t0 elapsed ok req ref portal=$4
+	local t0 c0 busy elapsed ok req ref portal=$4
 	mkdir -p "$d"
 	if [ "$st" = pg ]; then
 		pg_createdb "${name//-/_}" || die "scale: CREATE DATABASE failed"
@@ -228,6 +228,7 @@ scale_seq() {
 		portal="$portal, after $first"
 	fi
 	scale_stale_portal "$d/then" "$next"
+	c0=$(scale_cpu)
 	t0=$(now)
 	rc=$(scale_stale_run "$d/then" "$d/run" "$url" "$n" doc-%d)
 	elapsed=$(sub "$(now)" "$t0")
@@ -242,7 +243,7 @@ scale_seq() {
 	portal=${portal//slow/$scale_slow r\/s}
 	tsv_row "$work/scale.tsv" "$name" 1 "$st" "$portal" "$n" "$elapsed" \
 	    "$(awk -v n="$ok" -v e="$elapsed" 'BEGIN { printf "%.0f", n / e }')" \
-	    "$ok/$ok" "$ref/$req" "—" "$rc"
+	    "$ok/$ok" "$ref/$req" "$busy" "$rc"
 	say "scale $name: $ok of $n saved in ${elapsed}s, $ref of $req requests refused, exit $rc"
 }
 
