@@ -413,7 +413,7 @@ check_interrupted() {
 	grep -E '^[0-9*]+ [0-9*]+ .*rfpipe .*--deadline' "$ROOT/examples/cron/crontab"
 	grep -q -- '--deadline' "$ROOT/examples/systemd/rfpipe.service"
 	grep -q '^OnCalendar=' "$ROOT/examples/systemd/rfpipe.timer"
-	grep -q '^SuccessExitStatus=3 4$' "$ROOT/examples/systemd/rfpipe.service"
+	grep -q '^SuccessExitStatus=3 4 5$' "$ROOT/examples/systemd/rfpipe.service"
 	# The report is wired in: after the run, whatever its exit status.
 	grep -E '^[0-9*]+ [0-9*]+ .*rfpipe .*--deadline[^&]*; rfpipe report .*--html' "$ROOT/examples/cron/crontab"
 	grep -q '^ExecStopPost=/usr/bin/rfpipe report .*--html' "$ROOT/examples/systemd/rfpipe.service"
