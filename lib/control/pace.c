@@ -513,6 +513,15 @@ take(struct pst *p, struct op *o)
 	}
 	iv = p->paced ? 1.0 / p->rate : 0;
 	/*
+	 * No hold (HOLD_MAX doublings), burst or lease puts the next send
+	 * further off than this; one that is was written by a host whose
+	 * clock runs ahead, or by hand, and the pace sat with nothing in
+	 * flight, saying nothing, until the run's timeout.  It is now.
+	 */
+	if (p->tat - o->now > (fmax(ldexp(1, HOLD_MAX), (double)o->c->burst) +
+	    1) * iv + L_END_MAX)
+		p->tat = p->l_end = o->now;
+	/*
 	 * A bucket of max(burst, 1): burst 0 and 1 both mean one at a time.
 	 * A pace faster than rfp-fetch's loop can turn (a send due every
 	 * millisecond or less) gets a couple of milliseconds' slack, so it is

@@ -1256,6 +1256,16 @@ lease(void)
 	    "ending 30 s ahead (a clock ahead) does not hold the pace once cut:"
 	    " next send %.3f s after now", g.granted ? g.due[0] - T0 - 0.1 :
 	    -1);
+	/*
+	 * A next send written 10 minutes ahead (a clock ahead, a hand edit):
+	 * no hold or burst puts one there, and the pace sends now.
+	 */
+	pace_take_n(NULL, "ahead", &c, T0, 1, &g, err, sizeof(err));
+	pace_take_n(NULL, "ahead", &c, T0 + 600, 1, &g, err, sizeof(err));
+	pace_take_n(NULL, "ahead", &c, T0 + 0.1, 1, &h, err, sizeof(err));
+	ok(h.granted == 1 && h.due[0] == T0 + 0.1, "a next send 600 s ahead "
+	    "(another clock) does not hold the pace: granted %ld, wait %.1f s",
+	    h.granted, h.wait);
 	lease_hosts();
 	c.lease = 0;
 	pace_take_n(NULL, "lease0", &c, T0, 32, &g, err, sizeof(err));
