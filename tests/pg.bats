@@ -611,7 +611,7 @@ state_updates() {
 		wait "${HOSTS[n]}" || fail "host $n: $(cat "$BATS_TEST_TMPDIR/h$n.err")"
 		[ "$(wc -l <"$BATS_TEST_TMPDIR/h$n/results.ndjson")" -eq 200 ]
 	done
-	[ "$(jq -s '[.[] | select(.action == "rate_limited")] | length' "$MOCK_LOG")" -eq 0 ]
+	[ "$(logged '.action == "rate_limited"')" -eq 0 ]
 	# Asked a send at a time, pace and breaker took 3,570 to 3,633
 	# updates (6 a document); with leases of 25 ms, eight to ten sends
 	# each at 400/s, 489 to 493 (730 to 798 while an ask told to wait
@@ -621,14 +621,11 @@ state_updates() {
 	[ "$updates" -le 1500 ]
 }
 
-@test "pipeline --state: a start or cut of the shared pace is told to every host (NOTIFY rfp_pace, SEQ ENDPOINT)" {
-	printf 'routes:\n  - {match: "/l/*", endpoint: l, limits: [{kind: gcra, per_s: 20, burst: 0}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
-	mock_start "$BATS_TEST_TMPDIR/s.yaml"
-	for i in $(seq 1 40); do
-		printf '{"id":"d%d","url":"%s/l/%d","endpoint":"l"}\n' "$i" "$MOCK_URL" "$i"
-	done >"$BATS_TEST_TMPDIR/m"
-	rfp-fetch --state "$URL" </dev/null >/dev/null
-	# Another host: psql prints what it was told after each statement.
+# pace_listen: another host, listening on rfp_pace into $BATS_TEST_TMPDIR/news
+# (psql prints what it was told after each statement) for up to 30 s;
+# returns once it listens.
+pace_listen() {
+	local i
 	{
 		echo 'LISTEN rfp_pace;'
 		for i in $(seq 1 600); do echo 'SELECT pg_sleep(0.05);'; done
@@ -638,16 +635,33 @@ state_updates() {
 		[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()")" -ge 1 ] && break
 		sleep 0.1
 	done
-	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q -j 8 --state "$URL" \
-	    --run-dir "$BATS_TEST_TMPDIR/r" "$BATS_TEST_TMPDIR/m"
-	[ "$(wc -l <"$BATS_TEST_TMPDIR/r/results.ndjson")" -eq 40 ]
-	refused=$(jq -s '[.[] | select(.action == "rate_limited")] | length' "$MOCK_LOG")
-	[ "$refused" -ge 1 ]
+}
+
+# pace_heard: wait up to 10 s for pace_listen's host to be told of a cut,
+# then stop it.
+pace_heard() {
+	local i
 	for i in $(seq 1 100); do
 		grep -q 'rfp_pace' "$BATS_TEST_TMPDIR/news" && break
 		sleep 0.1
 	done
 	kill "${HOSTS[0]}" 2>/dev/null
+}
+
+@test "pipeline --state: a start or cut of the shared pace is told to every host (NOTIFY rfp_pace, SEQ ENDPOINT)" {
+	printf 'routes:\n  - {match: "/l/*", endpoint: l, limits: [{kind: gcra, per_s: 20, burst: 0}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	for i in $(seq 1 40); do
+		printf '{"id":"d%d","url":"%s/l/%d","endpoint":"l"}\n' "$i" "$MOCK_URL" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	rfp-fetch --state "$URL" </dev/null >/dev/null
+	pace_listen
+	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q -j 8 --state "$URL" \
+	    --run-dir "$BATS_TEST_TMPDIR/r" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/r/results.ndjson")" -eq 40 ]
+	refused=$(logged '.action == "rate_limited"')
+	[ "$refused" -ge 1 ]
+	pace_heard
 	cat "$BATS_TEST_TMPDIR/news" | sort -u
 	grep -E -q '^Asynchronous notification "rfp_pace" with payload "[0-9]+ l" received' "$BATS_TEST_TMPDIR/news"
 }
@@ -664,24 +678,12 @@ state_updates() {
 		printf '{"id":"d%d","url":"http://%s/l/%d"}\n' "$i" "$ep" "$i"
 	done >"$BATS_TEST_TMPDIR/m"
 	rfp-fetch --state "$URL" </dev/null >/dev/null
-	{
-		echo 'LISTEN rfp_pace;'
-		for i in $(seq 1 600); do echo 'SELECT pg_sleep(0.05);'; done
-	} | psql -X -qAt "$URL" >"$BATS_TEST_TMPDIR/news" 2>&1 &
-	HOSTS[0]=$!
-	for i in $(seq 1 100); do
-		[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()")" -ge 1 ] && break
-		sleep 0.1
-	done
+	pace_listen
 	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q -j 8 --state "$URL" \
 	    --run-dir "$BATS_TEST_TMPDIR/r" "$BATS_TEST_TMPDIR/m"
 	[ "$(jq -r .status "$BATS_TEST_TMPDIR/r/results.ndjson" | grep -c '^200$')" -eq 40 ]
-	[ "$(jq -s '[.[] | select(.action == "rate_limited")] | length' "$MOCK_LOG")" -ge 1 ]
-	for i in $(seq 1 100); do
-		grep -q 'rfp_pace' "$BATS_TEST_TMPDIR/news" && break
-		sleep 0.1
-	done
-	kill "${HOSTS[0]}" 2>/dev/null
+	[ "$(logged '.action == "rate_limited"')" -ge 1 ]
+	pace_heard
 	grep -q 'rfp_pace' "$BATS_TEST_TMPDIR/news"
 	run grep -v -c -E "payload \"[0-9]+ $ep\" received" <(grep rfp_pace "$BATS_TEST_TMPDIR/news")
 	[ "$output" -eq 0 ]
@@ -701,7 +703,7 @@ state_updates() {
 	rfp-fetch --state "$URL" </dev/null >/dev/null
 	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q -j 8 --state "$URL" \
 	    --run-dir "$BATS_TEST_TMPDIR/r" "$BATS_TEST_TMPDIR/m"
-	[ "$(jq -s '[.[] | select(.action == "rate_limited")] | length' "$MOCK_LOG")" -ge 1 ]
+	[ "$(logged '.action == "rate_limited"')" -ge 1 ]
 	[ "$(jq -r .status "$BATS_TEST_TMPDIR/r/results.ndjson" | grep -c '^200$')" -eq 40 ]
 }
 
@@ -740,7 +742,7 @@ state_updates() {
 	timeout 60 rfp-fetch -j 32 --config "$BATS_TEST_TMPDIR/c.yaml" --state "$URL" \
 	    <"$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/out"
 	[ "$(grep -c . "$BATS_TEST_TMPDIR/out")" -ge 2000 ]
-	refused=$(jq -s '[.[] | select(.action == "rate_limited")] | length' "$MOCK_LOG")
+	refused=$(logged '.action == "rate_limited"')
 	echo "refused: $refused"
 	[ "$refused" -le 100 ]
 }
