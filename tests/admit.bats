@@ -24,6 +24,19 @@ commit_portal() {
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
 }
 
+# refused_both SUMMARY LINE...: --check (exit 2, its summary saying SUMMARY)
+# and a run (exit 3) refuse the same lines of $M, each with LINE... alone
+# on stderr.
+refused_both() {
+	local summary=$1
+	shift
+	run -2 --separate-stderr pipeline.sh --check "$M"
+	[[ $output == *"$summary"* ]]
+	[ "$stderr" = "$(printf '%s\n' "$@")" ]
+	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$M"
+	[ "$stderr" = "$(printf '%s\n' "$@")" ]
+}
+
 @test "admit: a body with GET, HEAD or no method is bad_input naming the line and the field; nothing is sent" {
 	commit_portal
 	echo '{}' >"$BATS_TEST_TMPDIR/b.json"
@@ -118,11 +131,7 @@ keyed() {
 	    'rfp-fetch: line 3: field "body_file": cannot read "missing.json": No such file or directory'
 	    'rfp-fetch: line 4: field "url": port "99999" is not a number from 1 to 65535'
 	    'rfp-fetch: line 5: field "url": port "0" is not a number from 1 to 65535')
-	run -2 --separate-stderr pipeline.sh --check "$M"
-	[[ $output == *"manifest: 5 lines, 1 documents, 4 bad"* ]]
-	[ "$stderr" = "$(printf '%s\n' "${want[@]}")" ]
-	run -3 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$M"
-	[ "$stderr" = "$(printf '%s\n' "${want[@]}")" ]
+	refused_both "manifest: 5 lines, 1 documents, 4 bad" "${want[@]}"
 	[ "$(logged '.kind == "request"')" -eq 1 ]
 	[ "$(requests_for /grants/submit/a)" -eq 1 ]
 	jq -s -e '[.[] | [.id, .dead_reason, .line]] == [["b","bad_input",2],["c","bad_input",3],["d","bad_input",4],["e","bad_input",5]]' "$RUN/dead.ndjson"
@@ -149,11 +158,7 @@ keyed() {
 	    "rfp-fetch: line 3: field \"attempt\": $r"
 	    "rfp-fetch: line 4: field \"attempt\": $r"
 	    "rfp-fetch: line 5: field \"attempt\": $r")
-	run -2 --separate-stderr pipeline.sh --check "$M"
-	[[ $output == *"manifest: 7 lines, 2 documents, 5 bad"* ]]
-	[ "$stderr" = "$(printf '%s\n' "${want[@]}")" ]
-	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$M"
-	[ "$stderr" = "$(printf '%s\n' "${want[@]}")" ]
+	refused_both "manifest: 7 lines, 2 documents, 5 bad" "${want[@]}"
 	[ "$(logged '.kind == "request"')" -eq 2 ]
 	[ "$(requests_for /grants/submit/f)" -eq 1 ]
 	[ "$(requests_for /grants/submit/g)" -eq 1 ]
@@ -174,11 +179,7 @@ keyed() {
 	    'rfp-fetch: line 2: field "id": unsafe id: contains ".parsed."'
 	    'rfp-fetch: line 3: field "id": unsafe id: ends in ".parsed"'
 	    'rfp-fetch: line 4: field "id": unsafe id: contains ".parsed."')
-	run -2 --separate-stderr pipeline.sh --check "$M"
-	[[ $output == *"manifest: 5 lines, 2 documents, 3 bad"* ]]
-	[ "$stderr" = "$(printf '%s\n' "${want[@]}")" ]
-	run -3 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$M"
-	[ "$stderr" = "$(printf '%s\n' "${want[@]}")" ]
+	refused_both "manifest: 5 lines, 2 documents, 3 bad" "${want[@]}"
 	[ "$(requests_for /grants/submit/a)" -eq 1 ]
 	[ "$(requests_for /grants/submit/d)" -eq 1 ]
 	[ "$(logged '.kind == "request"')" -eq 2 ]
