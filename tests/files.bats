@@ -24,14 +24,10 @@ as_other() {
 
 @test "files: a line just under 1 MiB is filed done with its id, once, across a resume (#24)" {
 	mock_start "$FIX/mock/ok.yaml"
-	local head
-	head=$(printf '{"id":"big","url":"%s/nih/big","pad":"' "$MOCK_URL")
 	{
 		manifest /nih 1
 		# 100 bytes under the cap: what rfp-fetch adds takes it over.
-		printf '%s' "$head"
-		head -c $((1048576 - 100 - ${#head} - 2)) /dev/zero | tr '\0' a
-		printf '"}\n'
+		padded_record "\"id\":\"big\",\"url\":\"$MOCK_URL/nih/big\"," $((1048576 - 100))
 	} >"$M"
 	[ "$(sed -n 2p "$M" | wc -c)" -eq $((1048576 - 100 + 1)) ]
 	run timeout 60 rfpipe --run-dir "$RD" -q "$M"
@@ -70,14 +66,10 @@ as_other() {
 
 @test "files: --check refuses the lines the run refuses for their size as written, naming them alike (#24)" {
 	mock_start "$FIX/mock/ok.yaml"
-	local head
-	head=$(printf '{"id":"tall","url":"%s/nih/tall","pad":"' "$MOCK_URL")
 	{
 		manifest /nih 1
 		# 2 bytes under the cap as read; its endpoint, added, takes it over.
-		printf '%s' "$head"
-		head -c $((1048576 - 2 - ${#head} - 2)) /dev/zero | tr '\0' a
-		printf '"}\n'
+		padded_record "\"id\":\"tall\",\"url\":\"$MOCK_URL/nih/tall\"," $((1048576 - 2))
 		# 1e15 is written 1000000000000000.0: 300 kB read, 1.1 MB written.
 		printf '{"id":"wide","url":"%s/nih/wide","n":[' "$MOCK_URL"
 		yes 1e15, | head -n 60000 | tr -d '\n'

@@ -218,11 +218,19 @@ check_line() {
 	fi
 }
 
+# padded_record FIELDS LEN: one line {FIELDS"pad":"aaa..."} of LEN bytes
+# before its newline (FIELDS in ASCII).
+padded_record() {
+	local head
+	head=$(printf '{%s"pad":"' "$1")
+	printf '%s' "$head"
+	head -c $(($2 - ${#head} - 2)) /dev/zero | tr '\0' a
+	printf '"}\n'
+}
+
 # huge_record FIELDS: one line over every cap (1 MiB and 64 KiB), {FIELDS"pad":"aaa...}.
 huge_record() {
-	printf '{%s"pad":"' "$1"
-	head -c 1200000 /dev/zero | tr '\0' a
-	printf '"}\n'
+	padded_record "$1" $((${#1} + 1200010))
 }
 
 # descendants PID: every process below PID.
