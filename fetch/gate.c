@@ -332,8 +332,6 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			e->seq = e->free_seq;
 			e->free = 1;
 			e->lease = 0;
-			while (want > 0)
-				e->due[--want] = now;
 		} else {
 			/*
 			 * Asked for when the sends will reach the wire, not
@@ -378,7 +376,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			if (g.granted < want)
 				e->pace_wait = g.wait;
 		}
-		if (e->credit == 0 || e->due[0] > now + e->lag) {
+		if (e->credit == 0 || (e->lease && e->due[0] > now + e->lag)) {
 			gate_give(e, *slot);
 			e->blocked_until = e->credit == 0 ? now + e->pace_wait :
 			    e->due[0] - e->lag;

@@ -89,10 +89,11 @@ struct pace_grant {
  * state-file error.  With c->lease, a lease: the sends due up to that
  * far ahead are granted too, due[i] saying when each may go, so that the
  * store is asked once a lease rather than once a send, and processes
- * sharing the pace take it a lease at a time.  A send not made by
- * g->late after its time is dropped, never kept: sent later, it would
- * crowd the next one, another process's perhaps, which the pace puts that
- * much after the lease's last.
+ * sharing the pace take it a lease at a time.  A send that goes late puts
+ * the rest off as much, and none goes more than g->late after the
+ * lease's last time: what would is dropped, never kept, for it would
+ * crowd the next grant, another process's perhaps, which the pace puts
+ * that much after the lease's last.
  * rundir NULL keeps the state in this process.
  */
 int	pace_take_n(const char *rundir, const char *ep,
