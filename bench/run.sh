@@ -76,7 +76,10 @@ usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
                  queue (--queue; for 3, also with each pipeline's state
                  apart); 10,000 documents (--quick: 3,000); then 1 and 3
                  against nginx limited to 500 r/s (burst 1), 2,000 documents
-                 (--quick: 1,000), with the 429s counted; then the
+                 (--quick: 1,000), with the 429s counted; then one pipeline
+                 with --state and 1 and 3 through the queue against the
+                 mock answering every request in 100 ms, the endpoint's
+                 ceiling 3 x -j, 6,000 documents (--quick: 3,000); then the
                  stale-pace sequences, one pipeline run at once after
                  another on the same state, the limit changed between them
                  (20 r/s, then unlimited; unlimited, then 20 r/s), files

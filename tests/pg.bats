@@ -203,6 +203,28 @@ filed() {
 	[ "$(jq -s '[.[] | select(.committed and .duplicate)] | length' "$MOCK_LOG")" -eq 0 ]
 }
 
+@test "pipeline --queue: three hosts keep more in flight than one host may, and no more than the endpoint's ceiling" {
+	local i
+	mock_start "$FIX/pg/hosts.yaml"
+	for i in $(seq 1 120); do
+		printf '{"id":"doc-%d","url":"%s/nih/doc-%d","endpoint":"nih"}\n' "$i" "$MOCK_URL" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	# Each host 3 at once; the endpoint's ceiling, held across the hosts, 6.
+	printf 'concurrency: 3\nendpoints:\n  nih: {concurrency: 6}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	host 1 --batch 8 "$BATS_TEST_TMPDIR/m"
+	host 2 --batch 8 "$BATS_TEST_TMPDIR/m"
+	host 3 --batch 8 "$BATS_TEST_TMPDIR/m"
+	finish 1
+	finish 2
+	finish 3
+	[ "$(filed | sort -u | wc -l)" -eq 120 ]
+	# Served at once (a request holds its slot from its arrival to its
+	# answer's 20 ms delay): over one host's 3, never over the ceiling.
+	echo "served at once: $(mock_overlap nih 0.02)"
+	[ "$(mock_overlap nih 0.02)" -gt 3 ]
+	[ "$(mock_overlap nih 0.02)" -le 6 ]
+}
+
 @test "pipeline --queue: a host killed with SIGKILL leaves its claimed records to the others after the lease" {
 	mock_start "$FIX/pg/hosts.yaml"
 	docs 270 >"$BATS_TEST_TMPDIR/m"

@@ -4,7 +4,11 @@
 # burst 10^6: never refuses), then against a limited one (limit_req at
 # scale_rate r/s, burst 1 nodelay, 429s counted), then the stale-pace
 # sequences (scale_stale, below); one table on stdout.  --cells picks runs
-# by name.
+# by name.  On a machine of few cores the unlimited runs are bound by its
+# CPU, which three pipelines share; the slow-* runs, against the mock
+# portal answering every request in scale_lat_ms, are bound by what each
+# pipeline keeps in flight (-j), as against a real portal: what three
+# pipelines on one queue add there is what the queue lets them add.
 # Its globals are set by bench/run.sh (checked whole with it).
 # shellcheck shell=bash disable=SC2034,SC2154
 
@@ -19,11 +23,15 @@ scale_lim_runs='lim-files-1:1:files lim-pg-1:1:pg lim-pg-3:3:pg
 lim-queue-1:1:queue lim-queue-3:3:queue lim-pg-1-told:1:pg:told
 lim-pg-3-told:3:pg:told lim-queue-3-told:3:queue:told'
 scale_rate=500
+# Against answers that take scale_lat_ms: -j bounds each pipeline.
+scale_lat_runs='slow-pg-1:1:pg slow-queue-1:1:queue slow-queue-3:3:queue'
+scale_lat_ms=100
 
 scale_scenario() {
 	local spec name h m
-	scale_n=10000 scale_lim_n=2000 scale_tmo=600 scale_conf=''
-	[ -z "$quick" ] || { scale_n=3000; scale_lim_n=1000; }
+	scale_n=10000 scale_lim_n=2000 scale_lat_n=6000 scale_tmo=600
+	scale_conf=''
+	[ -z "$quick" ] || { scale_n=3000; scale_lim_n=1000; scale_lat_n=3000; }
 	pg_start || die "scale: $(cat "$lim_notes")"
 	: >"$work/scale.tsv"
 	scale_ng=$work/scale/nginx
@@ -34,6 +42,7 @@ scale_scenario() {
 		scale_run "$name" "$h" "$m" "$scale_n" unlimited
 	done
 	nginx_stop
+	scale_lat
 	scale_ng=$work/scale-lim/nginx
 	nginx_start "$work/scale-lim" "$scale_rate" 1 1 429
 	printf 'endpoints:\n  scale:\n    rate: %s\n    burst: 1\n' \
@@ -49,6 +58,35 @@ scale_scenario() {
 	nginx_stop
 	scale_stale
 	scale_table
+}
+
+# scale_lat: the slow-* runs, against a fresh mock portal whose every answer
+# takes scale_lat_ms (no limit: scale_refused counts none).
+scale_lat() {
+	local spec name h m d=$work/scale-lat any=''
+	for spec in $scale_lat_runs; do
+		IFS=: read -r name h m <<<"$spec"
+		lim_selected "$name" && any=1
+	done
+	[ -n "$any" ] || return 0
+	mkdir -p "$d"
+	printf 'routes:\n  - match: "/doc/*"\n    endpoint: scale\n    delay_ms: %s\n' \
+	    "$scale_lat_ms" >"$d/slow.yaml"
+	# The endpoint's ceiling (shared by every host) lets three hosts
+	# have -j each in flight.
+	printf 'endpoints:\n  scale:\n    concurrency: %s\n' $((3 * jobs)) \
+	    >"$d/conc.yaml"
+	scale_ng=$d/none
+	start_mock "$d/slow.yaml" "$d"
+	for spec in $scale_lat_runs; do
+		IFS=: read -r name h m <<<"$spec"
+		lim_selected "$name" || continue
+		scale_conf=$d/conc.yaml
+		scale_run "$name" "$h" "$m" "$scale_lat_n" \
+		    "answers in $scale_lat_ms ms"
+	done
+	scale_conf=''
+	stop_mock || die "scale: the mock portal died"
 }
 
 # scale_refused: the 429s in the running nginx's access log so far.
@@ -148,9 +186,14 @@ scale_table() {
 	echo "| --- | --: | --- | --- | --: | --: | --: | --: | --: | --: | --- |"
 	awk -F'\t' -v OFS=' | ' '{ print "| " $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 " |" }' \
 	    "$work/scale.tsv"
-	awk -F'\t' -v lim="$scale_rate" -v n="$(nproc)" '
+	awk -F'\t' -v lim="$scale_rate" -v n="$(nproc)" -v lat="$scale_lat_ms" '
 	    { r[$1] = $7; c[$1] = $10 }
 	    END { p = r["pg-1"]; q1 = r["queue-1"]; q3 = r["queue-3"]
+		l1 = r["slow-queue-1"]; l3 = r["slow-queue-3"]
+		if (l1 > 0 && l3 > 0)
+			printf "\n    %s  answers in %d ms: three pipelines on one queue >= 1.5 x one (%.2f x; one pipeline with --state %d/s, through the queue %d/s)\n", \
+			(l3 >= 1.5 * l1 ? "PASS" : "FAIL"), lat, l3 / l1, \
+			r["slow-pg-1"], l1
 		if (!(p > 0 && q1 > 0 && r["files-1"] > 0))
 			exit	# --cells left them out
 		printf "\n    %s  one pipeline through the queue >= 50%% of one with --state (%.0f%%)\n", \
