@@ -238,10 +238,13 @@ arr_load(const json_t *d, const char *name, double *v, size_t n)
 		return 0;
 	if (!json_is_array(a) || json_array_size(a) != n)
 		return -1;
+	/* Counts and times, every one: none is negative. */
 	for (i = 0; i < n; i++) {
 		if (!json_is_number(json_array_get(a, i)))
 			return -1;
 		v[i] = json_number_value(json_array_get(a, i));
+		if (!isfinite(v[i]) || v[i] < 0)
+			return -1;
 	}
 	return 0;
 }

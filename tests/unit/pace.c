@@ -1109,6 +1109,9 @@ corrupt(void)
 	    "a noise share of 0.99 is corrupt: %s", err);
 	ok(refused("{\"r_noise\": -1}\n", err, sizeof(err)),
 	    "a negative pace to start again at is corrupt: %s", err);
+	/* Measured intervals: a negative count made the measure infinite. */
+	ok(refused("{\"iv_s\": [-1, 9, 9, 9, 9, 9, 9, 9]}\n", err, sizeof(err)),
+	    "a negative count of successes in an interval is corrupt: %s", err);
 }
 
 /* n outcomes in one call leave what n calls leave. */
