@@ -103,7 +103,7 @@ scale_refused() {
 # the manifest is loaded once, inside the timing, and every pipeline pulls.
 scale_run() {
 	local name=$1 hosts=$2 mode=$3 n=$4 portal=$5 d=$work/scale/$1
-	local db=${1//-/_} h url='' ew='' rcs ok uniq t0 r0 c0 busy
+	local db=${1//-/_} h url='' ew='' rcs ok uniq t0 r0 c0 g0 busy dbcpu
 	mkdir -p "$d"
 	gen_inputs "$d" "$n" /doc/ scale doc-%d
 	if [ "$mode" != files ]; then
@@ -117,6 +117,7 @@ scale_run() {
 	fi
 	r0=$(scale_refused)
 	c0=$(scale_cpu)
+	g0=$(scale_pgcpu)
 	t0=$(now)
 	case $mode in queue|apart)
 		"$bin/rfp-queue" --state "$url" load <"$d/manifest.ndjson" \
@@ -125,6 +126,12 @@ scale_run() {
 	rcs=$(scale_pipelines "$d" "$hosts" "$mode" "$url" "$db")
 	elapsed=$(sub "$(now)" "$t0")
 	busy=$(scale_busy "$c0" "$(scale_cpu)")
+	dbcpu=
+	if [ "$mode" != files ]; then
+		sleep 0.5	# the backends of closed connections exit
+		dbcpu=$(awk -v a="$g0" -v b="$(scale_pgcpu)" -v n="$n" \
+		    'BEGIN { printf "%.3f", 1000 * (b - a) / n }')
+	fi
 	{ cat "$d"/run*/results.ndjson 2>/dev/null || true; } | jq -r .id \
 	    >"$d/ok.ids"
 	ok=$(count_lines "$d/ok.ids")
@@ -135,7 +142,7 @@ scale_run() {
 	esac
 	tsv_row "$work/scale.tsv" "$name" "$hosts" "$mode" "$portal" "$n" \
 	    "$elapsed" "$(awk -v n="$n" -v e="$elapsed" 'BEGIN { printf "%.0f", n / e }')" \
-	    "$ok/$uniq" "$(($(scale_refused) - r0))" "$busy" "$ew$rcs"
+	    "$ok/$uniq" "$(($(scale_refused) - r0))" "$busy" "$ew$rcs" "$dbcpu"
 	say "scale $name: $ok saved ($uniq distinct) of $n in ${elapsed}s, exit $ew$rcs"
 }
 
@@ -144,6 +151,17 @@ scale_run() {
 scale_cpu() {
 	awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i
 		print t - $5 - $6, t; exit }' /proc/stat
+}
+
+# scale_pgcpu: the CPU seconds the PostgreSQL cluster has spent so far in
+# the postmaster and its children reaped (every backend whose connection
+# has closed; not the background workers, which live on).
+scale_pgcpu() {
+	local pid
+	pid=$(head -n 1 "$pg_dir/data/postmaster.pid" 2>/dev/null) || pid=
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, "")
+		printf "%.2f\n", ($12 + $13 + $14 + $15) / hz; f = 1 }
+	    END { if (!f) print 0 }' "/proc/${pid:-0}/stat" 2>/dev/null || echo 0
 }
 
 # scale_busy "B0 T0" "B1 T1": the cores busy between the two marks, of
@@ -182,12 +200,12 @@ scale_pipelines() {
 
 # scale_table: the runs as a Markdown table, and the checks.
 scale_table() {
-	echo "| run | pipelines | state | portal | documents | wall s | documents/s | saved/distinct | 429s | busy cores of $(nproc) | exit |"
-	echo "| --- | --: | --- | --- | --: | --: | --: | --: | --: | --: | --- |"
-	awk -F'\t' -v OFS=' | ' '{ print "| " $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 " |" }' \
+	echo "| run | pipelines | state | portal | documents | wall s | documents/s | saved/distinct | 429s | busy cores of $(nproc) | exit | PostgreSQL CPU ms a document |"
+	echo "| --- | --: | --- | --- | --: | --: | --: | --: | --: | --: | --- | --: |"
+	awk -F'\t' -v OFS=' | ' '{ print "| " $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, ($12 == "" ? "—" : $12) " |" }' \
 	    "$work/scale.tsv"
 	awk -F'\t' -v lim="$scale_rate" -v n="$(nproc)" -v lat="$scale_lat_ms" '
-	    { r[$1] = $7; c[$1] = $10 }
+	    { r[$1] = $7; c[$1] = $10; g[$1] = $12 }
 	    END { p = r["pg-1"]; q1 = r["queue-1"]; q3 = r["queue-3"]
 		l1 = r["slow-queue-1"]; l3 = r["slow-queue-3"]
 		if (l1 > 0 && l3 > 0)
@@ -205,6 +223,10 @@ scale_table() {
 		if (c["queue-1"] > 0)
 			printf "    one pipeline through the queue kept %.2f of %d cores busy: three can be at most %.2f x as fast on this machine\n", \
 			c["queue-1"], n, n / c["queue-1"]
+		# The part every host shares: the CPU of the database.
+		if (g["queue-1"] > 0 && g["queue-3"] > 0)
+			printf "    PostgreSQL spent %.3f ms of CPU a document for one pipeline through the queue, %.3f for three: one database core serves at most %.0f documents/s, however many hosts pull\n", \
+			g["queue-1"], g["queue-3"], 1000 / g["queue-3"]
 		printf "\n    two and three against one: files %.2f x, %.2f x; --state %.2f x, %.2f x; the queue %.2f x, %.2f x (each state apart: %.2f x)\n", \
 		r["files-2"] / r["files-1"], r["files-3"] / r["files-1"], \
 		r["pg-2"] / p, r["pg-3"] / p, r["queue-2"] / q1, q3 / q1, \
