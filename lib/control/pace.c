@@ -292,6 +292,16 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 		return -1;
 	if (p->ok_k < 0 || p->ok_k > WIN_MAX || p->okh_n < 0)
 		return -1;
+	/*
+	 * Counts are never negative, and no window is past WIN_MAX: p_ok
+	 * places the next success time (-1 wrote ok_t[-1], the next
+	 * interval's place, and a refusal in the same batch wrote far out of
+	 * the state), and a window of 1e300 was no whole number of requests.
+	 */
+	if (p->win > WIN_MAX || p->p_ok < 0 || p->p_ok > 0x1p53 ||
+	    p->s_ref < 0 || p->n_ok < 0 || p->n_cut < 0 || p->cuts < 0 ||
+	    p->takes < 0 || p->takes > 0x1p53)
+		return -1;
 	for (i = 0; i < NOKH; i++)
 		if (p->okh[i] < 0)
 			return -1;

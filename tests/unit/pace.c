@@ -1112,6 +1112,12 @@ corrupt(void)
 	/* Measured intervals: a negative count made the measure infinite. */
 	ok(refused("{\"iv_s\": [-1, 9, 9, 9, 9, 9, 9, 9]}\n", err, sizeof(err)),
 	    "a negative count of successes in an interval is corrupt: %s", err);
+	/* A success count that placed the next success time before ok_t. */
+	ok(refused("{\"paced\": 1, \"rate\": 5, \"p_ok\": -1}\n", err,
+	    sizeof(err)), "a negative count of successes since the pace "
+	    "started is corrupt: %s", err);
+	ok(refused("{\"win\": 1e300}\n", err, sizeof(err)),
+	    "a window past the largest is corrupt: %s", err);
 }
 
 /* n outcomes in one call leave what n calls leave. */
