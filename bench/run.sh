@@ -86,7 +86,8 @@ usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
                  and PostgreSQL state; one table on stdout, nothing
                  written to bench/RESULTS.md
   --keep         keep the work directory (logs, outputs) and say where
-  --work DIR     work in DIR (default: a new directory under \${TMPDIR:-/tmp})
+  --work DIR     work in DIR (default: a new directory under \${TMPDIR:-/tmp});
+                 removed at the end unless --keep, or DIR was there before
   --results FILE write the report there (default: bench/RESULTS.md after a
                  full run, none after --quick, --only or --cells; a full
                  --limiters run writes only its own section of the file)
@@ -231,10 +232,13 @@ build() {
 
 # workdir: the work directory and the files every part writes into.
 workdir() {
+	# A directory given that was there before is not the bench's to remove.
+	work_made=1
 	if [ -z "$work" ]; then
 		work=$(mktemp -d "${TMPDIR:-/tmp}/rfpipe-bench.XXXXXX") ||
 			die "mktemp failed"
 	else
+		[ ! -e "$work" ] || work_made=''
 		mkdir -p "$work" || die "mkdir $work failed"
 		work=$(cd "$work" && pwd)
 	fi
@@ -254,14 +258,15 @@ workdir() {
 	: >"$lim_notes"
 }
 
-# cleanup: stop what still runs, remove the work directory unless kept.
+# cleanup: stop what still runs, remove the work directory unless kept
+# (--keep, or a --work directory that was there before).
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
 	[ -z "$mock_pid" ] || stop_mock || true
 	nginx_stop
 	pg_stop
-	if [ -n "$keep" ]; then
-		say "work directory kept: $work"
+	if [ -n "$keep" ] || [ -z "${work_made:-}" ]; then
+		[ -z "$work" ] || say "work directory kept: $work"
 	else
 		rm -rf "$work"
 	fi

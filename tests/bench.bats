@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
-# The bench's scripts are not run by the tests (they take minutes and
-# measure time), so a fault in one would wait for the next bench to show:
-# each must parse, and bench/run.sh, with every part it sources, must pass
-# shellcheck.
+# The bench is not run by the tests (it takes minutes and measures time),
+# so a fault in it would wait for the next bench to show: each script must
+# parse, bench/run.sh with every part it sources must pass shellcheck, and
+# its own rules hold on its cheapest path (--scale with --cells that select
+# no run: PostgreSQL and nginx start and stop, nothing runs).
 
 load test_helper
 
@@ -19,4 +20,29 @@ load test_helper
 	run shellcheck -x run.sh
 	echo "$output"
 	[ "$status" -eq 0 ]
+}
+
+@test "bench --work DIR: a directory that was there before is kept, with what it held" {
+	[ -n "$(find /usr/lib/postgresql -path '*/bin/initdb' 2>/dev/null)" ] ||
+	    skip "initdb not found"
+	command -v nginx >/dev/null || skip "nginx not found"
+	local w=$BATS_TEST_TMPDIR/work
+	mkdir "$w"
+	echo mine >"$w/precious.txt"
+	run --separate-stderr "$ROOT/bench/run.sh" \
+	    --scale --no-build --cells no-such-run --work "$w"
+	assert_success
+	[ "$(cat "$w/precious.txt")" = mine ]
+	[[ $stderr == *"work directory kept: $w"* ]]
+}
+
+@test "bench --work DIR: a directory the bench made is removed at the end" {
+	[ -n "$(find /usr/lib/postgresql -path '*/bin/initdb' 2>/dev/null)" ] ||
+	    skip "initdb not found"
+	command -v nginx >/dev/null || skip "nginx not found"
+	local w=$BATS_TEST_TMPDIR/new-work
+	run --separate-stderr "$ROOT/bench/run.sh" \
+	    --scale --no-build --cells no-such-run --work "$w"
+	assert_success
+	[ ! -e "$w" ]
 }
