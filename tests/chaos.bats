@@ -19,7 +19,7 @@ setup() {
 # fixtures/pipeline/), and the manifest of N documents, a fifth of them
 # submissions, in $BATS_TEST_TMPDIR/m.
 chaos_start() {
-	mock_start "$FIX/pipeline/$1"
+	mock_start "$FIX/pipeline/$@"
 	awk -v n="$N" -v u="$MOCK_URL" 'BEGIN {
 	    for (i = 1; i <= n; i++)
 	        if (i % 5 == 0)
@@ -78,13 +78,14 @@ commits() {
 @test "chaos: a seeded storm with a SIGKILL and a resume keeps every invariant" {
 	local seed=${CHAOS_SEED:-7} stages=(fetch classify backoff sink) stage pid
 	stage=${stages[$((seed % 4))]}
-	chaos_start chaos.yaml
+	# Kill once the portal has had requests for a seeded share (10-60 %)
+	# of the documents; it holds the rest meanwhile.
+	want=$(awk -v s="$seed" -v n="$N" 'BEGIN { srand(s); printf "%d", n * (0.1 + rand() * 0.5) }')
+	chaos_start chaos.yaml --hold-at "$want"
 	pipeline.sh -q --seed "$seed" --config "$FIX/pipeline/chaos-rfpipe.yaml" \
 	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" &
 	pid=$!
-	# Kill once a seeded share (10-60 %) of the documents has been filed.
-	want=$(awk -v s="$seed" -v n="$N" 'BEGIN { srand(s); printf "%d", n * (0.1 + rand() * 0.5) }')
-	kill_stage_at "$RUN" "$pid" "$stage" "$want" 30
+	kill_stage_at "$pid" "$stage" 30
 	wait "$pid" || :
 	run pipeline.sh -q --seed "$seed" --config "$FIX/pipeline/chaos-rfpipe.yaml" \
 	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
@@ -119,9 +120,10 @@ commits() {
 	# 4. The ceiling was never exceeded.  A request held its slot at least
 	# from its arrival to its answer (plus the route's 20 ms delay), so count
 	# overlaps of those spans: the mock's own "inflight" lags under load, and
-	# keeps counting a killed run's connections for a while.
+	# keeps counting a killed run's connections for a while.  Those the mock
+	# held for the kill had timed out at the client long before their answer.
 	d=$(awk -v s="$RFPIPE_TIME_SCALE" 'BEGIN { printf "%.4f", 0.02 * s }')
-	jq -s -e --argjson d "$d" '[.[] | select(.kind == "request")] |
+	jq -s -e --argjson d "$d" '[.[] | select(.kind == "request" and (.held | not))] |
 	    group_by(.endpoint) | map({key: .[0].endpoint, value: (. as $r |
 	        $r | map(.t as $t | [$r[] | select(.t <= $t and $t < .t_answer + $d)] |
 	        length) | max)}) | from_entries | .chaos <= 8 and .submit <= 4' "$MOCK_LOG"
@@ -204,30 +206,37 @@ commits() {
 }
 
 @test "chaos: two pipelines of one manifest on one run directory, one killed, then a resume: no id fetched twice but the dead one's" {
-	local seed=${CHAOS_SEED:-7} stages=(fetch classify backoff sink) stage a b k p pids shs victim fetch owner at held
+	local seed=${CHAOS_SEED:-7} stages=(fetch classify backoff sink) stage a b k p pids shs victim fetch owner at held h1 h2
 	stage=${stages[$(((seed / 2) % 4))]}
-	chaos_start chaos-again.yaml
+	# The portal holds its requests twice: once it has had requests for a
+	# seeded share (0-20 %) of the documents, and for a further share
+	# (5-25 %).
+	h1=$(share "$seed" 2 0 0.2)
+	h2=$((h1 + $(share "$seed" 3 0.05 0.2)))
+	chaos_start chaos-again.yaml --hold-at "$h1" --hold-at "$h2"
 	timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$FIX/pipeline/chaos-again-rfpipe.yaml" \
 	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" 2>"$BATS_TEST_TMPDIR/e1" &
 	a=$!
-	# The second cron job starts once a seeded share (0-20 %) is filed,
-	filed "$RUN" "$(share "$seed" 2 0 0.2)"
+	# The second cron job starts in the first hold,
+	mock_held 1 30
 	timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$FIX/pipeline/chaos-again-rfpipe.yaml" \
 	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" 2>"$BATS_TEST_TMPDIR/e2" &
 	b=$!
 	pids=("$a" "$b")
-	# and once both own the directory and a further seeded share (5-25 %)
-	# is filed, a seeded stage of one of them is killed.
+	# which ends once both own the directory; in the second, a seeded
+	# stage of one of them is killed.
 	for _ in $(seq 1 3000); do
 		[ "$(ls "$RUN/state/owners" 2>/dev/null | wc -l)" -ge 2 ] && break
 		sleep 0.01
 	done
 	[ "$(ls "$RUN/state/owners" 2>/dev/null | wc -l)" -ge 2 ]
+	mock_release
 	# rfpipe (timeout's child) names its pipeline after its pid.
 	shs=("$(pgrep -P "$a" | head -n 1)" "$(pgrep -P "$b" | head -n 1)")
-	filed "$RUN" "$(($(share "$seed" 2 0 0.2) + $(share "$seed" 3 0.05 0.2)))"
-	# The seeded one, unless it has already done its share and ended
-	# (under load the second can finish first): then the other.
+	mock_held 2 30
+	# The seeded one, unless it has no request held and has done its
+	# share (under load the second can finish first): then the other,
+	# which has.
 	for k in $((seed % 2)) $((1 - seed % 2)); do
 		p=${pids[$k]}
 		fetch=$(stage_of "$p" fetch)
@@ -245,8 +254,10 @@ commits() {
 	    .owner' "$RUN/state/claims.ndjson" | head -n 1)
 	# What the mock logged before this line, it logged while both lived.
 	at=$(wc -l <"$MOCK_LOG")
-	# It may have ended a moment ago, its share done: then nothing died.
+	# One with no request held may have ended a moment ago, its share
+	# done: then nothing died.
 	kill -KILL "$victim" 2>/dev/null || :
+	mock_release
 	wait "$p" || :
 	# Who claimed what (a pipeline that finds no owner alive empties it).
 	jq -r --arg o "$owner" 'select(.owner == $o) | .id' "$RUN/state/claims.ndjson" |

@@ -83,7 +83,7 @@ burst() {
 
 # one PATH: one request; prints its status.
 one() {
-	curl -s -o /dev/null -w '%{http_code}\n' "$MOCK_URL$1"
+	curl -s -m 10 -o /dev/null -w '%{http_code}\n' "$MOCK_URL$1"
 }
 
 # header NAME: the value of header NAME in the headers in $output.
@@ -532,4 +532,45 @@ ideal_of() {
 	scenario $'routes:\n  - match: /a\n    rate: {per_s: 1}\n    ratelimit_headers: true\n    limits: [{kind: quota, limit: 2, headers: draft7}]'
 	[ "$stderr" = "rfp-mockportal: $f:4: key \"routes.0.ratelimit_headers\": endpoint \"/a\" has limits that send headers (routes.0.limits)" ]
 	[ "$status" -eq 2 ]
+}
+
+@test "mockportal: --hold-at holds every request after the nth, undecided, until SIGUSR1; the next hold follows" {
+	local i
+	mock_start "$FIX/mock/ok.yaml" --hold-at 2 --hold-at 4
+	[ "$(one /nih/doc-1)" = 200 ]
+	[ "$(one /nih/doc-2)" = 200 ]
+	# The third waits: asked with a deadline, it gets no answer.
+	[ "$(curl -s -o /dev/null -m 0.5 -w '%{http_code}' "$MOCK_URL/nih/doc-3")" = 000 ]
+	mock_held 1 5
+	# A control request is not held.
+	[ "$(one /_health)" = 200 ]
+	# Held: undecided, so not yet logged.
+	[ "$(requests_for /nih/doc-3)" -eq 0 ]
+	curl -s -o "$BATS_TEST_TMPDIR/a4" -w '%{http_code}\n' "$MOCK_URL/nih/doc-4" >"$BATS_TEST_TMPDIR/s4" &
+	i=$!
+	sleep 0.3
+	kill -0 "$i"
+	mock_release
+	wait "$i"
+	[ "$(cat "$BATS_TEST_TMPDIR/s4")" = 200 ]
+	jq -s -e '[.[] | select(.path == "/nih/doc-4")] | length == 1 and .[0].held' "$MOCK_LOG"
+	# Four have come: the second hold begins with the fifth.
+	[ "$(curl -s -o /dev/null -m 0.5 -w '%{http_code}' "$MOCK_URL/nih/doc-6")" = 000 ]
+	mock_held 2 5
+	mock_release
+	[ "$(one /nih/doc-7)" = 200 ]
+	jq -s -e '[.[] | select(.kind == "hold") | .after] == [2, 4] and
+	    ([.[] | select(.kind == "release")] | length) == 2 and
+	    ([.[] | select(.path == "/nih/doc-1" or .path == "/nih/doc-7") | .held] == [false, false])' "$MOCK_LOG"
+}
+
+@test "mockportal: --hold-at takes rising counts, 16 at most, and not with --ideal" {
+	run -2 --separate-stderr rfp-mockportal --scenario "$FIX/mock/ok.yaml" --hold-at 5 --hold-at 5
+	[ "${stderr_lines[0]}" = 'rfp-mockportal: option --hold-at: expected an integer from 6 to 9223372036854775806, got "5"' ]
+	run -2 --separate-stderr rfp-mockportal --scenario "$FIX/mock/ok.yaml" --hold-at -1
+	[[ ${stderr_lines[0]} == 'rfp-mockportal: option --hold-at: expected an integer from 0 to '* ]]
+	run -2 --separate-stderr rfp-mockportal --scenario "$FIX/mock/ok.yaml" $(seq -f '--hold-at %g' 1 17)
+	[ "${stderr_lines[0]}" = 'rfp-mockportal: option --hold-at: at most 16' ]
+	run -2 --separate-stderr rfp-mockportal --scenario "$FIX/mock/ok.yaml" --ideal 3 --hold-at 1
+	[[ ${stderr_lines[0]} == *'--hold-at'* ]]
 }

@@ -9,7 +9,10 @@ load test_helper
 setup() {
 	RUN=$BATS_TEST_TMPDIR/run
 	export RFPIPE_TIME_SCALE=0.1
-	mock_start "$FIX/pipeline/crash.yaml"
+}
+
+# manifest: 300 documents on the mock, half of them submissions.
+manifest() {
 	{
 		for i in $(seq 1 150); do
 			s=
@@ -23,11 +26,14 @@ setup() {
 # crash_and_resume SEED STAGE [CONFIG]
 crash_and_resume() {
 	local seed=$1 stage=$2 conf=${3:-$FIX/pipeline/crash-rfpipe.yaml} want pid first
-	# A seeded moment: once 5-60 % of the documents are filed.
+	# A seeded moment: once the portal has had requests for 5-60 % of the
+	# documents, it holds the rest while the stage is killed.
 	want=$(awk -v s="$seed" 'BEGIN { srand(s); printf "%d", 300 * (0.05 + rand() * 0.55) }')
+	mock_start "$FIX/pipeline/crash.yaml" --hold-at "$want"
+	manifest
 	pipeline.sh -q -j 16 --seed "$seed" --config "$conf" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" &
 	pid=$!
-	kill_stage_at "$RUN" "$pid" "$stage" "$want"
+	kill_stage_at "$pid" "$stage"
 	first=0
 	wait "$pid" || first=$?
 	[ "$first" -eq 1 ]

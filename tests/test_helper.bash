@@ -242,18 +242,34 @@ descendants() {
 	done
 }
 
-# kill_stage_at RUN PID STAGE N [SECONDS]: once N records are filed in RUN
-# (results.ndjson and dead.ndjson; waiting SECONDS at most, default 20),
-# SIGKILL the rfp-STAGE below PID.  Fails when there is none: the kill must
-# land mid-run, or the test proves nothing.
-kill_stage_at() {
-	local run=$1 pid=$2 stage=$3 want=$4 end=$((SECONDS + ${5:-20})) p victim=
-	local parent
+# mock_held [K] [SECONDS]: wait (SECONDS at most, default 20) until the
+# mock, started with --hold-at, has begun its Kth hold (default 1): from
+# then until mock_release, no request to a route is answered, so a run
+# with one in flight cannot end.
+mock_held() {
+	local k=${1:-1} end=$((SECONDS + ${2:-20}))
 	while [ "$SECONDS" -lt "$end" ]; do
-		[ "$(cat "$run/results.ndjson" "$run/dead.ndjson" 2>/dev/null |
-		    wc -l)" -ge "$want" ] && break
+		[ "$(grep -c '"kind":"hold"' "$MOCK_LOG" 2>/dev/null)" -ge "$k" ] &&
+		    return 0
 		sleep 0.005
 	done
+	echo "mock_held: no hold $k in $MOCK_LOG after ${2:-20} s" >&2
+	return 1
+}
+
+# mock_release: end the mock's hold; the held requests are answered.
+mock_release() {
+	kill -USR1 "$MOCK_PID"
+}
+
+# kill_stage_at PID STAGE [SECONDS]: once the mock (started with --hold-at)
+# holds its requests (waiting SECONDS at most, default 20), SIGKILL the
+# rfp-STAGE below PID, then release the mock.  Fails when there is none:
+# the kill must land mid-run, or the test proves nothing.  While the mock
+# holds a request rfp-fetch waits for it, and every stage lives on.
+kill_stage_at() {
+	local pid=$1 stage=$2 p victim= parent
+	mock_held 1 "${3:-20}" || return 1
 	# The stage itself, not a child it forked that has not yet exec'd
 	# (rfp-parse's parsers are rfp-parse until they are cat): the one
 	# whose parent, still there, is not the stage.
@@ -266,9 +282,12 @@ kill_stage_at() {
 	done
 	if [ -z "$victim" ]; then
 		echo "kill_stage_at: no rfp-$stage below $pid" >&2
+		ps -o pid,ppid,stat,etimes,args -e --forest | grep -v ' \[' >&2
+		mock_release
 		return 1
 	fi
 	kill -KILL "$victim"
+	mock_release
 }
 
 # filed_once DIR MANIFEST: every id of MANIFEST stands exactly once across

@@ -11,7 +11,9 @@
  * answer is decided.  Runs until SIGTERM or SIGINT, then stops every
  * connection thread and exits.  It never listens on another address and
  * never reads a clock but lib/clk's, so RFPIPE_TIME_SCALE shrinks every
- * delay it enforces (but not the Retry-After values it sends).
+ * delay it enforces (but not the Retry-After values it sends).  With
+ * --hold-at N it holds every request to a route after the Nth until
+ * SIGUSR1, so that a test can act on a run it knows has not ended.
  *
  * With --ideal N it starts no server: it prints the ideal makespan of N
  * documents on one endpoint under the scenario's limits, in logical seconds.
@@ -51,6 +53,7 @@ static const char usage[] =
     "[--port-file file]\n"
     "                      [--ready-fd n] [--seed n] "
     "[--tls-cert file --tls-key file]\n"
+    "                      [--hold-at n ...]\n"
     "       rfp-mockportal --ideal n --scenario file [--endpoint name] "
     "[--allowed]\n"
     "       rfp-mockportal -h | --help | --version\n";
@@ -67,6 +70,8 @@ static struct opts {
 	const char	*endpoint;
 	int		 allowed;
 	const char	*tls_cert, *tls_key;
+	long		 hold_at[PORTAL_HOLD_MAX];
+	size_t		 nhold;
 } opts = { .ideal = -1, .ready_fd = -1 };
 
 /* The whole of a small file, NUL-terminated (caller frees); dies if not. */
@@ -201,6 +206,7 @@ main(int argc, char *argv[])
 		{ "allowed", no_argument, NULL, 'a' },
 		{ "endpoint", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "hold-at", required_argument, NULL, 'H' },
 		{ "ideal", required_argument, NULL, 'i' },
 		{ "log", required_argument, NULL, 'l' },
 		{ "port", required_argument, NULL, 'p' },
@@ -235,6 +241,17 @@ main(int argc, char *argv[])
 			break;
 		case 'h':
 			opt_help(usage);
+		case 'H':
+			if (opts.nhold == PORTAL_HOLD_MAX) {
+				msg_warn("option --hold-at: at most %d",
+				    PORTAL_HOLD_MAX);
+				opt_usage(usage);
+			}
+			opts.hold_at[opts.nhold] = opt_long("hold-at", optarg,
+			    opts.nhold > 0 ? opts.hold_at[opts.nhold - 1] + 1 :
+			    0, LONG_MAX - 1);
+			opts.nhold++;
+			break;
 		case 'i':
 			opts.ideal = opt_long("ideal", optarg, 0, IDEAL_MAX);
 			break;
@@ -291,9 +308,9 @@ main(int argc, char *argv[])
 	}
 	if (opts.ideal != -1 && (opts.log != NULL || opts.port_file != NULL ||
 	    opts.port != 0 || opts.ready_fd != -1 || opts.has_seed ||
-	    opts.tls_cert != NULL || opts.tls_key != NULL)) {
+	    opts.tls_cert != NULL || opts.tls_key != NULL || opts.nhold > 0)) {
 		msg_warn("option --ideal starts no server: no --log, --port, "
-		    "--port-file, --ready-fd, --seed or --tls-*");
+		    "--port-file, --ready-fd, --seed, --tls-* or --hold-at");
 		opt_usage(usage);
 	}
 	if ((opts.tls_cert == NULL) != (opts.tls_key == NULL)) {
@@ -317,15 +334,20 @@ main(int argc, char *argv[])
 	    O_APPEND | O_CLOEXEC, 0644)) == -1)
 		msg_diesys(1, "open %s", opts.log);
 
-	/* Threads inherit the mask: only sigwait() below sees TERM and INT. */
+	/*
+	 * Threads inherit the mask: only sigwait() below sees TERM and INT,
+	 * and USR1, which ends a --hold-at hold.
+	 */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
 
 	p = portal_new(s, opts.has_seed ? (uint64_t)opts.seed : s->seed, logfd);
+	portal_hold(p, opts.hold_at, opts.nhold);
 	if (opts.tls_cert != NULL) {
 		cert = slurp(opts.tls_cert);
 		key = slurp(opts.tls_key);
@@ -351,8 +373,13 @@ main(int argc, char *argv[])
 		rc = 1;
 		goto stop;
 	}
-	while (sigwait(&sigs, &sig) != 0)
-		;
+	for (;;) {
+		if (sigwait(&sigs, &sig) != 0)
+			continue;
+		if (sig != SIGUSR1)
+			break;
+		portal_release(p);
+	}
 stop:
 	portal_stop(p);
 	if (portal_log_failed(p))

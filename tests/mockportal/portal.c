@@ -31,6 +31,7 @@
 #define CONN_MAX	4096		/* concurrent connections */
 #define STACK_SIZE	(256 * 1024)	/* per connection thread */
 #define NAP_SLICE	0.05		/* real s between stop checks */
+#define HOLD_MAX	PORTAL_HOLD_MAX
 
 struct portal {
 	const struct scen *scen;
@@ -46,6 +47,12 @@ struct portal {
 	long		 inflight;	/* all requests in flight */
 	int		 port;		/* listening on */
 	const char	*cert, *key;	/* PEM, for https; NULL: http */
+	long		 hold_at[HOLD_MAX];	/* --hold-at, rising */
+	size_t		 nhold;
+	size_t		 hold_i;	/* the next to begin; guarded by mu */
+	long		 nreq;		/* requests to routes; guarded by mu */
+	int		 holding;	/* guarded by mu */
+	atomic_long	 releases;	/* portal_release() calls */
 	atomic_int	 listening;
 	atomic_int	 stopping;
 	atomic_int	 log_failed;
@@ -64,6 +71,7 @@ struct req {
 	long		 inflight, inflight_total;
 	unsigned long long body_bytes;
 	long		 conn_seq;	/* nth request on its connection */
+	int		 held;		/* by --hold-at */
 	struct lim_pass	 lp;		/* what the limits said; its slots */
 };
 
@@ -427,6 +435,8 @@ header_names(struct MHD_Connection *conn)
 	return a;
 }
 
+static void	log_json(struct portal *, json_t *);
+
 static void
 log_write(struct portal *p, struct req *rq, struct MHD_Connection *conn,
     const char *path, const char *method, const char *hkey,
@@ -435,9 +445,7 @@ log_write(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 	static const char *hdrs[] = { "User-Agent", "X-Rfp-Attempt" };
 	json_t *o, *h;
 	const char *v;
-	char *s;
-	size_t len, off = 0, i;
-	ssize_t n;
+	size_t i;
 
 	if (p->logfd == -1)
 		return;
@@ -476,6 +484,18 @@ log_write(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 	json_object_set_new(o, "headers", h);
 	json_object_set_new(o, "header_names", header_names(conn));
 	json_object_set_new(o, "conn_seq", json_integer(rq->conn_seq));
+	json_object_set_new(o, "held", json_boolean(rq->held));
+	log_json(p, o);
+}
+
+/* Write o (stolen) to the log as one line, with a single write(2). */
+static void
+log_json(struct portal *p, json_t *o)
+{
+	char *s;
+	size_t len, off = 0;
+	ssize_t n;
+
 	/* Sixteen digits keep microseconds of an epoch time. */
 	s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(16));
 	json_decref(o);
@@ -724,6 +744,42 @@ close_inflight(struct portal *p, struct req *rq)
 	pthread_mutex_unlock(&p->mu);
 }
 
+/*
+ * --hold-at: once hold_at[i] requests to routes have come, every one after
+ * waits, unanswered and undecided, until portal_release(); then requests
+ * flow until the next hold_at.  A test holds a run at a known point to act
+ * on it (kill a stage), sure that it has not ended meanwhile.
+ */
+static void
+hold(struct portal *p, struct req *rq)
+{
+	long gen;
+	json_t *o;
+
+	pthread_mutex_lock(&p->mu);
+	p->nreq++;
+	if (!p->holding && p->hold_i < p->nhold &&
+	    p->nreq > p->hold_at[p->hold_i]) {
+		p->holding = 1;
+		o = json_pack("{s:f, s:s, s:i}", "t", round(clk_now() * 1e6) /
+		    1e6, "kind", "hold", "after", (json_int_t)
+		    p->hold_at[p->hold_i++]);
+		if (p->logfd != -1)
+			log_json(p, o);
+		else
+			json_decref(o);
+	}
+	if (!p->holding) {
+		pthread_mutex_unlock(&p->mu);
+		return;
+	}
+	gen = atomic_load(&p->releases);
+	pthread_mutex_unlock(&p->mu);
+	rq->held = 1;
+	while (!atomic_load(&p->stopping) && atomic_load(&p->releases) == gen)
+		clk_sleep(NAP_SLICE, NULL);
+}
+
 static enum MHD_Result
 answer(struct portal *p, struct req *rq, struct MHD_Connection *conn,
     const char *path, const char *method)
@@ -759,6 +815,8 @@ answer(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 			    a.lh);
 		pthread_mutex_unlock(&p->mu);
 	} else {
+		if (p->nhold > 0)
+			hold(p, rq);
 		pthread_mutex_lock(&p->mu);
 		decide(p, rq, path, method, hkey, &a);
 		pthread_mutex_unlock(&p->mu);
@@ -906,6 +964,7 @@ portal_new(const struct scen *s, uint64_t seed, int logfd)
 	atomic_init(&p->listening, 0);
 	atomic_init(&p->stopping, 0);
 	atomic_init(&p->log_failed, 0);
+	atomic_init(&p->releases, 0);
 	return p;
 }
 
@@ -960,6 +1019,32 @@ portal_start(struct portal *p, int port, char *err, size_t errlen)
 	p->port = info->port;
 	atomic_store(&p->listening, 1);
 	return info->port;
+}
+
+void
+portal_hold(struct portal *p, const long *at, size_t n)
+{
+	memcpy(p->hold_at, at, n * sizeof(*at));
+	p->nhold = n;
+}
+
+void
+portal_release(struct portal *p)
+{
+	json_t *o;
+
+	pthread_mutex_lock(&p->mu);
+	if (p->holding) {
+		p->holding = 0;
+		atomic_fetch_add(&p->releases, 1);
+		o = json_pack("{s:f, s:s}", "t", round(clk_now() * 1e6) / 1e6,
+		    "kind", "release");
+		if (p->logfd != -1)
+			log_json(p, o);
+		else
+			json_decref(o);
+	}
+	pthread_mutex_unlock(&p->mu);
 }
 
 void
