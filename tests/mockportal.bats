@@ -132,7 +132,7 @@ header() {
 	[ "${stderr_lines[0]}" = 'rfp-mockportal: option --ready-fd: 9 is not an open file descriptor' ]
 	[[ ${stderr_lines[1]} == 'usage: rfp-mockportal '* ]]
 	run -2 --separate-stderr rfp-mockportal --scenario "$FIX/mock/ok.yaml" --ideal 3 --ready-fd 4 4>/dev/null
-	[ "${stderr_lines[0]}" = 'rfp-mockportal: option --ideal starts no server: no --log, --port, --port-file, --ready-fd, --seed or --tls-*' ]
+	[ "${stderr_lines[0]}" = 'rfp-mockportal: option --ideal starts no server: no --log, --port, --port-file, --ready-fd, --seed, --tls-* or --hold-at' ]
 }
 
 @test "mockportal: --tls-cert and --tls-key go together; {port} in a location is its own port" {
