@@ -305,6 +305,19 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 	for (i = 0; i < NOKH; i++)
 		if (p->okh[i] < 0)
 			return -1;
+	/* No interval holds more successes than any count may. */
+	for (i = 0; i < NIV; i++)
+		if (p->iv_s[i] > 0x1p53)
+			return -1;
+	/*
+	 * Never slower than the pace itself goes, MIN_RATE or a slower told
+	 * rate: a rate of 1e-300, written by hand, held the next send back
+	 * 1e300 s.  A told rate since taken out may have left one slower:
+	 * a floor, not a corrupt file.
+	 */
+	if (p->paced)
+		p->rate = fmax(p->rate, told(c) > 0 ? fmin(MIN_RATE,
+		    told(c)) : MIN_RATE);
 	/* A changed configuration wins over the stored state. */
 	if (c->rate > 0 && (!p->paced || p->rate > told(c))) {
 		p->paced = 1;
@@ -441,7 +454,9 @@ measured(const struct pst *p, double now)
 	int i;
 
 	for (i = 0; i < NIV; i++) {
-		if (now - p->iv_e[i] > clk_real(IV_MAX) || p->iv_t[i] <= 0)
+		/* Stale, or longer than one is ever stored (by hand). */
+		if (now - p->iv_e[i] > clk_real(IV_MAX) || p->iv_t[i] <= 0 ||
+		    p->iv_t[i] > clk_real(IV_MAX))
 			continue;
 		s += p->iv_s[i];
 		t += p->iv_t[i];

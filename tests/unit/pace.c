@@ -1118,6 +1118,53 @@ corrupt(void)
 	    "started is corrupt: %s", err);
 	ok(refused("{\"win\": 1e300}\n", err, sizeof(err)),
 	    "a window past the largest is corrupt: %s", err);
+	ok(refused("{\"iv_s\": [1e300, 9, 9, 9, 9, 9, 9, 9]}\n", err,
+	    sizeof(err)), "an interval of 1e300 successes is corrupt: %s", err);
+}
+
+/*
+ * What a state file may say and the pace would never have: a rate far
+ * under its floor, intervals far past the longest it keeps.  A pace
+ * another host shares (so a fact, not a hint) is read as written.
+ */
+static void
+out_of_reach(void)
+{
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_grant g;
+	struct pace_ev e;
+	char *text, err[256];
+	double r, t = T0 + 2;
+	int i;
+
+	text = xasprintf("{\"paced\": 1, \"rate\": 1e-300, \"seen\": %.3f, "
+	    "\"users\": {\"1@elsewhere.invalid\": %.3f}}\n", T0 + 1, T0 + 1);
+	put_state("crawl", text);
+	free(text);
+	r = rate_at("crawl", T0 + 2);
+	ok(r >= 0.05 - 1e-12, "a stored rate of 1e-300 is read as the floor, "
+	    "one every 20 s (rate %g)", r);
+
+	text = xasprintf("{\"paced\": 1, \"rate\": 10, \"cuts\": 1, "
+	    "\"seen\": %.3f, \"iv_s\": [9, 0, 0, 0, 0, 0, 0, 0], "
+	    "\"iv_t\": [1e308, 0, 0, 0, 0, 0, 0, 0], "
+	    "\"iv_e\": [%.3f, 0, 0, 0, 0, 0, 0, 0], "
+	    "\"users\": {\"1@elsewhere.invalid\": %.3f}}\n", T0 + 1,
+	    T0 + 1, T0 + 1);
+	put_state("vast", text);
+	free(text);
+	memset(&e, 0, sizeof(e));
+	e.retry_after = -1;
+	for (i = 0; i < 6; i++, t += 0.2) {
+		pace_take_n(dir, "vast", &none, t, 1, &g, err, sizeof(err));
+		e.ev = i % 2 ? PACE_SLOW : PACE_OK;
+		e.sent_at = t, e.now = t + 0.01;
+		e.seq = g.seq, e.inflight = 1;
+		pace_feedback_n(dir, "vast", &none, &e, 1, err, sizeof(err));
+	}
+	r = rate_at("vast", t);
+	ok(r > 1, "an interval of 1e308 s is no measure of 0/s: the "
+	    "refusals cut the pace from 10/s to %g/s, not to the floor", r);
 }
 
 /* n outcomes in one call leave what n calls leave. */
@@ -1444,6 +1491,7 @@ main(void)
 	reset_bound();
 	ratelimit();
 	corrupt();
+	out_of_reach();
 	batch();
 	lease();
 	quiet_wait();
