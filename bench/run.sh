@@ -59,6 +59,7 @@ usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
                     [--work DIR] [--results FILE] [--no-build] [--timeout S]
        bench/run.sh --limiters [--quick] [--cells PATTERN[,PATTERN...]] [...]
        bench/run.sh --scale [--quick] [--cells PATTERN[,PATTERN...]] [...]
+       bench/run.sh ... --dry-run
 
   --quick        smaller N and fewer scenarios: about 2 minutes (with
                  --limiters: 9 of the 28 cells, about 3 minutes)
@@ -92,6 +93,10 @@ usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
                  full run, none after --quick, --only or --cells; a full
                  --limiters run writes only its own section of the file)
   --no-build     do not run make first
+  --dry-run      check the tools, build and make the work directory (with
+                 --scale, also start and stop PostgreSQL and nginx), then
+                 stop: nothing is measured (a bench machine's set-up,
+                 checked in seconds)
   --timeout S    bound every tool run to S seconds (default: per scenario,
                  per limiter cell)
 Environment: BENCH_KEEP=1 is --keep, BENCH_WORK=DIR is --work DIR (for make bench).
@@ -119,7 +124,7 @@ root=$(cd "$here/.." && pwd)
 # cells scale.
 options() {
 	quick='' only='' keep=${BENCH_KEEP:-} work=${BENCH_WORK:-} results=''
-	results_set='' build=1 tmo_all='' cells='' scale=''
+	results_set='' build=1 tmo_all='' cells='' scale='' dry=''
 	while [ $# -gt 0 ]; do
 		case $1 in
 		-h|--help) printf '%s' "$usage"; exit 0 ;;
@@ -132,6 +137,7 @@ options() {
 			option "${1%%=*}" "${1#*=}" ;;
 		--keep) keep=1 ;;
 		--no-build) build='' ;;
+		--dry-run) dry=1 ;;
 		--limiters) only=${only:+$only,}limiters ;;
 		--scale) scale=1; only=scale ;;
 		*) printf '%s: unknown argument "%s"\n%s' "$prog" "$1" "$usage" >&2
@@ -142,6 +148,7 @@ options() {
 	# A full run writes bench/RESULTS.md: the default scenarios its main
 	# part, the limiter matrix (--limiters alone, all cells) its own section.
 	if [ -z "$results_set" ] && [ -z "$quick" ] && [ -z "$cells" ] &&
+	    [ -z "$dry" ] &&
 	    [ -z "$scale" ] && { [ -z "$only" ] || [ "$only" = limiters ]; }; then
 		results=$here/RESULTS.md
 	fi
@@ -156,6 +163,33 @@ option() {
 	--cells) cells=$2 ;;
 	--timeout) tmo_all=$2 ;;
 	esac
+}
+
+# cells_check: every --cells pattern matches a cell this run has (a
+# limiter cell, of --quick's when --quick; a --scale run): a typo ran
+# nothing and said nothing.
+cells_check() {
+	local pat ids what=limiter
+	[ -n "$cells" ] || return 0
+	if [ -n "$scale" ]; then
+		ids=$(scale_ids) what=--scale
+	else
+		ids=$(awk -v q="$quick" '$1 !~ /^#/ && NF &&
+		    (q == "" || $9 == "q") { print $1 }' \
+		    "$here/scenarios/limiters/cells")
+		[ -z "$quick" ] || what="--quick limiter"
+	fi
+	while read -r pat; do
+		[ -n "$pat" ] || continue
+		# shellcheck disable=SC2254  # the pattern is meant to glob
+		printf '%s\n' "$ids" | while read -r id; do
+			case $id in $pat) exit 1 ;; esac
+		done && {
+			printf '%s: --cells: "%s" matches no %s cell: %s\n' \
+			    "$prog" "$pat" "$what" "$(tr "\n" " " <<<"$ids")" >&2
+			exit 2
+		}
+	done < <(tr , '\n' <<<"$cells")
 }
 
 # sizes: N, the timeouts and the scenarios of a quick or a full run.
@@ -293,6 +327,7 @@ main() {
 	[ -z "${MAKELEVEL:-}" ] || cmdline="make bench  (runs $cmdline)"
 	options "$@"
 	sizes
+	cells_check
 	need_tools
 	build
 	mock_pid='' ng_pid='' pg_dir='' old_n=0 lim_skipped='' lim_secs=0
@@ -306,6 +341,7 @@ main() {
 		scale_scenario
 		return 0
 	fi
+	[ -z "$dry" ] || { say "dry run: nothing measured"; return 0; }
 	for scen in $scenarios; do
 		selected "$scen" || continue
 		case $scen in

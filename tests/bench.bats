@@ -2,8 +2,8 @@
 # The bench is not run by the tests (it takes minutes and measures time),
 # so a fault in it would wait for the next bench to show: each script must
 # parse, bench/run.sh with every part it sources must pass shellcheck, and
-# its own rules hold on its cheapest path (--scale with --cells that select
-# no run: PostgreSQL and nginx start and stop, nothing runs).
+# its own rules hold on its cheapest path (--scale --dry-run: PostgreSQL
+# and nginx start and stop, nothing runs).
 
 load test_helper
 
@@ -30,7 +30,7 @@ load test_helper
 	mkdir "$w"
 	echo mine >"$w/precious.txt"
 	run --separate-stderr "$ROOT/bench/run.sh" \
-	    --scale --no-build --cells no-such-run --work "$w"
+	    --scale --no-build --dry-run --work "$w"
 	assert_success
 	[ "$(cat "$w/precious.txt")" = mine ]
 	[[ $stderr == *"work directory kept: $w"* ]]
@@ -42,7 +42,26 @@ load test_helper
 	command -v nginx >/dev/null || skip "nginx not found"
 	local w=$BATS_TEST_TMPDIR/new-work
 	run --separate-stderr "$ROOT/bench/run.sh" \
-	    --scale --no-build --cells no-such-run --work "$w"
+	    --scale --no-build --dry-run --work "$w"
 	assert_success
+	[ ! -e "$w" ]
+}
+
+@test "bench --cells: a pattern that matches no cell is named, exit 2, nothing run" {
+	local w=$BATS_TEST_TMPDIR/work
+	run --separate-stderr "$ROOT/bench/run.sh" \
+	    --limiters --no-build --cells 'gcra-1,no-such-*' --work "$w"
+	assert_failure 2
+	[[ $stderr == *'--cells: "no-such-*" matches no limiter cell: gcra-1 '* ]]
+	[ ! -e "$w" ]
+	# A cell of the full matrix is none of --quick's.
+	run --separate-stderr "$ROOT/bench/run.sh" \
+	    --limiters --quick --no-build --cells drop-50-10-ra --work "$w"
+	assert_failure 2
+	[[ $stderr == *'"drop-50-10-ra" matches no --quick limiter cell'* ]]
+	run --separate-stderr "$ROOT/bench/run.sh" \
+	    --scale --no-build --cells 'stale-*,queue-9' --work "$w"
+	assert_failure 2
+	[[ $stderr == *'"queue-9" matches no --scale cell: files-1 '* ]]
 	[ ! -e "$w" ]
 }

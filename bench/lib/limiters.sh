@@ -25,9 +25,10 @@ lim_scenario() {
 }
 
 # lim_selected ID: true when --cells is not given or one of its patterns
-# matches ID.
+# matches ID; never in a --dry-run.
 lim_selected() {
 	local pat IFS=,
+	[ -z "$dry" ] || return 1
 	[ -n "$cells" ] || return 0
 	for pat in $cells; do
 		# shellcheck disable=SC2254  # the pattern is meant to glob

@@ -259,6 +259,19 @@ scale_slow=20
 scale_stale_runs='fresh:-:unlimited stale-a:slow:unlimited
 fresh-lim:-:slow stale-b:unlimited:slow'
 
+# scale_ids: the name of every run --scale makes, one a line.
+scale_ids() {
+	local spec st
+	for spec in $scale_runs $scale_lim_runs $scale_lat_runs; do
+		echo "${spec%%:*}"
+	done
+	for st in pg files; do
+		for spec in $scale_stale_runs; do
+			echo "${spec%%:*}-$st"
+		done
+	done
+}
+
 scale_stale() {
 	local st spec name first next n
 	for st in pg files; do
