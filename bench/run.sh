@@ -190,6 +190,7 @@ cells_check() {
 			exit 2
 		}
 	done < <(tr , '\n' <<<"$cells")
+	return 0
 }
 
 # sizes: N, the timeouts and the scenarios of a quick or a full run.
@@ -296,6 +297,7 @@ workdir() {
 # (--keep, or a --work directory that was there before).
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
+	stop_runs
 	[ -z "$mock_pid" ] || stop_mock || true
 	nginx_stop
 	pg_stop
@@ -333,8 +335,7 @@ main() {
 	mock_pid='' ng_pid='' pg_dir='' old_n=0 lim_skipped='' lim_secs=0
 	workdir
 	trap cleanup EXIT
-	trap 'exit 130' INT
-	trap 'exit 143' TERM
+	traps
 	bench_t0=$(now)
 	load0=$(cut -d' ' -f1-3 /proc/loadavg)
 	if [ -n "$scale" ]; then

@@ -65,3 +65,37 @@ load test_helper
 	[[ $stderr == *'"queue-9" matches no --scale cell: files-1 '* ]]
 	[ ! -e "$w" ]
 }
+
+@test "bench: a Ctrl-C mid-run stops the runs it started, not only its servers" {
+	[ -n "$(find /usr/lib/postgresql -path '*/bin/initdb' 2>/dev/null)" ] ||
+	    skip "initdb not found"
+	command -v nginx >/dev/null || skip "nginx not found"
+	local w=$BATS_TEST_TMPDIR/work b i s=0
+	# A process group of its own, as a terminal's foreground job has: the
+	# Ctrl-C goes to it, and timeout's groups are others.  Started in the
+	# background, it would ignore SIGINT (and a shell cannot trap what it
+	# was started ignoring): reset, as a terminal's job has it.
+	setsid env --default-signal=INT "$ROOT/bench/run.sh" --scale --quick --no-build \
+	    --cells queue-1 --work "$w" 2>"$BATS_TEST_TMPDIR/err" &
+	b=$!
+	for i in $(seq 300); do
+		pgrep -f "rfp-fetch.*$w/" >/dev/null && break
+		sleep 0.1
+	done
+	pgrep -f "rfp-fetch.*$w/" >/dev/null ||
+	    fail "no rfp-fetch ran in 30 s: $(cat "$BATS_TEST_TMPDIR/err")"
+	kill -INT -- -"$b"
+	for i in $(seq 300); do
+		kill -0 "$b" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$b" 2>/dev/null && fail "the bench still runs 30 s after the Ctrl-C"
+	wait "$b" || s=$?
+	[ "$s" -eq 130 ] || fail "exit $s, not 130"
+	for i in $(seq 50); do
+		pgrep -f "$w/" >/dev/null || break
+		sleep 0.1
+	done
+	run pgrep -af "$w/"
+	[ -z "$output" ] || fail "still running after the bench: $output"
+}

@@ -65,15 +65,55 @@ time_rss() {
 
 # run_timed DIR TIMEOUT STDIN CMD...: run CMD in DIR under /usr/bin/time
 # and timeout; sets elapsed and rc.  Output: DIR/stdout, DIR/stderr.
+# Every tool run is started in the background and waited for: the wait
+# builtin returns on a Ctrl-C (its trap exits, and stop_runs ends the
+# run), where a foreground one was waited out first.
 run_timed() {
 	local d=$1 tmo=$2 in=$3 t0
 	shift 3
 	t0=$(now)
 	rc=0
 	(cd "$d" && /usr/bin/time -v -o "$d/time.txt" \
-	    timeout -k 5 "$tmo" "$@" <"$in" >"$d/stdout" 2>"$d/stderr") ||
-		rc=$?
+	    timeout -k 5 "$tmo" "$@" <"$in" >"$d/stdout" 2>"$d/stderr") &
+	wait "$!" || rc=$?
 	elapsed=$(sub "$(now)" "$t0")
+}
+
+# traps: what a Ctrl-C or a TERM does, in the bench and in each function
+# that waits for a run inside $(...): stop the runs it started, and exit.
+# A subshell starts with the signals' defaults, and bash waiting on a
+# child that did not die of the SIGINT (a run under timeout, in a group of
+# its own, never gets it) waits on, and the bench's own trap with it.
+traps() {
+	trap 'stop_runs; exit 130' INT
+	trap 'stop_runs; exit 143' TERM
+}
+
+# stop_runs: end every tool run this shell (the bench, or a subshell of
+# it) started that is still going when it stops (a Ctrl-C, a failure).  Each runs under timeout, which puts it in a process
+# group of its own that the terminal's signal does not reach; a TERM to
+# timeout ends its group, and its -k 5 a group that lingers.  Waits for
+# them, at most 8 s.
+stop_runs() {
+	local p all='' kids=$BASHPID tmos='' i
+	while [ -n "$kids" ]; do
+		all="$all $kids"
+		kids=$(for p in $kids; do pgrep -P "$p"; done | tr '\n' ' ')
+		kids=${kids%% }
+	done
+	for p in $all; do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" != timeout ] ||
+			tmos="$tmos $p"
+	done
+	[ -n "$tmos" ] || return 0
+	say "stopping the tool runs still going"
+	# shellcheck disable=SC2086  # a list of pids
+	kill -TERM $tmos 2>/dev/null || return 0
+	for i in $(seq 40); do
+		# shellcheck disable=SC2086
+		kill -0 $tmos 2>/dev/null || return 0
+		sleep 0.2
+	done
 }
 
 # exit_word STATUS [TIMEFILE]: the exit of a run_timed command: its status,

@@ -176,6 +176,7 @@ scale_busy() {
 # scale_run says; prints their exits.
 scale_pipelines() {
 	local d=$1 hosts=$2 mode=$3 url=$4 db=$5 h p s pids='' rcs=''
+	traps
 	for h in $(seq 1 "$hosts"); do
 		case $mode in
 		queue) set -- --queue "$url" ;;
@@ -338,11 +339,13 @@ scale_stale_portal() {
 # IDFMT) against the nginx running; prints its exit.
 scale_stale_run() {
 	local d=$1 rd=$2 url=$3 s=0
+	traps
 	gen_inputs "$d" "$4" /doc/ stale "$5"
 	(cd "$d" && PATH="$bin:$PATH" timeout -k 5 "$scale_tmo" "$rfpipe" \
 	    -j "$jobs" --seed 1 --progress=none --run-dir "$rd" \
 	    ${url:+--state "$url"} "$d/manifest.ndjson" >"$d/stdout" \
-	    2>"$d/stderr") || s=$?
+	    2>"$d/stderr") &
+	wait "$!" || s=$?
 	exit_word "$s"
 }
 

@@ -94,12 +94,13 @@ stage_backoff_sink() {
 	scen="stage $(human "$n")"
 	mkdir -p "$b"
 	t0=$(now)
-	timeout -k 5 "$t_stage" /usr/bin/time -v -o "$b/time-backoff.txt" \
+	{ timeout -k 5 "$t_stage" /usr/bin/time -v -o "$b/time-backoff.txt" \
 	    "$bin/rfp-backoff" --run-dir "$b/run" --admitted "$n" --seed 1 \
 	    <"$in" 2>"$b/stderr-backoff" |
 	    timeout -k 5 "$t_stage" /usr/bin/time -v -o "$b/time-sink.txt" \
 	    "$bin/rfp-sink" --run-dir "$b/run" -q >"$b/retry.ndjson" \
-	    2>"$b/stderr-sink" || rcs=$?
+	    2>"$b/stderr-sink"; } &
+	wait "$!" || rcs=$?
 	rcb=$(awk -F': ' '/Exit status/ { print $2 }' "$b/time-backoff.txt")
 	elapsed=$(sub "$(now)" "$t0")
 	ndone=$(count_lines "$b/run/results.ndjson")
