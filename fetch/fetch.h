@@ -148,6 +148,7 @@ void	gate_give(struct ep *e, int i);
 /* Give back every slot held with no transfer (before the loop waits). */
 void	gate_release(void);
 /* What x's answer says of its endpoint, for its pace and breaker. */
+void	gate_answered(const struct xfer *x);
 void	gate_feedback(const struct xfer *x);
 /* Tell the shared pace and breaker the news; force: all of it now. */
 void	gate_flush(int force);
@@ -172,6 +173,7 @@ void	gate_free(void);
 /* wire.c: what is in flight, on one libcurl multi handle. */
 void	wire_init(long max_connections);
 void	wire_add(struct xfer *x);
+int	wire_older(const struct xfer *x);
 void	wire_perform(void);
 /* The next transfer that ended (x->cc set), off the wire; NULL: none. */
 struct xfer *wire_done(void);

@@ -135,7 +135,7 @@ gate_endpoint(const char *name)
 	e->pace.burst = e->cf->burst;
 	e->pace.quota_after = clk_real(fo->conf.max_retry_after);
 	e->pace.deadline = fo->deadline;
-	e->pace.conc_told = e->cf->concurrency > 0;
+	e->pace.conc = e->cf->concurrency;
 	/*
 	 * A lease saves a transaction a send, where one costs: a pace shared
 	 * through PostgreSQL (files take 10 to 20 us).
@@ -442,6 +442,22 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	return 0;
 }
 
+/*
+ * x is answered, its body yet to be filed: a 2xx says the endpoint serves
+ * now.  Filing waits on the body thread (the longer on a loaded machine),
+ * and a 503 to another request, told before it, was taken for an outage
+ * while the same portal's successes sat in the queue.
+ */
+void
+gate_answered(const struct xfer *x)
+{
+	long st = 0;
+
+	if (x->cc == CURLE_OK && curl_easy_getinfo(x->easy,
+	    CURLINFO_RESPONSE_CODE, &st) == CURLE_OK && st >= 200 && st < 300)
+		x->job->ep->ok_at = clk_now();
+}
+
 /* Note what this answer says of the endpoint for its pace and breaker. */
 void
 gate_feedback(const struct xfer *x)
@@ -462,7 +478,7 @@ gate_feedback(const struct xfer *x)
 	struct breaker_ev *be;
 	char reason[64];
 	double ra, lag;
-	int slow, up;
+	int slow, up, held;
 
 	/* As rfp-classify will, the endpoint's own status lists first. */
 	view_open_tree(answer, json_incref((json_t *)rec));
@@ -484,7 +500,12 @@ gate_feedback(const struct xfer *x)
 	 * from an endpoint that had a success a moment ago (nginx's limit_req
 	 * answers 503 by default).  A 429, and a 503 from an endpoint that is
 	 * answering, say it is up: only a 503 from one that serves nothing
-	 * is an outage, the breaker's business.
+	 * is an outage, the breaker's business.  A 503 while a request
+	 * written before it is still unanswered (held: the portal is working
+	 * on it) is no outage yet, nor known to be up: a concurrency cap's
+	 * refusals, before the first answers it let in are out.  It slows
+	 * the pace and the breaker does not hear of it; in an outage the
+	 * older request fails too, and is heard.
 	 */
 	/* Said once, the moment it happens: cron mails it. */
 	if (!e->down && (strcmp(reason, "connect") == 0 ||
@@ -510,7 +531,9 @@ gate_feedback(const struct xfer *x)
 		    e->lag) / 16;
 	}
 	up = e->ok_at > 0 && now - e->ok_at < clk_real(UP_S);
-	slow = st == 429 || (st == 503 && (x->retry_after != NULL || up));
+	held = st == 503 && !up && x->retry_after == NULL && wire_older(x);
+	slow = st == 429 || (st == 503 && (x->retry_after != NULL || up ||
+	    held));
 	if (k == CLASS_OK)
 		e->ok_at = now;
 	if (slow || k == CLASS_OK) {
@@ -527,6 +550,13 @@ gate_feedback(const struct xfer *x)
 			pe->retry_after = clk_real(ra);
 		pe->rl = x->rl;
 		pe->rl_seen = x->rl_seen;
+	}
+	if (held) {
+		e->fb_now = 1;
+		e->pace_free = 0;
+		if (e->lease)
+			e->credit = 0;
+		return;
 	}
 	be = &e->bev[e->nbev++];
 	be->out = k == CLASS_TRANSIENT && st != 429 && !(st == 503 && up) ?

@@ -311,6 +311,7 @@ finish_done(void)
 		gate_give(x->job->ep, x->slot);
 		x->slot = -1;
 		gate_done(x->job->ep);
+		gate_answered(x);
 		S.active--;
 		if (xfer_files_body(x)) {
 			x->bnext = NULL;

@@ -42,6 +42,22 @@ wire_add(struct xfer *x)
 	curl_multi_add_handle(W.multi, x->easy);
 }
 
+/*
+ * 1 when a request to x's endpoint written before x is still on the
+ * portal's count, unanswered: the portal holds it, so it is serving.
+ */
+int
+wire_older(const struct xfer *x)
+{
+	const struct xfer *o;
+
+	for (o = W.list; o != NULL; o = o->next)
+		if (o != x && o->on_wire && o->job->ep == x->job->ep &&
+		    o->t_wrote > 0 && o->t_wrote < x->t_wrote)
+			return 1;
+	return 0;
+}
+
 /* Take x off the list, its handle off the multi. */
 static void
 unwire(struct xfer *x)

@@ -103,6 +103,23 @@ noise() {
 	[ "$(mock_overlap c 0.025 '.action != "rate_limited"')" -ge 3 ]
 }
 
+@test "limiters: a concurrency told above the portal's cap of 4: its first round's 503s are the cap's, never an outage" {
+	scenario c '{kind: concurrency, max: 4, status: 503}' 'delay_ms: 250'
+	printf 'endpoints:\n  c:\n    concurrency: 16\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	manifest /c 40 c >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q -j 32 --seed 1 --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 40 ]
+	# Twelve refused at once, while the portal still held the four it let
+	# in, none answered yet: no success to say the portal is up, and the
+	# breaker opened on them.
+	never_opened
+	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
+	# The first round's 12, and the few sent before their news was in:
+	# 12 to 24 beside three busy loops.
+	[ "$(logged '.action == "rate_limited"')" -le 30 ]
+}
+
 @test "limiters: a quota below -j told by X-RateLimit headers is spent on documents, not on reservations" {
 	# The first ask reserved -j sends while the window let 2 go: the
 	# 30 unused counted against Remaining, and 48 of 50 left dead.

@@ -224,7 +224,8 @@ init(struct pst *p, const struct pace_cfg *c)
 		p->paced = 1;
 		p->rate = told(c);
 		p->win = WIN_MAX;
-	}
+	} else if (c->conc > 0)
+		p->win = fmin((double)c->conc, WIN_MAX);
 }
 
 /* An array of n numbers under name, if there; 0 or -1. */
@@ -526,7 +527,7 @@ take(struct pst *p, struct op *o)
 
 	g->seq = (long)p->takes;
 	/* 0: no window; the stored one is at least 1 (load checks). */
-	g->window = o->c->rate > 0 || o->c->conc_told ? 0 : (long)p->win;
+	g->window = o->c->rate > 0 ? 0 : (long)p->win;
 	/*
 	 * No more than the window can be in flight, so no more is granted:
 	 * a grant not used is still counted against a RateLimit remaining,

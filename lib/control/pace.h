@@ -47,8 +47,10 @@ struct pace_cfg {
 	double	quota_after;	/* a Retry-After past this (real s) is a quota;
 				   0: never */
 	double	deadline;	/* epoch; a hold past it is a quota; 0: none */
-	int	conc_told;	/* the endpoint's concurrency is configured:
-				   no window below it */
+	long	conc;		/* the endpoint's concurrency, configured:
+				   the window starts there, not at 2, and
+				   only a concurrency cap's refusals take it
+				   lower; 0: not configured */
 	double	lease;		/* real s: sends due this far ahead are
 				   granted too, each with its time, when the
 				   pace is fast enough for 8 of them; 0: only

@@ -969,8 +969,11 @@ quota(void)
 static void
 ratelimit(void)
 {
-	/* A told concurrency: no window, so a take may grant 10 or 40. */
-	struct pace_cfg c = { 0, 0, 0, T0 + 100, 1, 0 };
+	/*
+	 * A told concurrency of 4096: the window starts there, so a take may
+	 * grant 10 or 40.
+	 */
+	struct pace_cfg c = { 0, 0, 0, T0 + 100, 4096, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -1009,7 +1012,7 @@ ratelimit(void)
 	 * With a window, no more is granted than it lets fly: a grant not
 	 * used is still counted against what a RateLimit header says is left.
 	 */
-	c.conc_told = 0;
+	c.conc = 0;
 	pace_take_n(dir, "rl-win", &c, T0, 32, &g, err, sizeof(err));
 	ok(g.window == 2 && g.granted == 2, "the first ask of 32 is granted "
 	    "the window's 2 (granted %ld, window %ld)", g.granted, g.window);
@@ -1165,6 +1168,45 @@ out_of_reach(void)
 	r = rate_at("vast", t);
 	ok(r > 1, "an interval of 1e308 s is no measure of 0/s: the "
 	    "refusals cut the pace from 10/s to %g/s, not to the floor", r);
+}
+
+/*
+ * A told concurrency is where the window starts, not a fact: a portal
+ * capped under it refuses the rest, and the window goes to the cap.  (It
+ * had no window at all: a told 40 against a cap of 10 drew 25 to 141
+ * refusals of 300 documents, where 30 are the first round's.)
+ */
+static void
+told_conc(void)
+{
+	struct pace_cfg c = { 0, 0, 0, 0, 16, 0 };
+	struct pace_grant g;
+	struct pace_ev e;
+	char err[256];
+	double t = T0;
+	int i, j;
+
+	pace_take_n(NULL, "conc16", &c, t, 32, &g, err, sizeof(err));
+	ok(g.window == 16 && g.granted == 16, "a told concurrency of 16: the "
+	    "window starts there (window %ld, granted %ld)", g.window,
+	    g.granted);
+	memset(&e, 0, sizeof(e));
+	e.retry_after = -1;
+	e.seq = -1;
+	/* Rounds of 16: four served, twelve refused at once. */
+	for (j = 0; j < 6; j++, t += 0.3) {
+		for (i = 1; i <= 16; i++) {
+			e.ev = i <= 4 ? PACE_OK : PACE_SLOW;
+			e.sent_at = t;
+			e.now = t + (i <= 4 ? 0.25 : 0.001);
+			e.inflight = i;
+			pace_feedback_n(NULL, "conc16", &c, &e, 1, err,
+			    sizeof(err));
+		}
+	}
+	pace_take_n(NULL, "conc16", &c, t, 32, &g, err, sizeof(err));
+	ok(g.window >= 3 && g.window <= 5, "refused past 4 in flight, served "
+	    "under: the window goes to the cap (window %ld)", g.window);
 }
 
 /* n outcomes in one call leave what n calls leave. */
@@ -1492,6 +1534,7 @@ main(void)
 	ratelimit();
 	corrupt();
 	out_of_reach();
+	told_conc();
 	batch();
 	lease();
 	quiet_wait();
