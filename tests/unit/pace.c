@@ -9,7 +9,8 @@
  * answers' latency, default 0.02 s; PACE_CELL="20/s b10": that cell only;
  * SIMDBG=1: each second's pace and each refusal on stderr), PACE_EXPLORE=noise one of GCRA cells
  * with refusals at random on top, PACE_EXPLORE=conc concurrency caps of 25
- * and 5 with answers in 0.25 s, to explore a change with.
+ * and 5 with answers in 0.25 s, PACE_EXPLORE=drop GCRA limits that drop
+ * mid-run, to explore a change with.
  */
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1479,10 +1480,44 @@ explore_noise(void)
 	}
 }
 
+/* PACE_EXPLORE=drop: GCRA limits that drop at 5 s, answers in 20 ms. */
+static void
+explore_drop(void)
+{
+	static const double from[] = { 40, 50, 20, 100, 30, 40 },
+	    to[] = { 13.6, 10, 3, 20, 12, 30 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct lim l;
+	struct out o;
+	char ep[64];
+	size_t i;
+	long n;
+
+	for (i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
+		memset(&l, 0, sizeof(l));
+		l.kind = GCRA, l.rate = from[i], l.drop_at = 5, l.drop_to = to[i];
+		l.lat = getenv("PACE_LAT") ? atof(getenv("PACE_LAT")) : 0.02;
+		n = (long)(5 * from[i] + 15 * to[i]);
+		snprintf(ep, sizeof(ep), "drop-%zu", i);
+		if (getenv("PACE_CELL") != NULL &&
+		    strcmp(getenv("PACE_CELL"), ep) != 0)
+			continue;
+		o = sim(ep, &l, &none, n);
+		snprintf(ep, sizeof(ep), "%g/s dropping to %g/s at 5 s, n %ld",
+		    from[i], to[i], n);
+		report(ep, &o, 5 + 15);
+	}
+}
+
 int
 main(void)
 {
 	char *sub, err[256];
+
+	if (getenv("PACE_EXPLORE") != NULL && strcmp(getenv("PACE_EXPLORE"), "drop") == 0) {
+		explore_drop();
+		return 0;
+	}
 
 	if (getenv("PACE_EXPLORE") != NULL && strcmp(getenv("PACE_EXPLORE"), "noise") == 0) {
 		explore_noise();
