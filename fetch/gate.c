@@ -501,11 +501,13 @@ gate_feedback(const struct xfer *x)
 	 * answers 503 by default).  A 429, and a 503 from an endpoint that is
 	 * answering, say it is up: only a 503 from one that serves nothing
 	 * is an outage, the breaker's business.  A 503 while a request
-	 * written before it is still unanswered (held: the portal is working
-	 * on it) is no outage yet, nor known to be up: a concurrency cap's
-	 * refusals, before the first answers it let in are out.  It slows
-	 * the pace and the breaker does not hear of it; in an outage the
-	 * older request fails too, and is heard.
+	 * written before it, less than UP_S ago, is still unanswered (held:
+	 * the portal is working on it) is no outage yet, nor known to be up:
+	 * a concurrency cap's refusals, before the first answers it let in
+	 * are out.  It slows the pace and the breaker does not hear of it.
+	 * A request held longer is no cap's (a portal half down, hanging
+	 * some and refusing the rest: held all along, the breaker never
+	 * opened).
 	 */
 	/* Said once, the moment it happens: cron mails it. */
 	if (!e->down && (strcmp(reason, "connect") == 0 ||
@@ -531,7 +533,8 @@ gate_feedback(const struct xfer *x)
 		    e->lag) / 16;
 	}
 	up = e->ok_at > 0 && now - e->ok_at < clk_real(UP_S);
-	held = st == 503 && !up && x->retry_after == NULL && wire_older(x);
+	held = st == 503 && !up && x->retry_after == NULL && wire_older(x,
+	    now - clk_real(UP_S));
 	slow = st == 429 || (st == 503 && (x->retry_after != NULL || up ||
 	    held));
 	if (k == CLASS_OK)

@@ -165,6 +165,23 @@ noise() {
 	run ! never_opened
 }
 
+@test "limiters: 503s while an older request hangs are an outage once it has hung 10 s: the breaker opens" {
+	# A portal half down: one request hangs (its answer never comes), the
+	# rest are refused at once.  The hung one is not a concurrency cap's
+	# hold for long: after 10 s the 503s count, and the breaker opens.
+	# (Held all along, the retry budget was spent with the breaker never
+	# opened, long before the hang's 600 s timeout.)
+	export RFPIPE_TIME_SCALE=0.01
+	printf 'routes:\n  - {match: "/h/*", endpoint: h, script: [hang], hang_ms: 600000}\n  - {match: "/o/*", endpoint: o, outage: {start_s: 0, status: 503}}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	{ manifest /h 1 o; manifest /o 10 o | sed 's/"id":"o-/"id":"p-/'; } >"$BATS_TEST_TMPDIR/m"
+	printf 'max_attempts: 20\ntimeout: 600s\nbreaker: {failures: 3, cooldown: 1s}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run timeout 60 "$ROOT/pipeline.sh" -q -j 4 --seed 1 --run-dir "$RUN" \
+	    --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ ! -s "$RUN/results.ndjson" ]
+	run ! never_opened
+}
+
 # stale_portal: one mock, two routes of rfpipe's endpoint p (one pace): /slow/*
 # limited to 20/s with no burst, /free/* unlimited, as one portal before and
 # after its limit changed.
