@@ -412,6 +412,20 @@ shapes(void)
 	    "at most 20", o.rate, o.refused, o.sent);
 
 	/*
+	 * A fall the measure was slow to follow: cut to under a measure
+	 * still of 40/s, refused early three cuts running at 20 %, it was let
+	 * go as noise: 39 refusals of 443, 1.47 x the ideal.
+	 */
+	memset(&l, 0, sizeof(l));
+	l.kind = GCRA, l.rate = 40, l.drop_at = 5, l.drop_to = 13.6;
+	l.lat = 0.02;
+	o = sim("drop13", &l, &none, 404);
+	report("40/s dropping to 13.6/s at 5 s", &o, 20);
+	ok(o.paced && o.refused <= 0.05 * o.sent, "40/s dropping to 13.6/s: "
+	    "never let go as noise: %ld refusals of %ld requests, at most "
+	    "5 %%", o.refused, o.sent);
+
+	/*
 	 * Far under the pace, a strict limit served the first send after
 	 * each refusal some way into its interval: 3/s read as 2.35/s, and
 	 * the pace settled 26 % under the limit.
