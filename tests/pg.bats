@@ -670,19 +670,34 @@ pace_heard() {
 	kill "${HOSTS[0]}" 2>/dev/null
 }
 
-@test "pipeline --state: a start or cut of the shared pace is told to every host (NOTIFY rfp_pace, SEQ ENDPOINT)" {
+# limited_run AUTHORITY [listen]: 40 documents to /l/ against a 20/s
+# limit with no burst, one pipeline on the shared state, -j 8 (run -0);
+# AUTHORITY names the mock in the URLs (the endpoint is taken from it),
+# "" for the mock's own with endpoint "l".  With listen, a host listens
+# for the pace's news (pace_listen) before the run.
+limited_run() {
+	local i
 	printf 'routes:\n  - {match: "/l/*", endpoint: l, limits: [{kind: gcra, per_s: 20, burst: 0}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
 	for i in $(seq 1 40); do
-		printf '{"id":"d%d","url":"%s/l/%d","endpoint":"l"}\n' "$i" "$MOCK_URL" "$i"
+		if [ -n "$1" ]; then
+			printf '{"id":"d%d","url":"http://%s:%s/l/%d"}\n' "$i" \
+			    "$1" "$MOCK_PORT" "$i"
+		else
+			printf '{"id":"d%d","url":"%s/l/%d","endpoint":"l"}\n' \
+			    "$i" "$MOCK_URL" "$i"
+		fi
 	done >"$BATS_TEST_TMPDIR/m"
 	rfp-fetch --state "$URL" </dev/null >/dev/null
-	pace_listen
+	[ -z "${2:-}" ] || pace_listen
 	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q -j 8 --state "$URL" \
 	    --run-dir "$BATS_TEST_TMPDIR/r" "$BATS_TEST_TMPDIR/m"
-	[ "$(wc -l <"$BATS_TEST_TMPDIR/r/results.ndjson")" -eq 40 ]
-	refused=$(logged '.action == "rate_limited"')
-	[ "$refused" -ge 1 ]
+	[ "$(jq -r .status "$BATS_TEST_TMPDIR/r/results.ndjson" | grep -c '^200$')" -eq 40 ]
+	[ "$(logged '.action == "rate_limited"')" -ge 1 ]
+}
+
+@test "pipeline --state: a start or cut of the shared pace is told to every host (NOTIFY rfp_pace, SEQ ENDPOINT)" {
+	limited_run "" listen
 	pace_heard
 	cat "$BATS_TEST_TMPDIR/news" | sort -u
 	grep -E -q '^Asynchronous notification "rfp_pace" with payload "[0-9]+ l" received' "$BATS_TEST_TMPDIR/news"
@@ -691,42 +706,21 @@ pace_heard() {
 @test "pipeline --state: the news of a cut names an endpoint taken from a long URL authority whole" {
 	# A manifest's "endpoint" is held to 100 bytes; a name taken from the
 	# URL is its authority, unbounded: 127.0.0.000...0001 is the mock.
-	local z ep
+	local z
 	z=$(printf '0%.0s' $(seq 1 300))
-	printf 'routes:\n  - {match: "/l/*", endpoint: l, limits: [{kind: gcra, per_s: 20, burst: 0}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
-	mock_start "$BATS_TEST_TMPDIR/s.yaml"
-	ep="127.0.0.${z}1:$MOCK_PORT"
-	for i in $(seq 1 40); do
-		printf '{"id":"d%d","url":"http://%s/l/%d"}\n' "$i" "$ep" "$i"
-	done >"$BATS_TEST_TMPDIR/m"
-	rfp-fetch --state "$URL" </dev/null >/dev/null
-	pace_listen
-	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q -j 8 --state "$URL" \
-	    --run-dir "$BATS_TEST_TMPDIR/r" "$BATS_TEST_TMPDIR/m"
-	[ "$(jq -r .status "$BATS_TEST_TMPDIR/r/results.ndjson" | grep -c '^200$')" -eq 40 ]
-	[ "$(logged '.action == "rate_limited"')" -ge 1 ]
+	limited_run "127.0.0.${z}1" listen
 	pace_heard
 	grep -q 'rfp_pace' "$BATS_TEST_TMPDIR/news"
-	run grep -v -c -E "payload \"[0-9]+ $ep\" received" <(grep rfp_pace "$BATS_TEST_TMPDIR/news")
+	run grep -v -c -E "payload \"[0-9]+ 127.0.0.${z}1:$MOCK_PORT\" received" <(grep rfp_pace "$BATS_TEST_TMPDIR/news")
 	[ "$output" -eq 0 ]
 }
 
 @test "pipeline --state: a cut of an endpoint whose name PostgreSQL would not take as a payload is not told, and the run goes on" {
 	# 8,100 bytes: pg_notify refuses a payload of 8,000, and the update
 	# with it (rfp-fetch died: "payload string too long").
-	local z ep
+	local z
 	z=$(printf '0%.0s' $(seq 1 8100))
-	printf 'routes:\n  - {match: "/l/*", endpoint: l, limits: [{kind: gcra, per_s: 20, burst: 0}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
-	mock_start "$BATS_TEST_TMPDIR/s.yaml"
-	ep="127.0.0.${z}1:$MOCK_PORT"
-	for i in $(seq 1 40); do
-		printf '{"id":"d%d","url":"http://%s/l/%d"}\n' "$i" "$ep" "$i"
-	done >"$BATS_TEST_TMPDIR/m"
-	rfp-fetch --state "$URL" </dev/null >/dev/null
-	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q -j 8 --state "$URL" \
-	    --run-dir "$BATS_TEST_TMPDIR/r" "$BATS_TEST_TMPDIR/m"
-	[ "$(logged '.action == "rate_limited"')" -ge 1 ]
-	[ "$(jq -r .status "$BATS_TEST_TMPDIR/r/results.ndjson" | grep -c '^200$')" -eq 40 ]
+	limited_run "127.0.0.${z}1"
 }
 
 @test "breaker: its opening for an endpoint whose name PostgreSQL would not take as a payload is not told, and the run goes on" {
