@@ -342,6 +342,29 @@ limiters(void)
 }
 
 /*
+ * n documents against a GCRA of from a second that drops to to at 5 s,
+ * answers in lat, not told; reported against ideal.
+ */
+static struct out
+drop_sim(const char *ep, double from, double to, long n, double lat,
+    double ideal)
+{
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct lim l;
+	struct out o;
+	char what[64];
+
+	memset(&l, 0, sizeof(l));
+	l.kind = GCRA, l.rate = from, l.drop_at = 5, l.drop_to = to;
+	l.lat = lat;
+	o = sim(ep, &l, &none, n);
+	snprintf(what, sizeof(what), "%g/s dropping to %g/s at 5 s, n %ld",
+	    from, to, n);
+	report(what, &o, ideal);
+	return o;
+}
+
+/*
  * Limiters of other shapes, not told: a sliding window filled by the first
  * burst, a rate that drops mid-run, and a told rate whose arrivals the
  * portal sees bunched after a stall now and then (a busy machine).
@@ -384,11 +407,7 @@ shapes(void)
 	    "ideal 21 s", o.makespan);
 
 	/* Most of the ideal is lost finding the first rate: 1.2 x is not met. */
-	memset(&l, 0, sizeof(l));
-	l.kind = GCRA, l.rate = 50, l.drop_at = 5, l.drop_to = 10;
-	l.lat = 0.02;
-	o = sim("drop", &l, &none, 350);
-	report("50/s dropping to 10/s at 5 s", &o, 14.9);
+	o = drop_sim("drop", 50, 10, 350, 0.02, 14.9);
 	ok(o.refused <= 0.07 * o.sent, "50/s dropping to 10/s: %ld refusals "
 	    "of %ld requests, at most 7 %%", o.refused, o.sent);
 	ok(o.rate >= 8 && o.rate <= 11 && o.makespan <= 1.65 * 14.9, "50/s "
@@ -402,11 +421,7 @@ shapes(void)
 	 * since an early cut, the served ones before the fall among them),
 	 * it drew 41 refusals.
 	 */
-	memset(&l, 0, sizeof(l));
-	l.kind = GCRA, l.rate = 20, l.drop_at = 5, l.drop_to = 8;
-	l.lat = 0.02;
-	o = sim("drop8", &l, &none, 130);
-	report("20/s dropping to 8/s at 5 s", &o, 13.4);
+	o = drop_sim("drop8", 20, 8, 130, 0.02, 13.4);
 	ok(o.paced && o.rate <= 8.5 && o.refused <= 20, "20/s dropping to "
 	    "8/s: paced at the end, at %.1f/s; %ld refusals of %ld requests, "
 	    "at most 20", o.rate, o.refused, o.sent);
@@ -416,11 +431,7 @@ shapes(void)
 	 * still of 40/s, refused early three cuts running at 20 %, it was let
 	 * go as noise: 39 refusals of 443, 1.47 x the ideal.
 	 */
-	memset(&l, 0, sizeof(l));
-	l.kind = GCRA, l.rate = 40, l.drop_at = 5, l.drop_to = 13.6;
-	l.lat = 0.02;
-	o = sim("drop13", &l, &none, 404);
-	report("40/s dropping to 13.6/s at 5 s", &o, 20);
+	o = drop_sim("drop13", 40, 13.6, 404, 0.02, 20);
 	ok(o.paced && o.refused <= 0.05 * o.sent, "40/s dropping to 13.6/s: "
 	    "never let go as noise: %ld refusals of %ld requests, at most "
 	    "5 %%", o.refused, o.sent);
@@ -430,11 +441,7 @@ shapes(void)
 	 * each refusal some way into its interval: 3/s read as 2.35/s, and
 	 * the pace settled 26 % under the limit.
 	 */
-	memset(&l, 0, sizeof(l));
-	l.kind = GCRA, l.rate = 20, l.drop_at = 5, l.drop_to = 3;
-	l.lat = 0.02;
-	o = sim("drop3", &l, &none, 130);
-	report("20/s dropping to 3/s at 5 s", &o, 14.7);
+	o = drop_sim("drop3", 20, 3, 130, 0.02, 14.7);
 	ok(o.paced && o.rate >= 0.85 * 3 && o.rate <= 3, "20/s dropping to "
 	    "3/s: the pace ends at %.2f/s, 0.85 to 1 x the limit", o.rate);
 
@@ -1500,26 +1507,17 @@ explore_drop(void)
 {
 	static const double from[] = { 40, 50, 20, 100, 30, 40 },
 	    to[] = { 13.6, 10, 3, 20, 12, 30 };
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
-	struct lim l;
-	struct out o;
 	char ep[64];
 	size_t i;
-	long n;
 
 	for (i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
-		memset(&l, 0, sizeof(l));
-		l.kind = GCRA, l.rate = from[i], l.drop_at = 5, l.drop_to = to[i];
-		l.lat = getenv("PACE_LAT") ? atof(getenv("PACE_LAT")) : 0.02;
-		n = (long)(5 * from[i] + 15 * to[i]);
 		snprintf(ep, sizeof(ep), "drop-%zu", i);
 		if (getenv("PACE_CELL") != NULL &&
 		    strcmp(getenv("PACE_CELL"), ep) != 0)
 			continue;
-		o = sim(ep, &l, &none, n);
-		snprintf(ep, sizeof(ep), "%g/s dropping to %g/s at 5 s, n %ld",
-		    from[i], to[i], n);
-		report(ep, &o, 5 + 15);
+		(void)drop_sim(ep, from[i], to[i], (long)(5 * from[i] +
+		    15 * to[i]), getenv("PACE_LAT") ? atof(getenv("PACE_LAT")) :
+		    0.02, 5 + 15);
 	}
 }
 
