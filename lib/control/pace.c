@@ -60,11 +60,6 @@
 				   a few early ones and passed for 5 to 8 %
 				   noise */
 #define NZ_KEEP		0.999	/* a success keeps this of the noise share */
-#define NZ_GOT		0.6	/* ... and what got through since the first
-				   cut, a second, is at least this share of
-				   the pace then less the refusals: noise
-				   leaves the delivery rate be, a limit
-				   that fell takes it down with it */
 #define CUBE		2e-7	/* above it, the rate n successes after a cut
 				   is (1 + CUBE n^3) times where it began to
 				   probe: +5 % at 63, +100 % at 171 (CUBIC's
@@ -772,17 +767,8 @@ noise(struct pst *p, double now)
 		p->k_cuts = 0;
 		return 0;
 	}
-	/*
-	 * A limit that fell from 40/s to 13.6/s, cut to under a measure
-	 * still of 40/s, was refused early three cuts running at 20 % of
-	 * the answers: let go as noise, it drew 39 refusals in 443 (18 now)
-	 * and crawled back from 8.9/s.  What got through was 13.6/s of the
-	 * 26/s the run of cuts began at.
-	 */
 	return p->k_cuts >= NZ_CUTS && p->k_ref <= NZ_MAX * (p->k_ok + p->k_ref) &&
-	    p->k_ref - 1 >= NZ_MIN * (p->k_ok + p->k_ref - 1) &&
-	    p->k_ok / fmax(now - p->k_at, clk_real(SPAN) / 1000) >= NZ_GOT *
-	    p->k_rate * p->k_ok / (p->k_ok + p->k_ref);
+	    p->k_ref - 1 >= NZ_MIN * (p->k_ok + p->k_ref - 1);
 }
 
 /*
