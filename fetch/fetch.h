@@ -298,6 +298,7 @@ void	xfer_free(struct xfer *x);
 void	xfer_pool_free(void);
 /* 1 when the finished x has a body for the body thread to file. */
 int	xfer_files_body(const struct xfer *x);
+int	xfer_looks_ok(const struct xfer *x);
 
 /* bodies.c: the body thread.  bodies_start returns the fd to poll. */
 void	bodies_init(const struct fopts *o);

@@ -446,15 +446,15 @@ gate_try(struct job *j, long room, int *slot, int *probe)
  * x is answered, its body yet to be filed: a 2xx says the endpoint serves
  * now.  Filing waits on the body thread (the longer on a loaded machine),
  * and a 503 to another request, told before it, was taken for an outage
- * while the same portal's successes sat in the queue.
+ * while the same portal's successes sat in the queue.  Not a 2xx that
+ * fails its expect, or may (a body check): a sign-in page served with 200
+ * between 503s is no endpoint up, and counted as one, the breaker never
+ * opened.
  */
 void
 gate_answered(const struct xfer *x)
 {
-	long st = 0;
-
-	if (x->cc == CURLE_OK && curl_easy_getinfo(x->easy,
-	    CURLINFO_RESPONSE_CODE, &st) == CURLE_OK && st >= 200 && st < 300)
+	if (xfer_looks_ok(x))
 		x->job->ep->ok_at = clk_now();
 }
 

@@ -918,6 +918,34 @@ xfer_finish(struct xfer *x, CURLcode cc)
 	}
 }
 
+/*
+ * 1 when x, answered and its body not yet checked, will be a success as
+ * far as can be told now: a 2xx that passes the checks of "expect" that
+ * need no body, and has none that need it.
+ */
+int
+xfer_looks_ok(const struct xfer *x)
+{
+	const json_t *expect = json_object_get(x->job->rec, "expect");
+	long st = 0;
+	char *bad;
+	int ok;
+
+	if (x->cc != CURLE_OK || curl_easy_getinfo(x->easy,
+	    CURLINFO_RESPONSE_CODE, &st) != CURLE_OK || st < 200 || st > 299)
+		return 0;
+	if (expect == NULL)
+		return 1;
+	if (rec_str(expect, "magic") != NULL ||
+	    json_is_true(json_object_get(expect, "json")))
+		return 0;
+	/* Without a body check, check() looks at the head alone. */
+	bad = check(expect, x);
+	ok = bad == NULL;
+	free(bad);
+	return ok;
+}
+
 int
 xfer_files_body(const struct xfer *x)
 {

@@ -165,6 +165,21 @@ noise() {
 	run ! never_opened
 }
 
+@test "limiters: 200s that fail expect are no sign of an endpoint up: its 503s open the breaker" {
+	# Half the answers a sign-in page with 200, half 503: nothing the
+	# batch wants is served.  A 2xx counted as up when read, before its
+	# body was checked, took the 503s for throttling: the breaker never
+	# opened, and the run spent 24 times as long.
+	printf 'routes:\n  - {match: "/x/*", endpoint: x, body: html, mix: [{weight: 50, script: [200]}, {weight: 50, script: [503]}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /x 40 x '"expect":{"content_type":"application/json"}' >"$BATS_TEST_TMPDIR/m"
+	printf 'max_attempts: 3\nbreaker: {failures: 3, cooldown: 1s}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run pipeline.sh -q -j 4 --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ ! -s "$RUN/results.ndjson" ]
+	[ "$(wc -l <"$RUN/dead.ndjson")" -eq 40 ]
+	run ! never_opened
+}
+
 @test "limiters: 503s while an older request hangs are an outage once it has hung 10 s: the breaker opens" {
 	# A portal half down: one request hangs (its answer never comes), the
 	# rest are refused at once.  The hung one is not a concurrency cap's
