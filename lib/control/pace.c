@@ -33,6 +33,10 @@
 				   grows again, by 1/window a success */
 #define START_RATE	2.0	/* the pace's floor when it starts */
 #define MIN_RATE	0.05	/* never slower: one every 20 s */
+#define RATE_MAX	1e12	/* a told rate's most (1e6/s), time scaled by
+				   the least (1e-6): no state holds more */
+#define YEAR		(366 * 86400.0)	/* no window or wait is longer */
+#define WIN_LEAST	1e-3	/* nor a window shorter */
 #define SPAN		1.0	/* the delivered rate is counted over this */
 #define UNDER		0.95	/* pace this share of the delivery rate */
 #define FIRST_CUT	0.5	/* the first cut, with no rate measured */
@@ -306,6 +310,23 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 	for (i = 0; i < NOKH; i++)
 		if (p->okh[i] < 0)
 			return -1;
+	/*
+	 * Rates no pace reaches, counts and grant numbers no run makes, and
+	 * windows and times past a year: a rate of 1e308 went to inf at the
+	 * first success, and the state then saved was refused; a window of
+	 * 1e300 s with nothing left in it held every send that long (and one
+	 * of 1e-300 s turned 1e300 times).  A quota's end, or a reset, far
+	 * off is the portal's word, and read as it is.
+	 */
+	if (p->rate > RATE_MAX || p->hint > RATE_MAX || p->r_noise > RATE_MAX ||
+	    p->k_rate > RATE_MAX || p->ref_rate > RATE_MAX ||
+	    p->r_fail > RATE_MAX || p->p_min > RATE_MAX || p->n_cut > 0x1p53 ||
+	    p->cut_seq > 0x1p53 || p->p_seq > 0x1p53 || p->k_seq > 0x1p53 ||
+	    p->rl_seq > 0x1p53 || p->rl_limit > 0x1p53 ||
+	    p->rl_left > 0x1p53 || p->rl_win < 0 || p->rl_win > YEAR ||
+	    (p->rl_win > 0 && p->rl_win < WIN_LEAST) ||
+	    p->rl_wguess < 0 || p->rl_wguess > YEAR)
+		return -1;
 	/* No interval holds more successes than any count may. */
 	for (i = 0; i < NIV; i++)
 		if (p->iv_s[i] > 0x1p53)
@@ -668,10 +689,14 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 */
 	if (p->rl_rem >= 0 && rl->remaining > p->rl_rem && rl->reset_s > 0) {
 		p->rl_turn = e->now;
-		p->rl_wguess = clk_real(rl->reset_s);
+		p->rl_wguess = clk_real(rl->reset_s) <= YEAR ?
+		    clk_real(rl->reset_s) : 0;
 	}
 	p->rl_rem = (double)rl->remaining;
 	p->rl_win = rl->window_s > 0 ? clk_real(rl->window_s) : p->rl_wguess;
+	/* A window the portal says is a microsecond or a century is none. */
+	if (p->rl_win < WIN_LEAST || p->rl_win > YEAR)
+		p->rl_win = 0;
 	if (rl->reset_s > 0) {
 		p->rl_reset = e->now + clk_real(rl->reset_s);
 		if (p->rl_turn > 0 && p->rl_win > 0)
@@ -987,7 +1012,7 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	d = delivered(p);
 	if (d > 0)
 		p->rate = fmin(p->rate, fmax(r0, (p->cuts == 0 ? 4 : 2) * d));
-	p->rate = fmin(p->rate, cap);
+	p->rate = fmin(p->rate, fmin(cap, RATE_MAX));
 	/* A faster pace: the next send comes one new interval after the last. */
 	if (p->rate > r0 && p->tat > e->now)
 		tat_set(p, e->now + (p->tat - e->now) * r0 / p->rate);

@@ -1101,6 +1101,15 @@ reset_bound(void)
 	ok(g.granted == 0 && fabs(g.quota_until - (T0 + 0.01 + 1e9)) < 1,
 	    "a reset past quota_after is a quota until it (%.0f)",
 	    g.quota_until - T0);
+	/* A policy's window of 1e12 s is none, not a state refused after. */
+	e.rl.window_s = 1e12;
+	e.rl.reset_s = 1;
+	e.rl.remaining = 5;
+	pace_feedback_n(dir, "far", &c, &e, 1, err, sizeof(err));
+	*err = '\0';
+	ok(pace_take_n(dir, "far", &c, T0 + 0.04, 1, &g, err, sizeof(err)) ==
+	    0, "a RateLimit-Policy window of 1e12 s leaves a state that reads "
+	    "back %s", err);
 	/* As an earlier run saved it: a reset held, no quota. */
 	path = xasprintf("%s/state/rate/saved.json", dir);
 	f = fopen(path, "w");
@@ -1121,6 +1130,7 @@ refused(const char *text, char *err, size_t errlen)
 	struct pace_grant g;
 
 	put_state("bad", text);
+	*err = '\0';
 	return pace_take_n(dir, "bad", &c, T0, 1, &g, err, errlen) == -1 &&
 	    strstr(err, "corrupt state file") != NULL;
 }
@@ -1151,6 +1161,23 @@ corrupt(void)
 	    "a window past the largest is corrupt: %s", err);
 	ok(refused("{\"iv_s\": [1e300, 9, 9, 9, 9, 9, 9, 9]}\n", err,
 	    sizeof(err)), "an interval of 1e300 successes is corrupt: %s", err);
+	/*
+	 * A rate of 1e308 went to inf at the first success, and the state
+	 * then saved was refused by the next stage to read it; a window of
+	 * 1e300 s with nothing left in it held every send that long.
+	 */
+	ok(refused("{\"paced\": 1, \"rate\": 1e308}\n", err, sizeof(err)),
+	    "a rate of 1e308 a second is corrupt: %s", err);
+	ok(refused("{\"paced\": 1, \"rate\": 5, \"hint\": 1e300}\n", err,
+	    sizeof(err)), "a hint of 1e300 a second is corrupt: %s", err);
+	ok(refused("{\"n_cut\": 1e200}\n", err, sizeof(err)),
+	    "1e200 successes since a cut is corrupt: %s", err);
+	ok(refused("{\"cut_seq\": 1e300}\n", err, sizeof(err)),
+	    "a cut at grant 1e300 is corrupt: %s", err);
+	ok(refused("{\"rl_limit\": 0, \"rl_win\": 1e300}\n", err,
+	    sizeof(err)), "a window of 1e300 s is corrupt: %s", err);
+	ok(refused("{\"rl_limit\": 0, \"rl_win\": 1e-300}\n", err,
+	    sizeof(err)), "a window of 1e-300 s is corrupt: %s", err);
 }
 
 /*
@@ -1196,6 +1223,29 @@ out_of_reach(void)
 	r = rate_at("vast", t);
 	ok(r > 1, "an interval of 1e308 s is no measure of 0/s: the "
 	    "refusals cut the pace from 10/s to %g/s, not to the floor", r);
+
+	/*
+	 * A pace at the most a state holds, still finding the limit: it
+	 * doubles no further, and what it saves reads back (a rate past
+	 * the most is refused, and one grown to inf was saved without it).
+	 */
+	text = xasprintf("{\"paced\": 1, \"rate\": 1e12, \"seen\": %.3f, "
+	    "\"users\": {\"1@elsewhere.invalid\": %.3f}}\n", T0 + 1, T0 + 1);
+	put_state("probe", text);
+	free(text);
+	memset(&e, 0, sizeof(e));
+	e.retry_after = -1;
+	for (i = 0, t = T0 + 2; i < 3; i++, t += 0.2) {
+		pace_take_n(dir, "probe", &none, t, 1, &g, err, sizeof(err));
+		e.ev = PACE_OK;
+		e.sent_at = t, e.now = t + 0.01;
+		e.seq = g.seq, e.inflight = 1;
+		pace_feedback_n(dir, "probe", &none, &e, 1, err, sizeof(err));
+	}
+	*err = '\0';
+	ok(pace_take_n(dir, "probe", &none, t, 1, &g, err, sizeof(err)) == 0 &&
+	    g.rate <= 1e12, "a pace of 1e12/s doubles no further, and its "
+	    "state reads back (rate %g) %s", g.rate, err);
 }
 
 /*
