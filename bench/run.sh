@@ -96,7 +96,7 @@ usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
   --dry-run      check the tools, build and make the work directory (with
                  --scale, also start and stop PostgreSQL and nginx), then
                  stop: nothing is measured (a bench machine's set-up,
-                 checked in seconds)
+                 checked in seconds); it names the cells it would measure
   --timeout S    bound every tool run to S seconds (default: per scenario,
                  per limiter cell)
 Environment: BENCH_KEEP=1 is --keep, BENCH_WORK=DIR is --work DIR (for make bench).
@@ -124,7 +124,7 @@ root=$(cd "$here/.." && pwd)
 # cells scale.
 options() {
 	quick='' only='' keep=${BENCH_KEEP:-} work=${BENCH_WORK:-} results=''
-	results_set='' build=1 tmo_all='' cells='' scale='' dry=''
+	results_set='' build=1 tmo_all='' cells='' cells_set='' scale='' dry=''
 	while [ $# -gt 0 ]; do
 		case $1 in
 		-h|--help) printf '%s' "$usage"; exit 0 ;;
@@ -160,17 +160,15 @@ option() {
 	--only) only=${only:+$only,}$2 ;;
 	--work) work=$2 ;;
 	--results) results=$2; results_set=1 ;;
-	--cells) cells=$2 ;;
+	--cells) cells=$2; cells_set=1 ;;
 	--timeout) tmo_all=$2 ;;
 	esac
 }
 
-# cells_check: every --cells pattern matches a cell this run has (a
-# limiter cell, of --quick's when --quick; a --scale run): a typo ran
-# nothing and said nothing.
-cells_check() {
-	local pat ids what=limiter
-	[ -n "$cells" ] || return 0
+# cell_ids: the cells this run has, one a line, in ids, and what they are
+# in what.
+cell_ids() {
+	what=limiter
 	if [ -n "$scale" ]; then
 		ids=$(scale_ids) what=--scale
 	else
@@ -179,6 +177,33 @@ cells_check() {
 		    "$here/scenarios/limiters/cells")
 		[ -z "$quick" ] || what="--quick limiter"
 	fi
+}
+
+# dry_cells: the cells a run without --dry-run would measure, on a line.
+dry_cells() {
+	local ids what id dry=''
+	cell_ids
+	while read -r id; do
+		lim_selected "$id" && printf '%s ' "$id"
+	done <<<"$ids"
+}
+
+# cells_check: every --cells pattern matches a cell this run has (a
+# limiter cell, of --quick's when --quick; a --scale run): a typo ran
+# nothing and said nothing.
+cells_check() {
+	local pat ids what
+	[ -n "$cells_set" ] || return 0
+	# One pattern a line, the spaces around each trimmed: what
+	# lim_selected matches against.
+	if awk -F, '{ for (i = 1; i <= NF; i++) if ($i !~ /[^[:space:]]/)
+	    exit 0; exit NF == 0 ? 0 : 1 }' <<<"$cells"; then
+		printf '%s: --cells: an empty pattern in "%s"\n' "$prog" \
+		    "$cells" >&2
+		exit 2
+	fi
+	cells=$(tr , '\n' <<<"$cells" | sed 's/^[[:space:]]*//; s/[[:space:]]*$//')
+	cell_ids
 	while read -r pat; do
 		[ -n "$pat" ] || continue
 		# shellcheck disable=SC2254  # the pattern is meant to glob
@@ -189,7 +214,7 @@ cells_check() {
 			    "$prog" "$pat" "$what" "$(tr "\n" " " <<<"$ids")" >&2
 			exit 2
 		}
-	done < <(tr , '\n' <<<"$cells")
+	done <<<"$cells"
 	return 0
 }
 
@@ -338,6 +363,9 @@ main() {
 	traps
 	bench_t0=$(now)
 	load0=$(cut -d' ' -f1-3 /proc/loadavg)
+	case $dry,$scale,$only in
+	1,1,*|1,,*limiters*) say "dry run: the cells it would measure: $(dry_cells)" ;;
+	esac
 	if [ -n "$scale" ]; then
 		scale_scenario
 		return 0

@@ -66,6 +66,26 @@ load test_helper
 	[ ! -e "$w" ]
 }
 
+@test "bench --cells: patterns are trimmed, never globbed against files, and an empty one is refused" {
+	local w=$BATS_TEST_TMPDIR/work c
+	# A file a split pattern would have globbed to, where the bench runs.
+	mkdir "$BATS_TEST_TMPDIR/here"
+	touch "$BATS_TEST_TMPDIR/here/gcra-9-x"
+	cd "$BATS_TEST_TMPDIR/here"
+	run --separate-stderr "$ROOT/bench/run.sh" --limiters --no-build \
+	    --dry-run --cells ' gcra-1 , nginx*,gcra-*' --work "$w"
+	assert_success
+	[[ $stderr == *"cells it would measure: gcra-1 "*" nginx-nodelay "* ]]
+	[[ $stderr == *" gcra-3-b10 "* ]]
+	for c in '' ',' ' ' 'gcra-1,' 'gcra-1,,nginx*'; do
+		run --separate-stderr "$ROOT/bench/run.sh" --limiters \
+		    --no-build --dry-run --cells "$c" --work "$w"
+		assert_failure 2
+		[[ $stderr == *"--cells: an empty pattern in \"$c\""* ]]
+	done
+	[ ! -e "$w" ]
+}
+
 @test "bench: a Ctrl-C mid-run stops the runs it started, not only its servers" {
 	[ -n "$(find /usr/lib/postgresql -path '*/bin/initdb' 2>/dev/null)" ] ||
 	    skip "initdb not found"

@@ -25,15 +25,17 @@ lim_scenario() {
 }
 
 # lim_selected ID: true when --cells is not given or one of its patterns
-# matches ID; never in a --dry-run.
+# (one a line, cells_check) matches ID; never in a --dry-run.  Read a
+# line at a time, not split by the shell: a pattern split was globbed
+# against the files where the bench ran, and kept the spaces around it.
 lim_selected() {
-	local pat IFS=,
+	local pat
 	[ -z "$dry" ] || return 1
 	[ -n "$cells" ] || return 0
-	for pat in $cells; do
+	while read -r pat; do
 		# shellcheck disable=SC2254  # the pattern is meant to glob
 		case $1 in $pat) return 0 ;; esac
-	done
+	done <<<"$cells"
 	return 1
 }
 
