@@ -553,6 +553,7 @@ gate_feedback(const struct xfer *x)
 			pe->retry_after = clk_real(ra);
 		pe->rl = x->rl;
 		pe->rl_seen = x->rl_seen;
+		pe->busy = st == 503;
 	}
 	if (held) {
 		e->fb_now = 1;

@@ -120,6 +120,23 @@ noise() {
 	[ "$(logged '.action == "rate_limited"')" -le 30 ]
 }
 
+@test "limiters: a concurrency told, a strict rate answering 429: the window stays where it was told" {
+	# 20/s answered in a second: 20 in flight to keep up.  The 429s,
+	# sent with more in flight than the first successes, were taken for
+	# a cap's: the window went to 7, and the run took twice as long.
+	# At full time: collapsed tenfold, the answers came back before the
+	# first 429s were read, and no cap was taken.
+	export RFPIPE_TIME_SCALE=1
+	scenario g '{kind: gcra, per_s: 20, burst: 0}' 'delay_ms: 1000'
+	printf 'endpoints:\n  g:\n    concurrency: 32\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	manifest /g 150 g >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q -j 32 --seed 1 --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 150 ]
+	jq -c '{win, rate}' "$RUN/state/rate/g.json"
+	jq -e '.win >= 32' "$RUN/state/rate/g.json"
+}
+
 @test "limiters: a quota below -j told by X-RateLimit headers is spent on documents, not on reservations" {
 	# The first ask reserved -j sends while the window let 2 go: the
 	# 30 unused counted against Remaining, and 48 of 50 left dead.

@@ -28,7 +28,8 @@
  * past which it does not double.  Processes sharing it at once keep it.
  *
  * With a configured rate the pace is that rate, exactly, from the start;
- * with a configured concurrency there is no window below it.
+ * with a configured concurrency the window starts there, and only 503s
+ * (a concurrency cap's answer; a 429 is the rate's) take it lower.
  * All times are real seconds; the state lives in RUNDIR/state/rate/.
  */
 #ifndef RFP_PACE_H
@@ -49,8 +50,8 @@ struct pace_cfg {
 	double	deadline;	/* epoch; a hold past it is a quota; 0: none */
 	long	conc;		/* the endpoint's concurrency, configured:
 				   the window starts there, not at 2, and
-				   only a concurrency cap's refusals take it
-				   lower; 0: not configured */
+				   only a concurrency cap's refusals (503,
+				   busy) take it lower; 0: not configured */
 	double	lease;		/* real s: sends due this far ahead are
 				   granted too, each with its time, when the
 				   pace is fast enough for 8 of them; 0: only
@@ -119,6 +120,8 @@ struct pace_ev {
 	double		retry_after;	/* Retry-After, real s; -1: none */
 	struct hdr_ratelimit rl;
 	int		rl_seen;	/* rl holds what the answer said */
+	int		busy;		/* a 503, which a concurrency cap may
+					   answer (a 429 is the rate's) */
 };
 
 /* Feed back n outcomes in order under one lock. */

@@ -188,6 +188,7 @@ sim(const char *ep, struct lim *l, const struct pace_cfg *c, long n)
 					/* A stalled portal answers after. */
 					now = at;
 					e.ev = PACE_SLOW;
+					e.busy = l->kind == CONC;
 					e.sent_at = now;
 					e.now = now + 0.0005;
 					e.inflight = in + 1;
@@ -1271,7 +1272,8 @@ told_conc(void)
 	memset(&e, 0, sizeof(e));
 	e.retry_after = -1;
 	e.seq = -1;
-	/* Rounds of 16: four served, twelve refused at once. */
+	e.busy = 1;
+	/* Rounds of 16: four served, twelve refused at once, with 503. */
 	for (j = 0; j < 6; j++, t += 0.3) {
 		for (i = 1; i <= 16; i++) {
 			e.ev = i <= 4 ? PACE_OK : PACE_SLOW;
@@ -1285,6 +1287,22 @@ told_conc(void)
 	pace_take_n(NULL, "conc16", &c, t, 32, &g, err, sizeof(err));
 	ok(g.window >= 3 && g.window <= 5, "refused past 4 in flight, served "
 	    "under: the window goes to the cap (window %ld)", g.window);
+	/* The same with 429: the rate's answer, the window left as told. */
+	t = T0;
+	e.busy = 0;
+	for (j = 0; j < 6; j++, t += 0.3) {
+		for (i = 1; i <= 16; i++) {
+			e.ev = i <= 4 ? PACE_OK : PACE_SLOW;
+			e.sent_at = t;
+			e.now = t + (i <= 4 ? 0.25 : 0.001);
+			e.inflight = i;
+			pace_feedback_n(NULL, "conc16r", &c, &e, 1, err,
+			    sizeof(err));
+		}
+	}
+	pace_take_n(NULL, "conc16r", &c, t, 32, &g, err, sizeof(err));
+	ok(g.window >= 16, "refused with 429 past 4 in flight, told 16: the "
+	    "window stays at 16 (window %ld)", g.window);
 }
 
 /* n outcomes in one call leave what n calls leave. */
