@@ -173,7 +173,7 @@ void	gate_free(void);
 /* wire.c: what is in flight, on one libcurl multi handle. */
 void	wire_init(long max_connections);
 void	wire_add(struct xfer *x);
-int	wire_older(const struct xfer *x, double since);
+int	wire_older(const struct xfer *x, double since, double before);
 void	wire_perform(void);
 /* The next transfer that ended (x->cc set), off the wire; NULL: none. */
 struct xfer *wire_done(void);

@@ -43,6 +43,9 @@ struct ep {
 	long		 inflight;
 	long		 onwire;	/* requests written and not yet answered */
 	double		 ok_at;		/* clk_now of its last success */
+	double		 held_at;	/* when the first request was written
+					   whose 503 was held, since the last
+					   success; 0: none */
 	double		 lag;		/* from the gate to the wire, low */
 	struct pace_cfg	 pace;		/* in real seconds */
 	double		 blocked_until;	/* no slot, pace or breaker until then */
@@ -454,8 +457,10 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 void
 gate_answered(const struct xfer *x)
 {
-	if (xfer_looks_ok(x))
+	if (xfer_looks_ok(x)) {
 		x->job->ep->ok_at = clk_now();
+		x->job->ep->held_at = 0;
+	}
 }
 
 /* Note what this answer says of the endpoint for its pace and breaker. */
@@ -507,7 +512,10 @@ gate_feedback(const struct xfer *x)
 	 * are out.  It slows the pace and the breaker does not hear of it.
 	 * A request held longer is no cap's (a portal half down, hanging
 	 * some and refusing the rest: held all along, the breaker never
-	 * opened).
+	 * opened).  Nor is one written after the first 503 so held, until a
+	 * success: a cap holds what it let in before it refused, and a
+	 * portal that hung every fifth request started the 10 s again with
+	 * each (the breaker first opened after 15 to 30 s).
 	 */
 	/* Said once, the moment it happens: cron mails it. */
 	if (!e->down && (strcmp(reason, "connect") == 0 ||
@@ -534,11 +542,16 @@ gate_feedback(const struct xfer *x)
 	}
 	up = e->ok_at > 0 && now - e->ok_at < clk_real(UP_S);
 	held = st == 503 && !up && x->retry_after == NULL && wire_older(x,
-	    now - clk_real(UP_S));
+	    now - clk_real(UP_S), e->held_at > 0 ? fmin(e->held_at,
+	    x->t_wrote) : x->t_wrote);
+	if (held && e->held_at == 0)
+		e->held_at = x->t_wrote;
 	slow = st == 429 || (st == 503 && (x->retry_after != NULL || up ||
 	    held));
-	if (k == CLASS_OK)
+	if (k == CLASS_OK) {
 		e->ok_at = now;
+		e->held_at = 0;
+	}
 	if (slow || k == CLASS_OK) {
 		pe = &e->pev[e->npev++];
 		pe->ev = slow ? PACE_SLOW : PACE_OK;

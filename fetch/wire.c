@@ -43,19 +43,19 @@ wire_add(struct xfer *x)
 }
 
 /*
- * 1 when a request to x's endpoint written before x, and since since, is
- * still on the portal's count, unanswered: the portal holds it, so it is
- * serving.
+ * 1 when a request to x's endpoint written before before, and since
+ * since, is still on the portal's count, unanswered: the portal holds
+ * it, so it is serving.
  */
 int
-wire_older(const struct xfer *x, double since)
+wire_older(const struct xfer *x, double since, double before)
 {
 	const struct xfer *o;
 
 	for (o = W.list; o != NULL; o = o->next)
 		if (o != x && o->on_wire && o->job->ep == x->job->ep &&
 		    o->t_wrote >= since && o->t_wrote > 0 &&
-		    o->t_wrote < x->t_wrote)
+		    o->t_wrote < before)
 			return 1;
 	return 0;
 }

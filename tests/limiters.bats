@@ -238,6 +238,34 @@ stale_run() {
 	run -0 timeout 60 "$ROOT/pipeline.sh" -q -j 32 --seed 1 --run-dir "$RUN" "$@" "$m"
 }
 
+@test "limiters: 503s while requests written after the first of them hang are an outage once the first has hung 10 s" {
+	# A portal half down, hanging one request in four and refusing the
+	# rest, told a concurrency of 16: the window lets more go.  Each
+	# hang written after the first 503 started the 10 s again, and the
+	# breaker first opened after 40 s, not 19.
+	export RFPIPE_TIME_SCALE=0.01
+	printf 'routes:\n  - {match: "/h/*", endpoint: h, script: [hang], hang_ms: 600000}\n  - {match: "/o/*", endpoint: o, outage: {start_s: 0, status: 503}}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	local i
+	for i in $(seq 60); do
+		if [ $((i % 4)) = 1 ]; then manifest /h 1 o; else manifest /o 1 o; fi |
+		    sed "s/o-1\"/o-$i\"/; s/doc-1\"/doc-$i\"/"
+	done >"$BATS_TEST_TMPDIR/m"
+	printf 'max_attempts: 50\ntimeout: 600s\nbreaker: {failures: 3, cooldown: 1s}\nendpoints:\n  o:\n    concurrency: 16\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run timeout 60 "$ROOT/pipeline.sh" -q -j 16 --seed 1 --deadline +4s \
+	    --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	run ! never_opened
+	# The 503s answered from 11 s after the first hang was written to the
+	# breaker's first opening: the three it opens on (and one on the wire
+	# with them, at most); held past 10 s by the later hangs, 5.
+	jq -s --argjson o "$(jq '[.transitions[] | select(.to == "open") | .t] | min' "$RUN/state/breaker/o.json")" '
+	    map(select(.kind == "request")) |
+	    (map(select(.path == "/h/doc-1")) | .[0].t + 0.11) as $from |
+	    map(select(.status == 503 and .t > $from and .t < $o)) | length' "$MOCK_LOG" >"$BATS_TEST_TMPDIR/n"
+	echo "503s after the first hang's 11 s, before the breaker opened: $(cat "$BATS_TEST_TMPDIR/n")"
+	[ "$(cat "$BATS_TEST_TMPDIR/n")" -le 4 ]
+}
+
 @test "limiters: the run at once after an unlimited one, on the same run directory, does not stampede the portal now limited" {
 	# The pace the first run left (a window grown to -j) was trusted as
 	# measured: a quarter of the requests were refused.
