@@ -121,7 +121,7 @@ setup() {
 }
 
 @test "pace: what a run learned and nobody used for a minute is a hint: the next run against a portal that lifted its limit is not paced" {
-	printf 'routes:\n  - {match: "/g/*", endpoint: g, limits: [{kind: gcra, per_s: 20, burst: 0}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	printf 'routes:\n  - {match: "/g/*", endpoint: g, limits: [{kind: gcra, per_s: 2, burst: 0}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
 	manifest /g 40 g >"$BATS_TEST_TMPDIR/m1"
 	run -0 pipeline.sh -q -j 8 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m1"
