@@ -46,6 +46,9 @@ struct ep {
 	double		 held_at;	/* when the first request was written
 					   whose 503 was held, since the last
 					   success; 0: none */
+	struct breaker_ev *hbev;	/* ... those 503s, the breaker's
+					   failures if no success comes */
+	size_t		 nhbev, caphbev;
 	double		 lag;		/* from the gate to the wire, low */
 	struct pace_cfg	 pace;		/* in real seconds */
 	double		 blocked_until;	/* no slot, pace or breaker until then */
@@ -460,6 +463,7 @@ gate_answered(const struct xfer *x)
 	if (xfer_looks_ok(x)) {
 		x->job->ep->ok_at = clk_now();
 		x->job->ep->held_at = 0;
+		x->job->ep->nhbev = 0;
 	}
 }
 
@@ -480,6 +484,7 @@ gate_feedback(const struct xfer *x)
 	struct class_in in;
 	enum class_kind k;
 	struct pace_ev *pe;
+	struct breaker_ev hb;
 	struct breaker_ev *be;
 	char reason[64];
 	double ra, lag;
@@ -544,13 +549,15 @@ gate_feedback(const struct xfer *x)
 	held = st == 503 && !up && x->retry_after == NULL && wire_older(x,
 	    now - clk_real(UP_S), e->held_at > 0 ? fmin(e->held_at,
 	    x->t_wrote) : x->t_wrote);
-	if (held && e->held_at == 0)
-		e->held_at = x->t_wrote;
+	if (held)
+		e->held_at = e->held_at > 0 ? fmin(e->held_at, x->t_wrote) :
+		    x->t_wrote;
 	slow = st == 429 || (st == 503 && (x->retry_after != NULL || up ||
 	    held));
 	if (k == CLASS_OK) {
 		e->ok_at = now;
 		e->held_at = 0;
+		e->nhbev = 0;
 	}
 	if (slow || k == CLASS_OK) {
 		pe = &e->pev[e->npev++];
@@ -568,20 +575,45 @@ gate_feedback(const struct xfer *x)
 		pe->rl_seen = x->rl_seen;
 		pe->busy = st == 503;
 	}
-	if (held) {
-		e->fb_now = 1;
-		e->pace_free = 0;
-		if (e->lease)
-			e->credit = 0;
-		return;
-	}
-	be = &e->bev[e->nbev++];
+	be = &hb;
 	be->out = k == CLASS_TRANSIENT && st != 429 && !(st == 503 && up) ?
 	    BREAKER_FAILURE : BREAKER_SUCCESS;
 	be->probe = x->probe;
 	be->fresh = rec_int(rec, "attempt", 1) == 1;
 	be->now = now;
 	be->sent_at = x->t0;
+	if (held) {
+		/*
+		 * Kept from the breaker until the endpoint is known to be
+		 * up (a success drops them) or down: the next 503 not held
+		 * tells them first.  Dropped, a portal down that answered
+		 * three requests sent together out of order was heard of
+		 * once, and the breaker stayed closed.
+		 */
+		if (e->nhbev == e->caphbev) {
+			e->caphbev = e->caphbev ? 2 * e->caphbev : 16;
+			e->hbev = xrealloc(e->hbev, e->caphbev *
+			    sizeof(*e->hbev));
+		}
+		e->hbev[e->nhbev++] = hb;
+		e->fb_now = 1;
+		e->pace_free = 0;
+		if (e->lease)
+			e->credit = 0;
+		return;
+	}
+	if (be->out == BREAKER_FAILURE && e->nhbev > 0) {
+		while (e->nbev + e->nhbev + 1 > e->capev) {
+			e->capev *= 2;
+			e->pev = xrealloc(e->pev, e->capev * sizeof(*e->pev));
+			e->bev = xrealloc(e->bev, e->capev * sizeof(*e->bev));
+		}
+		memcpy(e->bev + e->nbev, e->hbev, e->nhbev * sizeof(*e->hbev));
+		e->nbev += e->nhbev;
+		e->nhbev = 0;
+	}
+	be = &e->bev[e->nbev++];
+	*be = hb;
 	if (slow || be->out == BREAKER_FAILURE || be->probe || x->rl_seen) {
 		e->fb_now = 1;
 		e->pace_free = e->brk_free = 0;
@@ -799,6 +831,7 @@ gate_free(void)
 		free(e->idle);
 		free(e->pev);
 		free(e->bev);
+		free(e->hbev);
 		free(e->name);
 		free(e->safe);
 		free(e);

@@ -197,6 +197,20 @@ noise() {
 	run ! never_opened
 }
 
+@test "limiters: 503s held while an older request was on the wire reach the breaker once that one fails too" {
+	# Down: three requests sent together, all 503, the first answered
+	# last.  The two read first came while it was on the wire (a cap's,
+	# maybe), and were dropped: the breaker heard of one failure in
+	# three, and stayed closed.
+	printf 'routes:\n  - {match: "/s/*", endpoint: o, script: [503], delay_ms: 2000}\n  - {match: "/o/*", endpoint: o, script: [503]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	{ manifest /s 1 o; manifest /o 3 o | sed 's/"id":"o-/"id":"p-/' | tail -n 2; } >"$BATS_TEST_TMPDIR/m"
+	printf 'max_attempts: 1\nbreaker: {failures: 3, cooldown: 1s}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run pipeline.sh -q -j 4 --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/dead.ndjson")" -eq 3 ]
+	run ! never_opened
+}
+
 @test "limiters: 503s while an older request hangs are an outage once it has hung 10 s: the breaker opens" {
 	# A portal half down: one request hangs (its answer never comes), the
 	# rest are refused at once.  The hung one is not a concurrency cap's
