@@ -311,22 +311,26 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 		if (p->okh[i] < 0)
 			return -1;
 	/*
-	 * Rates no pace reaches, counts and grant numbers no run makes, and
-	 * windows and times past a year: a rate of 1e308 went to inf at the
-	 * first success, and the state then saved was refused; a window of
-	 * 1e300 s with nothing left in it held every send that long (and one
-	 * of 1e-300 s turned 1e300 times).  A quota's end, or a reset, far
-	 * off is the portal's word, and read as it is.
+	 * Rates no pace reaches and counts and grant numbers no run makes
+	 * are corrupt: a rate of 1e308 went to inf at the first success, and
+	 * the state then saved was refused.  A window under a millisecond or
+	 * past a year is none: one of 1e300 s with nothing left in it held
+	 * every send that long (and one of 1e-300 s turned 1e300 times).  A
+	 * quota's end, or a reset, far off is the portal's word, and read as
+	 * it is.
 	 */
 	if (p->rate > RATE_MAX || p->hint > RATE_MAX || p->r_noise > RATE_MAX ||
 	    p->k_rate > RATE_MAX || p->ref_rate > RATE_MAX ||
 	    p->r_fail > RATE_MAX || p->p_min > RATE_MAX || p->n_cut > 0x1p53 ||
 	    p->cut_seq > 0x1p53 || p->p_seq > 0x1p53 || p->k_seq > 0x1p53 ||
 	    p->rl_seq > 0x1p53 || p->rl_limit > 0x1p53 ||
-	    p->rl_left > 0x1p53 || p->rl_win < 0 || p->rl_win > YEAR ||
-	    (p->rl_win > 0 && p->rl_win < WIN_LEAST) ||
-	    p->rl_wguess < 0 || p->rl_wguess > YEAR)
+	    p->rl_left > 0x1p53 || p->n_ok > 0x1p53)
 		return -1;
+	/* As ratelimit() takes them, and as a binary before it kept them. */
+	if (!(p->rl_win >= WIN_LEAST && p->rl_win <= YEAR))
+		p->rl_win = 0;
+	if (!(p->rl_wguess >= WIN_LEAST && p->rl_wguess <= YEAR))
+		p->rl_wguess = 0;
 	/* No interval holds more successes than any count may. */
 	for (i = 0; i < NIV; i++)
 		if (p->iv_s[i] > 0x1p53)
@@ -813,8 +817,8 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 		 * growing from there until the next refusal measures it.
 		 */
 		p->paced = 1;
-		p->rate = fmax(p->n_ok / fmax(e->now - p->t_first,
-		    clk_real(SPAN)), START_RATE / sc);
+		p->rate = fmin(fmax(p->n_ok / fmax(e->now - p->t_first,
+		    clk_real(SPAN)), START_RATE / sc), RATE_MAX);
 		if (p->r_noise > 0) {
 			/*
 			 * After noise: at the pace it was let go at, but never
