@@ -29,7 +29,8 @@
  *
  * With a configured rate the pace is that rate, exactly, from the start;
  * with a configured concurrency the window starts there, and only 503s
- * (a concurrency cap's answer; a 429 is the rate's) take it lower.
+ * (busy: a concurrency cap's answer, and nginx limit_req's by default; a
+ * 429 is taken for the rate's) take it lower.
  * All times are real seconds; the state lives in RUNDIR/state/rate/.
  */
 #ifndef RFP_PACE_H
