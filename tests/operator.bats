@@ -90,6 +90,8 @@ release() {
 
 check_interrupted() {
 	local code=$1 sig=$2
+	# Shown when a check fails.
+	printf 'status %s; stderr:\n%s\n' "$status" "$stderr"
 	[ "$status" -eq "$code" ]
 	[[ $stderr == *"rfpipe: interrupted by SIG$sig; resume with: $ROOT/pipeline.sh -j 2 --run-dir $RUN --seed 1 $M"* ]]
 	[[ $stderr == *"rfpipe: summary of $RUN"* ]]
