@@ -278,7 +278,14 @@ commits() {
 	# the whole story, only ids the killed pipeline had claimed were.
 	[ -z "$(head -n "$at" "$MOCK_LOG" | refetched)" ]
 	refetched <"$MOCK_LOG" >"$BATS_TEST_TMPDIR/refetched"
-	[ -z "$(comm -23 "$BATS_TEST_TMPDIR/refetched" "$BATS_TEST_TMPDIR/victims")" ]
+	comm -23 "$BATS_TEST_TMPDIR/refetched" "$BATS_TEST_TMPDIR/victims" >"$BATS_TEST_TMPDIR/extra"
+	# Shown if it is not empty: each such id's requests and claims.
+	while read -r id; do
+		echo "# $id, not the killed one's ($stage of pipeline $((k + 1)), ${shs[$k]}):"
+		jq -c --arg p "/c/${id#c-}" 'select(.path == $p) | {t, status, held, action}' "$MOCK_LOG"
+		grep "\"$id\"" "$RUN/state/claims.ndjson"
+	done <"$BATS_TEST_TMPDIR/extra"
+	[ ! -s "$BATS_TEST_TMPDIR/extra" ]
 	# 3. No key committed twice.
 	[ "$(commits)" -le 1 ]
 	# 4. The summary of the last to end speaks for the whole directory.
