@@ -449,6 +449,18 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 }
 
 /*
+ * The endpoint served at now: up, and the 503s held from its breaker were
+ * a cap's after all.
+ */
+static void
+ep_served(struct ep *e, double now)
+{
+	e->ok_at = now;
+	e->held_at = 0;
+	e->nhbev = 0;
+}
+
+/*
  * x is answered, its body yet to be filed: a 2xx says the endpoint serves
  * now.  Filing waits on the body thread (the longer on a loaded machine),
  * and a 503 to another request, told before it, was taken for an outage
@@ -460,11 +472,8 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 void
 gate_answered(const struct xfer *x)
 {
-	if (xfer_looks_ok(x)) {
-		x->job->ep->ok_at = clk_now();
-		x->job->ep->held_at = 0;
-		x->job->ep->nhbev = 0;
-	}
+	if (xfer_looks_ok(x))
+		ep_served(x->job->ep, clk_now());
 }
 
 /* Note what this answer says of the endpoint for its pace and breaker. */
@@ -487,7 +496,7 @@ gate_feedback(const struct xfer *x)
 	struct breaker_ev hb;
 	struct breaker_ev *be;
 	char reason[64];
-	double ra, lag;
+	double ra, lag, before;
 	int slow, up, held;
 
 	/* As rfp-classify will, the endpoint's own status lists first. */
@@ -500,7 +509,8 @@ gate_feedback(const struct xfer *x)
 	k = class_decide(&in, reason, sizeof(reason));
 	if (strcmp(reason, "deadline") == 0)
 		return;
-	if (e->npev == e->capev || e->nbev == e->capev) {
+	/* Room for this answer's news, and the held 503s it may tell. */
+	while (e->npev == e->capev || e->nbev + e->nhbev >= e->capev) {
 		e->capev = e->capev ? 2 * e->capev : 16;
 		e->pev = xrealloc(e->pev, e->capev * sizeof(*e->pev));
 		e->bev = xrealloc(e->bev, e->capev * sizeof(*e->bev));
@@ -546,19 +556,15 @@ gate_feedback(const struct xfer *x)
 		    e->lag) / 16;
 	}
 	up = e->ok_at > 0 && now - e->ok_at < clk_real(UP_S);
+	before = e->held_at > 0 ? fmin(e->held_at, x->t_wrote) : x->t_wrote;
 	held = st == 503 && !up && x->retry_after == NULL && wire_older(x,
-	    now - clk_real(UP_S), e->held_at > 0 ? fmin(e->held_at,
-	    x->t_wrote) : x->t_wrote);
+	    now - clk_real(UP_S), before);
 	if (held)
-		e->held_at = e->held_at > 0 ? fmin(e->held_at, x->t_wrote) :
-		    x->t_wrote;
+		e->held_at = before;
 	slow = st == 429 || (st == 503 && (x->retry_after != NULL || up ||
 	    held));
-	if (k == CLASS_OK) {
-		e->ok_at = now;
-		e->held_at = 0;
-		e->nhbev = 0;
-	}
+	if (k == CLASS_OK)
+		ep_served(e, now);
 	if (slow || k == CLASS_OK) {
 		pe = &e->pev[e->npev++];
 		pe->ev = slow ? PACE_SLOW : PACE_OK;
@@ -603,11 +609,6 @@ gate_feedback(const struct xfer *x)
 		return;
 	}
 	if (be->out == BREAKER_FAILURE && e->nhbev > 0) {
-		while (e->nbev + e->nhbev + 1 > e->capev) {
-			e->capev *= 2;
-			e->pev = xrealloc(e->pev, e->capev * sizeof(*e->pev));
-			e->bev = xrealloc(e->bev, e->capev * sizeof(*e->bev));
-		}
 		memcpy(e->bev + e->nbev, e->hbev, e->nhbev * sizeof(*e->hbev));
 		e->nbev += e->nhbev;
 		e->nhbev = 0;
