@@ -265,6 +265,13 @@ arr_save(const double *v, size_t n)
 	return a;
 }
 
+/* A RateLimit window of w s, or 0 (none) past a year or under WIN_LEAST. */
+static double
+win_or_none(double w)
+{
+	return w >= WIN_LEAST && w <= YEAR ? w : 0;
+}
+
 static int
 load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 {
@@ -327,10 +334,8 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 	    p->rl_left > 0x1p53 || p->n_ok > 0x1p53)
 		return -1;
 	/* As ratelimit() takes them, and as a binary before it kept them. */
-	if (!(p->rl_win >= WIN_LEAST && p->rl_win <= YEAR))
-		p->rl_win = 0;
-	if (!(p->rl_wguess >= WIN_LEAST && p->rl_wguess <= YEAR))
-		p->rl_wguess = 0;
+	p->rl_win = win_or_none(p->rl_win);
+	p->rl_wguess = win_or_none(p->rl_wguess);
 	/* No interval holds more successes than any count may. */
 	for (i = 0; i < NIV; i++)
 		if (p->iv_s[i] > 0x1p53)
@@ -693,14 +698,12 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 */
 	if (p->rl_rem >= 0 && rl->remaining > p->rl_rem && rl->reset_s > 0) {
 		p->rl_turn = e->now;
-		p->rl_wguess = clk_real(rl->reset_s) <= YEAR ?
-		    clk_real(rl->reset_s) : 0;
+		p->rl_wguess = win_or_none(clk_real(rl->reset_s));
 	}
 	p->rl_rem = (double)rl->remaining;
-	p->rl_win = rl->window_s > 0 ? clk_real(rl->window_s) : p->rl_wguess;
 	/* A window the portal says is a microsecond or a century is none. */
-	if (p->rl_win < WIN_LEAST || p->rl_win > YEAR)
-		p->rl_win = 0;
+	p->rl_win = win_or_none(rl->window_s > 0 ? clk_real(rl->window_s) :
+	    p->rl_wguess);
 	if (rl->reset_s > 0) {
 		p->rl_reset = e->now + clk_real(rl->reset_s);
 		if (p->rl_turn > 0 && p->rl_win > 0)
