@@ -1180,6 +1180,45 @@ corrupt(void)
 }
 
 /*
+ * Write the state of ep as another host uses it now (so a fact, not a
+ * hint): FIELDS, then its last use and that user at T0 + 1.
+ */
+static void
+put_shared(const char *ep, const char *fields)
+{
+	char *text = xasprintf("{%s, \"seen\": %.3f, \"users\": "
+	    "{\"1@elsewhere.invalid\": %.3f}}\n", fields, T0 + 1, T0 + 1);
+
+	put_state(ep, text);
+	free(text);
+}
+
+/*
+ * n sends to ep from t, 0.2 s apart, each answered 10 ms after: a
+ * success, or every other one refused (slow); the time after them.
+ */
+static double
+answer_n(const char *ep, double t, int n, int slow)
+{
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_grant g;
+	struct pace_ev e;
+	char err[256];
+	int i;
+
+	memset(&e, 0, sizeof(e));
+	e.retry_after = -1;
+	for (i = 0; i < n; i++, t += 0.2) {
+		pace_take_n(dir, ep, &none, t, 1, &g, err, sizeof(err));
+		e.ev = slow && i % 2 ? PACE_SLOW : PACE_OK;
+		e.sent_at = t, e.now = t + 0.01;
+		e.seq = g.seq, e.inflight = 1;
+		pace_feedback_n(dir, ep, &none, &e, 1, err, sizeof(err));
+	}
+	return t;
+}
+
+/*
  * What a state file may say and the pace would never have: a rate far
  * under its floor, intervals far past the longest it keeps.  A pace
  * another host shares (so a fact, not a hint) is read as written.
@@ -1189,36 +1228,22 @@ out_of_reach(void)
 {
 	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
-	struct pace_ev e;
 	char *text, err[256];
-	double r, t = T0 + 2;
-	int i;
+	double r, t;
+	int i, rc;
 
-	text = xasprintf("{\"paced\": 1, \"rate\": 1e-300, \"seen\": %.3f, "
-	    "\"users\": {\"1@elsewhere.invalid\": %.3f}}\n", T0 + 1, T0 + 1);
-	put_state("crawl", text);
-	free(text);
+	put_shared("crawl", "\"paced\": 1, \"rate\": 1e-300");
 	r = rate_at("crawl", T0 + 2);
 	ok(r >= 0.05 - 1e-12, "a stored rate of 1e-300 is read as the floor, "
 	    "one every 20 s (rate %g)", r);
 
-	text = xasprintf("{\"paced\": 1, \"rate\": 10, \"cuts\": 1, "
-	    "\"seen\": %.3f, \"iv_s\": [9, 0, 0, 0, 0, 0, 0, 0], "
+	text = xasprintf("\"paced\": 1, \"rate\": 10, \"cuts\": 1, "
+	    "\"iv_s\": [9, 0, 0, 0, 0, 0, 0, 0], "
 	    "\"iv_t\": [1e308, 0, 0, 0, 0, 0, 0, 0], "
-	    "\"iv_e\": [%.3f, 0, 0, 0, 0, 0, 0, 0], "
-	    "\"users\": {\"1@elsewhere.invalid\": %.3f}}\n", T0 + 1,
-	    T0 + 1, T0 + 1);
-	put_state("vast", text);
+	    "\"iv_e\": [%.3f, 0, 0, 0, 0, 0, 0, 0]", T0 + 1);
+	put_shared("vast", text);
 	free(text);
-	memset(&e, 0, sizeof(e));
-	e.retry_after = -1;
-	for (i = 0; i < 6; i++, t += 0.2) {
-		pace_take_n(dir, "vast", &none, t, 1, &g, err, sizeof(err));
-		e.ev = i % 2 ? PACE_SLOW : PACE_OK;
-		e.sent_at = t, e.now = t + 0.01;
-		e.seq = g.seq, e.inflight = 1;
-		pace_feedback_n(dir, "vast", &none, &e, 1, err, sizeof(err));
-	}
+	t = answer_n("vast", T0 + 2, 6, 1);
 	r = rate_at("vast", t);
 	ok(r > 1, "an interval of 1e308 s is no measure of 0/s: the "
 	    "refusals cut the pace from 10/s to %g/s, not to the floor", r);
@@ -1229,15 +1254,15 @@ out_of_reach(void)
 	 * goes now, not in 1e300 s.
 	 */
 	for (i = 0; i < 2; i++) {
-		text = xasprintf("{\"rl_limit\": 0, \"rl_left\": 0, "
-		    "\"rl_reset\": %.3f, \"rl_win\": %s, \"seen\": %.3f, "
-		    "\"users\": {\"1@elsewhere.invalid\": %.3f}}\n", T0 + 1,
-		    i ? "1e-300" : "1e300", T0 + 1, T0 + 1);
-		put_state("win", text);
+		text = xasprintf("\"rl_limit\": 0, \"rl_left\": 0, "
+		    "\"rl_reset\": %.3f, \"rl_win\": %s", T0 + 1,
+		    i ? "1e-300" : "1e300");
+		put_shared("win", text);
 		free(text);
 		*err = '\0';
-		ok(pace_take_n(dir, "win", &none, T0 + 2, 1, &g, err,
-		    sizeof(err)) == 0 && g.granted == 1, "a stored window "
+		rc = pace_take_n(dir, "win", &none, T0 + 2, 1, &g, err,
+		    sizeof(err));
+		ok(rc == 0 && g.granted == 1, "a stored window "
 		    "of %s s is none: the send goes now (granted %ld) %s",
 		    i ? "1e-300" : "1e300", g.granted, err);
 	}
@@ -1247,23 +1272,43 @@ out_of_reach(void)
 	 * doubles no further, and what it saves reads back (a rate past
 	 * the most is refused, and one grown to inf was saved without it).
 	 */
-	text = xasprintf("{\"paced\": 1, \"rate\": 1e12, \"seen\": %.3f, "
-	    "\"users\": {\"1@elsewhere.invalid\": %.3f}}\n", T0 + 1, T0 + 1);
-	put_state("probe", text);
-	free(text);
+	put_shared("probe", "\"paced\": 1, \"rate\": 1e12");
+	t = answer_n("probe", T0 + 2, 3, 0);
+	*err = '\0';
+	rc = pace_take_n(dir, "probe", &none, t, 1, &g, err, sizeof(err));
+	ok(rc == 0 && g.rate <= 1e12, "a pace of 1e12/s doubles no further, and its "
+	    "state reads back (rate %g) %s", g.rate, err);
+}
+
+/*
+ * Six rounds of 16 to ep, told a concurrency of 16: four served, twelve
+ * refused at once, busy (503) or not (429); the window granted after.
+ */
+static long
+cap_rounds(const char *ep, int busy)
+{
+	struct pace_cfg c = { 0, 0, 0, 0, 16, 0 };
+	struct pace_grant g;
+	struct pace_ev e;
+	char err[256];
+	double t = T0;
+	int i, j;
+
 	memset(&e, 0, sizeof(e));
 	e.retry_after = -1;
-	for (i = 0, t = T0 + 2; i < 3; i++, t += 0.2) {
-		pace_take_n(dir, "probe", &none, t, 1, &g, err, sizeof(err));
-		e.ev = PACE_OK;
-		e.sent_at = t, e.now = t + 0.01;
-		e.seq = g.seq, e.inflight = 1;
-		pace_feedback_n(dir, "probe", &none, &e, 1, err, sizeof(err));
+	e.seq = -1;
+	e.busy = busy;
+	for (j = 0; j < 6; j++, t += 0.3) {
+		for (i = 1; i <= 16; i++) {
+			e.ev = i <= 4 ? PACE_OK : PACE_SLOW;
+			e.sent_at = t;
+			e.now = t + (i <= 4 ? 0.25 : 0.001);
+			e.inflight = i;
+			pace_feedback_n(NULL, ep, &c, &e, 1, err, sizeof(err));
+		}
 	}
-	*err = '\0';
-	ok(pace_take_n(dir, "probe", &none, t, 1, &g, err, sizeof(err)) == 0 &&
-	    g.rate <= 1e12, "a pace of 1e12/s doubles no further, and its "
-	    "state reads back (rate %g) %s", g.rate, err);
+	pace_take_n(NULL, ep, &c, t, 32, &g, err, sizeof(err));
+	return g.window;
 }
 
 /*
@@ -1277,49 +1322,20 @@ told_conc(void)
 {
 	struct pace_cfg c = { 0, 0, 0, 0, 16, 0 };
 	struct pace_grant g;
-	struct pace_ev e;
 	char err[256];
-	double t = T0;
-	int i, j;
+	long w;
 
-	pace_take_n(NULL, "conc16", &c, t, 32, &g, err, sizeof(err));
+	pace_take_n(NULL, "conc16", &c, T0, 32, &g, err, sizeof(err));
 	ok(g.window == 16 && g.granted == 16, "a told concurrency of 16: the "
 	    "window starts there (window %ld, granted %ld)", g.window,
 	    g.granted);
-	memset(&e, 0, sizeof(e));
-	e.retry_after = -1;
-	e.seq = -1;
-	e.busy = 1;
-	/* Rounds of 16: four served, twelve refused at once, with 503. */
-	for (j = 0; j < 6; j++, t += 0.3) {
-		for (i = 1; i <= 16; i++) {
-			e.ev = i <= 4 ? PACE_OK : PACE_SLOW;
-			e.sent_at = t;
-			e.now = t + (i <= 4 ? 0.25 : 0.001);
-			e.inflight = i;
-			pace_feedback_n(NULL, "conc16", &c, &e, 1, err,
-			    sizeof(err));
-		}
-	}
-	pace_take_n(NULL, "conc16", &c, t, 32, &g, err, sizeof(err));
-	ok(g.window >= 3 && g.window <= 5, "refused past 4 in flight, served "
-	    "under: the window goes to the cap (window %ld)", g.window);
+	w = cap_rounds("conc16", 1);
+	ok(w >= 3 && w <= 5, "refused with 503 past 4 in flight, served "
+	    "under: the window goes to the cap (window %ld)", w);
 	/* The same with 429: the rate's answer, the window left as told. */
-	t = T0;
-	e.busy = 0;
-	for (j = 0; j < 6; j++, t += 0.3) {
-		for (i = 1; i <= 16; i++) {
-			e.ev = i <= 4 ? PACE_OK : PACE_SLOW;
-			e.sent_at = t;
-			e.now = t + (i <= 4 ? 0.25 : 0.001);
-			e.inflight = i;
-			pace_feedback_n(NULL, "conc16r", &c, &e, 1, err,
-			    sizeof(err));
-		}
-	}
-	pace_take_n(NULL, "conc16r", &c, t, 32, &g, err, sizeof(err));
-	ok(g.window >= 16, "refused with 429 past 4 in flight, told 16: the "
-	    "window stays at 16 (window %ld)", g.window);
+	w = cap_rounds("conc16r", 0);
+	ok(w >= 16, "refused with 429 past 4 in flight, told 16: the "
+	    "window stays at 16 (window %ld)", w);
 }
 
 /* n outcomes in one call leave what n calls leave. */
