@@ -206,7 +206,7 @@ commits() {
 }
 
 @test "chaos: two pipelines of one manifest on one run directory, one killed, then a resume: no id fetched twice but the dead one's" {
-	local seed=${CHAOS_SEED:-7} stages=(fetch classify backoff sink) stage a b k p pids shs victim fetch at held h1 h2
+	local seed=${CHAOS_SEED:-7} stages=(fetch classify backoff sink) stage a b k p pids shs victim fetch at held h1 h2 id
 	stage=${stages[$(((seed / 2) % 4))]}
 	# The portal holds its requests twice: once it has had requests for a
 	# seeded share (0-20 %) of the documents, and for a further share

@@ -17,6 +17,16 @@ scenario() {
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
 }
 
+# told_run EP CONC N: N documents to /EP/* at -j 32, the endpoint told a
+# concurrency of CONC; all saved.
+told_run() {
+	printf 'endpoints:\n  %s:\n    concurrency: %s\n' "$1" "$2" >"$BATS_TEST_TMPDIR/c.yaml"
+	manifest "/$1" "$3" "$1" >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q -j 32 --seed 1 --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq "$3" ]
+}
+
 # never_opened: no endpoint's breaker ever left "closed".
 never_opened() {
 	local f
@@ -105,11 +115,7 @@ noise() {
 
 @test "limiters: a concurrency told above the portal's cap of 4: its first round's 503s are the cap's, never an outage" {
 	scenario c '{kind: concurrency, max: 4, status: 503}' 'delay_ms: 250'
-	printf 'endpoints:\n  c:\n    concurrency: 16\n' >"$BATS_TEST_TMPDIR/c.yaml"
-	manifest /c 40 c >"$BATS_TEST_TMPDIR/m"
-	run -0 pipeline.sh -q -j 32 --seed 1 --config "$BATS_TEST_TMPDIR/c.yaml" \
-	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
-	[ "$(wc -l <"$RUN/results.ndjson")" -eq 40 ]
+	told_run c 16 40
 	# Twelve refused at once, while the portal still held the four it let
 	# in, none answered yet: no success to say the portal is up, and the
 	# breaker opened on them.
@@ -128,11 +134,7 @@ noise() {
 	# first 429s were read, and no cap was taken.
 	export RFPIPE_TIME_SCALE=1
 	scenario g '{kind: gcra, per_s: 20, burst: 0}' 'delay_ms: 1000'
-	printf 'endpoints:\n  g:\n    concurrency: 32\n' >"$BATS_TEST_TMPDIR/c.yaml"
-	manifest /g 150 g >"$BATS_TEST_TMPDIR/m"
-	run -0 pipeline.sh -q -j 32 --seed 1 --config "$BATS_TEST_TMPDIR/c.yaml" \
-	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
-	[ "$(wc -l <"$RUN/results.ndjson")" -eq 150 ]
+	told_run g 32 150
 	jq -c '{win, rate}' "$RUN/state/rate/g.json"
 	jq -e '.win >= 32' "$RUN/state/rate/g.json"
 }
