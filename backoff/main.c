@@ -89,8 +89,14 @@ delay_for(struct view *v, long attempt, double ra)
 	u = clk_draw(opts.conf.seed, id ? id : "", attempt);
 	if (ra < 0)
 		return u * ceiling;
-	/* A floor, not an appointment: spread at least as wide as the floor. */
-	return ra + u * fmax(ra, ceiling);
+	/*
+	 * A floor, not an appointment: spread over as much as the backoff
+	 * would wait, or the floor itself if that is less, so that records
+	 * told the same do not come back in lockstep.  Spread over the
+	 * larger, a 1 s Retry-After was waited 1.5 s on average, and a
+	 * refusal late in a batch held its end that long.
+	 */
+	return ra + u * fmin(ra, ceiling);
 }
 
 static int

@@ -256,6 +256,16 @@ EOF
 	[ "$(jq -s 'map(.delay_s) | unique | length' <<<"$output")" -ge 5 ]
 }
 
+@test "backoff: a Retry-After is spread by no more than the backoff would wait" {
+	# Attempt 1 backs off up to base (0.5 s): told 10 s, each waits 10 to
+	# 10.5 s, not up to 20.
+	jq -c '.retry_after_s = 10' "$F/transient10.ndjson" >"$BATS_TEST_TMPDIR/in"
+	run --separate-stderr rfp-backoff --seed 11 --budget 100 <"$BATS_TEST_TMPDIR/in"
+	assert_success
+	[ "$(count '.delay_s >= 10 and .delay_s <= 10.5')" -eq 10 ]
+	[ "$(jq -s 'map(.delay_s) | unique | length' <<<"$output")" -ge 5 ]
+}
+
 @test "backoff: a Retry-After over --max-retry-after is dead quota at once without spending budget" {
 	local rd=$BATS_TEST_TMPDIR/run
 	backoff_json --seed 1 --budget 5 --run-dir "$rd" --max-retry-after 60 -- \
