@@ -1,7 +1,11 @@
 /*
  * rfp-fetch's queue: jobs held until their not_before (a min-heap), and
- * jobs ready to start, in the order they came.  The gate decides which
- * ready job starts; the queue only keeps them.
+ * jobs ready to start: retries first, then the manifest's, each in the
+ * order they came.  A retry waits out its Retry-After or backoff once, not
+ * then again behind the manifest read ahead of it (up to 4 x -j + 64
+ * records): a refusal late in a paced batch had made the last documents
+ * retries sent two seconds after everything else.  The gate decides
+ * which ready job starts; the queue only keeps them.
  */
 #include <stdlib.h>
 
@@ -15,6 +19,7 @@
 
 static struct {
 	struct job	*ready, *ready_tail;
+	struct job	*retry_tail;	/* the last retry: retries come first */
 	long		 nready;
 	struct job	**wait;		/* min-heap on not_before */
 	long		 nwait, capwait;
@@ -59,13 +64,19 @@ heap_pop(void)
 static void
 ready_push(struct job *j)
 {
+	struct job **at;
+
 	gate_ready(j->ep, 1);
-	j->next = NULL;
-	if (Q.ready_tail != NULL)
-		Q.ready_tail->next = j;
+	if (j->retry)
+		at = Q.retry_tail != NULL ? &Q.retry_tail->next : &Q.ready;
 	else
-		Q.ready = j;
-	Q.ready_tail = j;
+		at = Q.ready_tail != NULL ? &Q.ready_tail->next : &Q.ready;
+	j->next = *at;
+	*at = j;
+	if (j->next == NULL)
+		Q.ready_tail = j;
+	if (j->retry)
+		Q.retry_tail = j;
 	Q.nready++;
 }
 
@@ -98,6 +109,7 @@ queue_add(json_t *rec, long lineno)
 	j->ep = gate_endpoint(ep);
 	j->lineno = lineno;
 	j->not_before = rec_num(rec, "not_before", 0);
+	j->retry = rec_int(rec, "attempt", 0) > 0;
 	free(ep);
 	queue_put(j);
 }
@@ -127,10 +139,13 @@ queue_scan(int (*visit)(struct job *, void *), void *arg)
 		Q.nready--;
 		gate_ready(ep, -1);
 	}
-	/* Re-find the tail after unlinking. */
-	Q.ready_tail = NULL;
-	for (j = Q.ready; j != NULL; j = j->next)
+	/* Re-find the tails after unlinking. */
+	Q.ready_tail = Q.retry_tail = NULL;
+	for (j = Q.ready; j != NULL; j = j->next) {
 		Q.ready_tail = j;
+		if (j->retry)
+			Q.retry_tail = j;
+	}
 }
 
 long
@@ -169,7 +184,7 @@ queue_cut(void)
 		    "deadline");
 		job_free(j);
 	}
-	Q.ready_tail = NULL;
+	Q.ready_tail = Q.retry_tail = NULL;
 	Q.nready = 0;
 }
 
@@ -184,7 +199,7 @@ queue_drop(void)
 		Q.ready = j->next;
 		job_free(j);
 	}
-	Q.ready_tail = NULL;
+	Q.ready_tail = Q.retry_tail = NULL;
 	Q.nready = 0;
 	free(Q.wait);
 	Q.wait = NULL;
