@@ -25,8 +25,10 @@
  */
 #include <sys/stat.h>
 
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,6 +293,30 @@ claim(const char *const *p, int sweep)
 }
 
 /*
+ * Wait at most secs for news on the connection; 1 when the reader of
+ * standard output has gone instead.  pull writes only when it claims,
+ * and it claims only when file says records were filed: with rfp-fetch
+ * gone (stopped by a signal, which the stages upstream of it ignore, or
+ * dead) nothing is filed, no write fails, and pull waited on, renewing
+ * its leases, so that neither the pipeline nor the records ended.
+ */
+static int
+reader_gone(double secs)
+{
+	struct pollfd p[2];
+
+	p[0].fd = pg_news_fd();
+	p[0].events = POLLIN;
+	p[1].fd = STDOUT_FILENO;
+	p[1].events = 0;	/* POLLERR, POLLHUP: the read end closed */
+	p[0].revents = p[1].revents = 0;
+	if (poll(p, 2, secs > 0 ? (int)(secs * 1000 + 0.5) : 0) == -1 &&
+	    errno != EINTR)
+		msg_diesys(1, "poll");
+	return (p[1].revents & (POLLERR | POLLHUP | POLLNVAL)) != 0;
+}
+
+/*
  * Hold at most --batch claimed records; claim again, a chunk at a time,
  * when file says it closed some (LISTEN), and renew the leases in one
  * statement three times per lease.  Without a notification it waits a
@@ -332,8 +358,12 @@ pull(void)
 		}
 		if (n == 0 && held == 0 && q_long(q_left, 0, NULL) == 0)
 			return;
-		if (pg_wait(opts.lease / 4, filed, NULL, err,
-		    sizeof(err)) == -1)
+		if (reader_gone(opts.lease / 4))
+			msg_die(1, "pull: the reader of standard output has "
+			    "gone (rfp-fetch ended); the %ld records claimed "
+			    "and not filed go back to the queue when their "
+			    "lease runs out", held);
+		if (pg_wait(0, filed, NULL, err, sizeof(err)) == -1)
 			msg_die(1, "%s", err);
 	}
 }

@@ -365,6 +365,55 @@ filed() {
 	[ "$(sort "$BATS_TEST_TMPDIR/out" | jq -r .id | paste -sd ' ')" = "d1 d2 d3 d4" ]
 }
 
+@test "queue: pull, idle, whose reader has gone ends at once, exit 1, naming the records it held" {
+	for i in 1 2 3 4; do
+		printf '{"id":"d%d","url":"http://127.0.0.1:9/d%d"}\n' "$i" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	# head reads the first record and leaves; pull, told nothing is
+	# filed, would wait 15 minutes a turn (and renew its leases) until
+	# timeout stopped it: 124.
+	RFPIPE_TIME_SCALE=1 timeout 20 rfp-queue --state "$URL" --owner A \
+	    --lease 3600 --batch 2 pull 2>"$BATS_TEST_TMPDIR/err" | head -n 1 >/dev/null
+	rc=${PIPESTATUS[0]}
+	cat "$BATS_TEST_TMPDIR/err"
+	[ "$rc" -eq 1 ]
+	grep -q '^rfp-queue: pull: the reader of standard output has gone.* the 2 records claimed and not filed go back to the queue when their lease runs out$' "$BATS_TEST_TMPDIR/err"
+	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'claimed'")" -eq 2 ]
+}
+
+@test "pipeline --queue: a SIGTERM to a host waiting on a breaker that stays open ends every stage, rfp-queue pull too" {
+	# Nothing listens on port 9: the breaker opens and the documents wait
+	# for it (--on-open wait, the default).
+	for i in $(seq 1 40); do
+		printf '{"id":"d%d","url":"http://127.0.0.1:9/d%d"}\n' "$i" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	printf 'breaker: {failures: 3, cooldown: 1h}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	host 1
+	for i in $(seq 1 400); do
+		grep -q 'the breaker is open' "$BATS_TEST_TMPDIR/h1.err" 2>/dev/null && break
+		sleep 0.05
+	done
+	grep -q 'the breaker is open' "$BATS_TEST_TMPDIR/h1.err"
+	kill -TERM "${HOSTS[1]}"
+	# The driver passes the stop on to rfp-fetch; pull, upstream of it and
+	# ignoring the signal as every stage does, must see it gone.
+	for i in $(seq 1 200); do
+		kill -0 "${HOSTS[1]}" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "${HOSTS[1]}" 2>/dev/null; then
+		ps -o pid,args -g "${HOSTS[1]}" || :
+		fail "the host still runs 10 s after SIGTERM"
+	fi
+	rc=0
+	wait "${HOSTS[1]}" || rc=$?
+	[ "$rc" -eq 143 ]
+	[ -z "$(pgrep -g "${HOSTS[1]}" || :)" ]
+	grep -q 'interrupted by SIGTERM; resume with' "$BATS_TEST_TMPDIR/h1.err"
+}
+
 @test "queue: file closes the records it reads at once in one transaction" {
 	for i in $(seq 1 100); do
 		printf '{"id":"d%d","url":"http://127.0.0.1:9/d%d"}\n' "$i" "$i"
