@@ -90,6 +90,16 @@ finish() {
 	    fail "host $1 exited $rc: $(cat "$BATS_TEST_TMPDIR/h$1.err")"
 }
 
+# load_unserved N: load N documents d1...dN whose URLs nothing listens on
+# (port 9) into the queue.
+load_unserved() {
+	local i
+	for i in $(seq 1 "$1"); do
+		printf '{"id":"d%d","url":"http://127.0.0.1:9/d%d"}\n' "$i" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+}
+
 # filed: the ids in every host's results and dead letters, one a line.
 filed() {
 	cat "$BATS_TEST_TMPDIR"/h*/results.ndjson "$BATS_TEST_TMPDIR"/h*/dead.ndjson |
@@ -335,10 +345,7 @@ filed() {
 }
 
 @test "queue: pull, idle, asks nothing until a filing wakes it; then it claims again, and ends with the queue" {
-	for i in 1 2 3 4; do
-		printf '{"id":"d%d","url":"http://127.0.0.1:9/d%d"}\n' "$i" "$i"
-	done >"$BATS_TEST_TMPDIR/m"
-	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	load_unserved 4
 	# Real time, and a lease of an hour: without a wake-up pull would wait
 	# 15 minutes, and it renews its leases only every 20.
 	RFPIPE_TIME_SCALE=1 timeout 20 rfp-queue --state "$URL" --owner A \
@@ -366,10 +373,7 @@ filed() {
 }
 
 @test "queue: pull, idle, whose reader has gone ends at once, exit 1, naming the records it held" {
-	for i in 1 2 3 4; do
-		printf '{"id":"d%d","url":"http://127.0.0.1:9/d%d"}\n' "$i" "$i"
-	done >"$BATS_TEST_TMPDIR/m"
-	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	load_unserved 4
 	# head reads the first record and leaves; pull, told nothing is
 	# filed, would wait 15 minutes a turn (and renew its leases) until
 	# timeout stopped it: 124.
@@ -385,11 +389,8 @@ filed() {
 @test "pipeline --queue: a SIGTERM to a host waiting on a breaker that stays open ends every stage, rfp-queue pull too" {
 	# Nothing listens on port 9: the breaker opens and the documents wait
 	# for it (--on-open wait, the default).
-	for i in $(seq 1 40); do
-		printf '{"id":"d%d","url":"http://127.0.0.1:9/d%d"}\n' "$i" "$i"
-	done >"$BATS_TEST_TMPDIR/m"
 	printf 'breaker: {failures: 3, cooldown: 1h}\n' >"$BATS_TEST_TMPDIR/c.yaml"
-	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	load_unserved 40
 	host 1
 	for i in $(seq 1 400); do
 		grep -q 'the breaker is open' "$BATS_TEST_TMPDIR/h1.err" 2>/dev/null && break
