@@ -90,13 +90,14 @@ delay_for(struct view *v, long attempt, double ra)
 	if (ra < 0)
 		return u * ceiling;
 	/*
-	 * A floor, not an appointment: spread over as much as the backoff
-	 * would wait, or the floor itself if that is less, so that records
-	 * told the same do not come back in lockstep.  Spread over the
-	 * larger, a 1 s Retry-After was waited 1.5 s on average, and a
-	 * refusal late in a batch held its end that long.
+	 * A floor, not an appointment: the backoff's own draw on top of it,
+	 * so that records told the same do not come back in lockstep (told
+	 * 0, all at once) and an outage that keeps saying 1 s is still
+	 * backed off from.  Spread over max(ra, ceiling), a 1 s Retry-After
+	 * was waited 1.5 s on average at the first attempt, and a refusal
+	 * late in a batch held its end that long.
 	 */
-	return ra + u * fmin(ra, ceiling);
+	return ra + u * ceiling;
 }
 
 static int

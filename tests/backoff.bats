@@ -266,6 +266,16 @@ EOF
 	[ "$(jq -s 'map(.delay_s) | unique | length' <<<"$output")" -ge 5 ]
 }
 
+@test "backoff: Retry-After 0 is still spread, by the backoff at that attempt" {
+	# Attempt 5 backs off up to 8 s (0.5 x 2^4): told 0, not all at once.
+	jq -c '.retry_after_s = 0 | .attempt = 5' "$F/transient10.ndjson" >"$BATS_TEST_TMPDIR/in"
+	run --separate-stderr rfp-backoff --seed 11 --budget 100 --max-attempts 10 <"$BATS_TEST_TMPDIR/in"
+	assert_success
+	[ "$(count '.delay_s >= 0 and .delay_s <= 8')" -eq 10 ]
+	[ "$(jq -s 'map(.delay_s) | unique | length' <<<"$output")" -ge 5 ]
+	[ "$(jq -s 'map(.delay_s) | max > 1' <<<"$output")" = true ]
+}
+
 @test "backoff: a Retry-After over --max-retry-after is dead quota at once without spending budget" {
 	local rd=$BATS_TEST_TMPDIR/run
 	backoff_json --seed 1 --budget 5 --run-dir "$rd" --max-retry-after 60 -- \
