@@ -428,6 +428,16 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 		    until - now : 0);
 	}
 	if (v == BREAKER_FRESH_FIRST) {
+		/*
+		 * Not sent: its grant goes to the fresh record behind it.
+		 * Kept, the retries ahead of the fresh records (the ready
+		 * queue puts them first) spent the grants, and a retry was
+		 * the probe that this rule is there to keep it from being.
+		 */
+		e->credit++;
+		e->idue--;
+		if (!e->free)
+			e->seq--;
 		j->held = 1;
 		return 0;	/* and a fresh record behind it may go */
 	}

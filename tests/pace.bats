@@ -158,3 +158,19 @@ setup() {
 	echo "the retry was request $((n + 1)) of 81"
 	[ "$n" -le 40 ]
 }
+
+@test "breaker: with due retries ahead of fresh records in the queue, the half-open probe is still a fresh document" {
+	export RFPIPE_TIME_SCALE=0.05
+	printf 'epoch: first_request\nroutes:\n  - {match: "/o/*", endpoint: o, outage: {start_s: 0, end_s: 6, status: 503}}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /o 80 o >"$BATS_TEST_TMPDIR/m"
+	printf 'endpoints:\n  o: {rate: 5, burst: 1}\nbreaker: {failures: 3, cooldown: 4s}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -0 pipeline.sh -q -j 4 --seed 1 --max-attempts 10 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 80 ]
+	# The probes' attempts: 1, a fresh document's, each time (a retry as
+	# the probe is what the fresh-first rule is there to prevent).
+	probes=$(jq -r 'select(.t == "req" and .breaker == "half_open") | .attempt' "$RUN/logs/attempts.ndjson" | sort | uniq -c)
+	echo "$probes"
+	[ -n "$probes" ]
+	[ "$(jq -r 'select(.t == "req" and .breaker == "half_open" and .attempt != 1) | .id' "$RUN/logs/attempts.ndjson" | wc -l)" -eq 0 ]
+}
