@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
@@ -358,7 +359,14 @@ pull(void)
 		}
 		if (n == 0 && held == 0 && q_long(q_left, 0, NULL) == 0)
 			return;
-		if (reader_gone(opts.lease / 4))
+		/*
+		 * A notification that came in with a result is in libpq, not
+		 * on the socket: looked for first, or a filing told during a
+		 * claim waited a quarter lease.
+		 */
+		if ((n = pg_wait(0, filed, NULL, err, sizeof(err))) == -1)
+			msg_die(1, "%s", err);
+		if (reader_gone(n > 0 ? 0 : opts.lease / 4))
 			msg_die(1, "pull: the reader of standard output has "
 			    "gone (rfp-fetch ended); the %ld records claimed "
 			    "and not filed go back to the queue when their "
@@ -580,6 +588,25 @@ summary(void)
 	json_decref(st);
 }
 
+/*
+ * Standard input and error, closed, read and write /dev/null; standard
+ * output closed is an error.  Left closed, the connection took the lowest
+ * free descriptor, and records, or messages, went into its stream.
+ */
+static void
+std_fds(void)
+{
+	int fd;
+
+	if (fcntl(STDOUT_FILENO, F_GETFD) == -1)
+		msg_die(1, "standard output is closed");
+	for (fd = STDIN_FILENO; fd <= STDERR_FILENO; fd += 2)
+		if (fcntl(fd, F_GETFD) == -1 &&
+		    open("/dev/null", fd == STDIN_FILENO ? O_RDONLY :
+		    O_WRONLY) != fd)
+			msg_die(1, "/dev/null: cannot open");
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -651,6 +678,7 @@ main(int argc, char *argv[])
 		opts.owner = xstrdup(owner);
 	opts.lease = clk_real(opts.lease);
 	signal(SIGPIPE, SIG_IGN);
+	std_fds();
 	if (store_init(state, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	conf_free(&conf);

@@ -386,6 +386,51 @@ filed() {
 	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'claimed'")" -eq 2 ]
 }
 
+@test "queue: pull hears a filing told while its claim waited on a lock, not a quarter lease later" {
+	load_unserved 6
+	RFPIPE_TIME_SCALE=1 timeout 60 rfp-queue --state "$URL" --owner A \
+	    --lease 400 --batch 2 pull >"$BATS_TEST_TMPDIR/out" &
+	p=$!
+	for i in $(seq 1 100); do
+		[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -ge 2 ] && break
+		sleep 0.05
+	done
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 2 ]
+	# Y holds the table; a filing told wakes pull, whose claim waits on
+	# Y's lock; Y tells another and lets go: that one comes in with the
+	# claim's result, into libpq's buffer, not onto the socket.
+	coproc Y { psql -qAt "$URL" 2>&1; }
+	echo "BEGIN; LOCK TABLE rfp_queue IN ACCESS EXCLUSIVE MODE; SELECT 'locked';" >&"${Y[1]}"
+	read -r -t 10 l <&"${Y[0]}"
+	[ "$l" = locked ]
+	sql "SELECT pg_notify('rfp_queue_filed', '1 A')" >/dev/null
+	for i in $(seq 1 100); do
+		[ "$(sql "SELECT count(*) FROM pg_locks WHERE NOT granted")" -gt 0 ] && break
+		sleep 0.05
+	done
+	[ "$(sql "SELECT count(*) FROM pg_locks WHERE NOT granted")" -gt 0 ]
+	echo "SELECT pg_notify('rfp_queue_filed', '1 A'); COMMIT;" >&"${Y[1]}"
+	eval "exec ${Y[1]}>&-"
+	# Claimed after the lock (3), and again for the second filing (4):
+	# missed, pull would wait 100 s.
+	for i in $(seq 1 100); do
+		[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -ge 4 ] && break
+		sleep 0.05
+	done
+	kill "$p" 2>/dev/null || :
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 4 ]
+}
+
+@test "queue: pull with its standard output closed is refused before anything is claimed" {
+	load_unserved 2
+	rc=0
+	timeout 20 rfp-queue --state "$URL" --owner A pull >&- 2>"$BATS_TEST_TMPDIR/err" || rc=$?
+	cat "$BATS_TEST_TMPDIR/err"
+	[ "$rc" -eq 1 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/err")" = "rfp-queue: standard output is closed" ]
+	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'claimed'")" -eq 0 ]
+}
+
 @test "pipeline --queue: a SIGTERM to a host waiting on a breaker that stays open ends every stage, rfp-queue pull too" {
 	# Nothing listens on port 9: the breaker opens and the documents wait
 	# for it (--on-open wait, the default).
