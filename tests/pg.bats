@@ -100,6 +100,26 @@ load_unserved() {
 	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
 }
 
+# pull_idle LEASE: rfp-queue pull as owner A, --batch 2, in real time
+# (for 60 s at most), in the background, $p its pid, once it has written
+# the first two records to $BATS_TEST_TMPDIR/out.
+pull_idle() {
+	RFPIPE_TIME_SCALE=1 timeout 60 rfp-queue --state "$URL" --owner A \
+	    --lease "$1" --batch 2 pull >"$BATS_TEST_TMPDIR/out" &
+	p=$!
+	out_reaches 2
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 2 ]
+}
+
+# out_reaches N: wait (5 s at most) for N lines in $BATS_TEST_TMPDIR/out.
+out_reaches() {
+	local i
+	for i in $(seq 1 100); do
+		[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -ge "$1" ] && return 0
+		sleep 0.05
+	done
+}
+
 # filed: the ids in every host's results and dead letters, one a line.
 filed() {
 	cat "$BATS_TEST_TMPDIR"/h*/results.ndjson "$BATS_TEST_TMPDIR"/h*/dead.ndjson |
@@ -348,23 +368,13 @@ filed() {
 	load_unserved 4
 	# Real time, and a lease of an hour: without a wake-up pull would wait
 	# 15 minutes, and it renews its leases only every 20.
-	RFPIPE_TIME_SCALE=1 timeout 20 rfp-queue --state "$URL" --owner A \
-	    --lease 3600 --batch 2 pull >"$BATS_TEST_TMPDIR/out" &
-	p=$!
-	for i in $(seq 1 100); do
-		[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -ge 2 ] && break
-		sleep 0.05
-	done
-	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 2 ]
+	pull_idle 3600
 	v=$(sql "SELECT string_agg(xmin::text, ' ' ORDER BY id) FROM rfp_queue WHERE status = 'claimed'")
 	sleep 1
 	[ "$(sql "SELECT string_agg(xmin::text, ' ' ORDER BY id) FROM rfp_queue WHERE status = 'claimed'")" = "$v" ]
 	jq -c '. + {fate: "done"}' "$BATS_TEST_TMPDIR/out" |
 	    rfp-queue --state "$URL" --owner A file >/dev/null
-	for i in $(seq 1 100); do
-		[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -ge 4 ] && break
-		sleep 0.05
-	done
+	out_reaches 4
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 4 ]
 	tail -n 2 "$BATS_TEST_TMPDIR/out" | jq -c '. + {fate: "dead"}' |
 	    rfp-queue --state "$URL" --owner A file >/dev/null
@@ -388,14 +398,7 @@ filed() {
 
 @test "queue: pull hears a filing told while its claim waited on a lock, not a quarter lease later" {
 	load_unserved 6
-	RFPIPE_TIME_SCALE=1 timeout 60 rfp-queue --state "$URL" --owner A \
-	    --lease 400 --batch 2 pull >"$BATS_TEST_TMPDIR/out" &
-	p=$!
-	for i in $(seq 1 100); do
-		[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -ge 2 ] && break
-		sleep 0.05
-	done
-	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 2 ]
+	pull_idle 400
 	# Y holds the table; a filing told wakes pull, whose claim waits on
 	# Y's lock; Y tells another and lets go: that one comes in with the
 	# claim's result, into libpq's buffer, not onto the socket.
@@ -413,10 +416,7 @@ filed() {
 	eval "exec ${Y[1]}>&-"
 	# Claimed after the lock (3), and again for the second filing (4):
 	# missed, pull would wait 100 s.
-	for i in $(seq 1 100); do
-		[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -ge 4 ] && break
-		sleep 0.05
-	done
+	out_reaches 4
 	kill "$p" 2>/dev/null || :
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 4 ]
 }
