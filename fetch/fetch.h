@@ -21,7 +21,8 @@ struct job {
 	double		 not_before;	/* epoch; 0: now */
 	long		 lineno;
 	int		 held;		/* held back by an open breaker */
-	int		 retry;		/* a retry (attempt > 0): ready first */
+	int		 retry;		/* a retry told a Retry-After: ready
+					   first */
 	int		 confirmed;	/* status_url said: not committed */
 	/* A submission's key in the ledger when it was last looked at. */
 	int		 l_st;		/* enum ledger_state */

@@ -1,11 +1,17 @@
 /*
  * rfp-fetch's queue: jobs held until their not_before (a min-heap), and
- * jobs ready to start: retries first, then the manifest's, each in the
- * order they came.  A retry waits out its Retry-After or backoff once, not
- * then again behind the manifest read ahead of it (up to 4 x -j + 64
+ * jobs ready to start, in the order they came, but for retries the portal
+ * gave a time (a Retry-After): those go first.  The portal is up and
+ * pacing, and such a retry has waited out its appointment once; it must
+ * not wait again behind the manifest read ahead of it (up to 4 x -j + 64
  * records): a refusal late in a paced batch had made the last documents
- * retries sent two seconds after everything else.  The gate decides
- * which ready job starts; the queue only keeps them.
+ * retries sent two seconds after everything else.  Other retries
+ * (timeouts, resets, errors: an outage, perhaps) keep their place, so
+ * that an outage's failed attempts are spread over the documents, not
+ * spent on a few: put first, retries that timed out under a hang used up
+ * their attempts in seconds, dead "exhausted", while fresh documents
+ * waited.  The gate decides which ready job starts; the queue only keeps
+ * them.
  */
 #include <stdlib.h>
 
@@ -109,7 +115,8 @@ queue_add(json_t *rec, long lineno)
 	j->ep = gate_endpoint(ep);
 	j->lineno = lineno;
 	j->not_before = rec_num(rec, "not_before", 0);
-	j->retry = rec_int(rec, "attempt", 0) > 0;
+	j->retry = rec_int(rec, "attempt", 0) > 0 &&
+	    rec_num(rec, "retry_after_s", -1) >= 0;
 	free(ep);
 	queue_put(j);
 }

@@ -159,9 +159,29 @@ setup() {
 	[ "$n" -le 40 ]
 }
 
+@test "pace: a retry no Retry-After timed keeps its place behind the manifest's records" {
+	export RFPIPE_TIME_SCALE=0.05
+	# doc-1's first answer is a reset (no time given: an outage, perhaps,
+	# whose failed attempts are to be spread over the documents).
+	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'YAML'
+	routes:
+	  - {match: "/r/doc-1", endpoint: r, script: [reset, 200]}
+	  - {match: "/r/*", endpoint: r}
+	YAML
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /r 80 r >"$BATS_TEST_TMPDIR/m"
+	printf 'endpoints:\n  r: {rate: 10, burst: 1}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -0 pipeline.sh -q -j 4 --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 80 ]
+	n=$(jq -s '[.[] | select(.kind == "request")] | map(.path) | indices("/r/doc-1") | .[1]' "$MOCK_LOG")
+	echo "the retry was request $((n + 1)) of 81"
+	[ "$n" -ge 70 ]
+}
+
 @test "breaker: with due retries ahead of fresh records in the queue, the half-open probe is still a fresh document" {
 	export RFPIPE_TIME_SCALE=0.05
-	printf 'epoch: first_request\nroutes:\n  - {match: "/o/*", endpoint: o, outage: {start_s: 0, end_s: 6, status: 503}}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	# Its 503s say Retry-After: 1, so the retries go first.
+	printf 'epoch: first_request\nroutes:\n  - {match: "/o/*", endpoint: o, outage: {start_s: 0, end_s: 6, status: 503, retry_after: 1}}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
 	manifest /o 80 o >"$BATS_TEST_TMPDIR/m"
 	printf 'endpoints:\n  o: {rate: 5, burst: 1}\nbreaker: {failures: 3, cooldown: 4s}\n' >"$BATS_TEST_TMPDIR/c.yaml"
