@@ -152,6 +152,7 @@ dead_count() {
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 60 ]
 	probes=$(jq '[.transitions[] | select(.to == "half_open")] | length' "$RUN/state/breaker/down.json")
 	during=$(jq -s '[.[] | select(.endpoint == "down" and .status == 503)] | length' "$MOCK_LOG")
+	echo "503s $during, probes $probes; the down requests: $(jq -sc '[.[] | select(.endpoint == "down") | [.status, .inflight, .headers["X-Rfp-Attempt"]]]' "$MOCK_LOG")"
 	[ "$during" -le $((5 + probes + 8)) ]
 	[ "$(jq -s '[.[] | select(.endpoint == "up")] | length' "$MOCK_LOG")" -eq 30 ]
 	jq -e '.openings >= 1 and .state == "closed"' "$RUN/state/breaker/down.json"
@@ -448,6 +449,7 @@ dead_count() {
 	    skip "cannot mount a tmpfs here"
 	MOUNTED=$RUN
 	run -1 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	printf 'stderr:\n%s\n' "$stderr"	# shown when a check fails
 	[[ $stderr == "rfp-fetch: write $RUN/docs/.part/p-"*": No space left on device; stopping: "* ]]
 	[[ $stderr == *"rfpipe: rfp-fetch failed with status 1"* ]]
 	# Each line is a stage's or rfpipe's, never sh's ("424: echo: I/O error").
