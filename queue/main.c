@@ -25,11 +25,9 @@
  */
 #include <sys/stat.h>
 
-#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,30 +292,6 @@ claim(const char *const *p, int sweep)
 }
 
 /*
- * Wait at most secs for news on the connection; 1 when the reader of
- * standard output has gone instead.  pull writes only when it claims,
- * and it claims only when file says records were filed: with rfp-fetch
- * gone (stopped by a signal, which the stages upstream of it ignore, or
- * dead) nothing is filed, no write fails, and pull waited on, renewing
- * its leases, so that neither the pipeline nor the records ended.
- */
-static int
-reader_gone(double secs)
-{
-	struct pollfd p[2];
-
-	p[0].fd = pg_news_fd();
-	p[0].events = POLLIN;
-	p[1].fd = STDOUT_FILENO;
-	p[1].events = 0;	/* POLLERR, POLLHUP: the read end closed */
-	p[0].revents = p[1].revents = 0;
-	if (poll(p, 2, secs > 0 ? (int)(secs * 1000 + 0.5) : 0) == -1 &&
-	    errno != EINTR)
-		msg_diesys(1, "poll");
-	return (p[1].revents & (POLLERR | POLLHUP | POLLNVAL)) != 0;
-}
-
-/*
  * Hold at most --batch claimed records; claim again, a chunk at a time,
  * when file says it closed some (LISTEN), and renew the leases in one
  * statement three times per lease.  Without a notification it waits a
@@ -331,7 +305,7 @@ pull(void)
 	const char *p[3] = { opts.owner, lease, want };
 	long chunk = opts.batch >= 4 ? opts.batch / 4 : 1, n;
 	double renew = 0, sweep = 0;
-	int swept;
+	int swept, gone;
 
 	snprintf(lease, sizeof(lease), "%.3f", opts.lease);
 	/*
@@ -360,19 +334,21 @@ pull(void)
 		if (n == 0 && held == 0 && q_long(q_left, 0, NULL) == 0)
 			return;
 		/*
-		 * A notification that came in with a result is in libpq, not
-		 * on the socket: looked for first, or a filing told during a
-		 * claim waited a quarter lease.
+		 * pull writes only when it claims, and it claims only when
+		 * file says records were filed: with rfp-fetch gone (stopped
+		 * by a signal, which the stages upstream of it ignore, or
+		 * dead) nothing is filed, no write fails, and pull waited on,
+		 * renewing its leases, so that neither the pipeline nor the
+		 * records ended.  So the wait watches standard output too.
 		 */
-		if ((n = pg_wait(0, filed, NULL, err, sizeof(err))) == -1)
+		if (pg_wait(opts.lease / 4, STDOUT_FILENO, &gone, filed, NULL,
+		    err, sizeof(err)) == -1)
 			msg_die(1, "%s", err);
-		if (reader_gone(n > 0 ? 0 : opts.lease / 4))
+		if (gone)
 			msg_die(1, "pull: the reader of standard output has "
 			    "gone (rfp-fetch ended); the %ld records claimed "
 			    "and not filed go back to the queue when their "
 			    "lease runs out", held);
-		if (pg_wait(0, filed, NULL, err, sizeof(err)) == -1)
-			msg_die(1, "%s", err);
 	}
 }
 

@@ -303,23 +303,29 @@ pg_tell(const char *channel, const char *payload)
 }
 
 int
-pg_wait(double secs, pg_note_fn *fn, void *arg, char *err, size_t errlen)
+pg_wait(double secs, int watch, int *gone, pg_note_fn *fn, void *arg,
+    char *err, size_t errlen)
 {
-	struct pollfd pfd;
+	struct pollfd pfd[2];
 	int n;
 
+	*gone = 0;
 	/* libpq keeps what came in with a result: look there first. */
 	if (PQconsumeInput(conn) == 0)
 		goto fail;
 	if ((n = notes(fn, arg, 1)) > 0)
 		return n;
-	pfd.fd = PQsocket(conn);
-	pfd.events = POLLIN;
-	if (poll(&pfd, 1, secs > 0 ? (int)(secs * 1000 + 0.5) : 0) == -1 &&
-	    errno != EINTR) {
+	pfd[0].fd = PQsocket(conn);
+	pfd[0].events = POLLIN;
+	pfd[1].fd = watch;
+	pfd[1].events = 0;	/* POLLERR, POLLHUP: its other end closed */
+	pfd[0].revents = pfd[1].revents = 0;
+	if (poll(pfd, watch >= 0 ? 2 : 1, secs > 0 ? (int)(secs * 1000 +
+	    0.5) : 0) == -1 && errno != EINTR) {
 		snprintf(err, errlen, "%s: poll: %s", where, strerror(errno));
 		return -1;
 	}
+	*gone = (pfd[1].revents & (POLLERR | POLLHUP | POLLNVAL)) != 0;
 	if (PQconsumeInput(conn) == 0)
 		goto fail;
 	return notes(fn, arg, 1);

@@ -115,10 +115,11 @@ typedef void pg_note_fn(const char *channel, const char *payload,
 /*
  * Give fn the notifications in hand on the channels this connection
  * listens to or, when there are none, wait at most secs real seconds for
- * some; how many (0: none came), or -1 with err set.
+ * some, or for the other end of watch (a descriptor; -1: none) to close,
+ * which sets *gone; how many (0: none came), or -1 with err set.
  */
-int	pg_wait(double secs, pg_note_fn *fn, void *arg, char *err,
-	    size_t errlen);
+int	pg_wait(double secs, int watch, int *gone, pg_note_fn *fn,
+	    void *arg, char *err, size_t errlen);
 /* LISTEN on channel: 0, or -1 with err set. */
 int	pg_listen(const char *channel, char *err, size_t errlen);
 /* The connection's socket. */
