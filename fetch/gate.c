@@ -247,6 +247,27 @@ quota_kill(struct job *j, double until)
 }
 
 /*
+ * The next send of the grant in hand, taken: its number (under a free
+ * pace, every send carries the grant's).  grant_back puts it back.
+ */
+static long
+grant_take(struct ep *e)
+{
+	e->credit--;
+	e->idue++;
+	return e->free ? e->seq : e->seq++;
+}
+
+static void
+grant_back(struct ep *e)
+{
+	e->credit++;
+	e->idue--;
+	if (!e->free)
+		e->seq--;
+}
+
+/*
  * Drop the lease's sends that can no longer go in their time, wire being
  * when a send made now would reach it.  A send that goes late puts the
  * rest off as much (e->drift; sent on time, the next would crowd it), and
@@ -260,12 +281,8 @@ static void
 lease_trim(struct ep *e, double wire)
 {
 	while (e->credit > 0 && fmax(e->due[e->idue] + e->drift, wire) >
-	    e->due_end + e->late) {
-		e->credit--;
-		e->idue++;
-		if (!e->free)
-			e->seq++;
-	}
+	    e->due_end + e->late)
+		(void)grant_take(e);
 }
 
 /*
@@ -397,9 +414,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	 */
 	if (e->lease)
 		e->drift = fmax(e->drift, now + e->lag - e->due[e->idue]);
-	e->credit--;
-	e->idue++;
-	j->seq = e->free ? e->seq : e->seq++;
+	j->seq = grant_take(e);
 	j->granted = now;
 	/*
 	 * Closed a moment ago (in this pass, or within FREE_S with no failure
@@ -434,10 +449,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 		 * queue puts them first) spent the grants, and a retry was
 		 * the probe that this rule is there to keep it from being.
 		 */
-		e->credit++;
-		e->idue--;
-		if (!e->free)
-			e->seq--;
+		grant_back(e);
 		j->held = 1;
 		return 0;	/* and a fresh record behind it may go */
 	}
