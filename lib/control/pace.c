@@ -943,6 +943,20 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 			 * three times a 1/s limit drew 7 refusals.
 			 */
 			r = p->rate * NUDGE;
+			/*
+			 * The floor refused, the pace cut from it got through,
+			 * and a step back up (RETURN) is refused: the limit is
+			 * between the last two paces, and the way back up led
+			 * to a guess, not a measure.  Under the lower, probed
+			 * from there (a 1/s limit: refused at 1.1, nudged to
+			 * 0.99, and refused again 37 successes later by the
+			 * probe's first percent: 4 refusals in 64 requests).
+			 */
+			if (p->cuts == 1 && rf <= START_RATE / sc &&
+			    p->n_cut > 0 && p->rate < NUDGE * rf) {
+				r = fmin(r, UNDER * p->rate / RETURN);
+				p->r_fail = r / NUDGE;
+			}
 			if ((ds = since_start(p)) > 0 && ds <= p->p_min &&
 			    UNDER * ds < r) {
 				/* A measure: no quick way back over it. */
