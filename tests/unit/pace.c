@@ -118,6 +118,13 @@ sim(const char *ep, struct lim *l, const struct pace_cfg *c, long n)
 	char err[256];
 	int acc;
 
+	/* SIMDBG=1 traces every run; SIMDBG=ep only ep's. */
+	if (getenv("SIMDBG") != NULL && (strcmp(getenv("SIMDBG"), "1") == 0 ||
+	    strcmp(getenv("SIMDBG"), ep) == 0))
+		setenv("SIMDBG_ON", "1", 1);
+	else
+		unsetenv("SIMDBG_ON");
+
 	memset(&o, 0, sizeof(o));
 	memset(&e, 0, sizeof(e));
 	while (left > 0 && now < t_start + 3600) {
@@ -152,7 +159,7 @@ sim(const char *ep, struct lim *l, const struct pace_cfg *c, long n)
 			if (pace_take_n(NULL, ep, c, now, 1, &g, err,
 			    sizeof(err)) == -1)
 				ok(0, "take: %s", err);
-			if (getenv("SIMDBG") && (long)(now - t_start) !=
+			if (getenv("SIMDBG_ON") && (long)(now - t_start) !=
 			    o.last_sec) {
 				o.last_sec = (long)(now - t_start);
 				fprintf(stderr, "T %s %ld rate %.2f win %ld "
@@ -184,7 +191,7 @@ sim(const char *ep, struct lim *l, const struct pace_cfg *c, long n)
 					seq[in] = g.seq;
 					in++;
 				} else {
-					o.refused++; if (getenv("SIMDBG")) fprintf(stderr, "R %.4f at %.4f rate %.1f\n", now - t_start, at - t_start, g.rate);
+					o.refused++; if (getenv("SIMDBG_ON")) fprintf(stderr, "R %.4f at %.4f rate %.1f\n", now - t_start, at - t_start, g.rate);
 					/* A stalled portal answers after. */
 					now = at;
 					e.ev = PACE_SLOW;
