@@ -65,6 +65,22 @@ submissions() {
 	jq -s -e '[.[] | select(.event == "success")] | length == 3' "$RUN/state/ledger.ndjson"
 }
 
+@test "submit: a status_url with a mistyped placeholder is refused before anything is sent" {
+	# "{kye}" went out as it stood: the portal, asked about no submission,
+	# said none was committed, and the submission was sent again.
+	for u in '_status/{kye}' '_status/{key}/{key}' '_status/{key'; do
+		printf '{"id":"app-%s","url":"%s/grants/drop/app-1","method":"POST","body":{},"endpoint":"grants","idempotency_key":"key-1","status_url":"%s/%s"}\n' \
+		    "${#u}" "$MOCK_URL" "$MOCK_URL" "$u"
+	done >"$BATS_TEST_TMPDIR/m"
+	run -2 --separate-stderr rfpipe --check "$BATS_TEST_TMPDIR/m"
+	[[ $stderr == *'line 1: field "status_url": "{kye}" is not {key}'* ]]
+	[[ $stderr == *'line 2: field "status_url": {key} more than once'* ]]
+	[[ $stderr == *'line 3: field "status_url": "{key" is not {key}'* ]]
+	run --separate-stderr pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG")" -eq 0 ]
+	[ "$(jq -s '[.[] | select(.dead_reason == "bad_input")] | length' "$RUN/dead.ndjson")" -eq 3 ]
+}
+
 @test "submit: a key the ledger shows as succeeded is never sent again" {
 	submissions submit 2 >"$BATS_TEST_TMPDIR/m"
 	run -0 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"

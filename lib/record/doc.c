@@ -108,6 +108,38 @@ fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
 	return -1;
 }
 
+/*
+ * A status_url's one placeholder is {key}, once: any other brace is a
+ * typo ("{kye}" went out as it stood, the portal was asked about no
+ * submission, said it had none, and the submission was sent again).
+ */
+static int
+status_tmpl_check(const char *u, char *err, size_t errlen)
+{
+	const char *k = strstr(u, "{key}"), *b;
+	int n;
+
+	for (b = u; (b = strpbrk(b, "{}")) != NULL; b++) {
+		if (b == k) {
+			b += 4;
+			continue;
+		}
+		if (strncmp(b, "{key}", 5) == 0) {
+			snprintf(err, errlen, "field \"status_url\": {key} more "
+			    "than once; it is replaced once");
+			return -1;
+		}
+		n = (int)strcspn(b + 1, "{}") + 1;
+		if (b[n] == '}')
+			n++;
+		snprintf(err, errlen, "field \"status_url\": \"%.*s\" is not "
+		    "{key}, its one placeholder (once); a brace is no part of "
+		    "a URL", n > 40 ? 40 : n, b);
+		return -1;
+	}
+	return 0;
+}
+
 /* "expect": each check of the type it is read as, or an error. */
 static int
 expect_check(const json_t *e, char *err, size_t errlen)
@@ -238,6 +270,9 @@ doc_check(const json_t *rec, char *err, size_t errlen)
 	    NULL || *why != '\0'))
 		return fail(err, errlen, "field \"status_url\": not an http or "
 		    "https URL%s%s", "", "");
+	if (v != NULL && status_tmpl_check(json_string_value(v), err,
+	    errlen) == -1)
+		return -1;
 	if ((v = json_object_get(rec, "idempotency_key")) != NULL &&
 	    (!json_is_string(v) || doc_id_check(json_string_value(v))))
 		return fail(err, errlen,
