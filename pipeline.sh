@@ -159,6 +159,9 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+# Empty, "$run_dir/state" is /state: an unset variable in a cron line made
+# state/, docs/ and logs/ at the root.
+[ -n "$run_dir" ] || bad_usage "option --run-dir: needs a value, not an empty one"
 if [ -n "$queue" ]; then
 	[ $# -le 1 ] || bad_usage "expected at most one MANIFEST"
 	# The queue's database holds the shared state too.

@@ -64,7 +64,10 @@
 
 #define PROG	"rfp-fetch"
 #define FILING_MAX 2		/* x concurrency: on the wire and filing */
-#define FILES_FIXED 64		/* open files besides the transfers' */
+#define FILES_FIXED 128	/* open files besides the transfers': up to 64
+				   state files and 32 idle slot files kept
+				   (lib/state/files.c, store.c), pipes,
+				   libraries */
 /*
  * rfp-sink opens the retry FIFO first thing, and gives up after 10 s
  * without a reader: one not heard from by then never will be (it failed

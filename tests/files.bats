@@ -416,3 +416,15 @@ raw_server() {
 	check plain '.status == 200'
 	[ "$(jq -s '[.[] | select(.path == "/grants/submit/plain") | .body_bytes] | .[0]' "$MOCK_LOG")" -eq 36 ]
 }
+
+@test "files: a batch over 300 endpoints runs to its end under a limit of 256 open files" {
+	# Each endpoint's state files were kept open: 400 hosts ran out of
+	# descriptors under the usual 1,024 a third of the way through.
+	mock_start "$FIX/mock/ok.yaml"
+	for i in $(seq 1 300); do
+		printf '{"id":"d%d","url":"%s/nih/d%d","endpoint":"site%d"}\n' "$i" "$MOCK_URL" "$i" "$i"
+	done >"$M"
+	run -0 --separate-stderr bash -c 'ulimit -n 256 && exec "$0" -q --run-dir "$1" "$2"' "$ROOT/pipeline.sh" "$RD" "$M"
+	[ "$(wc -l <"$RD/results.ndjson")" -eq 300 ]
+	[ ! -s "$RD/dead.ndjson" ]
+}

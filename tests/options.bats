@@ -177,6 +177,19 @@ EOF
 	[ "${stderr_lines[0]}" = 'rfp-backoff: option --budget: needs a value' ]
 }
 
+@test "options: an empty --run-dir is refused, and nothing is made at the root (\"\$RD/state\" was /state)" {
+	local had=0
+	[ ! -e /state ] || had=1
+	mkdir "$BATS_TEST_TMPDIR/w" && cd "$BATS_TEST_TMPDIR/w"
+	printf '{"id":"a","url":"http://127.0.0.1:1/a"}\n' >m
+	for o in "--run-dir=" "--run-dir ''"; do
+		eval "run -2 --separate-stderr pipeline.sh $o m"
+		[ "${stderr_lines[0]}" = 'rfpipe: option --run-dir: needs a value, not an empty one' ]
+	done
+	[ "$(ls -A)" = m ]
+	[ "$had" -eq 1 ] || [ ! -e /state ]
+}
+
 @test "options: the unknown letter of a cluster is the one named" {
 	run -2 --separate-stderr rfp-sink -qz
 	[ "${stderr_lines[0]}" = 'rfp-sink: unknown option "-z"' ]

@@ -340,8 +340,13 @@ parse(const char *path, int fd, json_t **doc, size_t *len, char *err,
 /*
  * State files are opened once and kept: an open(2) costs more than the
  * whole locked read-modify-write.  Files are rewritten in place, never
- * replaced, so a kept descriptor stays the file's.
+ * replaced, so a kept descriptor stays the file's.  No more than HELD_MAX
+ * are kept (none is locked between updates): a batch over 400 hosts, an
+ * endpoint and two state files each, ran out of descriptors under the
+ * usual limit of 1,024 a third of the way through.  Past it, or when
+ * open(2) finds the process out of descriptors, those kept are closed.
  */
+#define HELD_MAX	64
 static json_t *held;	/* path -> descriptor */
 
 static int
@@ -354,8 +359,18 @@ held_open(const char *path)
 		held = json_object();
 	if ((v = json_object_get(held, path)) != NULL)
 		return (int)json_integer_value(v);
-	if ((fd = files_open(path, O_RDWR | O_CREAT, 0600)) == -1)
+	if (json_object_size(held) >= HELD_MAX)
+		files_close_all();
+	if ((fd = files_open(path, O_RDWR | O_CREAT, 0600)) == -1 &&
+	    (errno == EMFILE || errno == ENFILE) && held != NULL &&
+	    json_object_size(held) > 0) {
+		files_close_all();
+		fd = files_open(path, O_RDWR | O_CREAT, 0600);
+	}
+	if (fd == -1)
 		return -1;
+	if (held == NULL)
+		held = json_object();
 	json_object_set_new(held, path, json_integer(fd));
 	return fd;
 }

@@ -18,6 +18,12 @@
 
 static int shared;	/* 1: PostgreSQL */
 static json_t *slots;	/* "EP.I" -> open slot file descriptor */
+/*
+ * Slot files given back are kept open for the next take, as long as no
+ * more than this many are open: a batch over 300 hosts kept one or more
+ * for each, and ran out of descriptors.  Those in use are -j at most.
+ */
+#define SLOTS_KEEP	32
 static json_t *mem;	/* "KIND/KEY" -> document, with no run directory */
 
 int
@@ -232,7 +238,13 @@ store_slot_give(const char *ep, const long *idx, long n)
 	safe = doc_safe_name(ep);
 	for (k = 0; k < n; k++) {
 		name = xasprintf("%s.%ld", safe, idx[k]);
-		if ((v = json_object_get(slots, name)) != NULL)
+		if ((v = json_object_get(slots, name)) == NULL)
+			;
+		else if (json_object_size(slots) > SLOTS_KEEP) {
+			/* Closed, it is given back too. */
+			close((int)json_integer_value(v));
+			json_object_del(slots, name);
+		} else
 			flock((int)json_integer_value(v), LOCK_UN);
 		free(name);
 	}
