@@ -457,6 +457,31 @@ dead_count() {
 	[[ $stderr != *"echo: "* && $stderr != *"printf: "* ]]
 }
 
+@test "pipeline: a state file the disk filled up under is never left torn: once there is room, a plain re-run runs" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root, to mount a small tmpfs"
+	mock_start "$FIX/mock/ok.yaml"
+	printf '{"id":"z1","url":"%s/nih/z1"}\n' "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
+	mkdir -m 700 "$BATS_TEST_TMPDIR/t"
+	mount -t tmpfs -o size=300k,mode=700 tmpfs "$BATS_TEST_TMPDIR/t" 2>/dev/null ||
+	    skip "cannot mount a tmpfs here"
+	MOUNTED=$BATS_TEST_TMPDIR/t
+	# Left with this much room, a state file was made and could not be
+	# written: empty, the run after refused it as corrupt.
+	local keep avail d
+	for keep in 8 12 16 20 24; do
+		d=$MOUNTED/r$keep
+		mkdir -m 700 "$d"
+		avail=$(df -k --output=avail "$MOUNTED" | tail -1)
+		dd if=/dev/zero of="$MOUNTED/filler" bs=1k count=$((avail - keep)) 2>/dev/null || true
+		run timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$d" "$BATS_TEST_TMPDIR/m"
+		rm -f "$MOUNTED/filler"
+		run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$d" "$BATS_TEST_TMPDIR/m"
+		printf 'keep %s KiB: %s\n' "$keep" "$stderr"	# shown when a check fails
+		[ "$(jq -r .id "$d/results.ndjson")" = z1 ]
+		rm -rf "$d"
+	done
+}
+
 @test "pipeline: a duplicate id stays dead bad_input in dead.ndjson; run and totals agree, resumed or retried" {
 	mock_start "$FIX/mock/ok.yaml"
 	local m=$BATS_TEST_TMPDIR/m

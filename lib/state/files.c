@@ -387,6 +387,37 @@ files_close_all(void)
 	held = NULL;
 }
 
+/*
+ * Write *s (len bytes) over a state file of old bytes, never torn: the
+ * room is taken before a byte is written (a full disk emptied a new state
+ * file, and the run after refused it), and a shorter state is padded with
+ * blanks over the old one's end before the file is cut there, so that a
+ * kill between the two leaves it whole.  -1 with errno set.
+ */
+static int
+put(int fd, char **s, size_t len, size_t old)
+{
+	size_t n = len > old ? len : old;
+	int e;
+
+	if (len > old && (e = posix_fallocate(fd, 0, (off_t)len)) != 0 &&
+	    e != EOPNOTSUPP && e != EINVAL) {
+		errno = e;
+		return -1;
+	}
+	if (len < old) {
+		*s = xrealloc(*s, old);
+		memset(*s + len, ' ', old - len);
+	}
+	errno = 0;
+	if (pwrite(fd, *s, n, 0) != (ssize_t)n) {
+		if (errno == 0)
+			errno = ENOSPC;
+		return -1;
+	}
+	return len < old ? ftruncate(fd, (off_t)len) : 0;
+}
+
 int
 files_update(const char *path, files_fn *fn, void *arg, char *err,
     size_t errlen)
@@ -420,8 +451,7 @@ files_update(const char *path, files_fn *fn, void *arg, char *err,
 		len = (s = json_dumps(doc, JSON_COMPACT)) ? strlen(s) : 0;
 		if (s != NULL)
 			s[len++] = '\n';	/* over the NUL; s is not a string */
-		if (s == NULL || pwrite(fd, s, len, 0) != (ssize_t)len ||
-		    (len < old && ftruncate(fd, (off_t)len) == -1)) {
+		if (s == NULL || put(fd, &s, len, old) == -1) {
 			snprintf(err, errlen, "write %s: %s", path,
 			    strerror(errno ? errno : ENOMEM));
 			rc = -1;
@@ -458,7 +488,11 @@ files_read(const char *path, json_t **doc, char *err, size_t errlen)
 	return rc;
 }
 
-/* One state file, read under a shared lock: absent is fine, empty is not. */
+/*
+ * One state file, read under a shared lock: absent is fine, and so is
+ * empty, made and never written (a crash, or a full disk before updates
+ * took their room first): nothing was kept in it.
+ */
 static int
 check_one(const char *path, char *err, size_t errlen)
 {
@@ -476,10 +510,9 @@ check_one(const char *path, char *err, size_t errlen)
 		return -1;
 	}
 	/*
-	 * Empty is made and never written (a crash, a full disk), unless
-	 * another pipeline on the run directory is making it this instant
-	 * (held_open creates it, then locks and writes it): looked at again
-	 * after a pause.
+	 * Empty, unless another pipeline on the run directory is making it
+	 * this instant (held_open creates it, then locks and writes it):
+	 * looked at again after a pause.
 	 */
 	for (tries = 0; tries < 2; tries++) {
 		if (tries > 0)
@@ -497,11 +530,6 @@ check_one(const char *path, char *err, size_t errlen)
 			break;
 	}
 	close(fd);
-	if (rc == 0 && doc == NULL) {
-		snprintf(err, errlen, "%s: corrupt state file (empty); move "
-		    "it aside to start afresh", path);
-		rc = -1;
-	}
 	json_decref(doc);
 	return rc;
 }
