@@ -64,8 +64,8 @@
 
 #define PROG	"rfp-fetch"
 #define FILING_MAX 2		/* x concurrency: on the wire and filing */
-#define FILES_FIXED 128	/* open files besides the transfers': up to 64
-				   state files and 32 idle slot files kept
+#define FILES_FIXED 64		/* open files besides the transfers': up to 32
+				   state files and 16 idle slot files kept
 				   (lib/state/files.c, store.c), pipes,
 				   libraries */
 /*

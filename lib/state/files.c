@@ -346,7 +346,7 @@ parse(const char *path, int fd, json_t **doc, size_t *len, char *err,
  * usual limit of 1,024 a third of the way through.  Past it, or when
  * open(2) finds the process out of descriptors, those kept are closed.
  */
-#define HELD_MAX	64
+#define HELD_MAX	32
 static json_t *held;	/* path -> descriptor */
 
 static int

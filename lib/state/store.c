@@ -23,7 +23,7 @@ static json_t *slots;	/* "EP.I" -> open slot file descriptor */
  * more than this many are open: a batch over 300 hosts kept one or more
  * for each, and ran out of descriptors.  Those in use are -j at most.
  */
-#define SLOTS_KEEP	32
+#define SLOTS_KEEP	16
 static json_t *mem;	/* "KIND/KEY" -> document, with no run directory */
 
 int
