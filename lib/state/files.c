@@ -375,6 +375,18 @@ held_open(const char *path)
 	return fd;
 }
 
+/* Close path's kept descriptor, if any. */
+static void
+held_forget(const char *path)
+{
+	json_t *v;
+
+	if ((v = json_object_get(held, path)) == NULL)
+		return;
+	close((int)json_integer_value(v));
+	json_object_del(held, path);
+}
+
 void
 files_close_all(void)
 {
@@ -422,11 +434,13 @@ int
 files_update(const char *path, files_fn *fn, void *arg, char *err,
     size_t errlen)
 {
+	struct stat st;
 	json_t *doc;
 	char *s;
 	size_t len, old;
-	int fd, rc;
+	int fd, rc, unlinked = 0;
 
+again:
 	if ((fd = held_open(path)) == -1) {
 		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
 		return -1;
@@ -436,6 +450,12 @@ files_update(const char *path, files_fn *fn, void *arg, char *err,
 			continue;
 		snprintf(err, errlen, "lock %s: %s", path, strerror(errno));
 		return -1;
+	}
+	/* Unlinked while we waited (below): the file is a new one now. */
+	if (fstat(fd, &st) == 0 && st.st_nlink == 0) {
+		flock(fd, LOCK_UN);
+		held_forget(path);
+		goto again;
 	}
 	if (parse(path, fd, &doc, &old, err, errlen) == -1) {
 		flock(fd, LOCK_UN);
@@ -455,11 +475,20 @@ files_update(const char *path, files_fn *fn, void *arg, char *err,
 			snprintf(err, errlen, "write %s: %s", path,
 			    strerror(errno ? errno : ENOMEM));
 			rc = -1;
+			/*
+			 * Made for this write and never written (a full
+			 * disk): gone again, not left empty, which the run
+			 * after would refuse as corrupt.
+			 */
+			if (old == 0)
+				unlinked = unlink(path) == 0;
 		}
 		free(s);
 	}
 	json_decref(doc);
 	flock(fd, LOCK_UN);
+	if (unlinked)
+		held_forget(path);
 	return rc;
 }
 
@@ -489,9 +518,10 @@ files_read(const char *path, json_t **doc, char *err, size_t errlen)
 }
 
 /*
- * One state file, read under a shared lock: absent is fine, and so is
- * empty, made and never written (a crash, or a full disk before updates
- * took their room first): nothing was kept in it.
+ * One state file, read under a shared lock: absent is fine, empty is not
+ * (a file an update made and could not write is unlinked again: empty,
+ * it was cut by hand or by a crash, and read as absent it would start a
+ * spent budget afresh).
  */
 static int
 check_one(const char *path, char *err, size_t errlen)
@@ -510,9 +540,9 @@ check_one(const char *path, char *err, size_t errlen)
 		return -1;
 	}
 	/*
-	 * Empty, unless another pipeline on the run directory is making it
-	 * this instant (held_open creates it, then locks and writes it):
-	 * looked at again after a pause.
+	 * Empty is made and never written, unless another pipeline on the
+	 * run directory is making it this instant (held_open creates it,
+	 * then locks and writes it): looked at again after a pause.
 	 */
 	for (tries = 0; tries < 2; tries++) {
 		if (tries > 0)
@@ -530,6 +560,11 @@ check_one(const char *path, char *err, size_t errlen)
 			break;
 	}
 	close(fd);
+	if (rc == 0 && doc == NULL) {
+		snprintf(err, errlen, "%s: corrupt state file (empty); move "
+		    "it aside to start afresh", path);
+		rc = -1;
+	}
 	json_decref(doc);
 	return rc;
 }
