@@ -166,8 +166,15 @@ leading(const char *s)
 		v = v * 10 + (*s++ - '0');
 		any = 1;
 	}
-	return any ? v : -1;
+	/* Longer than any count or epoch second this century: garbage. */
+	return any && !isdigit((unsigned char)*s) ? v : -1;
 }
+
+/*
+ * A reset further off than a year is none: a portal's garbage (a reset of
+ * 99999999999 held an endpoint's documents, run after run, until 2286).
+ */
+#define RESET_MAX	(366 * 86400.0)
 
 /* Find "key=" as a parameter (after start, ',' or ';') and return its value. */
 static long
@@ -189,6 +196,7 @@ hdr_ratelimit_feed(struct hdr_ratelimit *rl, const char *name,
     const char *value, double now)
 {
 	const char *n;
+	double d;
 	long v;
 
 	/* X-RateLimit-*, and the draft's first form without the X-. */
@@ -206,9 +214,9 @@ hdr_ratelimit_feed(struct hdr_ratelimit *rl, const char *name,
 		if ((v = leading(value)) < 0)
 			return 1;
 		/* Large values are an epoch timestamp, small ones a delta. */
-		rl->reset_s = v > 1000000000L ? (double)v - now : (double)v;
-		if (rl->reset_s < 0)
-			rl->reset_s = 0;
+		d = v > 1000000000L ? (double)v - now : (double)v;
+		if (d <= RESET_MAX)
+			rl->reset_s = d < 0 ? 0 : d;
 		return 1;
 	}
 	if (strcasecmp(name, "RateLimit") == 0) {
@@ -218,8 +226,8 @@ hdr_ratelimit_feed(struct hdr_ratelimit *rl, const char *name,
 		if ((v = param(value, "remaining")) >= 0 ||
 		    (v = param(value, "r")) >= 0)
 			rl->remaining = v;
-		if ((v = param(value, "reset")) >= 0 ||
-		    (v = param(value, "t")) >= 0)
+		if (((v = param(value, "reset")) >= 0 ||
+		    (v = param(value, "t")) >= 0) && v <= RESET_MAX)
 			rl->reset_s = (double)v;
 		return 1;
 	}

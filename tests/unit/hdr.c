@@ -152,6 +152,15 @@ test_ratelimit(void)
 	ok(rl.reset_s == 45, "ratelimit: a large reset is an epoch time");
 	hdr_ratelimit_feed(&rl, "X-RateLimit-Reset", "1999999000", now);
 	ok(rl.reset_s == 0, "ratelimit: a past epoch reset is 0");
+	hdr_ratelimit_init(&rl);
+	hdr_ratelimit_feed(&rl, "X-RateLimit-Reset", "99999999999", now);
+	ok(rl.reset_s == -1, "ratelimit: a reset of more digits than any "
+	    "epoch second this century is none (%g)", rl.reset_s);
+	hdr_ratelimit_feed(&rl, "X-RateLimit-Reset", "9999999999", now);
+	ok(rl.reset_s == -1, "ratelimit: an epoch reset centuries off is none "
+	    "(%g)", rl.reset_s);
+	hdr_ratelimit_feed(&rl, "X-RateLimit-Reset", "86400", now);
+	ok(rl.reset_s == 86400, "ratelimit: a day's reset is kept");
 	ok(hdr_ratelimit_feed(&rl, "Content-Type", "text/plain", now) == 0,
 	    "ratelimit: other headers are not used");
 
@@ -165,6 +174,10 @@ test_ratelimit(void)
 	hdr_ratelimit_feed(&rl, "RateLimit", "\"default\";r=4;t=9", now);
 	ok(rl.remaining == 4 && rl.reset_s == 9 && rl.limit == -1,
 	    "ratelimit: RateLimit r= and t= (structured form)");
+	hdr_ratelimit_feed(&rl, "RateLimit", "remaining=0, "
+	    "reset=99999999", now);
+	ok(rl.reset_s == 9, "ratelimit: RateLimit's reset of three years is "
+	    "none (%g)", rl.reset_s);
 	hdr_ratelimit_feed(&rl, "RateLimit-Policy", "\"default\";q=50;w=60",
 	    now);
 	ok(rl.limit == 50 && rl.window_s == 60,
