@@ -91,6 +91,19 @@ cpu_of() {
 	check pdf-small '(.check | startswith("min_bytes:"))'
 }
 
+@test "fetch: a misspelt check under expect is bad input naming it, never sent, and --check refuses it" {
+	# "min_byte" checked nothing: a 37-byte body was filed done.
+	mock_start "$FIX/mock/ok.yaml"
+	printf '{"id":"e1","url":"%s/nih/e1","expect":{"min_byte":100000}}\n{"id":"e2","url":"%s/nih/e2","expect":{"json":true}}\n' \
+	    "$MOCK_URL" "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
+	run -2 --separate-stderr rfpipe --check "$BATS_TEST_TMPDIR/m"
+	[[ $stderr == *'line 1: field "expect.min_byte": not a check (min_bytes, json, magic, content_type)'* ]]
+	run --separate-stderr rfp-fetch --run-dir "$RD" <"$BATS_TEST_TMPDIR/m"
+	check e1 '.fate == "dead" and .dead_reason == "bad_input"'
+	check e2 '.status == 200 and .check == null'
+	[ "$(requests_for /nih/e1)" -eq 0 ]
+}
+
 @test "fetch: a failed check quoting text cut inside a UTF-8 character is kept, cut on a character, and dead" {
 	local e ct m
 	mock_start "$FIX/mock/ok.yaml"

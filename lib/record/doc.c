@@ -144,11 +144,25 @@ status_tmpl_check(const char *u, char *err, size_t errlen)
 static int
 expect_check(const json_t *e, char *err, size_t errlen)
 {
+	static const char *keys[] = { "min_bytes", "json", "magic",
+	    "content_type" };
+	const char *k;
 	json_t *v;
+	size_t i;
 
 	if (!json_is_object(e))
 		return fail(err, errlen, "field \"expect\": not an object%s%s",
 		    "", "");
+	/* A misspelt check ("min_byte") checked nothing, and a body failed. */
+	json_object_foreach((json_t *)e, k, v) {
+		for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+			if (strcmp(k, keys[i]) == 0)
+				break;
+		if (i == sizeof(keys) / sizeof(keys[0]))
+			return fail(err, errlen, "field \"expect.%.40s\": not "
+			    "a check (min_bytes, json, magic, content_type)%s",
+			    k, "");
+	}
 	if ((v = json_object_get(e, "min_bytes")) != NULL &&
 	    (!json_is_integer(v) || json_integer_value(v) < 0 ||
 	    json_integer_value(v) > (1LL << 40)))
