@@ -126,7 +126,7 @@ rec_next(struct rec_reader *r, char **line, size_t *len, long *lineno)
 {
 	char *nl;
 	ssize_t n;
-	size_t want;
+	size_t want, keep;
 
 	for (;;) {
 		nl = memchr(r->buf + r->start + r->scanned, '\n',
@@ -135,11 +135,19 @@ rec_next(struct rec_reader *r, char **line, size_t *len, long *lineno)
 			return take(r, nl, line, len, lineno);
 		r->scanned = r->end - r->start;
 		/* One byte more: a line of cap bytes may end in CR LF. */
-		if (r->scanned > r->cap + 1) {
-			/* Over the cap: keep nothing of it but the fact. */
+		if (!r->skipping && r->scanned > r->cap + 1) {
+			/*
+			 * Over the cap: keep its first RAW_KEEP bytes, the
+			 * evidence a dead letter quotes (its id is there; the
+			 * line's last bytes were quoted, and told nothing).
+			 */
+			keep = r->scanned < RAW_KEEP ? r->scanned : RAW_KEEP;
+			memmove(r->buf, r->buf + r->start, keep);
 			r->skipping = 1;
-			r->start = r->end = r->scanned = 0;
-		}
+			r->start = 0;
+			r->end = r->scanned = keep;
+		} else if (r->skipping && r->scanned > RAW_KEEP)
+			r->end = r->start + (r->scanned = RAW_KEEP);
 		if (r->eof) {
 			if (r->end == r->start && !r->skipping)
 				return REC_EOF;

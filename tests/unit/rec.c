@@ -149,6 +149,7 @@ test_huge(void)
 
 	/* A line far over the cap and over the buffer: skipped whole. */
 	n += (size_t)sprintf(s + n, "first\n");
+	n += (size_t)sprintf(s + n, "{\"id\":\"big1\",");
 	for (i = 0; i < big; i++)
 		s[n++] = 'x';
 	s[n++] = '\n';
@@ -156,6 +157,9 @@ test_huge(void)
 	read_all(tap_fd_of(s, n), 1000, &g);
 	is_long(g.n, 3, "huge: three lines");
 	is_long(g.rc[1], REC_TOOLONG, "huge: the 300 kB line is too long");
+	ok(g.len[1] >= 12 && memcmp(g.line[1], "{\"id\":\"big1\",", 12) == 0,
+	    "huge: what is kept of it is its start, where its id is (%.12s)",
+	    g.line[1]);
 	is_str(g.line[2], "after", "huge: the line after it is intact");
 	is_long(g.lineno[2], 3, "huge: and numbered 3");
 	got_free(&g);
@@ -163,7 +167,7 @@ test_huge(void)
 	/* The same line is fine under the default cap (1 MiB). */
 	read_all(tap_fd_of(s, n), 0, &g);
 	is_long(g.rc[1], REC_LINE, "huge: 300 kB is under REC_LINE_MAX");
-	is_long((long)g.len[1], (long)big, "huge: read whole");
+	is_long((long)g.len[1], (long)big + 13, "huge: read whole");
 	got_free(&g);
 	free(s);
 }
