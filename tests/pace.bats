@@ -84,6 +84,26 @@ setup() {
 	jq -e '.state == "closed"' "$RUN/state/breaker/ep.json"
 }
 
+@test "breaker: an open breaker left by a run waits no longer than the cooldown configured now, nor from a time to come" {
+	# Left open for an hour (cooldown 1h), then the cooldown cut to 2s:
+	# the stored hour was waited.  And one opened in the future (a clock
+	# ahead) waited until then and an hour more.
+	mkdir -p "$RUN/state/breaker"
+	now=$(date +%s)
+	printf 'breaker: {failures: 3, cooldown: 2s}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 ep >"$BATS_TEST_TMPDIR/m"
+	for at in "$now" $((now + 86400)); do
+		jq -n --argjson t "$at" '{endpoint:"ep",state:"open",fails:3,window:"111",
+		    opened_at:$t,cooldown:3600,probe_pid:0,probe_until:0,openings:1,saved:0,transitions:[]}' \
+		    >"$RUN/state/breaker/ep.json"
+		rm -f "$RUN/results.ndjson"
+		run -0 timeout 30 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+		[ "$(wc -l <"$RUN/results.ndjson")" -eq 3 ]
+		jq -e '.state == "closed" and .cooldown <= 2' "$RUN/state/breaker/ep.json"
+	done
+}
+
 @test "breaker: a corrupt breaker state file is a clear error, never a silent reset" {
 	mkdir -p "$RUN/state/breaker"
 	echo '{"state":"sideways"}' >"$RUN/state/breaker/ep.json"

@@ -204,6 +204,7 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 	json_t *d = *doc;
 	const char *st;
 	const char *ph;
+	double cd;
 	pid_t pid;
 	size_t i;
 	int dirty = 0;
@@ -232,6 +233,20 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 	}
 	o->v = BREAKER_ALLOW;
 	if (strcmp(st, "open") == 0) {
+		/*
+		 * What was stored is held to what is configured now: a
+		 * cooldown cut from 1 h to 5 s waited the hour, and one
+		 * opened in the future (a clock ahead, by hand) waited days.
+		 */
+		cd = clk_real(fmax(o->c->cooldown, o->c->cooldown_max));
+		if (nget(d, "cooldown") > cd) {
+			nset(d, "cooldown", cd);
+			dirty = 1;
+		}
+		if (nget(d, "opened_at") > o->now) {
+			nset(d, "opened_at", o->now);
+			dirty = 1;
+		}
 		if (o->now < nget(d, "opened_at") + nget(d, "cooldown")) {
 			o->v = BREAKER_DENY;
 			o->until = nget(d, "opened_at") + nget(d, "cooldown");
