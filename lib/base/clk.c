@@ -100,6 +100,17 @@ clk_draw(uint64_t seed, const char *key, long n)
 	return (double)(h >> 11) / 9007199254740992.0;
 }
 
+/* Days in month mo (1 to 12) of year y: 2026-02-30 is no date. */
+static int
+mdays(int y, int mo)
+{
+	static const int d[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30,
+	    31 };
+
+	return d[mo - 1] + (mo == 2 && y % 4 == 0 && (y % 100 != 0 ||
+	    y % 400 == 0));
+}
+
 static int
 deadline_parse(const char *s, double now, double *out)
 {
@@ -147,8 +158,8 @@ deadline_parse(const char *s, double now, double *out)
 			return -1;
 		s += n;
 	}
-	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 ||
-	    h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 60)
+	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays(y, mo) ||
+	    h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 60)
 		return -1;
 	memset(&tm, 0, sizeof(tm));
 	tm.tm_year = y - 1900;

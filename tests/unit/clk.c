@@ -173,6 +173,12 @@ test_deadline(void)
 	dl_bad(NULL);
 	dl_bad("");
 	dl_bad("tomorrow");
+	/* No such day: mktime rolled 2026-02-30 over to 2 March. */
+	dl_bad("2026-02-30T06:00Z");
+	dl_bad("2026-02-29T06:00Z");
+	dl_bad("2026-04-31T00:00Z");
+	dl_ok("2028-02-29T06:00Z", now, 1835416800);
+	dl_ok("2000-02-29T00:00Z", now, 951782400);
 	dl_bad("+");
 	dl_bad("+-5s");
 	dl_bad("+5x");
