@@ -453,7 +453,7 @@ run(void)
 		if (admit_sink_gone()) {
 			msg_warn("rfp-sink closed %s with %ld records not "
 			    "acknowledged; a re-run on this run directory "
-			    "fetches them again", admit_fifo(),
+			    "fetches what was not filed", admit_fifo(),
 			    out_outstanding());
 			S.stop = -1;
 			break;
