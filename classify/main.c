@@ -94,13 +94,22 @@ toolong(const char *raw)
  */
 static enum ra_kind
 ra_derive(const char *raw, const char *date, double response_at,
-    long lineno, double *d)
+    long lineno, const char *id, double *d)
 {
+	/*
+	 * Named by the document too: inside rfpipe, this stage's line
+	 * number is no line of the manifest.
+	 */
+	char who[96];
 	double now;
 	int rc;
 
 	if (raw == NULL)
 		return RA_NONE;
+	if (id != NULL)
+		snprintf(who, sizeof(who), "\"%.80s\": ", id);
+	else
+		who[0] = '\0';
 	if (date == NULL || hdr_date(date, &now) == -1)
 		now = response_at;
 	rc = hdr_retry_after(raw, now, d);
@@ -109,19 +118,19 @@ ra_derive(const char *raw, const char *date, double response_at,
 		*d = RA_MAX + 1;	/* valid, and past any bound */
 	}
 	if (rc == -1 || (now == 0 && *d > 1e6)) {
-		msg_line(lineno, "warning: bad Retry-After \"%.40s\", using "
-		    "backoff", raw);
+		msg_line(lineno, "warning: %sbad Retry-After \"%.40s\", using "
+		    "backoff", who, raw);
 		return RA_BAD;
 	}
 	if (*d < 0) {
-		msg_line(lineno, "warning: Retry-After \"%.40s\" is in the "
-		    "past, clamped to 0", raw);
+		msg_line(lineno, "warning: %sRetry-After \"%.40s\" is in the "
+		    "past, clamped to 0", who, raw);
 		*d = 0;
 		return RA_CLAMPED;
 	}
 	if (*d > RA_MAX) {
-		msg_line(lineno, "warning: Retry-After \"%.40s\" is over a "
-		    "day, clamped to %.0f s", raw, RA_MAX);
+		msg_line(lineno, "warning: %sRetry-After \"%.40s\" is over a "
+		    "day, clamped to %.0f s", who, raw, RA_MAX);
 		*d = RA_MAX;
 		return RA_CLAMPED;
 	}
@@ -151,7 +160,7 @@ classify(struct view *v, long lineno, struct rec_out *out, void *arg)
 	view_set_str(v, "class", class_name(k));
 	view_set_str(v, "reason", reason);
 	ra = ra_derive(view_str(v, "retry_after"), view_str(v, "date"),
-	    view_num(v, "response_at", 0), lineno, &d);
+	    view_num(v, "response_at", 0), lineno, view_str(v, "id"), &d);
 	if (ra == RA_BAD)
 		view_set_null(v, "retry_after_s");
 	else if (ra != RA_NONE)

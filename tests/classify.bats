@@ -152,7 +152,7 @@ classify_json() {
 	assert_success
 	check a '.retry_after_s == 0 and .class == "transient"'
 	[ "${#stderr_lines[@]}" -eq 1 ]
-	[ "${stderr_lines[0]}" = 'rfp-classify: line 1: warning: Retry-After "Sun, 06 Nov 1994 08:49:27 GMT" is in the past, clamped to 0' ]
+	[ "${stderr_lines[0]}" = 'rfp-classify: line 1: warning: "a": Retry-After "Sun, 06 Nov 1994 08:49:27 GMT" is in the past, clamped to 0' ]
 }
 
 @test "classify: a Retry-After over a day is clamped to 86400 with a warning" {
@@ -160,7 +160,7 @@ classify_json() {
 	assert_success
 	check a '.retry_after_s == 86400'
 	[ "${#stderr_lines[@]}" -eq 1 ]
-	[[ "${stderr_lines[0]}" == 'rfp-classify: line 2: warning: Retry-After "100000" is over a day, clamped to 86400 s' ]]
+	[[ "${stderr_lines[0]}" == 'rfp-classify: line 2: warning: "a": Retry-After "100000" is over a day, clamped to 86400 s' ]]
 }
 
 @test "classify: Retry-After soon is a warning bad Retry-After and retry_after_s null" {
@@ -168,7 +168,7 @@ classify_json() {
 	assert_success
 	check a 'has("retry_after_s") and .retry_after_s == null and .class == "transient"'
 	[ "${#stderr_lines[@]}" -eq 1 ]
-	[ "${stderr_lines[0]}" = 'rfp-classify: line 1: warning: bad Retry-After "soon", using backoff' ]
+	[ "${stderr_lines[0]}" = 'rfp-classify: line 1: warning: "a": bad Retry-After "soon", using backoff' ]
 }
 
 @test "classify: a Retry-After date with no date and no response_at is not trusted" {
@@ -299,7 +299,7 @@ classify_json() {
 	classify_json '{"id":"a","status":503,"retry_after":"\u001b]0;owned\u0007\u001b[2J"}'
 	assert_success
 	[[ "$stderr" != *$'\033'* && "$stderr" != *$'\a'* ]]
-	[ "$stderr" = 'rfp-classify: line 1: warning: bad Retry-After "?]0;owned??[2J", using backoff' ]
+	[ "$stderr" = 'rfp-classify: line 1: warning: "a": bad Retry-After "?]0;owned??[2J", using backoff' ]
 }
 
 @test "classify: a record of exactly 1 MiB and 64 KiB ending in CR LF passes however the LF arrives" {
