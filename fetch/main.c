@@ -65,8 +65,8 @@
 #define PROG	"rfp-fetch"
 #define FILING_MAX 2		/* x concurrency: on the wire and filing */
 #define FILES_FIXED 64		/* open files besides the transfers': up to 32
-				   state files and 16 idle slot files kept
-				   (lib/state/files.c, store.c), pipes,
+				   state files and 16 idle slot files more than
+				   -j kept (lib/state/files.c, store.c), pipes,
 				   libraries */
 /*
  * rfp-sink opens the retry FIFO first thing, and gives up after 10 s
@@ -847,6 +847,7 @@ main(int argc, char *argv[])
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		msg_die(1, "curl_global_init failed");
 	files_limit();
+	store_slots_keep(fo.conf.concurrency + CONFIRM_MAX);
 	wire_init(fo.conf.concurrency + CONFIRM_MAX);
 	xfer_init(&fo);
 	bodies_init(&fo);

@@ -43,7 +43,10 @@ interrupt() {
 	    --run-dir "$RUN" --seed 1 "$@" "$M" >"$BATS_TEST_TMPDIR/out" \
 	    2>"${err_to:-$BATS_TEST_TMPDIR/err}" &
 	pid=$!
-	for i in $(seq 1 3000); do
+	# 30 s, by the clock: a check that runs jq takes 50 ms on a busy
+	# machine, and 3,000 of them ran past the test's own timeout.
+	i=$((SECONDS + 30))
+	while [ "$SECONDS" -lt "$i" ]; do
 		"${started:-in_flight}" && break
 		sleep 0.01
 	done

@@ -20,10 +20,19 @@ static int shared;	/* 1: PostgreSQL */
 static json_t *slots;	/* "EP.I" -> open slot file descriptor */
 /*
  * Slot files given back are kept open for the next take, as long as no
- * more than this many are open: a batch over 300 hosts kept one or more
- * for each, and ran out of descriptors.  Those in use are -j at most.
+ * more than slots_keep are open (rfp-fetch says -j; those in use are no
+ * more): a batch over 300 hosts kept one or more for each, and ran out of
+ * descriptors.  Closed on each give past it, a -j of 32 would open a file
+ * a request.
  */
 #define SLOTS_KEEP	16
+static long slots_keep = SLOTS_KEEP;
+
+void
+store_slots_keep(long n)
+{
+	slots_keep = n > SLOTS_KEEP ? n : SLOTS_KEEP;
+}
 static json_t *mem;	/* "KIND/KEY" -> document, with no run directory */
 
 int
@@ -240,7 +249,7 @@ store_slot_give(const char *ep, const long *idx, long n)
 		name = xasprintf("%s.%ld", safe, idx[k]);
 		if ((v = json_object_get(slots, name)) == NULL)
 			;
-		else if (json_object_size(slots) > SLOTS_KEEP) {
+		else if ((long)json_object_size(slots) > slots_keep) {
 			/* Closed, it is given back too. */
 			close((int)json_integer_value(v));
 			json_object_del(slots, name);

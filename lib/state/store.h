@@ -91,6 +91,11 @@ int	store_slot_take(const char *rundir, const char *ep, long n,
 /* Give back the n slots idx[] of ep taken by store_slot_take, at once. */
 void	store_slot_give(const char *ep, const long *idx, long n);
 /*
+ * Slot files given back stay open for the next take while no more than n
+ * (at least 16) are open: the caller counts a descriptor a transfer.
+ */
+void	store_slots_keep(long n);
+/*
  * The submission ledger when the state is shared (store_shared()): the
  * table rfp_ledger, every host's.  With files, lib/accounts/ledger keeps
  * RUNDIR/state/ledger.ndjson itself.  Entries are objects with key, id,
