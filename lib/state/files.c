@@ -355,15 +355,13 @@ held_open(const char *path)
 	json_t *v;
 	int fd;
 
-	if (held == NULL)
-		held = json_object();
+	/* jansson takes a NULL object as an empty one. */
 	if ((v = json_object_get(held, path)) != NULL)
 		return (int)json_integer_value(v);
 	if (json_object_size(held) >= HELD_MAX)
 		files_close_all();
 	if ((fd = files_open(path, O_RDWR | O_CREAT, 0600)) == -1 &&
-	    (errno == EMFILE || errno == ENFILE) && held != NULL &&
-	    json_object_size(held) > 0) {
+	    (errno == EMFILE || errno == ENFILE) && json_object_size(held) > 0) {
 		files_close_all();
 		fd = files_open(path, O_RDWR | O_CREAT, 0600);
 	}
