@@ -463,11 +463,7 @@ filed() {
 	kill -TERM "${HOSTS[1]}"
 	# The driver passes the stop on to rfp-fetch; pull, upstream of it and
 	# ignoring the signal as every stage does, must see it gone.
-	for i in $(seq 1 200); do
-		kill -0 "${HOSTS[1]}" 2>/dev/null || break
-		sleep 0.05
-	done
-	if kill -0 "${HOSTS[1]}" 2>/dev/null; then
+	if ! gone_within "${HOSTS[1]}" 10; then
 		ps -o pid,args -g "${HOSTS[1]}" || :
 		fail "the host still runs 10 s after SIGTERM"
 	fi

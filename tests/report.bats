@@ -306,11 +306,7 @@ YAML
 	done
 	[ "$(requests_for)" -eq 2 ]
 	kill -TERM "$pid"
-	for i in $(seq 1 200); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	if kill -0 "$pid" 2>/dev/null; then
+	if ! gone_within "$pid" 10; then
 		kill -KILL "$pid"
 		fail "rfp-fetch still runs 10 s after SIGTERM"
 	fi

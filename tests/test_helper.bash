@@ -299,3 +299,14 @@ filed_once() {
 	    sort >"$BATS_TEST_TMPDIR/ids"
 	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/ids"
 }
+
+# gone_within PID SECONDS: 0 once PID has ended, looked at every 0.05 s;
+# 1 if it still runs SECONDS from now.
+gone_within() {
+	local i
+	for i in $(seq 1 $(($2 * 20))); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.05
+	done
+	! kill -0 "$1" 2>/dev/null
+}
