@@ -193,7 +193,7 @@ lim_config() {
 # lim_run TOOL: one tool in the cell, its row in $lim_tsv.
 lim_run() {
 	local t=$1 d=$cdir/$1 requests refusals saved dq=- dead=- cpu ew ms span
-	mkdir -p "$d/out"
+	fresh_dir "$d"
 	case $clock in
 	nginx) nginx_start "$d" "$r" "$b" "$(kv nodelay 1)" "$st" ;;
 	*) RFPIPE_TIME_SCALE=$sc start_mock "$yaml" "$d" ;;

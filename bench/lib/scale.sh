@@ -104,7 +104,7 @@ scale_refused() {
 scale_run() {
 	local name=$1 hosts=$2 mode=$3 n=$4 portal=$5 d=$work/scale/$1
 	local db=${1//-/_} h url='' ew='' rcs ok uniq t0 r0 c0 g0 busy dbcpu
-	mkdir -p "$d"
+	fresh_dir "$d"
 	gen_inputs "$d" "$n" /doc/ scale doc-%d
 	if [ "$mode" != files ]; then
 		pg_createdb "$db" || die "scale: CREATE DATABASE failed"
@@ -293,7 +293,7 @@ scale_stale() {
 scale_seq() {
 	local name=$1 st=$2 first=$3 next=$4 n=$5 d=$work/stale/$1 url='' rc
 	local t0 c0 busy elapsed ok req ref portal=$4
-	mkdir -p "$d"
+	fresh_dir "$d"
 	if [ "$st" = pg ]; then
 		pg_createdb "${name//-/_}" || die "scale: CREATE DATABASE failed"
 		url=$(pg_url "${name//-/_}")
