@@ -136,6 +136,7 @@ struct pst {
 	double	rl_rem;		/* the Remaining last heard; -1: none */
 	double	rl_turn;	/* when its window was last seen to turn */
 	double	rl_wguess;	/* its window, from the Reset heard then */
+	double	rl_heard;	/* its end as the answers in it put it; 0: none */
 	double	seen;		/* its last use (a grant or an answer) */
 	double	p_at;		/* when the pace started ... */
 	double	p_seq;		/* ... the grants made by then ... */
@@ -173,7 +174,7 @@ static const struct {
 	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
 	F(iv_i), F(quota_until), F(takes), F(rl_seq),
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
-	F(rl_rem), F(rl_turn), F(rl_wguess),
+	F(rl_rem), F(rl_turn), F(rl_wguess), F(rl_heard),
 	F(p_at), F(p_seq), F(p_ok), F(p_min),
 	F(c_ok), F(c_ref), F(k_rate), F(k_seq), F(k_at), F(k_ok), F(k_ref),
 	F(k_cuts), F(nz), F(r_bits), F(r_n), F(r_noise), F(u_at), F(u_ok),
@@ -385,6 +386,7 @@ age(struct pst *p, const struct pace_cfg *c)
 	p->rl_rem = o.rl_rem;
 	p->rl_turn = o.rl_turn;
 	p->rl_wguess = o.rl_wguess;
+	p->rl_heard = o.rl_heard;
 }
 
 /* This process as a state's users name it: "PID@HOST". */
@@ -581,6 +583,7 @@ take(struct pst *p, struct op *o)
 	/* The portal's own count, where it gives one. */
 	if (p->rl_reset > 0 && o->now >= p->rl_reset) {
 		p->rl_left = p->rl_limit;
+		p->rl_heard = 0;
 		/* The next window, where the policy says how long it is. */
 		p->rl_reset = p->rl_win > 0 && p->rl_limit >= 0 ? p->rl_reset +
 		    ceil((o->now - p->rl_reset) / p->rl_win + 1e-9) *
@@ -689,7 +692,7 @@ static void
 ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 {
 	const struct hdr_ratelimit *rl = &e->rl;
-	double later;
+	double later, same;
 
 	if (rl->remaining < 0 || (e->seq >= 0 && e->seq < p->rl_seq))
 		return;		/* nothing, or older news than we have */
@@ -714,6 +717,15 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->rl_turn = e->now;
 		p->rl_wguess = win_or_none(clk_real(rl->reset_s));
 	}
+	/*
+	 * A Remaining that went down is the same window: its end is where
+	 * every answer in it puts it at the latest, and the earliest answer
+	 * is the nearest (rounded up to 1 s, the tenth answer of a window of
+	 * 10 in 1 s held the sends a second after it, when the first, at the
+	 * window's start, had put its end 0.9 s sooner).
+	 */
+	same = p->rl_rem >= 0 && rl->remaining < p->rl_rem &&
+	    p->rl_heard > e->now ? p->rl_heard : 0;
 	p->rl_rem = (double)rl->remaining;
 	/* A window the portal says is a microsecond or a century is none. */
 	p->rl_win = win_or_none(rl->window_s > 0 ? clk_real(rl->window_s) :
@@ -724,6 +736,9 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 			p->rl_reset = fmin(p->rl_reset, p->rl_turn +
 			    ceil((e->now - p->rl_turn) / p->rl_win + 1e-9) *
 			    p->rl_win);
+		if (same > 0)
+			p->rl_reset = fmin(p->rl_reset, same);
+		p->rl_heard = p->rl_reset;
 	} else if (rl->remaining > 0)
 		p->rl_reset = 0;	/* no window: the count is a hint */
 	/*

@@ -1096,6 +1096,78 @@ ratelimit(void)
 	    "(granted %ld)", n);
 }
 
+/*
+ * A whole-second Reset is an upper bound: within one window (Remaining
+ * going down) the earliest answer's bound holds, and a window that turned
+ * (Remaining up) has an end of its own.  t: when the ten sends of a window
+ * of 10 start; the wait asked after the tenth's "remaining 0".
+ */
+static double
+heard_window(const char *ep, double t)
+{
+	struct pace_cfg c = { 0, 0, 0, 0, 4096, 0 };
+	struct pace_grant g;
+	struct pace_ev e;
+	char err[256];
+	int i;
+
+	memset(&e, 0, sizeof(e));
+	e.ev = PACE_OK;
+	e.retry_after = -1;
+	e.rl_seen = 1;
+	e.rl.limit = 10;
+	e.rl.reset_s = 1;
+	e.rl.window_s = -1;
+	for (i = 0; i < 10; i++) {
+		pace_take_n(dir, ep, &c, t + i * 0.05, 1, &g, err,
+		    sizeof(err));
+		e.seq = g.seq;
+		e.sent_at = t + i * 0.05;
+		e.now = e.sent_at + 0.01;
+		e.rl.remaining = 9 - i;
+		pace_feedback_n(dir, ep, &c, &e, 1, err, sizeof(err));
+	}
+	pace_take_n(dir, ep, &c, e.now + 0.01, 1, &g, err, sizeof(err));
+	return g.granted == 0 ? g.wait : -1;
+}
+
+static void
+reset_heard(void)
+{
+	struct pace_cfg c = { 0, 0, 0, 0, 4096, 0 };
+	struct pace_grant g;
+	struct pace_ev e;
+	char err[256];
+	double w;
+
+	w = heard_window("heard", T0);
+	ok(fabs(w - 0.54) < 1e-6, "remaining 0 heard 0.46 s into a window whose "
+	    "first answer said reset 1: a wait to then (0.54 s), not a "
+	    "second (%.3f)", w);
+	/*
+	 * The portal's window turned before that bound (a clock-aligned one,
+	 * its first answer 0.01 s into it): the answer with Remaining back up
+	 * is a window of its own, its end a second on, and its 9 left are all
+	 * that is granted.  Held to the old bound, the count started afresh
+	 * at it, and 10 were granted.
+	 */
+	memset(&e, 0, sizeof(e));
+	e.ev = PACE_OK;
+	e.retry_after = -1;
+	e.rl_seen = 1;
+	e.seq = -1;
+	e.sent_at = T0 + 0.50;
+	e.now = T0 + 0.53;
+	e.rl.limit = 10;
+	e.rl.remaining = 9;
+	e.rl.reset_s = 1;
+	e.rl.window_s = -1;
+	pace_feedback_n(dir, "heard", &c, &e, 1, err, sizeof(err));
+	pace_take_n(dir, "heard", &c, T0 + 1.02, 20, &g, err, sizeof(err));
+	ok(g.granted == 9, "a window turned before the last one's bound: its "
+	    "own remaining 9 granted, no more (granted %ld)", g.granted);
+}
+
 /* Issue #24: a reset past quota_after is a quota, not a hold for ever. */
 static void
 reset_bound(void)
@@ -1713,6 +1785,7 @@ main(void)
 	quota();
 	reset_bound();
 	ratelimit();
+	reset_heard();
 	corrupt();
 	out_of_reach();
 	told_conc();
