@@ -95,6 +95,8 @@ run_fetch_median() {
 fresh_dir() {
 	if [ -e "$1" ]; then
 		old_n=$((old_n + 1))
+		# A work directory used by an earlier bench has old/ filled.
+		while [ -e "$work/old/$old_n" ]; do old_n=$((old_n + 1)); done
 		mkdir -p "$work/old"
 		mv "$1" "$work/old/$old_n" || die "mv $1: failed"
 	fi
