@@ -288,6 +288,19 @@ limiters(void)
 	    "at most 1.2 x the ideal %.2f s", o.makespan, (300 - 11) / 20.0);
 
 	strict("strict", 3, 3);
+
+	/*
+	 * A burst of 10 over 3/s: the first burst reads as 10/s, and the
+	 * one success since the pace started says what the limit let
+	 * through (taken for none: 4 refusals, 1.22 x).
+	 */
+	memset(&l, 0, sizeof(l));
+	l.kind = GCRA, l.rate = 3, l.burst = 10, l.lat = 0.02;
+	o = sim("burst3", &l, &none, 60);
+	report("3/s burst 10", &o, 49 / 3.0);
+	ok(o.refused <= 3 && o.makespan <= 1.2 * 49 / 3.0, "3/s burst 10: "
+	    "%ld refusals of %ld requests, at most 3; %.2f s, at most 1.2 x "
+	    "the ideal %.2f s", o.refused, o.sent, o.makespan, 49 / 3.0);
 	/*
 	 * 1/s strict: the pace starts at its 2/s floor and doubles before
 	 * the first cut; nudged down 10 % a cut from there it drew 9
