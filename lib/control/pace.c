@@ -740,7 +740,16 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 			p->rl_reset = fmin(p->rl_reset, p->rl_turn +
 			    ceil((e->now - p->rl_turn) / p->rl_win + 1e-9) *
 			    p->rl_win);
-		if (same > 0)
+		/*
+		 * Nor is it the same window if this answer's end, less the
+		 * second it may be rounded up by, is past the bound heard:
+		 * the window turned and others, sharing the quota, took its
+		 * room (Remaining 10 with Reset 1 at 9.3 s, Remaining 0 with
+		 * Reset 10 at 10.1 s, and sends at 10.3 went into a window
+		 * closed until 20).
+		 */
+		if (same > 0 && same > e->now + clk_real(rl->reset_s) -
+		    clk_real(1))
 			p->rl_reset = fmin(p->rl_reset, same);
 		p->rl_heard = p->rl_reset;
 	} else if (rl->remaining > 0)
@@ -1046,6 +1055,22 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 	tat_set(p, e->now + (double)(c->burst > 1 ? c->burst : 1) / p->rate);
 }
 
+/*
+ * 1 when success e, the pace's first, ends a time the limiter stayed
+ * closed after a first burst: a burst there was (a success before it),
+ * read within its first SPAN (a run that went unpaced at a low demand
+ * for minutes had no burst: its average is no window's), and e was sent
+ * as soon as the last hold let it (later, the send waited for work or
+ * the clock jumped, and the time says nothing of the limiter).
+ */
+static int
+burst_closed(const struct pst *p, const struct pace_ev *e)
+{
+	return p->n_ok >= 2 && p->p_at - p->t_first < clk_real(SPAN) &&
+	    p->ref_at > p->t_first && e->sent_at > p->ref_at &&
+	    e->sent_at - p->ref_at <= 2 * ldexp(1, HOLD_MAX) / p->rate;
+}
+
 static void
 grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 {
@@ -1094,9 +1119,8 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 * the burst's: unchanged.
 	 */
 	if (p->p_ok == 0 && p->r_guess > 0) {
-		if (p->r_guess == 2 && p->ref_at > p->t_first &&
-		    e->sent_at > p->ref_at && (w = (p->n_ok - 1) /
-		    sqrt((p->ref_at - p->t_first) * (e->sent_at -
+		if (p->r_guess == 2 && burst_closed(p, e) && (w = (p->n_ok -
+		    1) / sqrt((p->ref_at - p->t_first) * (e->sent_at -
 		    p->t_first))) < NUDGE * p->r_fail) {
 			p->r_fail = w;
 			p->ref_at = e->now;

@@ -290,6 +290,22 @@ limiters(void)
 	strict("strict", 3, 3);
 
 	/*
+	 * Closed for the first 3 s (an earlier run spent it), then 3/s: the
+	 * first answers are refusals, and no burst got through to measure a
+	 * window by.  Taken for one of none, the first success put the pace
+	 * at one request every 20 s.
+	 */
+	memset(&l, 0, sizeof(l));
+	l.kind = GCRA, l.rate = 3, l.burst = 0, l.lat = 0.01;
+	l.tat = t_start + 3;
+	o = sim("shut", &l, &none, 60);
+	report("closed 3 s, then 3/s", &o, 3 + 59 / 3.0);
+	ok(o.rate >= 1.5 && o.makespan <= 2 * (3 + 59 / 3.0), "closed 3 s, "
+	    "then 3/s: the pace ends at %.2f/s, at least 1.5; %.2f s, at most "
+	    "2 x the ideal %.2f s (the floor's cut and the cubic probe cost "
+	    "the rest)", o.rate, o.makespan, 3 + 59 / 3.0);
+
+	/*
 	 * A burst of 10 over 3/s: the first burst reads as 10/s, and the
 	 * one success since the pace started says what the limit let
 	 * through (taken for none: 4 refusals, 1.22 x).
@@ -1199,6 +1215,90 @@ reset_heard(void)
 	pace_take_n(dir, "heard", &c, T0 + 1.02, 20, &g, err, sizeof(err));
 	ok(g.granted == 9, "a window turned before the last one's bound: its "
 	    "own remaining 9 granted, no more (granted %ld)", g.granted);
+
+	/*
+	 * A Remaining that went down across a turn: others sharing the
+	 * quota took the new window (20 in 10 s) at its start.  Its own
+	 * Reset, 10, says it is no window that the bound heard at 9.3 s
+	 * (10.3) can end.
+	 */
+	memset(&e, 0, sizeof(e));
+	e.ev = PACE_OK;
+	e.retry_after = -1;
+	e.rl_seen = 1;
+	e.rl.limit = 20;
+	e.rl.window_s = -1;
+	pace_take_n(dir, "shared", &c, T0 + 9, 1, &g, err, sizeof(err));
+	e.seq = g.seq;
+	e.sent_at = T0 + 9;
+	e.now = T0 + 9.3;
+	e.rl.remaining = 10;
+	e.rl.reset_s = 1;
+	pace_feedback_n(dir, "shared", &c, &e, 1, err, sizeof(err));
+	pace_take_n(dir, "shared", &c, T0 + 10, 1, &g, err, sizeof(err));
+	e.seq = g.seq;
+	e.sent_at = T0 + 10;
+	e.now = T0 + 10.1;
+	e.rl.remaining = 0;
+	e.rl.reset_s = 10;
+	pace_feedback_n(dir, "shared", &c, &e, 1, err, sizeof(err));
+	pace_take_n(dir, "shared", &c, T0 + 10.31, 1, &g, err, sizeof(err));
+	ok(g.granted == 0 && g.wait > 9.7, "remaining down across a turn, its "
+	    "reset 10 s off: held to it, not to the last window's bound "
+	    "(granted %ld, wait %.2f)", g.granted, g.wait);
+}
+
+/*
+ * Five minutes unpaced at a request every 2 s, then a fixed window of 20
+ * in 10 s that the first sends fill: no first burst, and the run's
+ * average (0.5/s) is no window's rate.  Taken for one, it was the pace,
+ * and 100 documents took 200 s, not 50.
+ */
+static void
+quiet_then_window(void)
+{
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_grant g;
+	struct pace_ev e;
+	double t = T0, t1, ws, w0 = -1;
+	long n = 0, in_win = 0;
+	char err[256];
+	int okay;
+
+	memset(&e, 0, sizeof(e));
+	e.retry_after = -1;
+	e.inflight = 1;
+	while (t < T0 + 300) {
+		pace_take_n(NULL, "quiet", &none, t, 1, &g, err, sizeof(err));
+		e.ev = PACE_OK;
+		e.seq = g.seq;
+		e.sent_at = t;
+		e.now = t + 0.05;
+		pace_feedback_n(NULL, "quiet", &none, &e, 1, err, sizeof(err));
+		t += 2;
+	}
+	for (t1 = t; n < 100 && t < t1 + 3600; ) {
+		pace_take_n(NULL, "quiet", &none, t, 1, &g, err, sizeof(err));
+		if (g.granted == 0) {
+			t += g.wait > 0 ? g.wait : 0.001;
+			continue;
+		}
+		ws = floor((t - t1) / 10);
+		if (ws != w0) {
+			w0 = ws;
+			in_win = 0;
+		}
+		okay = in_win++ < 20;
+		n += okay;
+		e.ev = okay ? PACE_OK : PACE_SLOW;
+		e.seq = g.seq;
+		e.sent_at = t;
+		e.now = t + 0.01;
+		pace_feedback_n(NULL, "quiet", &none, &e, 1, err, sizeof(err));
+		t += 0.0101;
+	}
+	ok(t - t1 <= 1.5 * 50, "five minutes at 0.5/s, then 20 in 10 s: 100 "
+	    "documents in %.1f s, at most 1.5 x the ideal 50 s", t - t1);
 }
 
 /* Issue #24: a reset past quota_after is a quota, not a hold for ever. */
@@ -1822,6 +1922,7 @@ main(void)
 	reset_bound();
 	ratelimit();
 	reset_heard();
+	quiet_then_window();
 	corrupt();
 	out_of_reach();
 	told_conc();
