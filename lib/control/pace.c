@@ -1271,11 +1271,18 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	p->s_ref = 0;
 	/*
 	 * More in flight than any success was sent with: the window is to
-	 * blame, not the pace.  It is cut to what succeeded and held.
+	 * blame, not the pace.  It is cut to what succeeded and held.  The
+	 * first time, not under two less than this refusal's count: the
+	 * successes are those answered by now, sent an answer's time ago,
+	 * and a window opening fast had gone on since (a cap of 25 with
+	 * answers in 0.25 s, refused at 27: cut to 17, what had come back,
+	 * and grown back to 25 over five seconds, 1.24 to 1.26 x the ideal,
+	 * now 1.17 to 1.20 x).  Cut again, the successes have caught up.
 	 */
 	if (cap) {
 		if (p->w_held < 0 || p->w_held > 0)
-			p->win = fmax(1, fmin(p->win, k));
+			p->win = fmax(1, fmin(p->win, p->w_held < 0 ?
+			    fmax(k, (double)e->inflight - 2) : k));
 		p->w_held = 0;
 	} else {
 		/* Refused within the window: the pace, not the window. */

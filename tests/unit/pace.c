@@ -1070,6 +1070,51 @@ quota(void)
 	ok(g.granted == 1 && g.quota_until == 0, "... and no longer");
 }
 
+/*
+ * A window opening fast meets a cap: the successes heard by the first
+ * refusal were sent an answer's time ago, with 17 in flight at most; the
+ * refusals come at 27.  The window is cut to 25, not to 17.
+ */
+static void
+cap_fast(void)
+{
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_grant g;
+	struct pace_ev e;
+	char err[256];
+	int i;
+
+	memset(&e, 0, sizeof(e));
+	e.retry_after = -1;
+	for (i = 1; i <= 40; i++) {
+		pace_take_n(NULL, "capfast", &none, T0 + i * 0.01, 1, &g, err,
+		    sizeof(err));
+		e.ev = PACE_OK;
+		e.seq = g.seq;
+		e.sent_at = T0 + i * 0.01;
+		e.now = e.sent_at + 0.25;
+		e.inflight = i < 17 ? i : 17;
+		pace_feedback_n(NULL, "capfast", &none, &e, 1, err,
+		    sizeof(err));
+	}
+	for (i = 0; i < 2; i++) {
+		pace_take_n(NULL, "capfast", &none, T0 + 0.7, 1, &g, err,
+		    sizeof(err));
+		e.ev = PACE_SLOW;
+		e.busy = 1;
+		e.seq = g.seq;
+		e.sent_at = T0 + 0.7;
+		e.now = T0 + 0.701;
+		e.inflight = 27;
+		pace_feedback_n(NULL, "capfast", &none, &e, 1, err,
+		    sizeof(err));
+	}
+	pace_take_n(NULL, "capfast", &none, T0 + 0.8, 1, &g, err, sizeof(err));
+	ok(g.window == 25, "a cap met while the window opened fast: window "
+	    "%ld, two under the refused count, not the 17 successes had",
+	    g.window);
+}
+
 /* RateLimit: remaining counts down across sends; 0 holds until reset. */
 static void
 ratelimit(void)
@@ -1920,6 +1965,7 @@ main(void)
 	inherited();
 	quota();
 	reset_bound();
+	cap_fast();
 	ratelimit();
 	reset_heard();
 	quiet_then_window();
