@@ -43,9 +43,19 @@ wire_add(struct xfer *x)
 }
 
 /*
- * 1 when a request to x's endpoint written before before, and since
- * since, is still on the portal's count, unanswered: the portal holds
- * it, so it is serving.
+ * Real seconds by which two requests' write times, taken by libcurl's
+ * pre-request callback, may be out of the order in which they reach the
+ * portal: on a loaded machine, a cap of 4 let in four written just after
+ * a refused one, which then found no older request held, and the breaker
+ * opened on the cap's first round (for 23 ms).  Evidence up to this much
+ * younger delays an outage's news by as much at the most.
+ */
+#define WIRE_SKEW	0.005
+
+/*
+ * 1 when a request to x's endpoint written before before (or within
+ * WIRE_SKEW after), and since since, is still on the portal's count,
+ * unanswered: the portal holds it, so it is serving.
  */
 int
 wire_older(const struct xfer *x, double since, double before)
@@ -55,7 +65,7 @@ wire_older(const struct xfer *x, double since, double before)
 	for (o = W.list; o != NULL; o = o->next)
 		if (o != x && o->on_wire && o->job->ep == x->job->ep &&
 		    o->t_wrote >= since && o->t_wrote > 0 &&
-		    o->t_wrote < before)
+		    o->t_wrote < before + WIRE_SKEW)
 			return 1;
 	return 0;
 }
