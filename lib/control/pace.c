@@ -113,8 +113,6 @@ struct pst {
 	double	w_held;		/* successes since the window was cut; -1 */
 	double	cuts;		/* rate cuts since the pace started */
 	double	r_fail;		/* the pace at the last cut, before it */
-	double	r_guess;	/* r_fail was a pace that never got through:
-				   1; and held since, nothing through: 2 */
 	double	n_cut;		/* successes since the last cut */
 	double	dec_at;		/* when the rate was last cut */
 	double	cut_seq;	/* ... and the grants made by then */
@@ -144,6 +142,7 @@ struct pst {
 	double	p_seq;		/* ... the grants made by then ... */
 	double	p_ok;		/* successes sent since */
 	double	p_min;		/* the slowest pace since */
+	double	p_held;		/* 1: held since, nothing through yet */
 	double	hint;		/* the pace a stale state had; 0: none */
 	double	c_ok;		/* answers to sends granted since the last cut:
 				   successes ... */
@@ -173,11 +172,11 @@ static const struct {
 	size_t		 off;
 } fields[] = {
 	F(tat), F(paced), F(rate), F(win), F(ok_k), F(okh_n), F(w_held), F(cuts),
-	F(n_cut), F(r_fail), F(r_guess), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
+	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
 	F(iv_i), F(quota_until), F(takes), F(rl_seq),
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
 	F(rl_rem), F(rl_turn), F(rl_wguess), F(rl_heard),
-	F(p_at), F(p_seq), F(p_ok), F(p_min),
+	F(p_at), F(p_seq), F(p_ok), F(p_min), F(p_held),
 	F(c_ok), F(c_ref), F(k_rate), F(k_seq), F(k_at), F(k_ok), F(k_ref),
 	F(k_cuts), F(nz), F(r_bits), F(r_n), F(r_noise), F(u_at), F(u_ok),
 	F(l_end)
@@ -301,7 +300,7 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 	    arr_load(d, "ok_t", p->ok_t, NOK) == -1 ||
 	    arr_load(d, "okh", p->okh, NOKH) == -1)
 		return -1;
-	if (p->r_guess < 0 || p->r_guess > 2)
+	if (p->p_held != 0 && p->p_held != 1)
 		return -1;
 	if (p->r_bits < 0 || p->r_bits > (double)RECENT_MASK || p->r_n < 0 ||
 	    p->r_n > RECENT || p->nz < 0 || p->nz > NZ_MAX || p->r_noise < 0)
@@ -853,7 +852,7 @@ static void
 cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
     int quiet)
 {
-	double sc = clk_scale(), est, r, ds, rf, rg;
+	double sc = clk_scale(), est, r, ds, rf;
 
 	if (!p->paced) {
 		/*
@@ -879,6 +878,7 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 		p->p_at = e->now;
 		p->p_seq = p->takes;
 		p->p_ok = 0;
+		p->p_held = 0;
 		p->p_min = p->rate;
 	} else if (p->cuts == 0 && p->p_ok == 0 && told(c) == 0 &&
 	    p->rate <= START_RATE / sc && (e->seq < 0 ||
@@ -943,9 +943,7 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 		 */
 		est = measured(p, e->now);
 		rf = p->r_fail;
-		rg = p->r_guess;
 		p->r_fail = p->rate;
-		p->r_guess = p->p_ok == 0;
 		if (told(c) > 0)	/* late arrivals, or a wrong rate */
 			r = fmax(p->rate * NUDGE, told(c) * TOLD_LOW);
 		else if (est > 0) {
@@ -989,7 +987,7 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 			 * 20 in a second crawled up from 9/s.
 			 */
 			p->r_fail = rf;
-			p->r_guess = rg ? 2 : 0;	/* held since */
+			p->p_held = 1;
 			p->cuts++;
 			round_start(p, e->now);
 			tat_set(p, e->now + ldexp(1, (int)fmin(p->cuts,
@@ -1017,7 +1015,6 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 			    p->n_cut > 0 && p->rate < NUDGE * rf) {
 				r = fmin(r, UNDER * p->rate / RETURN);
 				p->r_fail = r / NUDGE;
-				p->r_guess = 0;
 			}
 			/*
 			 * One success since a pace that a burst started (read
@@ -1040,7 +1037,6 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 				/* A measure: no quick way back over it. */
 				r = fmax(UNDER * ds, p->rate * FIRST_CUT);
 				p->r_fail = r / NUDGE;
-				p->r_guess = 0;
 			}
 		}
 		p->rate = fmax(r, MIN_RATE / sc);
@@ -1118,17 +1114,14 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 * GCRA's bucket opens after one of its intervals, at a mark over
 	 * the burst's: unchanged.
 	 */
-	if (p->p_ok == 0 && p->r_guess > 0) {
-		if (p->r_guess == 2 && burst_closed(p, e) && (w = (p->n_ok -
-		    1) / sqrt((p->ref_at - p->t_first) * (e->sent_at -
-		    p->t_first))) < NUDGE * p->r_fail) {
-			p->r_fail = w;
-			p->ref_at = e->now;
-			p->s_ref = 0;
-			p->rate = fmin(p->rate, fmax(UNDER * (p->n_ok - 1) /
-			    (e->sent_at - p->t_first), MIN_RATE / clk_scale()));
-		}
-		p->r_guess = 0;
+	if (p->p_ok == 0 && p->p_held && burst_closed(p, e) && (w = (p->n_ok -
+	    1) / sqrt((p->ref_at - p->t_first) * (e->sent_at - p->t_first))) <
+	    NUDGE * p->r_fail) {
+		p->r_fail = w;
+		p->ref_at = e->now;
+		p->s_ref = 0;
+		p->rate = fmin(p->rate, fmax(UNDER * (p->n_ok - 1) /
+		    (e->sent_at - p->t_first), MIN_RATE / clk_scale()));
 	}
 	p->ok_t[(long)p->p_ok % NOK] = e->now;
 	p->p_ok++;

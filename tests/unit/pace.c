@@ -1424,8 +1424,8 @@ corrupt(void)
 	ok(refused("{\"r_bits\": 1e300, \"r_n\": 32}\n", err, sizeof(err)),
 	    "a refusal set out of range is corrupt: %s", err);
 	/* A noise share past what the rule can learn, a negative rate. */
-	ok(refused("{\"r_guess\": 3}\n", err, sizeof(err)),
-	    "a guess flag of 3 is corrupt: %s", err);
+	ok(refused("{\"p_held\": 3}\n", err, sizeof(err)),
+	    "a held flag of 3 is corrupt: %s", err);
 	ok(refused("{\"nz\": 0.99}\n", err, sizeof(err)),
 	    "a noise share of 0.99 is corrupt: %s", err);
 	ok(refused("{\"r_noise\": -1}\n", err, sizeof(err)),
