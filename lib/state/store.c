@@ -27,13 +27,13 @@ static json_t *slots;	/* "EP.I" -> open slot file descriptor */
  */
 #define SLOTS_KEEP	16
 static long slots_keep = SLOTS_KEEP;
+static json_t *mem;	/* "KIND/KEY" -> document, with no run directory */
 
 void
 store_slots_keep(long n)
 {
 	slots_keep = n > SLOTS_KEEP ? n : SLOTS_KEEP;
 }
-static json_t *mem;	/* "KIND/KEY" -> document, with no run directory */
 
 int
 store_is_url(const char *url)
@@ -247,13 +247,12 @@ store_slot_give(const char *ep, const long *idx, long n)
 	safe = doc_safe_name(ep);
 	for (k = 0; k < n; k++) {
 		name = xasprintf("%s.%ld", safe, idx[k]);
-		if ((v = json_object_get(slots, name)) == NULL)
-			;
-		else if ((long)json_object_size(slots) > slots_keep) {
+		if ((v = json_object_get(slots, name)) != NULL &&
+		    (long)json_object_size(slots) > slots_keep) {
 			/* Closed, it is given back too. */
 			close((int)json_integer_value(v));
 			json_object_del(slots, name);
-		} else
+		} else if (v != NULL)
 			flock((int)json_integer_value(v), LOCK_UN);
 		free(name);
 	}
