@@ -304,9 +304,9 @@ hdr_is_credential(const char *name)
 	return 0;
 }
 
-/* The origin of url (caller frees), or NULL: hdr_origin without a limit. */
+/* One reading of url's origin (caller frees), or NULL. */
 static char *
-origin_of(const char *url)
+origin_once(const char *url)
 {
 	CURLU *u = curl_url();
 	char *scheme = NULL, *host = NULL, *port = NULL, *q, *o = NULL;
@@ -339,6 +339,32 @@ out:
 	curl_free(port);
 	curl_url_cleanup(u);
 	return o;
+}
+
+/*
+ * The origin of url (caller frees), or NULL: hdr_origin without a limit.
+ * curl decodes a host ("%32" is "2") after it has written numeric hosts
+ * out ("2" is 0.0.0.2), so one reading can still change when read again:
+ * the origin is the reading that reads back as itself, and a URL whose
+ * readings do not settle in three has none.
+ */
+static char *
+origin_of(const char *url)
+{
+	char *o = origin_once(url), *again;
+	int i;
+
+	for (i = 0; o != NULL && i < 2; i++) {
+		again = origin_once(o);
+		if (again != NULL && strcmp(again, o) == 0) {
+			free(again);
+			return o;
+		}
+		free(o);
+		o = again;
+	}
+	free(o);
+	return NULL;
 }
 
 int

@@ -297,6 +297,13 @@ test_origins(void)
 		 */
 		{ "https://aTEx%%%%444%%%%%amp", NULL },
 		{ "https://a%25b.example/", NULL },
+		/*
+		 * curl decodes "%32" to "2" after it writes numeric hosts out:
+		 * the origin is the one "http://2:80" reads as, where curl
+		 * connects, and the same as the written-out host's.
+		 */
+		{ "http:/%32", "http://0.0.0.2:80" },
+		{ "http://%31%32%37.1:8/x", "http://127.0.0.1:8" },
 	};
 	static const struct {
 		const char *first, *next;
