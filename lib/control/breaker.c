@@ -56,11 +56,25 @@ iinc(json_t *d, const char *k)
 	    json_object_get(d, k)) + 1));
 }
 
+/*
+ * A transition, stamped no earlier than the one before it: an answer's
+ * news is told late (a batch, a busy loop) with the time it came in, and
+ * a half-open made since would come after it in the list and before it
+ * in time.  The attempt log, which follows the list by time, dropped it.
+ */
 static void
 to(json_t *d, const char *state, double now)
 {
 	json_t *tr = json_object_get(d, "transitions");
+	size_t n = json_array_size(tr);
+	double last;
 
+	if (n > 0) {
+		last = json_number_value(json_object_get(json_array_get(tr,
+		    n - 1), "t"));
+		if (now <= last)
+			now = last + 1e-6;
+	}
 	json_object_set_new(d, "state", json_string(state));
 	json_array_append_new(tr, json_pack("{s:f,s:s}", "t", now, "to",
 	    state));

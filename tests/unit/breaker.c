@@ -180,6 +180,36 @@ main(void)
 		free(pf);
 	}
 
+	/*
+	 * News told late: a success answered at 41 s, of a request on the
+	 * wire when the breaker opened, told after the half-open made at
+	 * 42 s.  The transitions keep their order in time too, each after
+	 * the one before: the attempt log follows them by time.
+	 */
+	{
+		char *pi = xasprintf("%s/state/breaker/i.json", dir);
+		json_t *di, *tr;
+		size_t k;
+		int order = 1;
+
+		for (i = 0; i < 5; i++)
+			record("i", BREAKER_FAILURE, 0, 1, i);
+		ok(allow("i", 1, 40) == BREAKER_PROBE, "i open, then a probe");
+		record("i", BREAKER_SUCCESS, 0, 1, 39);
+		ok(strcmp(state("i"), "closed") == 0, "a success told late "
+		    "closes it");
+		di = json_load_file(pi, 0, NULL);
+		tr = json_object_get(di, "transitions");
+		for (k = 1; k < json_array_size(tr); k++)
+			order &= json_number_value(json_object_get(
+			    json_array_get(tr, k), "t")) > json_number_value(
+			    json_object_get(json_array_get(tr, k - 1), "t"));
+		ok(json_array_size(tr) == 3 && order, "its %zu transitions "
+		    "are in order in time", json_array_size(tr));
+		json_decref(di);
+		free(pi);
+	}
+
 	p = xasprintf("rm -rf %s", dir);
 	if (system(p) != 0)
 		ok(0, "cleanup");
