@@ -44,6 +44,10 @@
 #define PROBE_NEAR	1.15	/* a pace refused at no more than this times
 				   the measure was probing just over the limit:
 				   cut to UNDER of it */
+#define STALE_EST	1.4	/* a round delivering this much more than the
+				   measure, refusal-free, outdates it */
+#define AGAIN		0.03	/* refused within this share of the pace the
+				   last refusal came at: the same limit */
 #define RETURN		1.1	/* a success's step back up to the measure */
 #define HOLD_MAX	5	/* refused with nothing through yet: held 2^k
 				   intervals the k-th time, k at most this */
@@ -942,6 +946,17 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 		 * sent before it, doesn't count.
 		 */
 		est = measured(p, e->now);
+		/*
+		 * A round long enough to be one, all through: what it
+		 * delivered last the limit let through, and a measure under
+		 * it is of another time.  Over a strict limit (no burst), a
+		 * pace under twice it has every other send refused, and the
+		 * successes come at half the pace: a 30/s limit, followed
+		 * down from 40/s, read as 17.5/s; kept for IV_MAX, it cut
+		 * each probe back there (1.56 x the ideal).
+		 */
+		if (est > 0 && p->c_ok >= EARLY && delivered(p) > STALE_EST * est)
+			est = delivered(p);
 		rf = p->r_fail;
 		p->r_fail = p->rate;
 		if (told(c) > 0)	/* late arrivals, or a wrong rate */
@@ -1002,6 +1017,16 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 			 * three times a 1/s limit drew 7 refusals.
 			 */
 			r = p->rate * NUDGE;
+			/*
+			 * Refused again after a whole round, at the pace the
+			 * last refusal came at: the limit is that close under
+			 * both, and found.  A strict 50/s refused each probe at
+			 * 50.0 to 50.2, cut to 45 and probed back over 81
+			 * successes: 5 % under it on the whole.
+			 */
+			if (p->c_ok >= EARLY && rf > 0 && fabs(p->rate / rf -
+			    1) <= AGAIN)
+				r = UNDER * p->rate;
 			/*
 			 * The floor refused, the pace cut from it got through,
 			 * and a step back up (RETURN) is refused: the limit is

@@ -509,6 +509,31 @@ shapes(void)
 	ok(o.paced && o.rate >= 0.85 * 3 && o.rate <= 3, "20/s dropping to "
 	    "3/s: the pace ends at %.2f/s, 0.85 to 1 x the limit", o.rate);
 
+	/*
+	 * Followed down from 40/s to a strict 30/s, every other send refused
+	 * on the way: the measure read 17.5/s, and each probe that reached
+	 * 30 after a clean round was cut back to 16.7 and climbed for 8 s
+	 * (1.56 x the ideal).  What the round delivered outdates it.
+	 */
+	o = drop_sim("drop30", 40, 30, 650, 0.02, 20);
+	ok(o.makespan <= 1.35 * 20 && o.rate >= 0.9 * 30, "40/s dropping to "
+	    "30/s: %.2f s, at most 1.35 x the ideal 20 s; the pace ends at "
+	    "%.1f/s, at least 0.9 x the limit", o.makespan, o.rate);
+
+	/*
+	 * A strict 50/s, its probes refused at 50.0 to 50.2 each time: cut
+	 * to 45 each time and probed back over 81 successes, the pace ran
+	 * 1.16 x the ideal.  The same pace refused again is the limit found.
+	 */
+	memset(&l, 0, sizeof(l));
+	l.kind = GCRA, l.rate = 50, l.lat = 0.02;
+	o = sim("strict50", &l, &none, 750);
+	report("50/s strict", &o, 749 / 50.0);
+	ok(o.makespan <= 1.14 * 749 / 50.0 && o.refused <= 0.03 * o.sent,
+	    "50/s strict: %.2f s, at most 1.14 x the ideal %.2f s; %ld "
+	    "refusals of %ld, at most 3 %%", o.makespan, 749 / 50.0, o.refused,
+	    o.sent);
+
 	memset(&l, 0, sizeof(l));
 	l.kind = GCRA, l.rate = 100, l.burst = 10, l.lat = 0.005;
 	l.stall = 0.3;
