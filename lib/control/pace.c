@@ -141,6 +141,11 @@ struct pst {
 	double	rl_turn;	/* when its window was last seen to turn */
 	double	rl_wguess;	/* its window, from the Reset heard then */
 	double	rl_heard;	/* its end as the answers in it put it; 0: none */
+	double	rl_tseq;	/* the first grant since it turned, as counted
+				   here; -1: none yet */
+	double	rl_min;		/* the least Remaining answered to those; -1 */
+	double	rl_mend;	/* ... the end that answer put; 0: none */
+	double	rl_ans;		/* ... and how many of them were answered */
 	double	seen;		/* its last use (a grant or an answer) */
 	double	p_at;		/* when the pace started ... */
 	double	p_seq;		/* ... the grants made by then ... */
@@ -179,7 +184,8 @@ static const struct {
 	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
 	F(iv_i), F(quota_until), F(takes), F(rl_seq),
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
-	F(rl_rem), F(rl_turn), F(rl_wguess), F(rl_heard),
+	F(rl_rem), F(rl_turn), F(rl_wguess), F(rl_heard), F(rl_tseq),
+	F(rl_min), F(rl_mend), F(rl_ans),
 	F(p_at), F(p_seq), F(p_ok), F(p_min), F(p_held),
 	F(c_ok), F(c_ref), F(k_rate), F(k_seq), F(k_at), F(k_ok), F(k_ref),
 	F(k_cuts), F(nz), F(r_bits), F(r_n), F(r_noise), F(u_at), F(u_ok),
@@ -232,6 +238,8 @@ init(struct pst *p, const struct pace_cfg *c)
 	p->rl_limit = -1;
 	p->rl_seq = -1;
 	p->rl_rem = -1;
+	p->rl_tseq = -1;
+	p->rl_min = -1;
 	if (c->rate > 0) {
 		p->paced = 1;
 		p->rate = told(c);
@@ -343,6 +351,11 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 	    p->rl_seq > 0x1p53 || p->rl_limit > 0x1p53 ||
 	    p->rl_left > 0x1p53 || p->n_ok > 0x1p53)
 		return -1;
+	/* A window's count: numbers of grants and answers, or -1. */
+	if (p->rl_tseq < -1 || p->rl_tseq > 0x1p53 || p->rl_min < -1 ||
+	    p->rl_min > 0x1p53 || p->rl_ans < 0 || p->rl_ans > 0x1p53 ||
+	    p->rl_mend < 0)
+		return -1;
 	/* As ratelimit() takes them, and as a binary before it kept them. */
 	p->rl_win = win_or_none(p->rl_win);
 	p->rl_wguess = win_or_none(p->rl_wguess);
@@ -394,6 +407,10 @@ age(struct pst *p, const struct pace_cfg *c)
 	p->rl_turn = o.rl_turn;
 	p->rl_wguess = o.rl_wguess;
 	p->rl_heard = o.rl_heard;
+	p->rl_tseq = o.rl_tseq;
+	p->rl_min = o.rl_min;
+	p->rl_mend = o.rl_mend;
+	p->rl_ans = o.rl_ans;
 }
 
 /* This process as a state's users name it: "PID@HOST". */
@@ -591,6 +608,10 @@ take(struct pst *p, struct op *o)
 	if (p->rl_reset > 0 && o->now >= p->rl_reset) {
 		p->rl_left = p->rl_limit;
 		p->rl_heard = 0;
+		p->rl_tseq = p->takes;
+		p->rl_min = -1;
+		p->rl_mend = 0;
+		p->rl_ans = 0;
 		/* The next window, where the policy says how long it is. */
 		p->rl_reset = p->rl_win > 0 && p->rl_limit >= 0 ? p->rl_reset +
 		    ceil((o->now - p->rl_reset) / p->rl_win + 1e-9) *
@@ -699,11 +720,18 @@ static void
 ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 {
 	const struct hdr_ratelimit *rl = &e->rl;
-	double later, same;
+	double later, same, end;
+	int ours;
 
-	if (rl->remaining < 0 || (e->seq >= 0 && e->seq < p->rl_seq))
+	/*
+	 * An answer to a send granted since the window turned, as counted
+	 * here, is news in any order: sends on several connections reach
+	 * the portal out of the order they were granted in.
+	 */
+	ours = e->seq >= 0 && p->rl_tseq >= 0 && e->seq >= p->rl_tseq;
+	if (rl->remaining < 0 || (!ours && e->seq >= 0 && e->seq < p->rl_seq))
 		return;		/* nothing, or older news than we have */
-	p->rl_seq = (double)e->seq;
+	p->rl_seq = fmax(p->rl_seq, (double)e->seq);
 	/*
 	 * Sends granted after this one's are not in its count.  Grants go
 	 * unused seldom: no more than the window is granted at once (take).
@@ -712,6 +740,33 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 */
 	later = e->seq >= 0 ? fmax(0, p->takes - (double)e->seq - 1) : 0;
 	p->rl_left = fmax(0, (double)rl->remaining - later);
+	if (ours) {
+		/*
+		 * The least Remaining answered since the turn, less the
+		 * sends granted since and not yet answered: the portal may
+		 * have counted some of those already (this count is then
+		 * short), never more.  Counting only the sends granted after
+		 * the one answered, a window of 10 read "7 left" then "9
+		 * left" from two sends that arrived the other way round, and
+		 * 13 went into it.  A Remaining that went up, its window's
+		 * end a second or more past the least's, is the portal's
+		 * window turning first: counted afresh from this answer.
+		 */
+		end = rl->reset_s > 0 ? e->now + clk_real(rl->reset_s) : 0;
+		if (p->rl_min >= 0 && rl->remaining > p->rl_min && end > 0 &&
+		    p->rl_mend > 0 && end > p->rl_mend + clk_real(1)) {
+			p->rl_tseq = (double)e->seq;
+			p->rl_min = -1;
+			p->rl_ans = 0;
+		}
+		p->rl_ans++;
+		if (p->rl_min < 0 || rl->remaining <= p->rl_min) {
+			p->rl_min = (double)rl->remaining;
+			p->rl_mend = end;
+		}
+		p->rl_left = fmax(0, p->rl_min - fmax(0, p->takes -
+		    p->rl_tseq - p->rl_ans));
+	}
 	p->rl_limit = rl->limit >= 0 ? (double)rl->limit : -1;
 	/*
 	 * A Reset in whole seconds is rounded up: "1" may mean a

@@ -1213,6 +1213,72 @@ ratelimit(void)
 	}
 	ok(n == 70, "remaining 99 heard after 29 more were granted: 70 more "
 	    "(granted %ld)", n);
+
+	/*
+	 * Sends on several connections reach the portal out of the order
+	 * they were granted in.  A window of 10 turns; 7 go (grants 0 to 6
+	 * of it), the portal counting 2, 3 and 4 first; then 3 more, the
+	 * portal counting the last before the other two.  Its "1 left" is
+	 * not one to send: the two before it are yet to be counted (read as
+	 * one, an 11th went, and was refused).
+	 */
+	{
+		static const struct { long k, rem; } first[] = {
+			{ 2, 7 }, { 4, 6 }, { 5, 4 }, { 6, 3 },
+			{ 0, 9 }, { 1, 8 }, { 3, 5 } };
+		long base;
+
+		memset(&e, 0, sizeof(e));
+		e.ev = PACE_OK;
+		e.retry_after = -1;
+		e.rl_seen = 1;
+		e.rl.limit = 10;
+		e.rl.window_s = -1;
+		c.conc = 4096;
+		pace_take_n(dir, "rl-ooo", &c, T0, 1, &g, err, sizeof(err));
+		e.seq = g.seq;
+		e.sent_at = T0;
+		e.now = T0 + 0.01;
+		e.rl.remaining = 0;
+		e.rl.reset_s = 1;
+		pace_feedback_n(dir, "rl-ooo", &c, &e, 1, err, sizeof(err));
+		pace_take_n(dir, "rl-ooo", &c, T0 + 1.02, 7, &g, err,
+		    sizeof(err));
+		base = g.seq;
+		ok(g.granted == 7, "the window turns: 7 of 10 (granted %ld)",
+		    g.granted);
+		e.rl.reset_s = 10;
+		for (i = 0; i < 4; i++) {
+			e.seq = base + first[i].k;
+			e.now = T0 + 1.03;
+			e.rl.remaining = first[i].rem;
+			pace_feedback_n(dir, "rl-ooo", &c, &e, 1, err,
+			    sizeof(err));
+		}
+		pace_take_n(dir, "rl-ooo", &c, T0 + 1.031, 3, &g, err,
+		    sizeof(err));
+		ok(g.granted == 0, "\"3 left\" with three sends before it "
+		    "not yet answered: none yet (granted %ld)", g.granted);
+		for (i = 4; i < 7; i++) {
+			e.seq = base + first[i].k;
+			e.rl.remaining = first[i].rem;
+			pace_feedback_n(dir, "rl-ooo", &c, &e, 1, err,
+			    sizeof(err));
+		}
+		pace_take_n(dir, "rl-ooo", &c, T0 + 1.032, 3, &g, err,
+		    sizeof(err));
+		ok(g.granted == 3, "all 7 answered: the 3 left (granted %ld)",
+		    g.granted);
+		e.seq = g.seq + 2;
+		e.now = T0 + 1.04;
+		e.rl.remaining = 1;
+		pace_feedback_n(dir, "rl-ooo", &c, &e, 1, err, sizeof(err));
+		pace_take_n(dir, "rl-ooo", &c, T0 + 1.041, 1, &g, err,
+		    sizeof(err));
+		ok(g.granted == 0 && g.wait > 0.9, "\"1 left\" from the last "
+		    "of three, the two before it unanswered: none until the "
+		    "turn (granted %ld, wait %.2f)", g.granted, g.wait);
+	}
 }
 
 /*
@@ -1481,6 +1547,11 @@ corrupt(void)
 	    "a cut at grant 1e300 is corrupt: %s", err);
 	ok(refused("{\"n_ok\": 1e300}\n", err, sizeof(err)),
 	    "1e300 successes is corrupt: %s", err);
+	/* A window's count from a grant no run makes, or a negative one. */
+	ok(refused("{\"rl_tseq\": 1e300}\n", err, sizeof(err)),
+	    "a window counted from grant 1e300 is corrupt: %s", err);
+	ok(refused("{\"rl_ans\": -3}\n", err, sizeof(err)),
+	    "-3 answers in a window is corrupt: %s", err);
 }
 
 /*
