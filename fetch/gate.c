@@ -587,9 +587,13 @@ gate_feedback(const struct xfer *x)
 	    held));
 	if (k == CLASS_OK)
 		ep_served(e, now);
-	if (slow || k == CLASS_OK) {
+	/*
+	 * Any other answer says only what its RateLimit fields say: the
+	 * portal counted it, and a window's count waits for every answer.
+	 */
+	if (slow || k == CLASS_OK || x->rl_seen) {
 		pe = &e->pev[e->npev++];
-		pe->ev = slow ? PACE_SLOW : PACE_OK;
+		pe->ev = slow ? PACE_SLOW : k == CLASS_OK ? PACE_OK : PACE_INFO;
 		pe->sent_at = x->t0;
 		pe->wrote_at = x->t_wrote;
 		pe->now = now;

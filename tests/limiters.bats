@@ -84,6 +84,18 @@ noise() {
 	[ "$(noise g)" = 0 ]
 }
 
+@test "limiters: an answer neither a success nor a refusal is counted against a RateLimit window" {
+	# Three 404s, each with "X-RateLimit-Remaining": the portal counted
+	# them, and a window's count waits for every answer (unheard, each
+	# was a send on its way for the rest of the window: 7 of 10 went).
+	scenario f '{kind: fixed_window, limit: 10, window_s: 1000, headers: x}' 'script: [404]'
+	manifest /f 3 f >"$BATS_TEST_TMPDIR/m"
+	run pipeline.sh -q -j 1 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/dead.ndjson")" -eq 3 ]
+	jq -e '.rl_rem == 7 and .rl_left == 7' "$RUN/state/rate/f.json" ||
+	    { jq -c . "$RUN/state/rate/f.json"; false; }
+}
+
 @test "limiters: a strict 3/s with no burst: all saved, refusals a small share" {
 	scenario s '{kind: gcra, per_s: 3, burst: 0}'
 	manifest /s 30 s >"$BATS_TEST_TMPDIR/m"

@@ -146,6 +146,7 @@ struct pst {
 	double	rl_min;		/* the least Remaining answered to those; -1 */
 	double	rl_mend;	/* ... the end that answer put; 0: none */
 	double	rl_ans;		/* ... and how many of them were answered */
+	double	rl_mtakes;	/* the grants made when the least was heard */
 	double	seen;		/* its last use (a grant or an answer) */
 	double	p_at;		/* when the pace started ... */
 	double	p_seq;		/* ... the grants made by then ... */
@@ -185,7 +186,7 @@ static const struct {
 	F(iv_i), F(quota_until), F(takes), F(rl_seq),
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
 	F(rl_rem), F(rl_turn), F(rl_wguess), F(rl_heard), F(rl_tseq),
-	F(rl_min), F(rl_mend), F(rl_ans),
+	F(rl_min), F(rl_mend), F(rl_ans), F(rl_mtakes),
 	F(p_at), F(p_seq), F(p_ok), F(p_min), F(p_held),
 	F(c_ok), F(c_ref), F(k_rate), F(k_seq), F(k_at), F(k_ok), F(k_ref),
 	F(k_cuts), F(nz), F(r_bits), F(r_n), F(r_noise), F(u_at), F(u_ok),
@@ -351,10 +352,19 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 	    p->rl_seq > 0x1p53 || p->rl_limit > 0x1p53 ||
 	    p->rl_left > 0x1p53 || p->n_ok > 0x1p53)
 		return -1;
-	/* A window's count: numbers of grants and answers, or -1. */
+	/*
+	 * A window's count: whole numbers of grants and answers, or -1 (a
+	 * count of 2.5 went to -0.5 after three sends, and a negative count
+	 * is none: every send was granted).
+	 */
 	if (p->rl_tseq < -1 || p->rl_tseq > 0x1p53 || p->rl_min < -1 ||
 	    p->rl_min > 0x1p53 || p->rl_ans < 0 || p->rl_ans > 0x1p53 ||
-	    p->rl_mend < 0)
+	    p->rl_mend < 0 || p->rl_mtakes < 0 || p->rl_mtakes > 0x1p53 ||
+	    p->rl_left < -1 || p->rl_limit < -1 ||
+	    floor(p->rl_tseq) != p->rl_tseq || floor(p->rl_min) != p->rl_min ||
+	    floor(p->rl_ans) != p->rl_ans || floor(p->rl_left) != p->rl_left ||
+	    floor(p->rl_limit) != p->rl_limit ||
+	    floor(p->rl_mtakes) != p->rl_mtakes)
 		return -1;
 	/* As ratelimit() takes them, and as a binary before it kept them. */
 	p->rl_win = win_or_none(p->rl_win);
@@ -411,6 +421,7 @@ age(struct pst *p, const struct pace_cfg *c)
 	p->rl_min = o.rl_min;
 	p->rl_mend = o.rl_mend;
 	p->rl_ans = o.rl_ans;
+	p->rl_mtakes = o.rl_mtakes;
 }
 
 /* This process as a state's users name it: "PID@HOST". */
@@ -608,7 +619,8 @@ take(struct pst *p, struct op *o)
 	if (p->rl_reset > 0 && o->now >= p->rl_reset) {
 		p->rl_left = p->rl_limit;
 		p->rl_heard = 0;
-		p->rl_tseq = p->takes;
+		/* Counted from here, where the portal says how much. */
+		p->rl_tseq = p->rl_limit >= 0 ? p->takes : -1;
 		p->rl_min = -1;
 		p->rl_mend = 0;
 		p->rl_ans = 0;
@@ -745,16 +757,21 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		 * The least Remaining answered since the turn, less the
 		 * sends granted since and not yet answered: the portal may
 		 * have counted some of those already (this count is then
-		 * short), never more.  Counting only the sends granted after
-		 * the one answered, a window of 10 read "7 left" then "9
-		 * left" from two sends that arrived the other way round, and
-		 * 13 went into it.  A Remaining that went up, its window's
-		 * end a second or more past the least's, is the portal's
-		 * window turning first: counted afresh from this answer.
+		 * short), and more only if the portal turned with sends of
+		 * ours on their way, read out of order across the turn.
+		 * Counting only the sends granted after the one answered, a
+		 * window of 10 read "7 left" then "9 left" from two sends
+		 * that arrived the other way round, and 13 went into it.  A
+		 * Remaining that went up is the portal's window turning
+		 * first, counted afresh from this answer, where its send was
+		 * granted after the least was heard (the portal counted it
+		 * later) or its window's end is a second or more past the
+		 * least's.
 		 */
 		end = rl->reset_s > 0 ? e->now + clk_real(rl->reset_s) : 0;
-		if (p->rl_min >= 0 && rl->remaining > p->rl_min && end > 0 &&
-		    p->rl_mend > 0 && end > p->rl_mend + clk_real(1)) {
+		if (p->rl_min >= 0 && rl->remaining > p->rl_min &&
+		    ((double)e->seq >= p->rl_mtakes || (end > 0 &&
+		    p->rl_mend > 0 && end > p->rl_mend + clk_real(1)))) {
 			p->rl_tseq = (double)e->seq;
 			p->rl_min = -1;
 			p->rl_ans = 0;
@@ -763,6 +780,7 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		if (p->rl_min < 0 || rl->remaining <= p->rl_min) {
 			p->rl_min = (double)rl->remaining;
 			p->rl_mend = end;
+			p->rl_mtakes = p->takes;
 		}
 		p->rl_left = fmax(0, p->rl_min - fmax(0, p->takes -
 		    p->rl_tseq - p->rl_ans));
@@ -1300,6 +1318,8 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->tat = fmax(p->tat, e->wrote_at + 1 / p->rate);
 	if (e->rl_seen)
 		ratelimit(p, c, e);
+	if (e->ev == PACE_INFO)
+		return;
 	if (e->ev == PACE_OK) {
 		count(p, e);
 		p->n_ok++;

@@ -40,7 +40,8 @@
 
 enum pace_event {
 	PACE_OK,	/* a success: grow */
-	PACE_SLOW	/* a throttling refusal: 429, or 503 while up */
+	PACE_SLOW,	/* a throttling refusal: 429, or 503 while up */
+	PACE_INFO	/* any other answer: its RateLimit fields only */
 };
 
 struct pace_cfg {

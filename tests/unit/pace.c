@@ -1288,6 +1288,102 @@ ratelimit(void)
 	}
 }
 
+/* rl_order's answers: a success or another (PACE_INFO) saying rem left. */
+static struct pace_ev rlo_e;
+static const struct pace_cfg rlo_c = { 0, 0, 0, 0, 4096, 0 };
+
+static void
+rlo_ans(const char *ep, long seq, double now, long rem, double reset,
+    long limit, enum pace_event ev)
+{
+	char err[256];
+
+	memset(&rlo_e, 0, sizeof(rlo_e));
+	rlo_e.ev = ev;
+	rlo_e.retry_after = -1;
+	rlo_e.rl_seen = 1;
+	rlo_e.rl.limit = limit;
+	rlo_e.rl.window_s = -1;
+	rlo_e.seq = seq;
+	rlo_e.sent_at = now - 0.02;
+	rlo_e.now = now;
+	rlo_e.rl.remaining = rem;
+	rlo_e.rl.reset_s = reset;
+	pace_feedback_n(NULL, ep, &rlo_c, &rlo_e, 1, err, sizeof(err));
+}
+
+static long
+rlo_take(const char *ep, double t, long want, long *seq)
+{
+	struct pace_grant g;
+	char err[256];
+
+	pace_take_n(NULL, ep, &rlo_c, t, want, &g, err, sizeof(err));
+	if (seq != NULL)
+		*seq = g.seq;
+	return g.granted;
+}
+
+/*
+ * A window's count read from answers in any order: every answer counts
+ * (not only successes and refusals), a turn is proved by a send granted
+ * after the least was heard, and a portal that gives no limit is not
+ * counted.
+ */
+static void
+rl_order(void)
+{
+	double t;
+	long s, sent, rem, n;
+	int i;
+
+	/* Every other answer a 404: still the portal's count, still news. */
+	rlo_take("rlo-c", T0, 1, &s);
+	rlo_ans("rlo-c", s, T0 + 0.01, 0, 1, 10, PACE_OK);
+	for (i = 0, sent = 0, rem = 10, t = T0 + 1.02; i < 20; i++, t += 0.1) {
+		if (rlo_take("rlo-c", t, 1, &s) != 1)
+			break;
+		sent++;
+		rlo_ans("rlo-c", s, t + 0.05, --rem, 9, 10, i % 2 ?
+		    PACE_INFO : PACE_OK);
+	}
+	ok(sent == 10, "a window of 10, every other answer neither success "
+	    "nor refusal: %ld sent before the hold (7: those were never "
+	    "counted as answered)", sent);
+
+	/*
+	 * Windows of a second: the portal turns at 2.0; a send granted
+	 * after "0 left"... "2 left" was heard says 9: a turn, whatever its
+	 * whole-second reset says.
+	 */
+	rlo_take("rlo-b", T0, 1, &s);
+	rlo_ans("rlo-b", s, T0 + 0.01, 0, 1, 10, PACE_OK);
+	rlo_take("rlo-b", T0 + 1.02, 8, &s);
+	for (i = 0; i < 8; i++)
+		rlo_ans("rlo-b", s + i, T0 + 1.05, 9 - i, 1, 10, PACE_OK);
+	rlo_take("rlo-b", T0 + 1.97, 1, &s);
+	rlo_ans("rlo-b", s, T0 + 2.03, 9, 1, 10, PACE_OK);
+	n = rlo_take("rlo-b", T0 + 2.04, 20, NULL);
+	ok(n == 9, "windows of 1 s: an answer sent after the least was heard, "
+	    "saying more, is the portal's turn: 9 granted (%ld)", n);
+
+	/* No Limit: the window is not counted, as before (no shared seq). */
+	rlo_take("rlo-d", T0, 1, &s);
+	rlo_ans("rlo-d", s, T0 + 0.01, 0, 1, -1, PACE_OK);
+	rlo_take("rlo-d", T0 + 1.02, 3, &s);
+	for (i = 0; i < 3; i++)
+		rlo_ans("rlo-d", s + i, T0 + 1.05, 9 - i, 9, -1, PACE_OK);
+	rlo_take("rlo-d", T0 + 9.99, 1, &s);
+	for (i = 0; i < 6; i++)
+		rlo_ans("rlo-d", s, T0 + 10.03 + i * 0.001, 9 - i, 10, -1,
+		    PACE_OK);
+	rlo_take("rlo-d", T0 + 10.05, 20, NULL);
+	rlo_ans("rlo-d", s + 1, T0 + 10.08, 3, 10, -1, PACE_OK);
+	n = rlo_take("rlo-d", T0 + 10.09, 20, NULL);
+	ok(n == 0, "no limit given: the freshest answer's count, none left "
+	    "with 3 on their way (granted %ld)", n);
+}
+
 /*
  * A whole-second Reset is an upper bound: within one window (Remaining
  * going down) the earliest answer's bound holds, and a window that turned
@@ -1559,6 +1655,8 @@ corrupt(void)
 	    "a window counted from grant 1e300 is corrupt: %s", err);
 	ok(refused("{\"rl_ans\": -3}\n", err, sizeof(err)),
 	    "-3 answers in a window is corrupt: %s", err);
+	ok(refused("{\"rl_min\": 2.5}\n", err, sizeof(err)),
+	    "2.5 left in a window is corrupt: %s", err);
 }
 
 /*
@@ -2070,6 +2168,7 @@ main(void)
 	reset_bound();
 	cap_fast();
 	ratelimit();
+	rl_order();
 	reset_heard();
 	quiet_then_window();
 	corrupt();
