@@ -14,6 +14,7 @@
 #include "lib/base/x.h"
 
 #define TRANSITIONS_KEPT	50
+#define BUMP_MAX	1.0	/* real s a stamp is moved after the last */
 
 struct op {
 	const struct conf_breaker *c;
@@ -61,6 +62,9 @@ iinc(json_t *d, const char *k)
  * news is told late (a batch, a busy loop) with the time it came in, and
  * a half-open made since would come after it in the list and before it
  * in time.  The attempt log, which follows the list by time, dropped it.
+ * News is late by a moment; a last stamp further ahead than BUMP_MAX is a
+ * clock ahead (another host's) or a hand's, and pinned every stamp after
+ * it there: it is not followed.
  */
 static void
 to(json_t *d, const char *state, double now)
@@ -72,8 +76,8 @@ to(json_t *d, const char *state, double now)
 	if (n > 0) {
 		last = json_number_value(json_object_get(json_array_get(tr,
 		    n - 1), "t"));
-		if (now <= last)
-			now = last + 1e-6;
+		if (now <= last && last - now <= BUMP_MAX)
+			now = fmax(last + 1e-6, nextafter(last, INFINITY));
 	}
 	json_object_set_new(d, "state", json_string(state));
 	json_array_append_new(tr, json_pack("{s:f,s:s}", "t", now, "to",

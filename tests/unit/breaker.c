@@ -208,6 +208,22 @@ main(void)
 		    "are in order in time", json_array_size(tr));
 		json_decref(di);
 		free(pi);
+
+		/*
+		 * A last stamp far ahead (another host's clock, a clock set
+		 * back) is not followed: every later stamp was pinned to it.
+		 */
+		pi = xasprintf("%s/state/breaker/k.json", dir);
+		for (i = 0; i < 5; i++)
+			record("k", BREAKER_FAILURE, 0, 1, 1000 + i);
+		record("k", BREAKER_SUCCESS, 0, 1, 50);
+		di = json_load_file(pi, 0, NULL);
+		tr = json_object_get(di, "transitions");
+		ok(json_array_size(tr) == 2 && json_number_value(
+		    json_object_get(json_array_get(tr, 1), "t")) == t0 + 50,
+		    "a close 950 s before the open is stamped when it came");
+		json_decref(di);
+		free(pi);
 	}
 
 	p = xasprintf("rm -rf %s", dir);
