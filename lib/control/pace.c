@@ -1215,14 +1215,7 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	if (p->p_ok == 0 && p->p_held && burst_closed(p, e) && (w = (p->n_ok -
 	    1) / sqrt((p->ref_at - p->t_first) * (e->sent_at - p->t_first))) <
 	    NUDGE * p->r_fail) {
-		/*
-		 * The way back goes no higher than the burst over the
-		 * longer end either: the geometric mean, 2.6/s against a
-		 * window of 3, filled the next window (a refusal more; in
-		 * the bench, 1 to 3 more of 71).
-		 */
-		p->r_fail = fmin(w, p->n_ok / (e->sent_at - p->t_first) /
-		    NUDGE);
+		p->r_fail = w;
 		p->ref_at = e->now;
 		p->s_ref = 0;
 		p->rate = fmin(p->rate, fmax(UNDER * (p->n_ok - 1) /
