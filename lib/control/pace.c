@@ -289,6 +289,13 @@ win_or_none(double w)
 	return w >= WIN_LEAST && w <= YEAR ? w : 0;
 }
 
+/* 1 when v is a whole number from least to the most a count reaches. */
+static int
+whole(double v, double least)
+{
+	return v >= least && v <= 0x1p53 && floor(v) == v;
+}
+
 static int
 load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 {
@@ -357,14 +364,10 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 	 * count of 2.5 went to -0.5 after three sends, and a negative count
 	 * is none: every send was granted).
 	 */
-	if (p->rl_tseq < -1 || p->rl_tseq > 0x1p53 || p->rl_min < -1 ||
-	    p->rl_min > 0x1p53 || p->rl_ans < 0 || p->rl_ans > 0x1p53 ||
-	    p->rl_mend < 0 || p->rl_mtakes < 0 || p->rl_mtakes > 0x1p53 ||
-	    p->rl_left < -1 || p->rl_limit < -1 ||
-	    floor(p->rl_tseq) != p->rl_tseq || floor(p->rl_min) != p->rl_min ||
-	    floor(p->rl_ans) != p->rl_ans || floor(p->rl_left) != p->rl_left ||
-	    floor(p->rl_limit) != p->rl_limit ||
-	    floor(p->rl_mtakes) != p->rl_mtakes)
+	if (!whole(p->rl_tseq, -1) || !whole(p->rl_min, -1) ||
+	    !whole(p->rl_ans, 0) || !whole(p->rl_mtakes, 0) ||
+	    !whole(p->rl_left, -1) || !whole(p->rl_limit, -1) ||
+	    p->rl_mend < 0)
 		return -1;
 	/* As ratelimit() takes them, and as a binary before it kept them. */
 	p->rl_win = win_or_none(p->rl_win);
@@ -750,9 +753,11 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 * Counting no more than the window of them as sent, a fixed window
 	 * of 100 answered at once drew 16 more at each turn: 30 had gone.
 	 */
-	later = e->seq >= 0 ? fmax(0, p->takes - (double)e->seq - 1) : 0;
-	p->rl_left = fmax(0, (double)rl->remaining - later);
-	if (ours) {
+	if (!ours) {
+		later = e->seq >= 0 ? fmax(0, p->takes - (double)e->seq - 1) :
+		    0;
+		p->rl_left = fmax(0, (double)rl->remaining - later);
+	} else {
 		/*
 		 * The least Remaining answered since the turn, less the
 		 * sends granted since and not yet answered: the portal may
@@ -929,7 +934,7 @@ static void
 cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
     int quiet)
 {
-	double sc = clk_scale(), est, r, ds, rf;
+	double sc = clk_scale(), est, r, ds, rf, d;
 
 	if (!p->paced) {
 		/*
@@ -1028,8 +1033,9 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 		 * down from 40/s, read as 17.5/s; kept for IV_MAX, it cut
 		 * each probe back there (1.56 x the ideal).
 		 */
-		if (est > 0 && p->c_ok >= EARLY && delivered(p) > STALE_EST * est)
-			est = delivered(p);
+		if (est > 0 && p->c_ok >= EARLY && (d = delivered(p)) >
+		    STALE_EST * est)
+			est = d;
 		rf = p->r_fail;
 		p->r_fail = p->rate;
 		if (told(c) > 0)	/* late arrivals, or a wrong rate */
