@@ -270,6 +270,10 @@ check_interrupted() {
 	EOF
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
 	{ manifest /busy 3 busy; manifest /slow 2 slow; } >"$M"
+	# The slow answers outlast the test (no timeout, scaled, before
+	# 60 s), and hold two slots of four: the third busy document is
+	# never kept waiting behind them, however loaded the machine.
+	echo "timeout: 100m" >"$BATS_TEST_TMPDIR/c.yaml"
 	held rfp-sink
 	# rfp-backoff has decided the three retries: they are past it.
 	retried() {
@@ -277,7 +281,7 @@ check_interrupted() {
 		    "$RUN/logs/attempts.ndjson" 2>/dev/null)" = 3 ] && in_flight
 	}
 	PATH=$BATS_TEST_TMPDIR/shim:$PATH started=retried after_signal=release \
-	    interrupt KILL fetch
+	    interrupt KILL fetch -j 4 --config "$BATS_TEST_TMPDIR/c.yaml"
 	[ "$status" -eq 1 ]
 	[[ $stderr == *"rfpipe: rfp-fetch failed with status 137"* ]]
 	[[ $stderr == *".fifo: rfp-fetch has ended; retries are left for a re-run"* ]]
