@@ -678,8 +678,14 @@ gate_flush(int force)
 			continue;
 		e->fb_now = 0;
 		e->fb_at = now;
+		/*
+		 * The window as the news leaves it: an endpoint held by its
+		 * window asks the pace for no grant to learn it from.  Read
+		 * from the grant before, it grew by a round trip's lag: 2 s
+		 * to reach a cap of 25 answering in 250 ms, now 1.25 s.
+		 */
 		if (pace_feedback_n(fo->run_dir, e->name, &e->pace, e->pev,
-		    e->npev, err, sizeof(err)) == -1 ||
+		    e->npev, &e->window, err, sizeof(err)) == -1 ||
 		    breaker_record_n(fo->run_dir, e->name, &e->cf->breaker,
 		    e->bev, e->nbev, err, sizeof(err)) == -1)
 			state_fail(err);

@@ -205,6 +205,7 @@ struct op {
 	struct pace_grant *g;
 	const struct pace_ev *evs;
 	size_t		 nev;
+	long		*window;	/* feedback: the window after it */
 };
 
 /*
@@ -1421,6 +1422,8 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 		feedback(&p, o->c, &o->evs[i]);
 		now = fmax(now, o->evs[i].now);
 	}
+	if (o->window != NULL)
+		*o->window = o->c->rate > 0 ? 0 : (long)p.win;
 	/*
 	 * Cut or held: the leases other hosts hold were granted at the pace
 	 * before, and would go on for up to a lease (three hosts not told a
@@ -1500,7 +1503,8 @@ pace_take(const char *rundir, const char *ep, const struct pace_cfg *c,
 
 int
 pace_feedback_n(const char *rundir, const char *ep, const struct pace_cfg *c,
-    const struct pace_ev *ev, size_t n, char *err, size_t errlen)
+    const struct pace_ev *ev, size_t n, long *window, char *err,
+    size_t errlen)
 {
 	struct op o;
 
@@ -1511,6 +1515,7 @@ pace_feedback_n(const char *rundir, const char *ep, const struct pace_cfg *c,
 	o.ep = ep;
 	o.evs = ev;
 	o.nev = n;
+	o.window = window;
 	return store_update(rundir, "rate", ep, run, &o, err, errlen);
 }
 
@@ -1531,7 +1536,7 @@ pace_feedback(const char *rundir, const char *ep, const struct pace_cfg *c,
 		e.rl = *rl;
 		e.rl_seen = 1;
 	}
-	return pace_feedback_n(rundir, ep, c, &e, 1, err, errlen);
+	return pace_feedback_n(rundir, ep, c, &e, 1, NULL, err, errlen);
 }
 
 /* Strike this process from the users of the state in *doc. */

@@ -126,10 +126,14 @@ struct pace_ev {
 					   answer (a 429 is the rate's) */
 };
 
-/* Feed back n outcomes in order under one lock. */
+/*
+ * Feed back n outcomes in order under one lock; *window, unless window is
+ * NULL, is then the window as pace_grant's (a success may have grown it,
+ * and one held by it is not asked for a grant until it has).
+ */
 int	pace_feedback_n(const char *rundir, const char *ep,
 	    const struct pace_cfg *c, const struct pace_ev *ev, size_t n,
-	    char *err, size_t errlen);
+	    long *window, char *err, size_t errlen);
 /* Feed back one outcome with nothing known but its kind and times. */
 int	pace_feedback(const char *rundir, const char *ep,
 	    const struct pace_cfg *c, enum pace_event ev, double sent_at,

@@ -138,7 +138,7 @@ sim(const char *ep, struct lim *l, const struct pace_cfg *c, long n)
 			e.inflight = inq[i];
 			e.seq = seq[i];
 			e.retry_after = -1;
-			if (pace_feedback_n(NULL, ep, c, &e, 1, err,
+			if (pace_feedback_n(NULL, ep, c, &e, 1, NULL, err,
 			    sizeof(err)) == -1)
 				ok(0, "feedback: %s", err);
 			left--;
@@ -201,7 +201,7 @@ sim(const char *ep, struct lim *l, const struct pace_cfg *c, long n)
 					e.inflight = in + 1;
 					e.seq = g.seq;
 					e.retry_after = -1;
-					if (pace_feedback_n(NULL, ep, c, &e, 1,
+					if (pace_feedback_n(NULL, ep, c, &e, 1, NULL,
 					    err, sizeof(err)) == -1)
 						ok(0, "feedback: %s", err);
 					now += 0.0005;
@@ -618,7 +618,7 @@ told_floor(void)
 		    sizeof(err));
 		e.ev = PACE_SLOW, e.sent_at = t, e.now = t + 0.01;
 		e.seq = g.seq, e.inflight = 1;
-		pace_feedback_n(NULL, "told-floor", &told, &e, 1, err,
+		pace_feedback_n(NULL, "told-floor", &told, &e, 1, NULL, err,
 		    sizeof(err));
 	}
 	pace_take_n(NULL, "told-floor", &told, t, 0, &g, err, sizeof(err));
@@ -629,7 +629,7 @@ told_floor(void)
 		    sizeof(err));
 		e.ev = PACE_OK, e.sent_at = t, e.now = t + 0.01;
 		e.seq = g.seq;
-		pace_feedback_n(NULL, "told-floor", &told, &e, 1, err,
+		pace_feedback_n(NULL, "told-floor", &told, &e, 1, NULL, err,
 		    sizeof(err));
 	}
 	pace_take_n(NULL, "told-floor", &told, t, 0, &g, err, sizeof(err));
@@ -677,14 +677,14 @@ told_floor(void)
 	e.now = t + 0.058;
 	e.seq = -1;
 	e.retry_after = -1;
-	pace_feedback_n(NULL, "told-late", &told, &e, 1, err, sizeof(err));
+	pace_feedback_n(NULL, "told-late", &told, &e, 1, NULL, err, sizeof(err));
 	pace_take_n(NULL, "told-late", &told, t + 0.058, 1, &g, err,
 	    sizeof(err));
 	ok(g.granted == 0 && fabs(g.wait - (0.051 - 0.002)) < 1e-6,
 	    "told 20/s, a send written on time: the next in %.4f s", g.wait);
 	e.wrote_at = t + 0.059;
 	e.now = t + 0.060;
-	pace_feedback_n(NULL, "told-late", &told, &e, 1, err, sizeof(err));
+	pace_feedback_n(NULL, "told-late", &told, &e, 1, NULL, err, sizeof(err));
 	pace_take_n(NULL, "told-late", &told, t + 0.060, 1, &g, err,
 	    sizeof(err));
 	ok(g.granted == 0 && fabs(g.wait - 0.050) < 1e-6,
@@ -730,13 +730,13 @@ floor_start(void)
 	memset(&e, 0, sizeof(e));
 	e.retry_after = -1;
 	e.ev = PACE_SLOW, e.sent_at = t, e.now = t + 0.001, e.seq = -1;
-	pace_feedback_n(NULL, "floor", &none, &e, 1, err, sizeof(err));
+	pace_feedback_n(NULL, "floor", &none, &e, 1, NULL, err, sizeof(err));
 	/* Sent by another process just after, refused just after. */
 	e.sent_at = t + 0.002, e.now = t + 0.003;
-	pace_feedback_n(NULL, "floor", &none, &e, 1, err, sizeof(err));
+	pace_feedback_n(NULL, "floor", &none, &e, 1, NULL, err, sizeof(err));
 	for (t += 0.05, i = 0; i < 8; i++, t += 0.05) {
 		e.ev = PACE_OK, e.sent_at = t, e.now = t + 0.01;
-		pace_feedback_n(NULL, "floor", &none, &e, 1, err, sizeof(err));
+		pace_feedback_n(NULL, "floor", &none, &e, 1, NULL, err, sizeof(err));
 	}
 	pace_take_n(NULL, "floor", &none, t, 0, &g, err, sizeof(err));
 	ok(g.rate >= 16, "a pace started at its floor by a burst's refusals "
@@ -770,22 +770,22 @@ shared_start(void)
 	for (i = 0; i < 4; i++) {
 		e.ev = PACE_OK, e.sent_at = t, e.now = t + 0.001;
 		e.seq = a.seq + i;
-		pace_feedback_n(NULL, "shared", &none, &e, 1, err, sizeof(err));
+		pace_feedback_n(NULL, "shared", &none, &e, 1, NULL, err, sizeof(err));
 	}
 	e.ev = PACE_SLOW, e.now = t + 0.002, e.seq = c.seq;
-	pace_feedback_n(NULL, "shared", &none, &e, 1, err, sizeof(err));
+	pace_feedback_n(NULL, "shared", &none, &e, 1, NULL, err, sizeof(err));
 	pace_take_n(NULL, "shared", &none, t + 0.002, 0, &g, err, sizeof(err));
 	r0 = g.rate;
 	/* c's other, sent after the start, refused. */
 	e.sent_at = t + 0.003, e.now = t + 0.004, e.seq = c.seq + 1;
-	pace_feedback_n(NULL, "shared", &none, &e, 1, err, sizeof(err));
+	pace_feedback_n(NULL, "shared", &none, &e, 1, NULL, err, sizeof(err));
 	pace_take_n(NULL, "shared", &none, t + 0.004, 0, &g, err, sizeof(err));
 	ok(a.granted + b.granted + c.granted == 6 && r0 > 0 && g.rate == r0,
 	    "a refusal of a send granted before the "
 	    "pace started, by its number, leaves it at %.2f/s (%.2f/s)", r0,
 	    g.rate);
 	e.seq = -1, e.sent_at = t + 0.005, e.now = t + 0.006;
-	pace_feedback_n(NULL, "shared", &none, &e, 1, err, sizeof(err));
+	pace_feedback_n(NULL, "shared", &none, &e, 1, NULL, err, sizeof(err));
 	pace_take_n(NULL, "shared", &none, t + 0.006, 0, &g, err, sizeof(err));
 	ok(g.rate < r0, "numberless, sent after the start, it cuts it: %.2f/s",
 	    g.rate);
@@ -914,7 +914,7 @@ learn(const char *ep, double t)
 		e.sent_at = t;
 		e.now = t + 0.01;
 		e.inflight = 1;
-		pace_feedback_n(dir, ep, &none, &e, 1, err, sizeof(err));
+		pace_feedback_n(dir, ep, &none, &e, 1, NULL, err, sizeof(err));
 		t += 0.1;
 	}
 }
@@ -1082,12 +1082,12 @@ quota(void)
 	e.now = T0 + 0.01;
 	e.seq = -1;
 	e.retry_after = 3600;
-	pace_feedback_n(dir, "q", &c, &e, 1, err, sizeof(err));
+	pace_feedback_n(dir, "q", &c, &e, 1, NULL, err, sizeof(err));
 	pace_take_n(dir, "q", &c, T0 + 1, 5, &g, err, sizeof(err));
 	ok(g.quota_until == 0, "a Retry-After of exactly quota_after is no "
 	    "quota");
 	e.retry_after = 86400;
-	pace_feedback_n(dir, "q", &c, &e, 1, err, sizeof(err));
+	pace_feedback_n(dir, "q", &c, &e, 1, NULL, err, sizeof(err));
 	pace_take_n(dir, "q", &c, T0 + 2, 5, &g, err, sizeof(err));
 	ok(g.granted == 0 && fabs(g.quota_until - (T0 + 0.01 + 86400)) <
 	    1e-3, "a Retry-After of a day holds the endpoint until then");
@@ -1119,7 +1119,7 @@ cap_fast(void)
 		e.sent_at = T0 + i * 0.01;
 		e.now = e.sent_at + 0.25;
 		e.inflight = i < 17 ? i : 17;
-		pace_feedback_n(NULL, "capfast", &none, &e, 1, err,
+		pace_feedback_n(NULL, "capfast", &none, &e, 1, NULL, err,
 		    sizeof(err));
 	}
 	for (i = 0; i < 2; i++) {
@@ -1131,13 +1131,48 @@ cap_fast(void)
 		e.sent_at = T0 + 0.7;
 		e.now = T0 + 0.701;
 		e.inflight = 27;
-		pace_feedback_n(NULL, "capfast", &none, &e, 1, err,
+		pace_feedback_n(NULL, "capfast", &none, &e, 1, NULL, err,
 		    sizeof(err));
 	}
 	pace_take_n(NULL, "capfast", &none, T0 + 0.8, 1, &g, err, sizeof(err));
 	ok(g.window == 25, "a cap met while the window opened fast: window "
 	    "%ld, two under the refused count, not the 17 successes had",
 	    g.window);
+}
+
+/*
+ * The news tells the window it leaves: two slow successes sent with the
+ * window full grow it from 2 to 4, and a caller held by its window (who
+ * asks for no grant) learns that from the feedback itself.  With a rate
+ * told, no window, as a grant says.
+ */
+static void
+window_told(void)
+{
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg told = { 20, 0, 0, 0, 0, 0 };
+	struct pace_grant g;
+	struct pace_ev e[2];
+	char err[256];
+	long w = -1, wt = -1;
+	int i;
+
+	pace_take_n(NULL, "wtold", &none, T0, 2, &g, err, sizeof(err));
+	memset(e, 0, sizeof(e));
+	for (i = 0; i < 2; i++) {
+		e[i].ev = PACE_OK;
+		e[i].seq = g.seq + i;
+		e[i].sent_at = T0;
+		e[i].now = T0 + 0.25;
+		e[i].inflight = i + 1;
+		e[i].retry_after = -1;
+	}
+	pace_feedback_n(NULL, "wtold", &none, e, 2, &w, err, sizeof(err));
+	pace_take_n(NULL, "wtold", &none, T0 + 0.25, 0, &g, err, sizeof(err));
+	ok(g.window == 2 + 2 && w == g.window, "two slow successes at a full "
+	    "window: told window %ld, granted %ld (4)", w, g.window);
+	pace_feedback_n(NULL, "wtold-r", &told, e, 2, &wt, err, sizeof(err));
+	ok(wt == 0, "a rate told: told window %ld (0: none)", wt);
 }
 
 /* RateLimit: remaining counts down across sends; 0 holds until reset. */
@@ -1167,7 +1202,7 @@ ratelimit(void)
 	e.rl.remaining = 3;
 	e.rl.reset_s = 2;
 	e.rl.window_s = 2;
-	pace_feedback_n(dir, "rl", &c, &e, 1, err, sizeof(err));
+	pace_feedback_n(dir, "rl", &c, &e, 1, NULL, err, sizeof(err));
 	pace_take_n(dir, "rl", &c, T0 + 0.02, 10, &g, err, sizeof(err));
 	ok(g.granted == 3 && fabs(g.wait - 1.99) < 1e-6, "remaining 3: three "
 	    "sends, then a wait for the reset (granted %ld, wait %.3f)",
@@ -1179,7 +1214,7 @@ ratelimit(void)
 	e.now = T0 + 2.1;
 	e.rl.remaining = 0;
 	e.rl.reset_s = 200;
-	pace_feedback_n(dir, "rl", &c, &e, 1, err, sizeof(err));
+	pace_feedback_n(dir, "rl", &c, &e, 1, NULL, err, sizeof(err));
 	pace_take_n(dir, "rl", &c, T0 + 2.2, 1, &g, err, sizeof(err));
 	ok(g.granted == 0 && g.quota_until > T0 + 100, "nothing left until "
 	    "past the deadline: a quota");
@@ -1205,7 +1240,7 @@ ratelimit(void)
 	e.rl.remaining = 99;
 	e.rl.reset_s = 2;
 	e.rl.window_s = 2;
-	pace_feedback_n(dir, "rl-win", &c, &e, 1, err, sizeof(err));
+	pace_feedback_n(dir, "rl-win", &c, &e, 1, NULL, err, sizeof(err));
 	for (n = 0, i = 0; i < 100; i++) {
 		pace_take_n(dir, "rl-win", &c, T0 + 0.02, 2, &g, err,
 		    sizeof(err));
@@ -1241,7 +1276,7 @@ ratelimit(void)
 		e.now = T0 + 0.01;
 		e.rl.remaining = 0;
 		e.rl.reset_s = 1;
-		pace_feedback_n(dir, "rl-ooo", &c, &e, 1, err, sizeof(err));
+		pace_feedback_n(dir, "rl-ooo", &c, &e, 1, NULL, err, sizeof(err));
 		pace_take_n(dir, "rl-ooo", &c, T0 + 1.02, 7, &g, err,
 		    sizeof(err));
 		base = g.seq;
@@ -1252,7 +1287,7 @@ ratelimit(void)
 			e.seq = base + first[i].k;
 			e.now = T0 + 1.03;
 			e.rl.remaining = first[i].rem;
-			pace_feedback_n(dir, "rl-ooo", &c, &e, 1, err,
+			pace_feedback_n(dir, "rl-ooo", &c, &e, 1, NULL, err,
 			    sizeof(err));
 		}
 		pace_take_n(dir, "rl-ooo", &c, T0 + 1.031, 3, &g, err,
@@ -1262,7 +1297,7 @@ ratelimit(void)
 		for (i = 4; i < 7; i++) {
 			e.seq = base + first[i].k;
 			e.rl.remaining = first[i].rem;
-			pace_feedback_n(dir, "rl-ooo", &c, &e, 1, err,
+			pace_feedback_n(dir, "rl-ooo", &c, &e, 1, NULL, err,
 			    sizeof(err));
 		}
 		pace_take_n(dir, "rl-ooo", &c, T0 + 1.032, 3, &g, err,
@@ -1272,7 +1307,7 @@ ratelimit(void)
 		e.seq = g.seq + 2;
 		e.now = T0 + 1.04;
 		e.rl.remaining = 1;
-		pace_feedback_n(dir, "rl-ooo", &c, &e, 1, err, sizeof(err));
+		pace_feedback_n(dir, "rl-ooo", &c, &e, 1, NULL, err, sizeof(err));
 		pace_take_n(dir, "rl-ooo", &c, T0 + 1.041, 1, &g, err,
 		    sizeof(err));
 		ok(g.granted == 0 && g.wait > 0.9, "\"1 left\" from the last "
@@ -1302,7 +1337,7 @@ rlo_ans(const char *ep, long seq, double now, long rem, double reset,
 	rlo_e.now = now;
 	rlo_e.rl.remaining = rem;
 	rlo_e.rl.reset_s = reset;
-	pace_feedback_n(NULL, ep, &rlo_c, &rlo_e, 1, err, sizeof(err));
+	pace_feedback_n(NULL, ep, &rlo_c, &rlo_e, 1, NULL, err, sizeof(err));
 }
 
 static long
@@ -1406,7 +1441,7 @@ heard_window(const char *ep, double t)
 		e.sent_at = t + i * 0.05;
 		e.now = e.sent_at + 0.01;
 		e.rl.remaining = 9 - i;
-		pace_feedback_n(dir, ep, &c, &e, 1, err, sizeof(err));
+		pace_feedback_n(dir, ep, &c, &e, 1, NULL, err, sizeof(err));
 	}
 	pace_take_n(dir, ep, &c, e.now + 0.01, 1, &g, err, sizeof(err));
 	return g.granted == 0 ? g.wait : -1;
@@ -1443,7 +1478,7 @@ reset_heard(void)
 	e.rl.remaining = 9;
 	e.rl.reset_s = 1;
 	e.rl.window_s = -1;
-	pace_feedback_n(dir, "heard", &c, &e, 1, err, sizeof(err));
+	pace_feedback_n(dir, "heard", &c, &e, 1, NULL, err, sizeof(err));
 	pace_take_n(dir, "heard", &c, T0 + 1.02, 20, &g, err, sizeof(err));
 	ok(g.granted == 9, "a window turned before the last one's bound: its "
 	    "own remaining 9 granted, no more (granted %ld)", g.granted);
@@ -1466,14 +1501,14 @@ reset_heard(void)
 	e.now = T0 + 9.3;
 	e.rl.remaining = 10;
 	e.rl.reset_s = 1;
-	pace_feedback_n(dir, "shared", &c, &e, 1, err, sizeof(err));
+	pace_feedback_n(dir, "shared", &c, &e, 1, NULL, err, sizeof(err));
 	pace_take_n(dir, "shared", &c, T0 + 10, 1, &g, err, sizeof(err));
 	e.seq = g.seq;
 	e.sent_at = T0 + 10;
 	e.now = T0 + 10.1;
 	e.rl.remaining = 0;
 	e.rl.reset_s = 10;
-	pace_feedback_n(dir, "shared", &c, &e, 1, err, sizeof(err));
+	pace_feedback_n(dir, "shared", &c, &e, 1, NULL, err, sizeof(err));
 	pace_take_n(dir, "shared", &c, T0 + 10.31, 1, &g, err, sizeof(err));
 	ok(g.granted == 0 && g.wait > 9.7, "remaining down across a turn, its "
 	    "reset 10 s off: held to it, not to the last window's bound "
@@ -1506,7 +1541,7 @@ quiet_then_window(void)
 		e.seq = g.seq;
 		e.sent_at = t;
 		e.now = t + 0.05;
-		pace_feedback_n(NULL, "quiet", &none, &e, 1, err, sizeof(err));
+		pace_feedback_n(NULL, "quiet", &none, &e, 1, NULL, err, sizeof(err));
 		t += 2;
 	}
 	for (t1 = t; n < 100 && t < t1 + 3600; ) {
@@ -1526,7 +1561,7 @@ quiet_then_window(void)
 		e.seq = g.seq;
 		e.sent_at = t;
 		e.now = t + 0.01;
-		pace_feedback_n(NULL, "quiet", &none, &e, 1, err, sizeof(err));
+		pace_feedback_n(NULL, "quiet", &none, &e, 1, NULL, err, sizeof(err));
 		t += 0.0101;
 	}
 	ok(t - t1 <= 1.5 * 50, "five minutes at 0.5/s, then 20 in 10 s: 100 "
@@ -1555,13 +1590,13 @@ reset_bound(void)
 	e.rl.remaining = 0;
 	e.rl.reset_s = 3600;
 	e.rl.window_s = -1;
-	pace_feedback_n(dir, "far", &c, &e, 1, err, sizeof(err));
+	pace_feedback_n(dir, "far", &c, &e, 1, NULL, err, sizeof(err));
 	pace_take_n(dir, "far", &c, T0 + 0.02, 1, &g, err, sizeof(err));
 	ok(g.granted == 0 && g.quota_until == 0 && g.wait > 3599,
 	    "a reset an hour off, quota_after 3600: waited (wait %.0f)",
 	    g.wait);
 	e.rl.reset_s = 1e9;
-	pace_feedback_n(dir, "far", &c, &e, 1, err, sizeof(err));
+	pace_feedback_n(dir, "far", &c, &e, 1, NULL, err, sizeof(err));
 	pace_take_n(dir, "far", &c, T0 + 0.03, 1, &g, err, sizeof(err));
 	ok(g.granted == 0 && fabs(g.quota_until - (T0 + 0.01 + 1e9)) < 1,
 	    "a reset past quota_after is a quota until it (%.0f)",
@@ -1570,7 +1605,7 @@ reset_bound(void)
 	e.rl.window_s = 1e12;
 	e.rl.reset_s = 1;
 	e.rl.remaining = 5;
-	pace_feedback_n(dir, "far", &c, &e, 1, err, sizeof(err));
+	pace_feedback_n(dir, "far", &c, &e, 1, NULL, err, sizeof(err));
 	*err = '\0';
 	ok(pace_take_n(dir, "far", &c, T0 + 0.04, 1, &g, err, sizeof(err)) ==
 	    0, "a RateLimit-Policy window of 1e12 s leaves a state that reads "
@@ -1686,7 +1721,7 @@ answer_n(const char *ep, double t, int n, int slow)
 		e.ev = slow && i % 2 ? PACE_SLOW : PACE_OK;
 		e.sent_at = t, e.now = t + 0.01;
 		e.seq = g.seq, e.inflight = 1;
-		pace_feedback_n(dir, ep, &none, &e, 1, err, sizeof(err));
+		pace_feedback_n(dir, ep, &none, &e, 1, NULL, err, sizeof(err));
 	}
 	return t;
 }
@@ -1777,7 +1812,7 @@ cap_rounds(const char *ep, int busy)
 			e.sent_at = t;
 			e.now = t + (i <= 4 ? 0.25 : 0.001);
 			e.inflight = i;
-			pace_feedback_n(NULL, ep, &c, &e, 1, err, sizeof(err));
+			pace_feedback_n(NULL, ep, &c, &e, 1, NULL, err, sizeof(err));
 		}
 	}
 	pace_take_n(NULL, ep, &c, t, 32, &g, err, sizeof(err));
@@ -1829,9 +1864,10 @@ batch(void)
 		ev[i].inflight = 1 + (long)(i % 3);
 		ev[i].seq = -1;
 		ev[i].retry_after = -1;
-		pace_feedback_n(dir, "one", &c, &ev[i], 1, err, sizeof(err));
+		pace_feedback_n(dir, "one", &c, &ev[i], 1, NULL, err,
+		    sizeof(err));
 	}
-	pace_feedback_n(dir, "all", &c, ev, 40, err, sizeof(err));
+	pace_feedback_n(dir, "all", &c, ev, 40, NULL, err, sizeof(err));
 	pa = xasprintf("%s/state/rate/one.json", dir);
 	pb = xasprintf("%s/state/rate/all.json", dir);
 	a = b = NULL;
@@ -1961,7 +1997,7 @@ lease(void)
 	e.sent_at = e.now = T0 + 0.026;
 	e.seq = h.seq;
 	e.retry_after = -1;
-	pace_feedback_n(NULL, "lease", &c, &e, 1, err, sizeof(err));
+	pace_feedback_n(NULL, "lease", &c, &e, 1, NULL, err, sizeof(err));
 	pace_take_n(NULL, "lease", &c, T0 + 0.05, 32, &g, err, sizeof(err));
 	ok(g.granted == 0 || g.due[0] >= last + iv + h.late - 1e-9, "refused "
 	    "while a lease is out: the next send %.4f s after its last, at "
@@ -1977,7 +2013,7 @@ lease(void)
 	e.sent_at = e.now = T0;
 	e.seq = h.seq;
 	e.retry_after = -1;
-	pace_feedback_n(NULL, "skew", &c, &e, 1, err, sizeof(err));
+	pace_feedback_n(NULL, "skew", &c, &e, 1, NULL, err, sizeof(err));
 	pace_take_n(NULL, "skew", &c, T0 + 0.1, 32, &g, err, sizeof(err));
 	ok(h.granted > 0 && g.granted > 0 && g.due[0] < T0 + 1, "a lease "
 	    "ending 30 s ahead (a clock ahead) does not hold the pace once cut:"
@@ -2160,6 +2196,7 @@ main(void)
 	quota();
 	reset_bound();
 	cap_fast();
+	window_told();
 	ratelimit();
 	rl_order();
 	reset_heard();
