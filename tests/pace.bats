@@ -140,6 +140,29 @@ setup() {
 	jq -e '.n_ok == 200' "$RUN/state/rate/f.json"
 }
 
+@test "pace: a window that slow successes grew holds the round it grew in, not the round after" {
+	# Answers in 1 s: sends go out in rounds, each when the round before
+	# is answered, and the window grows with the successes of each.  The
+	# first six rounds are 2, 4, 7, 11 or 12, 19 or 20 and 32 (2, 3, 5, 8,
+	# 14 and 20 when a round's answers come in the order that grows it
+	# least).  Held to the window of its last grant (an endpoint its
+	# window held asks for none), each round went out at the window of
+	# the round before: 30 to 41 in six.
+	export RFPIPE_TIME_SCALE=0.1
+	printf 'routes:\n  - {match: "/s/*", endpoint: s, delay_ms: 10000}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /s 80 s >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q -j 32 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 80 ]
+	# Rounds by arrival, 1 s apart: a send up to 0.7 s late is still
+	# in its own.
+	rounds=$(jq -s -r '[.[] | select(.kind == "request") | .t] | sort |
+	    .[0] as $t0 | map(. - $t0 + 0.3 | floor) | group_by(.) |
+	    map(length) | map(tostring) | join(" ")' "$MOCK_LOG")
+	echo "requests a round: $rounds"
+	[ "$(echo "$rounds" | awk '{ print $1 + $2 + $3 + $4 + $5 + $6 }')" -ge 48 ]
+}
+
 @test "pace: what a run learned and nobody used for a minute is a hint: the next run against a portal that lifted its limit is not paced" {
 	printf 'routes:\n  - {match: "/g/*", endpoint: g, limits: [{kind: gcra, per_s: 2, burst: 0}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
