@@ -178,8 +178,17 @@ slot_take(struct ep *e)
 
 	if (e->inflight >= ep_limit(e))
 		return -1;
-	if (e->nidle > 0)
-		return (int)e->idle[--e->nidle];
+	/*
+	 * A slot of this turn passes on only under the limit: one past a
+	 * window cut since is given back, else another process, taking the
+	 * slots under it, would have more in flight than the window.
+	 */
+	for (i = e->nidle - 1; i >= 0; i--)
+		if (e->idle[i] < ep_limit(e)) {
+			rc = (int)e->idle[i];
+			e->idle[i] = e->idle[--e->nidle];
+			return rc;
+		}
 	if (fo->run_dir == NULL && !store_shared()) {
 		for (i = 0; i < ep_limit(e) && e->slot_held[i]; i++)
 			;
