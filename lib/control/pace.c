@@ -590,6 +590,13 @@ since_start(const struct pst *p)
 	return p->p_ok <= NOK ? ok_rate(p, 2) : 0;
 }
 
+/* The window the caller holds to: none with a rate told. */
+static long
+window_of(const struct pst *p, const struct pace_cfg *c)
+{
+	return c->rate > 0 ? 0 : (long)p->win;
+}
+
 /* Reserve up to o->want sends at o->now, as that many takes in a row. */
 static void
 take(struct pst *p, struct op *o)
@@ -600,7 +607,7 @@ take(struct pst *p, struct op *o)
 
 	g->seq = (long)p->takes;
 	/* 0: no window; the stored one is at least 1 (load checks). */
-	g->window = o->c->rate > 0 ? 0 : (long)p->win;
+	g->window = window_of(p, o->c);
 	/*
 	 * No more than the window can be in flight, so no more is granted:
 	 * a grant not used is still counted against a RateLimit remaining,
@@ -1423,7 +1430,7 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 		now = fmax(now, o->evs[i].now);
 	}
 	if (o->window != NULL)
-		*o->window = o->c->rate > 0 ? 0 : (long)p.win;
+		*o->window = window_of(&p, o->c);
 	/*
 	 * Cut or held: the leases other hosts hold were granted at the pace
 	 * before, and would go on for up to a lease (three hosts not told a
