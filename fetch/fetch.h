@@ -165,6 +165,7 @@ const char *gate_name(const struct ep *e);
 void	gate_state(const struct ep *e, double *rate, const char **breaker);
 int	gate_idempotent(const struct ep *e);
 void	gate_ready(struct ep *e, long n);	/* its ready jobs, +n */
+void	gate_waiting(struct ep *e, long n);	/* its jobs held for a time, +n */
 int	gate_blocked(const struct ep *e, double now);
 long	gate_sent(struct ep *e);	/* one more in flight: how many now */
 void	gate_done(struct ep *e);	/* ... one less */

@@ -31,6 +31,7 @@
 #define UP_S	10.0	/* logical s a success says an endpoint is up */
 #define LAG_MAX	0.005	/* real s: a longer way to the wire counts as this */
 #define LEASE_S	0.025	/* real s of sends a shared pace grants ahead */
+#define END_S	2.0	/* logical s of sends left: the work ends soon */
 
 struct ep {
 	char		*name;
@@ -58,6 +59,9 @@ struct ep {
 	long		*idle;		/* slots held with no transfer */
 	long		 nidle;
 	long		 nready;	/* its jobs in the ready queue */
+	long		 nwait;		/* ... and held until a time */
+	double		 rate;		/* the pace last granted; 0: none */
+	int		 end_said;	/* its work's end told to the pace */
 	/* The pace's lease: sends granted, not yet made, each with its time. */
 	long		 credit;	/* how many are left ... */
 	double		 due[PACE_LEASE_MAX];
@@ -381,6 +385,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			    g.window, now) == -1)
 				msg_warnsys("write %s", attlog_path(fo->log));
 			e->credit = g.granted;
+			e->rate = g.rate;
 			memcpy(e->due, g.due, sizeof(e->due));
 			e->seq = g.seq;
 			e->free = 0;
@@ -507,6 +512,19 @@ gate_answered(const struct xfer *x)
 		ep_served(x->job->ep, clk_now());
 }
 
+/*
+ * 1 when e's work ends soon: the input is all read, and what is queued for
+ * e (ready, or held for a retry's time) goes out within END_S at the pace
+ * last granted.  Retries on their way back through rfp-backoff are not
+ * counted: the end looks a little nearer than it is.
+ */
+static int
+ep_ending(const struct ep *e)
+{
+	return admit_eof() && e->rate > 0 && (double)(e->nready + e->nwait) <
+	    e->rate * clk_real(END_S);
+}
+
 /* Note what this answer says of the endpoint for its pace and breaker. */
 void
 gate_feedback(const struct xfer *x)
@@ -615,6 +633,13 @@ gate_feedback(const struct xfer *x)
 		pe->rl = x->rl;
 		pe->rl_seen = x->rl_seen;
 		pe->busy = st == 503;
+		if ((pe->ending = ep_ending(e)) && !e->end_said) {
+			e->end_said = 1;
+			msg_debug("endpoint \"%s\": %ld documents left, under "
+			    "%.0f s at %.1f/s: no faster pace is probed for",
+			    e->name, e->nready + e->nwait, END_S,
+			    e->rate * clk_scale());
+		}
 	}
 	be = &hb;
 	be->out = k == CLASS_TRANSIENT && st != 429 && !(st == 503 && up) ?
@@ -735,6 +760,12 @@ void
 gate_ready(struct ep *e, long n)
 {
 	e->nready += n;
+}
+
+void
+gate_waiting(struct ep *e, long n)
+{
+	e->nwait += n;
 }
 
 int

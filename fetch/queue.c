@@ -36,6 +36,7 @@ heap_push(struct job *j)
 {
 	long i = Q.nwait++, p;
 
+	gate_waiting(j->ep, 1);
 	if (Q.nwait > Q.capwait) {
 		Q.capwait = Q.capwait ? Q.capwait * 2 : 64;
 		Q.wait = xrealloc(Q.wait, (size_t)Q.capwait * sizeof(*Q.wait));
@@ -53,6 +54,7 @@ heap_pop(void)
 	struct job *top = Q.wait[0], *last = Q.wait[--Q.nwait];
 	long i = 0, c;
 
+	gate_waiting(top->ep, -1);
 	while ((c = 2 * i + 1) < Q.nwait) {
 		if (c + 1 < Q.nwait &&
 		    Q.wait[c + 1]->not_before < Q.wait[c]->not_before)

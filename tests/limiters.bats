@@ -108,6 +108,27 @@ noise() {
 	[ "$(noise s)" = 0 ]
 }
 
+@test "limiters: the last documents of a batch go at the pace found, with no probe for a faster one" {
+	# 20/s strict, 100 documents: once the manifest is all read and what
+	# is queued goes out within 2 s at the pace (under 40 documents), the
+	# pace is told so, once.  Half the documents fail once with a 500
+	# first, and wait for their retry: a count of waiting documents that
+	# never came down would never tell it.
+	printf 'routes:\n  - {match: "/s/*", endpoint: s, limits: [{kind: gcra, per_s: 20, burst: 0}], mix: [{weight: 1, script: [200]}, {weight: 1, script: [500, 200]}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	printf 'endpoints:\n  s:\n    breaker: {failures: 1000}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	manifest /s 100 s >"$BATS_TEST_TMPDIR/m"
+	run -0 --separate-stderr pipeline.sh -v -j 32 --seed 1 --config "$BATS_TEST_TMPDIR/c.yaml" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 100 ]
+	echo "500s: $(logged '.status == 500')"
+	[ "$(logged '.status == 500')" -ge 40 ]
+	said=$(grep -c 'endpoint "s": [0-9]* documents left' <<<"$stderr" || true)
+	left=$(grep -o 'endpoint "s": [0-9]* documents left' <<<"$stderr" | grep -o '[0-9]*' | head -1)
+	echo "said $said times; $left left"
+	[ "$said" -eq 1 ]
+	[ "$left" -ge 1 ] && [ "$left" -lt 40 ]
+}
+
 @test "limiters: a concurrency cap of 4 answering 503 is found and held, and never opens the breaker" {
 	scenario c '{kind: concurrency, max: 4, status: 503}' 'delay_ms: 250'
 	manifest /c 40 c >"$BATS_TEST_TMPDIR/m"

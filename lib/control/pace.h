@@ -124,6 +124,9 @@ struct pace_ev {
 	int		rl_seen;	/* rl holds what the answer said */
 	int		busy;		/* a 503, which a concurrency cap may
 					   answer (a 429 is the rate's) */
+	int		ending;		/* the caller's sends to the endpoint
+					   end soon at this pace: nothing is
+					   left to probe a faster one for */
 };
 
 /*

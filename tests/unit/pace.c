@@ -56,10 +56,13 @@ struct lim {
 				   requests refused at random */
 	double	log[NLOG];	/* SLIDING: the times of the last allowed */
 	long	nlog;
+	int	ending;		/* the client says when its work ends within
+				   2 s at the pace granted (rfp-fetch does) */
 };
 
 struct out {
 	long	sent, refused, maxin;
+	long	end_ref;	/* refusals with 2 s of work left, or less */
 	double	makespan;
 	long	window;		/* the last window granted */
 	long	last_sec;	/* SIMDBG: the second last traced */
@@ -138,6 +141,8 @@ sim(const char *ep, struct lim *l, const struct pace_cfg *c, long n)
 			e.inflight = inq[i];
 			e.seq = seq[i];
 			e.retry_after = -1;
+			e.ending = l->ending && o.rate > 0 &&
+			    (double)left < 2 * o.rate;
 			if (pace_feedback_n(NULL, ep, c, &e, 1, NULL, err,
 			    sizeof(err)) == -1)
 				ok(0, "feedback: %s", err);
@@ -191,7 +196,11 @@ sim(const char *ep, struct lim *l, const struct pace_cfg *c, long n)
 					seq[in] = g.seq;
 					in++;
 				} else {
-					o.refused++; if (getenv("SIMDBG_ON")) fprintf(stderr, "R %.4f at %.4f rate %.1f\n", now - t_start, at - t_start, g.rate);
+					o.refused++;
+					if (o.rate > 0 && (double)left < 2 *
+					    o.rate)
+						o.end_ref++;
+					if (getenv("SIMDBG_ON")) fprintf(stderr, "R %.4f at %.4f rate %.1f\n", now - t_start, at - t_start, g.rate);
 					/* A stalled portal answers after. */
 					now = at;
 					e.ev = PACE_SLOW;
@@ -254,7 +263,7 @@ limiters(void)
 {
 	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 }, told = { 20, 0, 0, 0, 0, 0 };
 	struct lim l;
-	struct out o;
+	struct out o, e;
 
 	memset(&l, 0, sizeof(l));
 	l.kind = UNLIMITED;
@@ -340,6 +349,20 @@ limiters(void)
 	ok(o.refused <= 0.05 * o.sent && o.makespan <= 1.2 * 1499 / 100.0,
 	    "100/s, no burst: %ld refusals of %ld, %.2f s, at most 1.2 x the "
 	    "ideal %.2f s", o.refused, o.sent, o.makespan, 1499 / 100.0);
+	/*
+	 * The same, the client saying when its work ends within 2 s: the
+	 * pace probes no further, and no refusal (whose document would come
+	 * back a Retry-After later, after everything else) comes then.
+	 */
+	memset(&l, 0, sizeof(l));
+	l.kind = GCRA, l.rate = 100, l.burst = 0, l.lat = 0.02;
+	l.ending = 1;
+	e = sim("strict100e", &l, &none, 1500);
+	report("100/s strict, the end said", &e, 1499 / 100.0);
+	ok(e.end_ref == 0 && e.refused <= o.refused && e.makespan <= 1.01 *
+	    o.makespan, "100/s, the end said: %ld refusals in its last 2 s "
+	    "(%ld without), %ld in all (%ld), %.2f s (%.2f)", e.end_ref,
+	    o.end_ref, e.refused, o.refused, e.makespan, o.makespan);
 
 	memset(&l, 0, sizeof(l));
 	l.kind = GCRA, l.rate = 20, l.burst = 0, l.lat = 0.001;
