@@ -32,6 +32,8 @@
 #define LAG_MAX	0.005	/* real s: a longer way to the wire counts as this */
 #define LEASE_S	0.025	/* real s of sends a shared pace grants ahead */
 #define END_S	2.0	/* logical s of sends left: the work ends soon */
+#define NSB	9	/* ... this process's sends over it: 8 buckets, and one
+			   passing out of it */
 
 struct ep {
 	char		*name;
@@ -62,6 +64,8 @@ struct ep {
 	long		 nwait;		/* ... and held until a time */
 	double		 rate;		/* the pace last granted; 0: none */
 	int		 end_said;	/* its work's end told to the pace */
+	long		 sb[NSB];	/* its sends in the last END_S, by bucket */
+	long		 sb_at;		/* ... the newest bucket's number */
 	/* The pace's lease: sends granted, not yet made, each with its time. */
 	long		 credit;	/* how many are left ... */
 	double		 due[PACE_LEASE_MAX];
@@ -512,17 +516,57 @@ gate_answered(const struct xfer *x)
 		ep_served(x->job->ep, clk_now());
 }
 
+/* Bring e's send buckets to now: those older than END_S emptied. */
+static void
+sb_roll(struct ep *e, double now)
+{
+	long b = (long)(now / (clk_real(END_S) / (NSB - 1))), i;
+
+	for (i = e->sb_at + 1; i <= b && i <= e->sb_at + NSB; i++)
+		e->sb[i % NSB] = 0;
+	if (b > e->sb_at)
+		e->sb_at = b;
+}
+
+/*
+ * The sends this process made to e in the last END_S: the buckets since
+ * then, the oldest in the share of it that is within END_S.
+ */
+static double
+sb_count(struct ep *e, double now)
+{
+	double w = clk_real(END_S) / (NSB - 1), n = 0;
+	long i;
+
+	sb_roll(e, now);
+	for (i = 0; i < NSB; i++)
+		n += e->sb[i];
+	/* The oldest, (sb_at + 1) % NSB, only for its share within END_S. */
+	return n - e->sb[(e->sb_at + 1) % NSB] * (now / w - (double)e->sb_at);
+}
+
 /*
  * 1 when e's work ends soon: the input is all read, and what is queued for
  * e (ready, or held for a retry's time) goes out within END_S at the pace
- * last granted.  Retries on their way back through rfp-backoff are not
- * counted: the end looks a little nearer than it is.
+ * last granted and at the pace this process went at.  Retries on their
+ * way back through rfp-backoff are not counted: the end looks a little
+ * nearer than it is.  (rfp-queue pull ends its output only when all it
+ * held is filed: with --queue the input ends too late for this.)
  */
 static int
-ep_ending(const struct ep *e)
+ep_ending(struct ep *e)
 {
-	return admit_eof() && e->rate > 0 && (double)(e->nready + e->nwait) <
-	    e->rate * clk_real(END_S);
+	long left = e->nready + e->nwait;
+
+	/*
+	 * Nor more than this process sent in the last END_S: the pace is
+	 * every process's (four pipelines on a run directory each send a
+	 * quarter of it), and a window, a slow portal or -j may hold the
+	 * sends under it (a cap of 4 answering in 0.5 s let 8 a second
+	 * through a pace of 32), or the pace may be doubling from its start.
+	 */
+	return admit_eof() && e->rate > 0 && (double)left < e->rate *
+	    clk_real(END_S) && (double)left < sb_count(e, clk_now());
 }
 
 /* Note what this answer says of the endpoint for its pace and breaker. */
@@ -633,12 +677,14 @@ gate_feedback(const struct xfer *x)
 		pe->rl = x->rl;
 		pe->rl_seen = x->rl_seen;
 		pe->busy = st == 503;
-		if ((pe->ending = ep_ending(e)) && !e->end_said) {
+		if ((pe->ending = ep_ending(e)) && !e->end_said &&
+		    e->nready + e->nwait > 0) {
 			e->end_said = 1;
 			msg_debug("endpoint \"%s\": %ld documents left, under "
 			    "%.0f s at %.1f/s: no faster pace is probed for",
 			    e->name, e->nready + e->nwait, END_S,
-			    e->rate * clk_scale());
+			    fmin(e->rate * clk_real(END_S),
+			    sb_count(e, clk_now())) / END_S);
 		}
 	}
 	be = &hb;
@@ -777,6 +823,8 @@ gate_blocked(const struct ep *e, double now)
 long
 gate_sent(struct ep *e)
 {
+	sb_roll(e, clk_now());
+	e->sb[e->sb_at % NSB]++;
 	return ++e->inflight;
 }
 

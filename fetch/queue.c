@@ -206,6 +206,7 @@ queue_drop(void)
 		job_free(heap_pop());
 	while ((j = Q.ready) != NULL) {
 		Q.ready = j->next;
+		gate_ready(j->ep, -1);
 		job_free(j);
 	}
 	Q.ready_tail = Q.retry_tail = NULL;

@@ -129,6 +129,20 @@ noise() {
 	[ "$left" -ge 1 ] && [ "$left" -lt 40 ]
 }
 
+@test "limiters: the work's end is judged at the pace this process went at, not the pace's own" {
+	# A cap of 4 answering in 0.5 s lets 8 a second through, whatever
+	# the pace says (32/s and more): judged at the pace, the end was
+	# said with 45 documents left, 5.5 s before it.
+	scenario c '{kind: concurrency, max: 4, status: 503}' 'delay_ms: 500'
+	manifest /c 60 c >"$BATS_TEST_TMPDIR/m"
+	run -0 --separate-stderr pipeline.sh -v -j 16 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 60 ]
+	line=$(grep 'endpoint "c": [0-9]* documents left' <<<"$stderr" || true)
+	echo "$line"
+	left=$(grep -o '"c": [0-9]* documents' <<<"$line" | grep -o '[0-9]*')
+	[ -n "$left" ] && [ "$left" -le 20 ]
+}
+
 @test "limiters: a concurrency cap of 4 answering 503 is found and held, and never opens the breaker" {
 	scenario c '{kind: concurrency, max: 4, status: 503}' 'delay_ms: 250'
 	manifest /c 40 c >"$BATS_TEST_TMPDIR/m"

@@ -1246,7 +1246,9 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	target = told(c) > 0 ? told(c) : est > 0 ? UNDER * est :
 	    NUDGE * p->r_fail;
 	n = p->n_cut;
-	if (p->cuts == 0)		/* still finding it: double */
+	if (p->cuts == 0 && e->ending)	/* nothing left to find it for */
+		;
+	else if (p->cuts == 0)		/* still finding it: double */
 		p->rate = p->hint > 0 ? fmax(r0, fmin(2 * r0, p->hint)) :
 		    2 * r0;
 	else if (p->rate < target)

@@ -1198,6 +1198,47 @@ window_told(void)
 	ok(wt == 0, "a rate told: told window %ld (0: none)", wt);
 }
 
+/*
+ * A pace still doubling from its start doubles no more once the caller's
+ * work ends soon: one success with the end said keeps it, one without
+ * doubles it.
+ */
+static void
+ending_start(void)
+{
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_grant g;
+	struct pace_ev e;
+	char err[256];
+	double r[2];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		const char *ep = i ? "endst1" : "endst0";
+
+		pace_take_n(NULL, ep, &none, T0, 1, &g, err, sizeof(err));
+		memset(&e, 0, sizeof(e));
+		e.ev = PACE_SLOW;
+		e.sent_at = T0;
+		e.now = T0 + 0.001;
+		e.seq = g.seq;
+		e.retry_after = -1;
+		pace_feedback_n(NULL, ep, &none, &e, 1, NULL, err, sizeof(err));
+		pace_take_n(NULL, ep, &none, T0 + 1, 1, &g, err, sizeof(err));
+		e.ev = PACE_OK;
+		e.sent_at = T0 + 1;
+		e.now = T0 + 1.01;
+		e.seq = g.seq;
+		e.ending = i;
+		pace_feedback_n(NULL, ep, &none, &e, 1, NULL, err, sizeof(err));
+		pace_take_n(NULL, ep, &none, T0 + 2, 1, &g, err, sizeof(err));
+		r[i] = g.rate;
+	}
+	ok(r[0] > 1.5 * r[1] && r[1] > 0, "a pace doubling from its start: "
+	    "%.2f/s after a success, %.2f/s with the work's end said", r[0],
+	    r[1]);
+}
+
 /* RateLimit: remaining counts down across sends; 0 holds until reset. */
 static void
 ratelimit(void)
@@ -2220,6 +2261,7 @@ main(void)
 	reset_bound();
 	cap_fast();
 	window_told();
+	ending_start();
 	ratelimit();
 	rl_order();
 	reset_heard();
