@@ -343,7 +343,11 @@ stale_run() {
 	refused=$(logged '.endpoint == "slow" and .action == "rate_limited"')
 	sent=$(logged '.kind == "request" and .endpoint == "slow"')
 	echo "refused $refused of $sent"
-	[ "$((refused * 20))" -le "$sent" ]
+	# 2 to 3 % alone, beside busy loops, and under the sanitizers; 5.4
+	# and 8.8 % in two sanitizer passes of the whole suite (3 files at
+	# once on 2 cores, 200 requests a real second).  The stampede this
+	# guards against refused 25 %.
+	[ "$((refused * 10))" -le "$sent" ]
 }
 
 @test "limiters: the run at once after a limited one, on the same run directory, is not paced at the old rate where the limit is gone" {
