@@ -103,8 +103,9 @@ noise() {
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 30 ]
 	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
 	# 3 alone; 4 to 6 with the cores busy, 7 or 8 in full runs of the
-	# suite.  Pacing over the limit throughout refused 72 of 129.
-	[ "$(logged '.action == "rate_limited"')" -le 9 ]
+	# suite, 10 in one.  Pacing over the limit throughout refused 72 of
+	# 129.
+	[ "$(logged '.action == "rate_limited"')" -le 12 ]
 	[ "$(noise s)" = 0 ]
 }
 
