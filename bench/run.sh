@@ -17,12 +17,14 @@
 #   limiters     only when asked for (--limiters or --only limiters), as it
 #                takes about 13 minutes (--quick: about 3): the limiter
 #                matrix of bench/scenarios/limiters/cells.  rfpipe, not told
-#                the rate and told it in rfpipe.yaml, -j 32, against 28
+#                the rate and told it in rfpipe.yaml, -j 32, against 29
 #                cells: the mock's limiters (gcra nodelay and delaying,
 #                fixed and sliding windows, a concurrency cap, a daily
 #                quota, a limit that drops mid-run; 429 or 503, with or
 #                without Retry-After; 1 to 100 r/s, bursts 0 to 60) on a
-#                scaled clock (RFPIPE_TIME_SCALE); a real nginx limit_req
+#                scaled clock (RFPIPE_TIME_SCALE); four portals at once,
+#                each behind its own limiter, judged portal by portal, with
+#                the naive and curl peers; a real nginx limit_req
 #                started here, in real time, with the naive and curl peers
 #                beside rfpipe; and three pipelines sharing their state in a
 #                throwaway PostgreSQL.  Its own table and checks, and its
@@ -62,7 +64,7 @@ usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
        bench/run.sh ... --dry-run
 
   --quick        smaller N and fewer scenarios: about 2 minutes (with
-                 --limiters: 9 of the 28 cells, about 3 minutes)
+                 --limiters: 10 of the 29 cells, about 4 minutes)
   --only P       run the scenarios matching the shell pattern(s) P:
                  stampede, stampede-ra, flaky, throughput, stage ('stampede*'),
                  limiters (run only when named)
@@ -309,13 +311,14 @@ workdir() {
 	cp "$bin/rfp-mockportal" "$mock" || die "cp $bin/rfp-mockportal $mock failed"
 	tsv=$work/results.tsv checks=$work/checks.txt notes=$work/notes.txt
 	lim_tsv=$work/limiters.tsv lim_desc_tsv=$work/limiters-cells.tsv
-	lim_notes=$work/limiters-notes.txt
+	lim_notes=$work/limiters-notes.txt lim_ep_tsv=$work/limiters-eps.tsv
 	printf 'scen\ttool\tn\tideal\tmakespan\trequests\tr429\tok\tfailed\tlost\tcpu\trss_kb\texit\tref\n' >"$tsv"
 	printf 'cell\ttool\tn\tallowed\tideal\tmakespan\tscale\trequests\trefusals\tsaved\tdead\tdead_quota\tcpu\texit\ttimeout\tclock\trate\tspan\n' >"$lim_tsv"
 	: >"$checks"
 	: >"$notes"
 	: >"$lim_desc_tsv"
 	: >"$lim_notes"
+	printf 'cell\ttool\tendpoint\tideal\trequests\trefusals\tok\tmaxin\tspan\n' >"$lim_ep_tsv"
 }
 
 # cleanup: stop what still runs, remove the work directory unless kept

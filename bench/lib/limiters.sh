@@ -79,6 +79,7 @@ kv() {
 lim_n() {
 	local n
 	n=$(kv n "")
+	[ "$shape" != mix ] || n=$(mix_eps | awk '{ s += $2 } END { print s }')
 	if [ -n "$n" ]; then
 		echo "$n"
 		return
@@ -115,6 +116,9 @@ lim_desc() {
 	conc) s="concurrency cap $(kv max 1), answers in $(kv delay_ms 250) ms · $r r/s · —" ;;
 	quota) s="daily quota $(kv quota 1) over gcra · $r r/s · burst $b" ;;
 	drop) s="gcra dropping to $(kv to 1) r/s at $(kv at 5) s · $r r/s · burst $b" ;;
+	mix) s="four portals at once: gcra 20 r/s 429 Retry-After 1 s; sliding window 9/3 s 503; concurrency cap 5, answers in 250 ms, 429; gcra 3 r/s burst 10 429 · $(mix_eps | awk '{ printf "%s%s %d", (NR > 1 ? ", " : ""), $1, $2 }') documents"
+	   printf '%s' "$s"
+	   return ;;
 	nginx) s="nginx limit_req$( [ "$(kv nodelay 1)" = 1 ] && echo ' nodelay' || echo ', delaying') · $r r/s · burst $b" ;;
 	esac
 	[ "$clock" != pg ] || s="$s; 3 pipelines sharing PostgreSQL state"
@@ -134,6 +138,10 @@ lim_ideal() {
 		ideal=$(awk -v n="$n" -v r="$r" -v b="$b" -v nd="$(kv nodelay 1)" \
 		    'BEGIN { x = (nd == 1 ? n - 1 - b : n - 1) / r
 			printf "%.3f", x < 0 ? 0 : x }')
+		return
+	fi
+	if [ "$shape" = mix ]; then
+		mix_ideal
 		return
 	fi
 	if ! out=$("$mock" --ideal "$n" --scenario "$yaml" --endpoint lim \
@@ -172,6 +180,7 @@ lim_clock() {
 lim_tools() {
 	case $shape:$clock in
 	quota:*|drop:*) echo rfpipe ;;
+	mix:*) tools_with lim lim-real ;;
 	*:nginx|*:real) tools_with lim lim-real ;;
 	*:pg) if [ -n "$quick" ]; then echo rfpipe; else tools_with lim; fi ;;
 	*) tools_with lim ;;
@@ -185,6 +194,7 @@ lim_config() {
 	[ "$1" = rfpipe-told ] || return 0
 	case $shape in
 	conc) told=$here/scenarios/limiters/told-conc.yaml ;;
+	mix) told=$here/scenarios/limiters/told-mix.yaml ;;
 	fixed-*|sliding) bt=0 ;;
 	esac
 	render "$told" RATE="$r" BURST="$bt" MAX="$(kv max 1)" | sed '/^#/d'
@@ -198,7 +208,11 @@ lim_run() {
 	nginx) nginx_start "$d" "$r" "$b" "$(kv nodelay 1)" "$st" ;;
 	*) RFPIPE_TIME_SCALE=$sc start_mock "$yaml" "$d" ;;
 	esac
-	gen_inputs "$d" "$n" /lim/ lim doc-%d
+	if [ "$shape" = mix ]; then
+		gen_mix "$d"
+	else
+		gen_inputs "$d" "$n" /lim/ lim doc-%d
+	fi
 	lim_config "$t" >"$d/rfpipe.yaml"
 	if [ "$clock" = pg ]; then
 		lim_run_pg "$t" "$d"
@@ -228,6 +242,7 @@ lim_run() {
 		lim_rfpipe_notes "$t" "$d" "$dead"
 		;;
 	esac
+	[ "$shape" != mix ] || [ "$clock" = nginx ] || mix_notes "$t" "$d"
 	ms=$(awk -v e="$elapsed" -v s="$sc" 'BEGIN { printf "%.3f", e / s }')
 	span=$(lim_span "$d")
 	tsv_row "$lim_tsv" "$id" "$t" "$n" "$allowed" "$ideal" "$ms" "$sc" \
@@ -249,13 +264,13 @@ lim_span() {
 		} END { printf "%.3f", a == "" ? 0 : (b - a) / s }' \
 		    "$1/nginx/logs/access.log"
 	else
-		jq -rs --argjson s "$sc" --argjson dl "$(kv delay_ms 0)" '
+		jq -rs --argjson s "$sc" --argjson dl "$(lim_delays)" '
 		    [.[] | select(.kind == "request")] as $r |
 		    if ($r | length) == 0 then 0 else
 		    ($r | map(.t) | min) as $a |
 		    ([$r[] | select(.status >= 200 and .status < 300) |
-		    .t_answer] | max // $a) as $b |
-		    (($b - $a) / $s + $dl / 1000) * 1000 | round / 1000 end' \
+		    (.t_answer - $a) / $s + ($dl[.endpoint] // 0) / 1000] |
+		    max // 0) * 1000 | round / 1000 end' \
 		    "$1/mock.ndjson"
 	fi
 }
@@ -346,11 +361,26 @@ lim_table() {
 # refusals <= 5 % of requests, portal span <= 1.2 x ideal; told, no
 # refusal and <= 1.05 x ideal.  The span (lim_span) is judged, as it is
 # what the ideal measures; the makespan is shown beside it.  A span counts
-# only with every allowed document saved.
+# only with every allowed document saved.  A cell of several portals
+# (mix) is judged portal by portal, each on its own ideal
+# ($lim_ep_tsv): each portal's operator sees only their own refusals.
 lim_checks() {
 	awk -F'\t' '
 	function pf(c) { return c ? "PASS" : "FAIL" }
 	FNR == 1 { next }
+	FILENAME == ARGV[1] {
+		k = $1 SUBSEP $2; told = ($2 == "rfpipe-told")
+		lim = told ? 1.05 : 1.2
+		r = ($4 + 0 > 0) ? $9 / $4 : 1e9
+		okr = told ? ($6 + 0 == 0) : ($6 <= 0.05 * $5)
+		eps[k]++
+		if (!okr) epref[k]++
+		if (r > lim) epspan[k]++
+		epline[k] = epline[k] sprintf("%s%s %d/%d refused (%.1f %%), %.3f x %s", \
+		    eps[k] > 1 ? "; " : "", $3, $6, $5, $5 > 0 ? 100 * $6 / $5 : 0, \
+		    r, pf(okr && r <= lim))
+		next
+	}
 	$2 == "rfpipe" || $2 == "rfpipe-told" {
 		id = $1; t = $2; n = $3; al = $4; ideal = $5; ms = $6
 		rq = $8; rf = $9; sv = $10; dq = $12; ex = $14; tmo = $15
@@ -365,6 +395,11 @@ lim_checks() {
 		lim = told ? 1.05 : 1.2
 		c2 = told ? (rf + 0 == 0) : (rf <= 0.05 * rq)
 		c3 = all && ratio <= lim
+		k = id SUBSEP t
+		if (k in eps) {
+			c2 = !epref[k]
+			c3 = all && !epspan[k]
+		}
 		ok = all && c2 && c3
 		s = sprintf("%s %s, %s: saved %d of %d allowed %s", pf(ok), id,
 		    told ? "rfpipe, rate told" : "rfpipe (rate not told)", sv, al, pf(sa))
@@ -379,6 +414,8 @@ lim_checks() {
 		if (ratio > lim && rs + 0 <= lim)
 			rs = sprintf("%.5f", ratio)
 		s = s sprintf(" · portal span %s x ideal <= %s %s (makespan %.3f x)", rs, lim, pf(c3), wall)
+		if (k in eps)
+			s = s " · by portal, each on its own ideal: " epline[k]
 		if (ex ~ /timeout/)
 			s = s sprintf(" · STOPPED by the bench'"'"'s timeout after %d s (real)", tmo)
 		else if (ex ~ /killed|died/)
@@ -392,5 +429,97 @@ lim_checks() {
 			printf "rfpipe (rate not told): %d of %d cells meet every target\n", pass["rfpipe"], cells["rfpipe"]
 		if (cells["rfpipe-told"])
 			printf "rfpipe, rate told: %d of %d cells meet every target\n", pass["rfpipe-told"], cells["rfpipe-told"]
-	}' "$lim_tsv"
+	}' "$lim_ep_tsv" "$lim_tsv"
+}
+
+# mix_eps: the mix cell's endpoints and their documents, "EP N" a line,
+# from eps= in its extra field (EP:N joined by /).
+mix_eps() {
+	kv eps "" | tr / '\n' | awk -F: 'NF == 2 && $2 > 0 { print $1, $2 }'
+}
+
+# lim_delays: the mock's answer delay by endpoint, in ms, as a JSON
+# object: delay_ms= of the cell (its one endpoint, lim), or the mix's
+# delays= (EP:MS joined by /).
+lim_delays() {
+	if [ "$shape" = mix ]; then
+		kv delays "" | tr / '\n' | jq -Rn '[inputs | split(":") |
+		    select(length == 2) | {(.[0]): (.[1] | tonumber)}] | add // {}'
+	else
+		jq -n --argjson d "$(kv delay_ms 0)" '{lim: $d}'
+	fi
+}
+
+# mix_ideal: the mix cell's ideal and allowed: its endpoints' limiters are
+# apart, and -j 32 holds what each needs at once (the cap's 5 and one
+# each for the others), so the ideal is the slowest endpoint's own.
+mix_ideal() {
+	local ep k out i
+	ideal=0 allowed=0
+	while read -r ep k; do
+		if ! out=$("$mock" --ideal "$k" --scenario "$yaml" \
+		    --endpoint "$ep" --allowed 2>&1); then
+			echo "$id: rfp-mockportal --ideal failed for $ep: $out" >>"$lim_notes"
+			ideal=
+			return
+		fi
+		i=$(printf '%s\n' "$out" | awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9.]+$/) { print $i; exit } }')
+		ideal=$(awk -v a="$ideal" -v b="$i" 'BEGIN { printf "%.3f", (b > a ? b : a) }')
+		k=$(printf '%s\n' "$out" | awk -v k="$k" '$1 == "allowed" { k = $2 } END { print k }')
+		allowed=$((allowed + k))
+	done < <(mix_eps)
+}
+
+# gen_mix DIR: the mix cell's inputs, as gen_inputs writes them: each
+# endpoint's documents (EP-I at /EP/doc-I; as many as a cell of its
+# limiter alone has), interleaved in proportion, so that every portal has
+# work from the first line to the last.
+gen_mix() {
+	local d=$1
+	mix_eps | awk -v port="$port" -v d="$d" '
+	{ ep[NR] = $1; n[NR] = $2; tot += $2; m = NR }
+	END {
+		for (k = 1; k <= tot; k++) {
+			b = 0
+			for (e = 1; e <= m; e++)
+				if (c[e] < n[e] && (b == 0 ||
+				    (c[e] + 0.5) / n[e] < (c[b] + 0.5) / n[b]))
+					b = e
+			c[b]++
+			id = ep[b] "-" c[b]
+			url = "http://127.0.0.1:" port "/" ep[b] "/doc-" c[b]
+			printf "{\"id\":\"%s\",\"url\":\"%s\",\"endpoint\":\"%s\"}\n", \
+			    id, url, ep[b] > (d "/manifest.ndjson")
+			print id, url > (d "/list.txt")
+			printf "url = \"%s\"\noutput = \"out/%s\"\n", url, id > (d "/curl.cfg")
+			print id > (d "/all.ids")
+		}
+	}'
+	sort -o "$d/all.ids" "$d/all.ids"
+}
+
+# mix_notes TOOL DIR: the mix cell endpoint by endpoint, as the mock saw
+# it: a row of $lim_ep_tsv (requests, refusals, its span and its own
+# ideal, for lim_checks) and a line of the notes.
+mix_notes() {
+	local t=$1 d=$2 ep k i out row
+	while read -r ep k; do
+		out=$("$mock" --ideal "$k" --scenario "$yaml" --endpoint "$ep" 2>/dev/null) || continue
+		i=$(printf '%s\n' "$out" | awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9.]+$/) { print $i; exit } }')
+		row=$(jq -rs --arg ep "$ep" --argjson s "$sc" \
+		    --argjson dl "$(lim_delays)" '
+		    [.[] | select(.kind == "request")] as $all |
+		    ($all | map(.t) | min) as $a |
+		    [$all[] | select(.endpoint == $ep)] as $r |
+		    [$r[] | select(.status >= 200 and .status < 300)] as $ok |
+		    [($r | length), ([$r[] | select(.action == "rate_limited")] |
+		    length), ($ok | length), ([$r[].inflight] | max // 0),
+		    (([$ok[] | (.t_answer - $a) / $s + ($dl[$ep] // 0) / 1000] |
+		    max // 0) * 1000 | round / 1000)] | @tsv' "$d/mock.ndjson")
+		printf '%s\t%s\t%s\t%s\t%s\n' "$id" "$t" "$ep" "$i" "$row" >>"$lim_ep_tsv"
+		printf '%s\n' "$row" | awk -v id="$id" -v name="$(tool_name "$t" lim)" \
+		    -v ep="$ep" -v i="$i" '{
+			printf "%s, %s, endpoint %s: %d of %d requests through, %d refused (%.1f %%), at most %d in flight; span %.2f s = %.3f x its own ideal %s s\n", id, name, ep, $3, $1, $2, ($1 > 0 ? 100 * $2 / $1 : 0), $4, $5, (i > 0 ? $5 / i : 0), i
+		}' >>"$lim_notes"
+	done < <(mix_eps)
 }
