@@ -126,7 +126,10 @@ ring_push(struct lstate *st, double v)
 		st->cap = ncap;
 		st->head = 0;
 	}
-	st->ring[(st->head + st->n) % st->cap] = v;
+	/* In order: requests are judged as they arrived, decided as they may. */
+	for (i = st->n; i > 0 && ring_at(st, i - 1) > v; i--)
+		st->ring[(st->head + i) % st->cap] = ring_at(st, i - 1);
+	st->ring[(st->head + i) % st->cap] = v;
 	st->n++;
 }
 

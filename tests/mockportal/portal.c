@@ -61,6 +61,8 @@ struct portal {
 /* One request, from its request line to the completed callback. */
 struct req {
 	double		 t;		/* arrival, epoch seconds */
+	double		 t_mono;	/* ... and by clk_mono(), what the
+					   limiters judge it by */
 	char		*query;		/* raw, or NULL */
 	int		 started;	/* headers seen */
 	int		 counted;	/* holds a limits: slot until completed */
@@ -277,7 +279,7 @@ elapsed(struct portal *p, double now)
 	if (!p->begun && p->scen->epoch_first)
 		p->t0 = now;
 	p->begun = 1;
-	return now - p->t0;
+	return now > p->t0 ? now - p->t0 : 0;
 }
 
 /* Decide a scenario request's answer; mu held. */
@@ -290,7 +292,12 @@ decide(struct portal *p, struct req *rq, const char *path,
 	const struct script *sc;
 	const struct entry *e;
 	struct slot *ps;
-	double now = clk_mono(), el = elapsed(p, now), lt = el / clk_real(1);
+	/*
+	 * Judged as it arrived, as logged: the handler may run some
+	 * milliseconds later (its thread, the lock), and a request the
+	 * client spaced right was refused by the time it waited here.
+	 */
+	double now = rq->t_mono, el = elapsed(p, now), lt = el / clk_real(1);
 	size_t i;
 
 	ps = tab_get(&p->paths, path, 1);
@@ -873,6 +880,7 @@ uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
 	(void)cls;
 	rq = xcalloc(1, sizeof(*rq));
 	rq->t = clk_now();
+	rq->t_mono = clk_mono();
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	if (ci != NULL && (n = ci->socket_context) != NULL)
 		rq->conn_seq = ++*n;
