@@ -32,6 +32,8 @@
 #define LAG_MAX	0.005	/* real s: a longer way to the wire counts as this */
 #define LEASE_S	0.025	/* real s of sends a shared pace grants ahead */
 #define END_S	2.0	/* logical s of sends left: the work ends soon */
+#define FIRST_HOLD 0.5	/* logical s the sends after a told pace's first
+			   wait for its answer, at the most */
 #define NSB	9	/* ... this process's sends over it: 8 buckets, and one
 			   passing out of it */
 
@@ -63,6 +65,14 @@ struct ep {
 	long		 nready;	/* its jobs in the ready queue */
 	long		 nwait;		/* ... and held until a time */
 	double		 rate;		/* the pace last granted; 0: none */
+	/* A told strict rate (told_strict), on the wire: */
+	struct job	*first;		/* this process's first send, its
+					   answer awaited ... */
+	double		 first_hold;	/* ... until then, and once in, the
+					   next send not before then; 0: none */
+	int		 first_done;	/* the first send went */
+	double		 wrote_nb;	/* an interval after the last written:
+					   no send reaches the wire before */
 	int		 end_said;	/* its work's end told to the pace */
 	long		 sb[NSB];	/* its sends in the last END_S, by bucket */
 	long		 sb_at;		/* ... the newest bucket's number */
@@ -303,6 +313,17 @@ lease_trim(struct ep *e, double wire)
 }
 
 /*
+ * A rate told with no burst: a strict limit, whose sends must reach the
+ * wire spaced (a pace too fast for that is a free one).
+ */
+static int
+told_strict(const struct ep *e)
+{
+	return e->pace.rate > 0 && e->pace.rate < FREE_RATE &&
+	    e->pace.burst <= 1;
+}
+
+/*
  * Slot, pace, breaker, in that order; before them, a lease whose next send
  * is not due yet holds the endpoint without asking anything.  Returns 1
  * (go; *slot, *probe set), 0 (not yet: the endpoint is blocked until
@@ -320,6 +341,12 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	long want;
 
 	*probe = 0;
+	if (fmax(e->first_hold, e->wrote_nb) > now + e->lag) {
+		e->blocked_until = fmax(e->first_hold, e->wrote_nb) - e->lag;
+		e->paced = 1;
+		e->slotless = 0;
+		return 0;
+	}
 	if (e->lease)
 		lease_trim(e, now + e->lag);
 	if (e->lease && e->credit > 0 && e->due[e->idue] + e->drift > now +
@@ -435,6 +462,20 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	j->seq = grant_take(e);
 	j->granted = now;
 	/*
+	 * This process's first send at a told strict rate opens a
+	 * connection, and the portal may read it some milliseconds after it
+	 * was written (a thread started for the connection, a busy
+	 * machine): the next, written on time, reached the limit early and
+	 * was refused.  The portal has read it by the time it answers: the
+	 * next send waits for that answer, FIRST_HOLD at the most, and goes
+	 * a whole interval after it.
+	 */
+	if (!e->first_done && told_strict(e)) {
+		e->first_done = 1;
+		e->first = j;
+		e->first_hold = now + clk_real(FIRST_HOLD);
+	}
+	/*
 	 * Closed a moment ago (in this pass, or within FREE_S with no failure
 	 * or probe since): closed still, for this process.
 	 */
@@ -512,8 +553,15 @@ ep_served(struct ep *e, double now)
 void
 gate_answered(const struct xfer *x)
 {
+	struct ep *e = x->job->ep;
+
+	if (e->first == x->job) {
+		e->first = NULL;
+		e->first_hold = fmin(e->first_hold, x->t1 + 1 / e->pace.rate);
+		e->blocked_until = fmin(e->blocked_until, e->first_hold);
+	}
 	if (xfer_looks_ok(x))
-		ep_served(x->job->ep, clk_now());
+		ep_served(e, clk_now());
 }
 
 /* Bring e's send buckets to now: those older than END_S emptied. */
@@ -835,8 +883,17 @@ gate_done(struct ep *e)
 }
 
 long
-gate_wire_on(struct ep *e)
+gate_wire_on(struct ep *e, double t)
 {
+	/*
+	 * Written late (curl's turn, a busy loop), the next, on time, would
+	 * reach a strict limit early: 8 ms late at 20 r/s told, the next
+	 * came 49 ms after it and was refused.  The pace learns of the
+	 * write with the answer's news, up to FB_DEFER later, after the
+	 * next was granted.
+	 */
+	if (told_strict(e))
+		e->wrote_nb = fmax(e->wrote_nb, t + 1 / e->pace.rate);
 	return ++e->onwire;
 }
 

@@ -21,6 +21,33 @@ setup() {
 	    max <= 12' "$MOCK_LOG"
 }
 
+@test "pace: at a told rate, this process's second send waits for the first one's answer, but not for long" {
+	# The portal may read a new connection's first request late: the
+	# second, written on time, reached a strict limit early.  Portal a
+	# answers in 0.3 s: its second request comes after that answer.
+	# Portal b answers in 20 s: its second waits 0.5 s, not 20.
+	export RFPIPE_TIME_SCALE=0.1
+	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF'
+	routes:
+	  - {match: "/a/*", endpoint: a, delay_ms: 300}
+	  - {match: "/b/*", endpoint: b, delay_ms: 20000}
+	EOF
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	{ manifest /a 3 a; manifest /b 3 b; } >"$BATS_TEST_TMPDIR/m"
+	printf 'endpoints:\n  a: {rate: 20, burst: 0}\n  b: {rate: 20, burst: 0}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -0 pipeline.sh -q -j 8 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 6 ]
+	# The first two requests of each portal: when each came, and when
+	# the first was answered (the mock logs, then waits the delay).
+	run -0 jq -s -r '[.[] | select(.kind == "request")] | group_by(.endpoint)[] |
+	    sort_by(.t) | "\(.[0].endpoint) \(.[1].t - .[0].t) \(.[0].t_answer - .[0].t)"' "$MOCK_LOG"
+	echo "$output"
+	# a: 0.3 s scaled is 0.03 s; then 0.05 s scaled, an interval.
+	awk '$1 == "a" { exit !($2 >= $3 + 0.03 + 0.005 && $2 < 0.5) }' <<<"$output"
+	# b: its answer 2 s off, the hold 0.05 s from the first send's grant.
+	awk '$1 == "b" { exit !($2 < 1.0) }' <<<"$output"
+}
+
 @test "pace: after a SIGTERM mid-run, a re-run on the same run directory reaches the full ceiling again" {
 	printf 'routes:\n  - {match: "/slow/*", endpoint: slow, delay_ms: 5000}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	export RFPIPE_TIME_SCALE=0.05
