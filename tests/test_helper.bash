@@ -268,7 +268,7 @@ mock_release() {
 # the kill must land mid-run, or the test proves nothing.  While the mock
 # holds a request rfp-fetch waits for it, and every stage lives on.
 kill_stage_at() {
-	local pid=$1 stage=$2 p victim= parent
+	local pid=$1 stage=$2 p victim='' parent
 	mock_held 1 "${3:-20}" || return 1
 	# The stage itself, not a child it forked that has not yet exec'd
 	# (rfp-parse's parsers are rfp-parse until they are cat): the one
@@ -282,6 +282,8 @@ kill_stage_at() {
 	done
 	if [ -z "$victim" ]; then
 		echo "kill_stage_at: no rfp-$stage below $pid" >&2
+		# The whole tree, for the failure's output, kernel threads out.
+		# shellcheck disable=SC2009
 		ps -o pid,ppid,stat,etimes,args -e --forest | grep -v ' \[' >&2
 		mock_release
 		return 1
