@@ -169,8 +169,9 @@ void	gate_waiting(struct ep *e, long n);	/* its jobs held for a time, +n */
 int	gate_blocked(const struct ep *e, double now);
 long	gate_sent(struct ep *e);	/* one more in flight: how many now */
 void	gate_done(struct ep *e);	/* ... one less */
-long	gate_wire_on(struct ep *e, double t);	/* a request written at t:
-						   how many now */
+long	gate_wire_on(struct ep *e, double t, double granted);
+				/* a request written at t, let by at granted:
+				   how many now */
 void	gate_wire_off(struct ep *e);	/* ... answered, or ended unanswered */
 void	gate_free(void);
 

@@ -405,7 +405,8 @@ on_prereq(void *arg, char *rip, char *lip, int rport, int lport)
 	if (x->t_wrote == 0)
 		x->t_wrote = clk_now();
 	if (!x->on_wire) {
-		x->inflight = gate_wire_on(x->job->ep, x->t_wrote);
+		x->inflight = gate_wire_on(x->job->ep, x->t_wrote,
+		    x->job->granted);
 		x->on_wire = 1;
 	}
 	return CURL_PREREQFUNC_OK;
