@@ -617,3 +617,49 @@ rfp-sink: line 2: field "fate": not a string' ]
 	jq -e '.run.succeeded == 1 and .run.dead == 1 and .run.stray_lines == 2 and .totals.stray_lines == 2
 	    and .pending == 2 and .reconciled == true and .run.endpoints["(none)"].dead == 1' "$RD/summary.json"
 }
+
+@test "sink: dead.ndjson keeps an id's last letter, none of an id filed since, a key's last and every stray; with none to drop it is left as it was" {
+	# Three thousand letters of ids seen once: the screen that spares
+	# holding their ids must tell each of x, y and k1 from them.
+	{
+		seq 1 3000 | awk '{ printf "{\"id\":\"d%d\",\"fate\":\"dead\",\"dead_reason\":\"permanent\"}\n", $1 }'
+		echo '{"id":"x","fate":"dead","dead_reason":"exhausted"}'
+		echo '{"id":"y","fate":"dead","dead_reason":"exhausted"}'
+		echo '{"id":"z","fate":"dead","dead_reason":"bad_input","line_key":"k1","line":7}'
+		echo 'not json'
+	} >"$BATS_TEST_TMPDIR/1"
+	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$BATS_TEST_TMPDIR/1"
+	assert_success
+	[ "$(wc -l <"$RD/dead.ndjson")" -eq 3004 ]
+	# Each case on a copy of its own, so that none makes the others'
+	# compaction run.
+	cp -a "$RD" "$BATS_TEST_TMPDIR/x"
+	cp -a "$RD" "$BATS_TEST_TMPDIR/y"
+	cp -a "$RD" "$BATS_TEST_TMPDIR/k"
+	echo '{"id":"x","fate":"dead","dead_reason":"permanent"}' |
+	    rfp-sink -q --run-dir "$BATS_TEST_TMPDIR/x"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/x/dead.ndjson")" -eq 3004 ]
+	in_file "$BATS_TEST_TMPDIR/x/dead.ndjson" x '.dead_reason == "permanent"'
+	echo '{"id":"y","fate":"done","status":200}' |
+	    rfp-sink -q --run-dir "$BATS_TEST_TMPDIR/y"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/y/dead.ndjson")" -eq 3003 ]
+	[ "$(jq -s 'map(select(.id == "y")) | length' "$BATS_TEST_TMPDIR/y/dead.ndjson")" -eq 0 ]
+	echo '{"id":"z","fate":"dead","dead_reason":"bad_input","line_key":"k1","line":8}' |
+	    rfp-sink -q --run-dir "$BATS_TEST_TMPDIR/k"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/k/dead.ndjson")" -eq 3004 ]
+	[ "$(jq -s 'map(select(.line_key == "k1")) | map(.line)' -c "$BATS_TEST_TMPDIR/k/dead.ndjson")" = "[8]" ]
+	for d in x y k; do
+		[ "$(jq -s 'map(select(.raw == "not json")) | length' "$BATS_TEST_TMPDIR/$d/dead.ndjson")" -eq 1 ]
+	done
+	# New ids dead once and results of ids no letter has: nothing goes,
+	# and the file is not rewritten (the same inode).
+	ino=$(stat -c %i "$RD/dead.ndjson")
+	{
+		seq 1 500 | awk '{ printf "{\"id\":\"e%d\",\"fate\":\"dead\",\"dead_reason\":\"permanent\"}\n", $1 }'
+		seq 1 500 | awk '{ printf "{\"id\":\"f%d\",\"fate\":\"done\",\"status\":200}\n", $1 }'
+	} >"$BATS_TEST_TMPDIR/3"
+	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$BATS_TEST_TMPDIR/3"
+	assert_success
+	[ "$(wc -l <"$RD/dead.ndjson")" -eq 3504 ]
+	[ "$(stat -c %i "$RD/dead.ndjson")" = "$ino" ]
+}

@@ -2,6 +2,7 @@
 #include <sys/file.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,13 +36,13 @@ dead_hold(const char *rundir, char *err, size_t errlen)
 
 /*
  * Call fn for each line of path with its id and its line_key (each NULL
- * when it has none, or the line is not a record), read through v; an
- * absent file has no lines.  0, or -1 with errno.  With whole, a line
+ * when it has none, or the line is not a record), read through v, until
+ * fn returns nonzero; an absent file has no lines.  0, or -1 with errno.  With whole, a line
  * over the cap is an error (EFBIG): the reader keeps nothing of it, so a
  * rewrite would lose it.
  */
 static int
-each(const char *path, struct view *v, int whole, void (*fn)(const char *,
+each(const char *path, struct view *v, int whole, int (*fn)(const char *,
     size_t, const char *, const char *, void *), void *arg)
 {
 	struct rec_reader *r;
@@ -64,11 +65,10 @@ each(const char *path, struct view *v, int whole, void (*fn)(const char *,
 		}
 		if (rc != REC_LINE || len == 0)
 			continue;
-		if (view_open(v, line, len, NULL, 0) == 0)
-			fn(line, len, view_str(v, "id"), view_str(v,
-			    REC_LINE_KEY), arg);
-		else
-			fn(line, len, NULL, NULL, arg);
+		if (view_open(v, line, len, NULL, 0) == 0 ? fn(line, len,
+		    view_str(v, "id"), view_str(v, REC_LINE_KEY), arg) :
+		    fn(line, len, NULL, NULL, arg))
+			break;
 	}
 	rec_reader_free(r);
 	close(fd);
@@ -77,10 +77,10 @@ each(const char *path, struct view *v, int whole, void (*fn)(const char *,
 }
 
 /*
- * What the compaction holds: an entry per dead id, none per line or per
- * result (a million results once took 120 MiB).  The letters are read
- * once to count them, and again, only when some go, to rewrite, under
- * the exclusive lock.
+ * What the compaction holds when the screen below says some letter may
+ * go: an entry per dead id, none per line or per result (a million
+ * results once took 120 MiB).  The letters are read once to count them,
+ * and again, only when some go, to rewrite, under the exclusive lock.
  */
 struct letters {
 	json_t	*done;		/* ids of letters filed in results.ndjson */
@@ -99,7 +99,7 @@ struct letters {
  * It is kept by its key alone: the last letter of a key stays, whatever
  * results.ndjson or the letters of its id say of the id's first line.
  */
-static void
+static int
 note_dead(const char *line, size_t len, const char *id, const char *key,
     void *arg)
 {
@@ -114,6 +114,7 @@ note_dead(const char *line, size_t len, const char *id, const char *key,
 	else
 		l->anon++;
 	l->n++;
+	return 0;
 }
 
 /*
@@ -121,7 +122,7 @@ note_dead(const char *line, size_t len, const char *id, const char *key,
  * the dead letters, not with the results (a million of them once took
  * 120 MiB).
  */
-static void
+static int
 note_done(const char *line, size_t len, const char *id, const char *key,
     void *arg)
 {
@@ -132,13 +133,14 @@ note_done(const char *line, size_t len, const char *id, const char *key,
 	(void)key;
 	if (id != NULL && json_object_get(l->last, id) != NULL)
 		json_object_set_new(l->done, id, json_true());
+	return 0;
 }
 
 /*
  * Letter number l->n, written to l->out when it stays: no later letter has
  * its line_key; without one, no result has its id and no later letter does.
  */
-static void
+static int
 sift(const char *line, size_t len, const char *id, const char *key,
     void *arg)
 {
@@ -156,6 +158,138 @@ sift(const char *line, size_t len, const char *id, const char *key,
 	if (stays && l->err == 0 && (rec_write_all(l->out, line, len) == -1 ||
 	    rec_write_all(l->out, "\n", 1) == -1))
 		l->err = errno;
+	return 0;
+}
+
+/*
+ * Before any of that, a screen that holds a few bits a letter, not an
+ * entry an id: a Bloom filter of the letters' ids and keys.  A letter
+ * whose id or key the filter has already seen, or a result whose id it
+ * has, may make a letter go; with none, none goes, and the compaction
+ * is done without holding the ids.  A false alarm (about 2e-9 a look)
+ * only costs the exact passes.
+ */
+#define SCREEN_BITS	48	/* bits a letter */
+#define SCREEN_K	16	/* bits a name */
+
+struct screen {
+	uint64_t *w;
+	uint64_t  m;		/* bits */
+	int	  maybe;	/* a letter may go */
+};
+
+/* Lines of path (the last perhaps unterminated), or -1 with errno. */
+static long
+count_lines(const char *path)
+{
+	char buf[65536], *p, *end;
+	ssize_t k;
+	long n = 0;
+	int fd, last = '\n';
+
+	if ((fd = files_open(path, O_RDONLY, 0)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	while ((k = read(fd, buf, sizeof(buf))) > 0) {
+		for (p = buf, end = buf + k; (p = memchr(p, '\n', end - p));
+		    p++)
+			n++;
+		last = buf[k - 1];
+	}
+	if (k == -1) {
+		k = errno;
+		close(fd);
+		errno = k;
+		return -1;
+	}
+	close(fd);
+	return n + (last != '\n');
+}
+
+/*
+ * Set the bits of name, tagged (an id and a key are not one name), or
+ * with set 0 only look: 1 when they were all set already.
+ */
+static int
+screen_mark(struct screen *s, char tag, const char *name, int set)
+{
+	uint64_t h1 = 14695981039346656037ULL, h2, bit;
+	const unsigned char *c = (const unsigned char *)name;
+	int i, had = 1;
+
+	h1 = (h1 ^ (unsigned char)tag) * 1099511628211ULL;
+	for (; *c != '\0'; c++)
+		h1 = (h1 ^ *c) * 1099511628211ULL;
+	/* The second hash, a mix of the first (splitmix64's finaliser). */
+	h2 = h1 ^ (h1 >> 30);
+	h2 *= 0xbf58476d1ce4e5b9ULL;
+	h2 ^= h2 >> 27;
+	h2 *= 0x94d049bb133111ebULL;
+	h2 ^= h2 >> 31;
+	h2 |= 1;
+	for (i = 0; i < SCREEN_K; i++) {
+		bit = (h1 + (uint64_t)i * h2) % s->m;
+		if (!(s->w[bit / 64] & (1ULL << (bit % 64)))) {
+			had = 0;
+			if (!set)
+				break;
+			s->w[bit / 64] |= 1ULL << (bit % 64);
+		}
+	}
+	return had;
+}
+
+static int
+screen_dead(const char *line, size_t len, const char *id, const char *key,
+    void *arg)
+{
+	struct screen *s = arg;
+
+	(void)line;
+	(void)len;
+	if (key != NULL)
+		s->maybe |= screen_mark(s, 'k', key, 1);
+	else if (id != NULL)
+		s->maybe |= screen_mark(s, 'i', id, 1);
+	return s->maybe;
+}
+
+static int
+screen_done(const char *line, size_t len, const char *id, const char *key,
+    void *arg)
+{
+	struct screen *s = arg;
+
+	(void)line;
+	(void)len;
+	(void)key;
+	if (id != NULL)
+		s->maybe |= screen_mark(s, 'i', id, 0);
+	return s->maybe;
+}
+
+/*
+ * 1 when a letter of dead may go, 0 when none can, -1 with errno.  Its
+ * memory is SCREEN_BITS / 8 bytes a letter.
+ */
+static int
+screen(const char *dead, const char *done, struct view *v)
+{
+	struct screen s;
+	long n;
+	int rc = -1;
+
+	if ((n = count_lines(dead)) == -1)
+		return -1;
+	if (n == 0)
+		return 0;
+	memset(&s, 0, sizeof(s));
+	s.m = ((uint64_t)n * SCREEN_BITS + 63) / 64 * 64;
+	s.w = xcalloc(s.m / 64, sizeof(*s.w));
+	if (each(dead, v, 1, screen_dead, &s) == 0 && (s.maybe ||
+	    each(done, v, 0, screen_done, &s) == 0))
+		rc = s.maybe;
+	free(s.w);
+	return rc;
 }
 
 long
@@ -178,6 +312,14 @@ dead_compact(const char *rundir, int fd, char *err, size_t errlen)
 		dropped = errno == EWOULDBLOCK ? 0 : -1;
 		if (dropped == -1)
 			snprintf(err, errlen, "lock: %s", strerror(errno));
+		goto out;
+	}
+	switch (screen(dead, done, l.v)) {
+	case -1:
+		snprintf(err, errlen, "read: %s", strerror(errno));
+		dropped = -1;
+		goto out;
+	case 0:
 		goto out;
 	}
 	/* The letters first: only their ids are looked for in the results. */
