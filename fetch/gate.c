@@ -404,9 +404,12 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			 * Asked for when the sends will reach the wire, not
 			 * for now: the pace spaces what the portal sees.
 			 */
+			/* The first send's answer holds every process's next. */
+			e->pace.first = !e->first_done && told_strict(e);
 			if (pace_take_n(fo->run_dir, e->name, &e->pace,
 			    now + e->lag, want, &g, err, sizeof(err)) == -1)
 				state_fail(err);
+			e->pace.first = 0;
 			if (g.quota_until > 0) {
 				gate_give(e, *slot);
 				quota_kill(j, g.quota_until);
@@ -557,6 +560,7 @@ gate_answered(const struct xfer *x)
 
 	if (e->first == x->job) {
 		e->first = NULL;
+		e->fb_now = 1;	/* the shared pace holds other processes */
 		e->first_hold = fmin(e->first_hold, x->t1 + 1 / e->pace.rate);
 		e->blocked_until = fmin(e->blocked_until, e->first_hold);
 	}

@@ -255,3 +255,29 @@ retry_place() {
 	[ -n "$probes" ]
 	[ "$(jq -r 'select(.t == "req" and .breaker == "half_open" and .attempt != 1) | .id' "$RUN/logs/attempts.ndjson" | wc -l)" -eq 0 ]
 }
+
+@test "pace: at a told rate, another process's first send also waits for the answer to the first send of all" {
+	# Two pipelines on one run directory share the pace.  The first
+	# send of all opens a connection the portal may read late; the next,
+	# the other process's first, must not go before its answer (in
+	# 0.45 s, under the hold's half second) either.  In real time: a
+	# told rate collapsed to hundreds a second is no strict one.
+	export RFPIPE_TIME_SCALE=1
+	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF2'
+	routes:
+	  - {match: "/a/*", endpoint: a, delay_ms: 450}
+	EOF2
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /a 3 a >"$BATS_TEST_TMPDIR/m1"
+	manifest /a 3 a | sed 's/"id":"a-/"id":"b-/' >"$BATS_TEST_TMPDIR/m2"
+	printf 'endpoints:\n  a: {rate: 20, burst: 0}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	pipeline.sh -q -j 4 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m1" &
+	p1=$!
+	run -0 pipeline.sh -q -j 4 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m2"
+	wait "$p1"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 6 ]
+	run -0 jq -s -r '[.[] | select(.kind == "request")] | sort_by(.t) |
+	    "\(.[1].t - .[0].t) \(.[0].t_answer - .[0].t)"' "$MOCK_LOG"
+	echo "$output"
+	awk '{ exit !($1 >= $2 + 0.44) }' <<<"$output"
+}

@@ -88,6 +88,8 @@
 				   lost 3 % to what 1 ms covers */
 #define SLACK		0.002	/* real seconds a very fast send may come early */
 #define FIRST_LATE	0.005	/* real seconds the first send may arrive late */
+#define FIRST_HOLD	0.5	/* logical s a process's first send at a told
+				   strict pace holds the next grant at most */
 #define LATE_J		0.0005	/* real seconds a told pace's send may be
 				   granted after its time and keep to it */
 #define LEASE_MIN	8	/* sends a lease holds at the least: a slower
@@ -174,6 +176,10 @@ struct pst {
 	double	u_ok;		/* ... and the successes by then */
 	double	l_end;		/* the last lease's end, lateness and all: no
 				   send is granted before it */
+	double	f_seq;		/* the grant of a process's first send at a
+				   told strict pace, not yet answered; -1 */
+	double	f_until;	/* ... no grant after it before its answer,
+				   nor after this */
 };
 
 #define F(f)	{ #f, offsetof(struct pst, f) }
@@ -190,7 +196,7 @@ static const struct {
 	F(p_at), F(p_seq), F(p_ok), F(p_min), F(p_held),
 	F(c_ok), F(c_ref), F(k_rate), F(k_seq), F(k_at), F(k_ok), F(k_ref),
 	F(k_cuts), F(nz), F(r_bits), F(r_n), F(r_noise), F(u_at), F(u_ok),
-	F(l_end)
+	F(l_end), F(f_seq), F(f_until)
 };
 #undef F
 #define NFIELDS	(sizeof(fields) / sizeof(fields[0]))
@@ -242,6 +248,7 @@ init(struct pst *p, const struct pace_cfg *c)
 	p->rl_rem = -1;
 	p->rl_tseq = -1;
 	p->rl_min = -1;
+	p->f_seq = -1;
 	if (c->rate > 0) {
 		p->paced = 1;
 		p->rate = told(c);
@@ -642,6 +649,26 @@ take(struct pst *p, struct op *o)
 	}
 	iv = p->paced ? 1.0 / p->rate : 0;
 	/*
+	 * A process's first send at a told strict pace opened a connection,
+	 * and the portal may read it milliseconds after it was written (a
+	 * thread started for the connection, a busy machine): the next send,
+	 * another process's perhaps, written on time, reached the limit
+	 * early (three pipelines told 20/s: the second request of all came
+	 * 42 ms after the first, and was refused).  The portal has read it
+	 * by the time it answers: no grant until then, FIRST_HOLD at most,
+	 * and the next an interval after the answer (feedback).
+	 */
+	if (p->f_seq >= 0 && (o->now >= p->f_until || p->f_until - o->now >
+	    clk_real(FIRST_HOLD) + L_END_MAX))
+		p->f_seq = -1;
+	if (p->f_seq >= 0) {
+		g->wait = iv > 0 ? fmin(p->f_until - o->now, iv) :
+		    p->f_until - o->now;
+		g->rate = p->paced ? p->rate : 0;
+		g->counted = p->rl_left >= 0;
+		return;
+	}
+	/*
 	 * No hold (HOLD_MAX doublings), burst or lease puts the next send
 	 * further off than this; one that is was written by a host whose
 	 * clock runs ahead, or by hand, and the pace sat with nothing in
@@ -733,6 +760,11 @@ take(struct pst *p, struct op *o)
 	if (ahead > 0 && g->granted > 0) {
 		p->tat += g->late;
 		p->l_end = p->tat;
+	}
+	if (o->c->first && g->granted > 0 && told(o->c) > 0 &&
+	    o->c->burst <= 1) {
+		p->f_seq = (double)g->seq;
+		p->f_until = g->due[0] + clk_real(FIRST_HOLD);
 	}
 	g->rate = p->paced ? p->rate : 0;
 	g->counted = p->rl_left >= 0;
@@ -1326,6 +1358,12 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 
 	if (p->t_first == 0)
 		p->t_first = e->now;
+	/* The answer to a process's first send: the portal has read it. */
+	if (p->f_seq >= 0 && e->seq >= 0 && (double)e->seq == p->f_seq) {
+		p->f_seq = -1;
+		if (p->paced && p->rate > 0)
+			p->tat = fmax(p->tat, e->now + 1 / p->rate);
+	}
 	/*
 	 * The send went out when it was written, not when it was granted:
 	 * a send that left late (a lock waited for, a loop turn, a new

@@ -58,6 +58,11 @@ struct pace_cfg {
 				   granted too, each with its time, when the
 				   pace is fast enough for 8 of them; 0: only
 				   sends due now */
+	int	first;		/* this ask is the caller's first to the
+				   endpoint: at a told rate with no burst, no
+				   grant after its first send (another
+				   process's included) until that send is
+				   answered, half a logical second at most */
 };
 
 #define PACE_LEASE_MAX	64	/* sends one grant holds at most */

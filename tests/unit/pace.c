@@ -242,7 +242,7 @@ report(const char *what, const struct out *o, double ideal)
 static void
 strict(const char *ep, double rate, long most)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 	char what[64];
@@ -261,7 +261,7 @@ strict(const char *ep, double rate, long most)
 static void
 limiters(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 }, told = { 20, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 }, told = { 20, 0, 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o, e;
 
@@ -425,7 +425,7 @@ static struct out
 drop_sim(const char *ep, double from, double to, long n, double lat,
     double ideal)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 	char what[64];
@@ -448,7 +448,7 @@ drop_sim(const char *ep, double from, double to, long n, double lat,
 static void
 shapes(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 }, told = { 100, 10, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 }, told = { 100, 10, 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 
@@ -580,7 +580,7 @@ shapes(void)
 static void
 noise(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 	static const double shares[] = { 0.03, 0.1, 0.2 };
 	struct lim l;
 	struct out o;
@@ -627,7 +627,7 @@ noise(void)
 static void
 told_floor(void)
 {
-	struct pace_cfg told = { 20, 0, 0, 0, 0, 0 };
+	struct pace_cfg told = { 20, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -683,6 +683,49 @@ told_floor(void)
 	    sizeof(err));
 	ok(g.granted == 1 && fabs(g.wait - (1 / 20.0 + 0.001)) < 1e-6,
 	    "... and after the second, in %.4f s", g.wait);
+
+	/*
+	 * A process's first send holds every grant after it, another
+	 * process's too, until its answer (then an interval after it), and
+	 * half a second at the most.
+	 */
+	told.first = 1;
+	pace_take_n(NULL, "told-hold", &told, t, 1, &g, err, sizeof(err));
+	told.first = 0;
+	memset(&e, 0, sizeof(e));
+	e.retry_after = -1;
+	e.ev = PACE_OK, e.seq = g.seq, e.inflight = 1;
+	pace_take_n(NULL, "told-hold", &told, t + 0.1, 1, &g, err, sizeof(err));
+	ok(g.granted == 0 && g.wait > 0 && g.wait <= 1 / 20.0 + 0.001 + 1e-9,
+	    "told 20/s: after a process's first send, no grant 0.1 s on "
+	    "(asked again in %.4f s)", g.wait);
+	e.sent_at = t, e.now = t + 0.3;
+	pace_feedback_n(NULL, "told-hold", &told, &e, 1, NULL, err,
+	    sizeof(err));
+	pace_take_n(NULL, "told-hold", &told, t + 0.3, 1, &g, err, sizeof(err));
+	ok(g.granted == 0 && fabs(g.wait - (1 / 20.0 + 0.001)) < 1e-6,
+	    "... its answer at 0.3 s: the next an interval after (%.4f s)",
+	    g.wait);
+	pace_take_n(NULL, "told-hold", &told, t + 0.3 + g.wait, 1, &g, err,
+	    sizeof(err));
+	ok(g.granted == 1, "... and granted then");
+	told.first = 1;
+	pace_take_n(NULL, "told-hold-max", &told, t, 1, &g, err, sizeof(err));
+	told.first = 0;
+	pace_take_n(NULL, "told-hold-max", &told, t + 0.499, 1, &g, err,
+	    sizeof(err));
+	ok(g.granted == 0, "unanswered, still held at 0.499 s");
+	pace_take_n(NULL, "told-hold-max", &told, t + 0.5, 1, &g, err,
+	    sizeof(err));
+	ok(g.granted == 1, "... and not at 0.5 s");
+	told.burst = 10;
+	told.first = 1;
+	pace_take_n(NULL, "told-hold-burst", &told, t, 1, &g, err, sizeof(err));
+	told.first = 0;
+	pace_take_n(NULL, "told-hold-burst", &told, t + 0.1, 1, &g, err,
+	    sizeof(err));
+	ok(g.granted == 1, "with a burst told, nothing is held");
+	told.burst = 0;
 
 	/*
 	 * A send written 3 ms after its grant holds the next a whole
@@ -743,7 +786,7 @@ told_floor(void)
 static void
 floor_start(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -777,7 +820,7 @@ floor_start(void)
 static void
 shared_start(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant a, b, c, g;
 	struct pace_ev e;
 	char err[256];
@@ -829,7 +872,7 @@ bursts(void)
 	} c[] = {
 		{ 1, 60, 75, 0.30 }, { 3, 60, 105, 0.16 },
 	};
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 	char ep[64];
@@ -858,7 +901,7 @@ bursts(void)
 static void
 stale(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct lim l;
 	struct out o, fresh;
@@ -922,7 +965,7 @@ stale(void)
 static void
 learn(const char *ep, double t)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -946,7 +989,7 @@ learn(const char *ep, double t)
 static double
 rate_at(const char *ep, double t)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	char err[256];
 
@@ -1094,7 +1137,7 @@ inherited(void)
 static void
 quota(void)
 {
-	struct pace_cfg c = { 0, 0, 3600, 0, 0, 0 };
+	struct pace_cfg c = { 0, 0, 3600, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -1126,7 +1169,7 @@ quota(void)
 static void
 cap_fast(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -1172,8 +1215,8 @@ cap_fast(void)
 static void
 window_told(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
-	struct pace_cfg told = { 20, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg told = { 20, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e[2];
 	char err[256];
@@ -1206,7 +1249,7 @@ window_told(void)
 static void
 ending_start(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -1247,7 +1290,7 @@ ratelimit(void)
 	 * A told concurrency of 4096: the window starts there, so a take may
 	 * grant 10 or 40.
 	 */
-	struct pace_cfg c = { 0, 0, 0, T0 + 100, 4096, 0 };
+	struct pace_cfg c = { 0, 0, 0, T0 + 100, 4096, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -1382,7 +1425,7 @@ ratelimit(void)
 
 /* rl_order's answers: a success or another (PACE_INFO) saying rem left. */
 static struct pace_ev rlo_e;
-static const struct pace_cfg rlo_c = { 0, 0, 0, 0, 4096, 0 };
+static const struct pace_cfg rlo_c = { 0, 0, 0, 0, 4096, 0, 0 };
 
 static void
 rlo_ans(const char *ep, long seq, double now, long rem, double reset,
@@ -1485,7 +1528,7 @@ rl_order(void)
 static double
 heard_window(const char *ep, double t)
 {
-	struct pace_cfg c = { 0, 0, 0, 0, 4096, 0 };
+	struct pace_cfg c = { 0, 0, 0, 0, 4096, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -1514,7 +1557,7 @@ heard_window(const char *ep, double t)
 static void
 reset_heard(void)
 {
-	struct pace_cfg c = { 0, 0, 0, 0, 4096, 0 };
+	struct pace_cfg c = { 0, 0, 0, 0, 4096, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -1588,7 +1631,7 @@ reset_heard(void)
 static void
 quiet_then_window(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	double t = T0, t1, ws, w0 = -1;
@@ -1636,7 +1679,7 @@ quiet_then_window(void)
 static void
 reset_bound(void)
 {
-	struct pace_cfg c = { 0, 0, 3600, 0, 0, 0 };
+	struct pace_cfg c = { 0, 0, 3600, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256] = "", *path;
@@ -1690,7 +1733,7 @@ reset_bound(void)
 static int
 refused(const char *text, char *err, size_t errlen)
 {
-	struct pace_cfg c = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg c = { 0, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 
 	put_state("bad", text);
@@ -1772,7 +1815,7 @@ put_shared(const char *ep, const char *fields)
 static double
 answer_n(const char *ep, double t, int n, int slow)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -1798,7 +1841,7 @@ answer_n(const char *ep, double t, int n, int slow)
 static void
 out_of_reach(void)
 {
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	char *text, err[256];
 	double r, t;
@@ -1859,7 +1902,7 @@ out_of_reach(void)
 static long
 cap_rounds(const char *ep, int busy)
 {
-	struct pace_cfg c = { 0, 0, 0, 0, 16, 0 };
+	struct pace_cfg c = { 0, 0, 0, 0, 16, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
@@ -1892,7 +1935,7 @@ cap_rounds(const char *ep, int busy)
 static void
 told_conc(void)
 {
-	struct pace_cfg c = { 0, 0, 0, 0, 16, 0 };
+	struct pace_cfg c = { 0, 0, 0, 0, 16, 0, 0 };
 	struct pace_grant g;
 	char err[256];
 	long w;
@@ -1914,7 +1957,7 @@ told_conc(void)
 static void
 batch(void)
 {
-	struct pace_cfg c = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg c = { 0, 0, 0, 0, 0, 0, 0 };
 	struct pace_ev ev[40];
 	json_t *a, *b;
 	char *pa, *pb, err[256];
@@ -1957,7 +2000,7 @@ batch(void)
 static void
 lease_hosts(void)
 {
-	struct pace_cfg c = { 400, 0, 0, 0, 0, 0.025 };
+	struct pace_cfg c = { 400, 0, 0, 0, 0, 0.025, 0 };
 	struct pace_grant g;
 	double next[3] = { T0, T0 + 1e-4, T0 + 2e-4 }, t = T0;
 	long sends = 0, least = PACE_LEASE_MAX, k, h;
@@ -1995,7 +2038,7 @@ lease_hosts(void)
 static void
 quiet_wait(void)
 {
-	struct pace_cfg c = { 400, 0, 0, 0, 0, 0.025 };
+	struct pace_cfg c = { 400, 0, 0, 0, 0, 0.025, 0 };
 	struct pace_grant g, h;
 	struct stat a, b, d;
 	char err[256], *path = xasprintf("%s/state/rate/quiet.json", dir);
@@ -2026,7 +2069,7 @@ quiet_wait(void)
 static void
 lease(void)
 {
-	struct pace_cfg c = { 400, 0, 0, 0, 0, 0.025 };
+	struct pace_cfg c = { 400, 0, 0, 0, 0, 0.025, 0 };
 	struct pace_grant g, h;
 	struct pace_ev e;
 	char err[256];
@@ -2115,7 +2158,7 @@ explore(void)
 {
 	static const double rates[] = { 1, 3, 5, 7, 10, 20, 50, 100 };
 	static const long bursts[] = { 0, 10, 60 };
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 	char ep[64];
@@ -2146,7 +2189,7 @@ static void
 explore_noise(void)
 {
 	static const double rates[] = { 3, 20, 50 }, shares[] = { 0, 0.03, 0.1 };
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
 	char ep[64];
@@ -2220,7 +2263,7 @@ main(void)
 		return 0;
 	}
 	if (getenv("PACE_EXPLORE") != NULL && strcmp(getenv("PACE_EXPLORE"), "conc") == 0) {
-		struct pace_cfg none = { 0, 0, 0, 0, 0, 0 };
+		struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
 		struct lim l;
 		struct out o;
 		memset(&l, 0, sizeof(l));
