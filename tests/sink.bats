@@ -489,7 +489,7 @@ slow_input() {
 	assert_success
 	[ "$(wc -l <"$RD/dead.ndjson")" -eq 3 ]
 	[ "$(head -n 1 "$RD/dead.ndjson" | jq -r '.id + " " + .dead_reason')" = "a bad_input" ]
-	grep -q 'dead.ndjson: read: File too large; left as it was' <<<"$stderr"
+	grep -q 'dead.ndjson: read [^ ]*/dead.ndjson: File too large; left as it was' <<<"$stderr"
 }
 
 @test "sink: a FIFO at dead.ndjson.compact does not hold the compaction" {
@@ -662,4 +662,19 @@ rfp-sink: line 2: field "fate": not a string' ]
 	assert_success
 	[ "$(wc -l <"$RD/dead.ndjson")" -eq 3504 ]
 	[ "$(stat -c %i "$RD/dead.ndjson")" = "$ino" ]
+}
+
+@test "sink: a FIFO where dead.ndjson or results.ndjson should be is named at the end, not waited on" {
+	mkdir -p "$RD"
+	mkfifo "$RD/dead.ndjson"
+	run --separate-stderr timeout -k 1 10 rfp-sink -q --run-dir "$RD" </dev/null
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"read $RD/dead.ndjson: not a regular file; left as it was"* ]]
+	rm -rf "$RD"
+	mkdir -p "$RD"
+	mkfifo "$RD/results.ndjson"
+	run --separate-stderr timeout -k 1 10 rfp-sink -q --run-dir "$RD" <<<'{"id":"a","fate":"dead","dead_reason":"permanent"}'
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"read $RD/results.ndjson: not a regular file; left as it was"* ]]
+	[ "$(wc -l <"$RD/dead.ndjson")" -eq 1 ]
 }

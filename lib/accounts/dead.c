@@ -41,6 +41,8 @@ dead_hold(const char *rundir, char *err, size_t errlen)
  * over the cap is an error (EFBIG): the reader keeps nothing of it, so a
  * rewrite would lose it.
  */
+static const char *unread;	/* the file each() last failed on */
+
 static int
 each(const char *path, struct view *v, int whole, int (*fn)(const char *,
     size_t, const char *, const char *, void *), void *arg)
@@ -51,7 +53,9 @@ each(const char *path, struct view *v, int whole, int (*fn)(const char *,
 	long lineno;
 	int fd, rc, e = 0;
 
-	if ((fd = files_open(path, O_RDONLY, 0)) == -1)
+	/* Never waiting on a FIFO planted where the file should be. */
+	unread = path;
+	if ((fd = files_open_read(path)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	r = rec_reader_new(fd, REC_STREAM_MAX);
 	while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF) {
@@ -187,7 +191,9 @@ count_lines(const char *path)
 	long n = 0;
 	int fd, last = '\n';
 
-	if ((fd = files_open(path, O_RDONLY, 0)) == -1)
+	/* Never waiting on a FIFO planted where the file should be. */
+	unread = path;
+	if ((fd = files_open_read(path)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	while ((k = read(fd, buf, sizeof(buf))) > 0) {
 		for (p = buf, end = buf + k; (p = memchr(p, '\n', end - p));
@@ -316,7 +322,8 @@ dead_compact(const char *rundir, int fd, char *err, size_t errlen)
 	}
 	switch (screen(dead, done, l.v)) {
 	case -1:
-		snprintf(err, errlen, "read: %s", strerror(errno));
+		snprintf(err, errlen, "read %s: %s", unread, errno ==
+		    EINVAL ? "not a regular file" : strerror(errno));
 		dropped = -1;
 		goto out;
 	case 0:
@@ -325,7 +332,8 @@ dead_compact(const char *rundir, int fd, char *err, size_t errlen)
 	/* The letters first: only their ids are looked for in the results. */
 	if (each(dead, l.v, 1, note_dead, &l) == -1 ||
 	    each(done, l.v, 0, note_done, &l) == -1) {
-		snprintf(err, errlen, "read: %s", strerror(errno));
+		snprintf(err, errlen, "read %s: %s", unread, errno ==
+		    EINVAL ? "not a regular file" : strerror(errno));
 		dropped = -1;
 		goto out;
 	}
