@@ -659,7 +659,7 @@ take(struct pst *p, struct op *o)
 	 * and the next an interval after the answer (feedback).
 	 */
 	if (p->f_seq >= 0 && (o->now >= p->f_until || p->f_until - o->now >
-	    clk_real(FIRST_HOLD) + L_END_MAX))
+	    clk_real(FIRST_HOLD) + o->c->lease + SLACK))
 		p->f_seq = -1;
 	if (p->f_seq >= 0) {
 		g->wait = iv > 0 ? fmin(p->f_until - o->now, iv) :

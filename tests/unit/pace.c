@@ -2244,6 +2244,39 @@ explore_drop(void)
 	}
 }
 
+/*
+ * A first send's hold read from the state holds no longer than it could
+ * have been set for: one written further off (by hand, or by a host whose
+ * clock runs ahead) is dropped.
+ */
+static void
+hold_bound(void)
+{
+	struct pace_cfg told = { 20, 0, 0, 0, 0, 0, 0 };
+	struct pace_grant g;
+	char *text, err[256];
+	double t = T0 + 2;
+
+	text = xasprintf("{\"paced\": 1, \"rate\": 19.6, \"tat\": %.3f, "
+	    "\"takes\": 1, \"f_seq\": 0, \"f_until\": %.3f, \"seen\": %.3f, "
+	    "\"users\": {\"1@elsewhere.invalid\": %.3f}}\n", t, t + 0.4,
+	    t, t);
+	put_state("hold-near", text);
+	free(text);
+	pace_take_n(dir, "hold-near", &told, t, 1, &g, err, sizeof(err));
+	ok(g.granted == 0, "a first send's hold 0.4 s off, from the state, "
+	    "holds");
+	text = xasprintf("{\"paced\": 1, \"rate\": 19.6, \"tat\": %.3f, "
+	    "\"takes\": 1, \"f_seq\": 0, \"f_until\": %.3f, \"seen\": %.3f, "
+	    "\"users\": {\"1@elsewhere.invalid\": %.3f}}\n", t, t + 0.6,
+	    t, t);
+	put_state("hold-far", text);
+	free(text);
+	pace_take_n(dir, "hold-far", &told, t, 1, &g, err, sizeof(err));
+	ok(g.granted == 1, "one 0.6 s off, more than it could have been set "
+	    "for, is dropped");
+}
+
 int
 main(void)
 {
@@ -2299,6 +2332,7 @@ main(void)
 	shared_start();
 	bursts();
 	stale();
+	hold_bound();
 	inherited();
 	quota();
 	reset_bound();
