@@ -37,9 +37,9 @@ dead_hold(const char *rundir, char *err, size_t errlen)
 /*
  * Call fn for each line of path with its id and its line_key (each NULL
  * when it has none, or the line is not a record), read through v, until
- * fn returns nonzero; an absent file has no lines.  0, or -1 with errno.  With whole, a line
- * over the cap is an error (EFBIG): the reader keeps nothing of it, so a
- * rewrite would lose it.
+ * fn returns nonzero; an absent file has no lines.  0, or -1 with
+ * errno.  With whole, a line over the cap is an error (EFBIG): the reader
+ * keeps nothing of it, so a rewrite would lose it.
  */
 static const char *unread;	/* the file each() last failed on */
 
