@@ -32,8 +32,6 @@
 #define LAG_MAX	0.005	/* real s: a longer way to the wire counts as this */
 #define LEASE_S	0.025	/* real s of sends a shared pace grants ahead */
 #define END_S	2.0	/* logical s of sends left: the work ends soon */
-#define FIRST_HOLD 0.5	/* logical s the sends after a told pace's first
-			   wait for its answer, at the most */
 #define NSB	9	/* ... this process's sends over it: 8 buckets, and one
 			   passing out of it */
 
@@ -67,10 +65,8 @@ struct ep {
 	double		 rate;		/* the pace last granted; 0: none */
 	/* A told strict rate (told_strict), on the wire: */
 	struct job	*first;		/* this process's first send, its
-					   answer awaited ... */
-	double		 first_hold;	/* ... until then, and once in, the
-					   next send not before then; 0: none */
-	int		 first_done;	/* the first send went */
+					   answer awaited */
+	int		 first_done;	/* the first send was granted */
 	double		 wrote_nb;	/* an interval after the last written:
 					   no send reaches the wire before */
 	int		 end_said;	/* its work's end told to the pace */
@@ -341,8 +337,8 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	long want;
 
 	*probe = 0;
-	if (fmax(e->first_hold, e->wrote_nb) > now + e->lag) {
-		e->blocked_until = fmax(e->first_hold, e->wrote_nb) - e->lag;
+	if (e->wrote_nb > now + e->lag) {
+		e->blocked_until = e->wrote_nb - e->lag;
 		e->paced = 1;
 		e->slotless = 0;
 		return 0;
@@ -404,7 +400,13 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			 * Asked for when the sends will reach the wire, not
 			 * for now: the pace spaces what the portal sees.
 			 */
-			/* The first send's answer holds every process's next. */
+			/*
+			 * This process's first send at a told strict rate
+			 * opens a connection, and the portal may read it
+			 * milliseconds after it was written: the pace grants
+			 * it alone, and no process's next send until it is
+			 * answered (pace_cfg.first).
+			 */
 			e->pace.first = !e->first_done && told_strict(e);
 			if (pace_take_n(fo->run_dir, e->name, &e->pace,
 			    now + e->lag, want, &g, err, sizeof(err)) == -1)
@@ -464,19 +466,9 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 		e->drift = fmax(e->drift, now + e->lag - e->due[e->idue]);
 	j->seq = grant_take(e);
 	j->granted = now;
-	/*
-	 * This process's first send at a told strict rate opens a
-	 * connection, and the portal may read it some milliseconds after it
-	 * was written (a thread started for the connection, a busy
-	 * machine): the next, written on time, reached the limit early and
-	 * was refused.  The portal has read it by the time it answers: the
-	 * next send waits for that answer, FIRST_HOLD at the most, and goes
-	 * a whole interval after it.
-	 */
 	if (!e->first_done && told_strict(e)) {
 		e->first_done = 1;
 		e->first = j;
-		e->first_hold = now + clk_real(FIRST_HOLD);
 	}
 	/*
 	 * Closed a moment ago (in this pass, or within FREE_S with no failure
@@ -560,9 +552,10 @@ gate_answered(const struct xfer *x)
 
 	if (e->first == x->job) {
 		e->first = NULL;
-		e->fb_now = 1;	/* the shared pace holds other processes */
-		e->first_hold = fmin(e->first_hold, x->t1 + 1 / e->pace.rate);
-		e->blocked_until = fmin(e->blocked_until, e->first_hold);
+		/* Told at once: the pace holds every process until then. */
+		e->fb_now = 1;
+		e->blocked_until = fmin(e->blocked_until, x->t1 + 1 /
+		    e->pace.rate);
 	}
 	if (xfer_looks_ok(x))
 		ep_served(e, clk_now());

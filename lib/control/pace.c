@@ -236,6 +236,13 @@ told(const struct pace_cfg *c)
 	    c->rate));
 }
 
+/* c asks for a process's first send at a told strict pace. */
+static int
+first_hold(const struct pace_cfg *c)
+{
+	return c->first && told(c) > 0 && c->burst <= 1;
+}
+
 static void
 init(struct pst *p, const struct pace_cfg *c)
 {
@@ -678,6 +685,12 @@ take(struct pst *p, struct op *o)
 	    1) * iv + L_END_MAX)
 		p->tat = p->l_end = o->now;
 	/*
+	 * The first send is granted alone: a lease's others, granted with
+	 * it, would go before its answer, and the hold below is for them.
+	 */
+	if (first_hold(o->c) && o->want > 1)
+		o->want = 1;
+	/*
 	 * A bucket of max(burst, 1): burst 0 and 1 both mean one at a time.
 	 * A pace faster than rfp-fetch's loop can turn (a send due every
 	 * millisecond or less) gets a couple of milliseconds' slack, so it is
@@ -761,8 +774,7 @@ take(struct pst *p, struct op *o)
 		p->tat += g->late;
 		p->l_end = p->tat;
 	}
-	if (o->c->first && g->granted > 0 && told(o->c) > 0 &&
-	    o->c->burst <= 1) {
+	if (first_hold(o->c) && g->granted > 0) {
 		p->f_seq = (double)g->seq;
 		p->f_until = g->due[0] + clk_real(FIRST_HOLD);
 	}

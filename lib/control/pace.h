@@ -59,10 +59,11 @@ struct pace_cfg {
 				   pace is fast enough for 8 of them; 0: only
 				   sends due now */
 	int	first;		/* this ask is the caller's first to the
-				   endpoint: at a told rate with no burst, no
-				   grant after its first send (another
-				   process's included) until that send is
-				   answered, half a logical second at most */
+				   endpoint: at a told rate with no burst,
+				   its first send is granted alone, and no
+				   grant after it (another process's
+				   included) until that send is answered,
+				   half a logical second at most */
 };
 
 #define PACE_LEASE_MAX	64	/* sends one grant holds at most */

@@ -726,6 +726,27 @@ told_floor(void)
 	    sizeof(err));
 	ok(g.granted == 1, "with a burst told, nothing is held");
 	told.burst = 0;
+	/*
+	 * Where a lease is granted (400/s, 25 ms ahead), a first send is
+	 * granted alone: the lease's others would go before its answer.
+	 */
+	told.rate = 400;
+	told.lease = 0.025;
+	pace_take_n(NULL, "told-hold-lease", &told, t, 8, &g, err,
+	    sizeof(err));
+	ok(g.granted == 8, "told 400/s, not a first send: a lease of %ld",
+	    g.granted);
+	told.first = 1;
+	pace_take_n(NULL, "told-hold-lease1", &told, t, 8, &g, err,
+	    sizeof(err));
+	told.first = 0;
+	ok(g.granted == 1, "... a first send: granted alone (%ld)", g.granted);
+	pace_take_n(NULL, "told-hold-lease1", &told, t + 0.01, 8, &g, err,
+	    sizeof(err));
+	ok(g.granted == 0, "... and the next held for its answer (%ld)",
+	    g.granted);
+	told.rate = 20;
+	told.lease = 0;
 
 	/*
 	 * A send written 3 ms after its grant holds the next a whole
