@@ -2273,29 +2273,33 @@ explore_drop(void)
 static void
 hold_bound(void)
 {
+	static const struct {
+		const char	*ep;
+		double		 off;	/* the hold's end, this far off */
+		long		 granted;
+		const char	*what;
+	} c[] = {
+		{ "hold-near", 0.4, 0, "a first send's hold 0.4 s off, from "
+		    "the state, holds" },
+		{ "hold-far", 0.6, 1, "one 0.6 s off, more than it could have "
+		    "been set for, is dropped" },
+	};
 	struct pace_cfg told = { 20, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	char *text, err[256];
 	double t = T0 + 2;
+	size_t i;
 
-	text = xasprintf("{\"paced\": 1, \"rate\": 19.6, \"tat\": %.3f, "
-	    "\"takes\": 1, \"f_seq\": 0, \"f_until\": %.3f, \"seen\": %.3f, "
-	    "\"users\": {\"1@elsewhere.invalid\": %.3f}}\n", t, t + 0.4,
-	    t, t);
-	put_state("hold-near", text);
-	free(text);
-	pace_take_n(dir, "hold-near", &told, t, 1, &g, err, sizeof(err));
-	ok(g.granted == 0, "a first send's hold 0.4 s off, from the state, "
-	    "holds");
-	text = xasprintf("{\"paced\": 1, \"rate\": 19.6, \"tat\": %.3f, "
-	    "\"takes\": 1, \"f_seq\": 0, \"f_until\": %.3f, \"seen\": %.3f, "
-	    "\"users\": {\"1@elsewhere.invalid\": %.3f}}\n", t, t + 0.6,
-	    t, t);
-	put_state("hold-far", text);
-	free(text);
-	pace_take_n(dir, "hold-far", &told, t, 1, &g, err, sizeof(err));
-	ok(g.granted == 1, "one 0.6 s off, more than it could have been set "
-	    "for, is dropped");
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		text = xasprintf("{\"paced\": 1, \"rate\": 19.6, \"tat\": "
+		    "%.3f, \"takes\": 1, \"f_seq\": 0, \"f_until\": %.3f, "
+		    "\"seen\": %.3f, \"users\": {\"1@elsewhere.invalid\": "
+		    "%.3f}}\n", t, t + c[i].off, t, t);
+		put_state(c[i].ep, text);
+		free(text);
+		pace_take_n(dir, c[i].ep, &told, t, 1, &g, err, sizeof(err));
+		ok(g.granted == c[i].granted, "%s", c[i].what);
+	}
 }
 
 int
