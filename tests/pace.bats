@@ -223,6 +223,9 @@ retry_place() {
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 80 ]
 	n=$(jq -s '[.[] | select(.kind == "request")] | map(.path) | indices("/r/doc-1") | .[1]' "$MOCK_LOG")
 	echo "the retry was request $((n + 1)) of 81"
+	# Shown when a test fails: what the portal and rfp-fetch saw of it.
+	jq -c 'select(.kind == "request" and .path == "/r/doc-1") | {t, status, action, conn_seq}' "$MOCK_LOG"
+	grep '"id":"r-1"' "$RUN/logs/attempts.ndjson" || true
 }
 
 @test "pace: a retry that is due goes before the manifest's records read ahead of it" {
