@@ -489,8 +489,9 @@ shapes(void)
 
 	/* Most of the ideal is lost finding the first rate: 1.2 x is not met. */
 	o = drop_sim("drop", 50, 10, 350, 0.02, 14.9);
-	ok(o.refused <= 0.07 * o.sent, "50/s dropping to 10/s: %ld refusals "
-	    "of %ld requests, at most 7 %%", o.refused, o.sent);
+	ok(o.refused <= 0.05 * o.sent, "50/s dropping to 10/s: %ld refusals "
+	    "of %ld requests, at most 5 %% (19 of 369, 5.1 %%, before the pace "
+	    "followed a fall by what got through)", o.refused, o.sent);
 	ok(o.rate >= 8 && o.rate <= 11 && o.makespan <= 1.65 * 14.9, "50/s "
 	    "dropping to 10/s: the pace follows it down to %.1f/s; %.2f s, at "
 	    "most 1.65 x the ideal 14.9 s", o.rate, o.makespan);
@@ -509,28 +510,38 @@ shapes(void)
 
 	/*
 	 * A fall the measure was slow to follow: cut to under a measure
-	 * still of 40/s, refused early three cuts running at 20 %, it is let
-	 * go as noise: 39 refusals of 443, 1.47 x the ideal.  The 5 % is not
-	 * met.  Noise only if what got through since the first cut kept 60 %
-	 * of the pace then met it here (18 of 422), and took noise for a
-	 * limit on a busy machine, where the client, not the portal, set
-	 * what got through: 300 documents at 1.4/s for minutes.  This bounds
-	 * what is, and fails if it gets worse.
+	 * still of 40/s, refused early three cuts running at 20 %, it was
+	 * let go as noise: 39 refusals of 443, 1.47 x the ideal.  Refused
+	 * twice as often as served since the fall began, the pace is cut to
+	 * what gets through (fell()): 15 of 419, 1.25 x.
 	 */
 	o = drop_sim("drop13", 40, 13.6, 404, 0.02, 20);
-	ok(o.refused <= 0.1 * o.sent && o.makespan <= 1.6 * 20, "40/s "
-	    "dropping to 13.6/s: %ld refusals of %ld requests, at most 10 %%; "
-	    "%.2f s, at most 1.6 x the ideal 20 s", o.refused, o.sent,
+	ok(o.refused <= 0.05 * o.sent && o.makespan <= 1.35 * 20, "40/s "
+	    "dropping to 13.6/s: %ld refusals of %ld requests, at most 5 %%; "
+	    "%.2f s, at most 1.35 x the ideal 20 s", o.refused, o.sent,
 	    o.makespan);
+
+	/*
+	 * Followed down, each success came a cut's wait after the limit was
+	 * ready: the intervals between refusals then, counted, read a strict
+	 * 12/s as 10, and the pace stayed at 9.5/s for 11 s (1.32 x).
+	 */
+	o = drop_sim("drop12", 30, 12, 330, 0.02, 20);
+	ok(o.makespan <= 1.25 * 20 && o.refused <= 0.05 * o.sent, "30/s "
+	    "dropping to 12/s: %.2f s, at most 1.25 x the ideal 20 s; %ld "
+	    "refusals of %ld requests, at most 5 %%", o.makespan, o.refused,
+	    o.sent);
 
 	/*
 	 * Far under the pace, a strict limit served the first send after
 	 * each refusal some way into its interval: 3/s read as 2.35/s, and
-	 * the pace settled 26 % under the limit.
+	 * the pace settled 26 % under the limit.  Its successes' spacing,
+	 * corrected by half a send's spacing (not the cut's), read it as
+	 * 2.63/s.
 	 */
 	o = drop_sim("drop3", 20, 3, 130, 0.02, 14.7);
-	ok(o.paced && o.rate >= 0.85 * 3 && o.rate <= 3, "20/s dropping to "
-	    "3/s: the pace ends at %.2f/s, 0.85 to 1 x the limit", o.rate);
+	ok(o.paced && o.rate >= 0.9 * 3 && o.rate <= 3, "20/s dropping to "
+	    "3/s: the pace ends at %.2f/s, 0.9 to 1 x the limit", o.rate);
 
 	/*
 	 * Followed down from 40/s to a strict 30/s, every other send refused
@@ -1780,6 +1791,11 @@ corrupt(void)
 	    "a noise share of 0.99 is corrupt: %s", err);
 	ok(refused("{\"r_noise\": -1}\n", err, sizeof(err)),
 	    "a negative pace to start again at is corrupt: %s", err);
+	/* A fall's flag and counts: a flag of 0.5 and -1 refusals are none. */
+	ok(refused("{\"x_fell\": 0.5}\n", err, sizeof(err)),
+	    "a fall flag of 0.5 is corrupt: %s", err);
+	ok(refused("{\"x_at\": 5, \"x_ref\": -1}\n", err, sizeof(err)),
+	    "-1 refusals since a fall began is corrupt: %s", err);
 	/* Measured intervals: a negative count made the measure infinite. */
 	ok(refused("{\"iv_s\": [-1, 9, 9, 9, 9, 9, 9, 9]}\n", err, sizeof(err)),
 	    "a negative count of successes in an interval is corrupt: %s", err);
