@@ -119,7 +119,7 @@ lim_desc() {
 	mix) s="four portals at once: gcra 20 r/s 429 Retry-After 1 s; sliding window 9/3 s 503; concurrency cap 5, answers in 250 ms, 429; gcra 3 r/s burst 10 429 · $(mix_eps | awk '{ printf "%s%s %d", (NR > 1 ? ", " : ""), $1, $2 }') documents"
 	   printf '%s' "$s"
 	   return ;;
-	nginx) s="nginx limit_req$( [ "$(kv nodelay 1)" = 1 ] && echo ' nodelay' || echo ', delaying') · $r r/s · burst $b" ;;
+	nginx) s="nginx limit_req$( [ "$(kv nodelay 1)" = 1 ] && echo ' nodelay' || echo ', delaying')$( [ -z "$(kv to '')" ] || echo ", reloaded at $(kv at 5) s to $(kv to '') r/s") · $r r/s · burst $b" ;;
 	esac
 	[ "$clock" != pg ] || s="$s; 3 pipelines sharing PostgreSQL state"
 	printf '%s · %s · Retry-After %s' "$s" "$st" \
@@ -136,7 +136,13 @@ lim_ideal() {
 	allowed=$n
 	if [ "$clock" = nginx ]; then
 		ideal=$(awk -v n="$n" -v r="$r" -v b="$b" -v nd="$(kv nodelay 1)" \
-		    'BEGIN { x = (nd == 1 ? n - 1 - b : n - 1) / r
+		    -v to="$(kv to 0)" -v at="$(kv at 5)" '
+		    BEGIN { x = (nd == 1 ? n - 1 - b : n - 1) / r
+			# Reloaded at at s to to r/s (burst 0 only): what went
+			# by then, one each 1/to after.
+			pre = 1 + int(at * r + 1e-9)
+			if (to > 0 && n > pre)
+				x = at + (n - pre) / to
 			printf "%.3f", x < 0 ? 0 : x }')
 		return
 	fi
@@ -180,6 +186,8 @@ lim_clock() {
 lim_tools() {
 	case $shape:$clock in
 	quota:*|drop:*) echo rfpipe ;;
+	nginx:nginx) if [ -n "$(kv to '')" ]; then echo rfpipe; else
+		tools_with lim lim-real; fi ;;
 	mix:*) tools_with lim lim-real ;;
 	*:nginx|*:real) tools_with lim lim-real ;;
 	*:pg) if [ -n "$quick" ]; then echo rfpipe; else tools_with lim; fi ;;
@@ -203,11 +211,19 @@ lim_config() {
 # lim_run TOOL: one tool in the cell, its row in $lim_tsv.
 lim_run() {
 	local t=$1 d=$cdir/$1 requests refusals saved dq=- dead=- cpu ew ms span
+	local dropper=''
 	fresh_dir "$d"
 	case $clock in
 	nginx) nginx_start "$d" "$r" "$b" "$(kv nodelay 1)" "$st" ;;
 	*) RFPIPE_TIME_SCALE=$sc start_mock "$yaml" "$d" ;;
 	esac
+	# A drop: at s after the first request reached nginx, its new rate.
+	if [ "$clock" = nginx ] && [ -n "$(kv to '')" ]; then
+		( while [ ! -s "$d/nginx/logs/access.log" ]; do sleep 0.01; done
+		  sleep "$(kv at 5)"
+		  nginx_rate "$(kv to '')" ) &
+		dropper=$!
+	fi
 	if [ "$shape" = mix ]; then
 		gen_mix "$d"
 	else
@@ -223,6 +239,10 @@ lim_run() {
 	fi
 	# What the server saw.
 	if [ "$clock" = nginx ]; then
+		if [ -n "$dropper" ]; then
+			kill "$dropper" 2>/dev/null || true
+			wait "$dropper" 2>/dev/null || true
+		fi
 		nginx_stop
 		requests=$(count_lines "$d/nginx/logs/access.log")
 		refusals=$({ awk -v s="$st" '$2 == s' "$d/nginx/logs/access.log" \

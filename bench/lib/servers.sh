@@ -37,7 +37,8 @@ stop_mock() {
 # nginx_start DIR RATE BURST NODELAY STATUS: a fresh nginx in DIR/nginx,
 # its limit_req at RATE r/s with BURST (NODELAY 1: nodelay) refusing with
 # STATUS, on a free port: fresh limiter state, fresh access log.  BURST 0
-# is no burst= at all (nginx refuses burst=0).  Sets port and ng_pid.
+# is no burst= at all (nginx refuses burst=0).  Sets port and ng_pid, and
+# ng_conf and ng_dir for nginx_rate.
 nginx_start() {
 	local ng=$1/nginx r=$2 b='' nd='' st=$5 i p user=''
 	[ "$3" -gt 0 ] && b=" burst=$3"
@@ -47,9 +48,11 @@ nginx_start() {
 	[ "$(id -u)" -ne 0 ] || user="user $(id -un) $(id -gn);"
 	for i in $(seq 1 20); do
 		p=$((20000 + RANDOM % 40000))
-		render "$here/scenarios/limiters/nginx.conf" USER="$user" \
-		    RATE="$r" BURST="$b" NODELAY="$nd" STATUS="$st" PORT="$p" \
-		    ROOT="$ng/www" >"$ng/nginx.conf"
+		ng_conf=(USER="$user" BURST="$b" NODELAY="$nd" STATUS="$st"
+		    PORT="$p" ROOT="$ng/www")
+		ng_dir=$ng
+		render "$here/scenarios/limiters/nginx.conf" "${ng_conf[@]}" \
+		    RATE="$r" >"$ng/nginx.conf"
 		rm -f "$ng/logs/access.log" "$ng/nginx.pid"
 		"$nginx" -e "$ng/error.log" -p "$ng" -c nginx.conf \
 		    -g "daemon off; pid $ng/nginx.pid; error_log $ng/error.log;" \
@@ -70,6 +73,17 @@ nginx_start() {
 	done
 	cat "$ng/error.log" >&2
 	die "nginx did not start in $1"
+}
+
+# nginx_rate RATE: the running nginx's limit_req to RATE r/s, by a reload
+# (SIGHUP: the master reads its configuration again; the zone keeps its
+# state, as a portal tightening its limit at 02:00 would).
+nginx_rate() {
+	[ -n "$ng_pid" ] || return 0
+	render "$here/scenarios/limiters/nginx.conf" "${ng_conf[@]}" \
+	    RATE="$1" >"$ng_dir/nginx.conf.new" &&
+		mv "$ng_dir/nginx.conf.new" "$ng_dir/nginx.conf" &&
+		kill -HUP "$ng_pid"
 }
 
 nginx_stop() {
