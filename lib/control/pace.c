@@ -184,9 +184,12 @@ struct pst {
 				   nor after this */
 	double	x_at;		/* when refusals began to come early, one
 				   round after another: a fall; 0: none */
-	double	x_ok;		/* answers since: successes ... */
+	double	x_ok;		/* answers to sends granted since: successes
+				   ... */
 	double	x_ref;		/* ... and refusals */
 	double	x_fell;		/* 1: taken for a fall (fell()) */
+	double	x_rate;		/* the pace when it began */
+	double	x_seq;		/* the grants made by then */
 };
 
 #define F(f)	{ #f, offsetof(struct pst, f) }
@@ -204,7 +207,7 @@ static const struct {
 	F(c_ok), F(c_ref), F(k_rate), F(k_seq), F(k_at), F(k_ok), F(k_ref),
 	F(k_cuts), F(nz), F(r_bits), F(r_n), F(r_noise), F(u_at), F(u_ok),
 	F(l_end), F(f_seq), F(f_until), F(x_at), F(x_ok), F(x_ref),
-	F(x_fell)
+	F(x_fell), F(x_rate), F(x_seq)
 };
 #undef F
 #define NFIELDS	(sizeof(fields) / sizeof(fields[0]))
@@ -360,7 +363,9 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 	 * the state), and a window of 1e300 was no whole number of requests.
 	 */
 	if (p->x_at < 0 || p->x_ok < 0 || p->x_ok > 0x1p53 || p->x_ref < 0 ||
-	    p->x_ref > 0x1p53 || (p->x_fell != 0 && p->x_fell != 1))
+	    p->x_ref > 0x1p53 || (p->x_fell != 0 && p->x_fell != 1) ||
+	    p->x_rate < 0 || p->x_rate > RATE_MAX || p->x_seq < 0 ||
+	    p->x_seq > 0x1p53)
 		return -1;
 	if (p->win > WIN_MAX || p->p_ok < 0 || p->p_ok > 0x1p53 ||
 	    p->s_ref < 0 || p->n_ok < 0 || p->n_cut < 0 || p->cuts < 0 ||
@@ -927,7 +932,10 @@ since(const struct pace_ev *e, double seq, double at)
 
 /*
  * Count an answer, a success or a refusal: among the last RECENT, since
- * the last cut and since the run of cuts began.
+ * the last cut, since the run of cuts began and since a fall began (to
+ * sends granted since: answers to sends already in flight are no news of
+ * it, and counted as successes they let a filled window halve the pace
+ * nine times in a row).
  */
 static void
 count(struct pst *p, const struct pace_ev *e)
@@ -943,7 +951,7 @@ count(struct pst *p, const struct pace_ev *e)
 		*(okay ? &p->c_ok : &p->c_ref) += 1;
 	if (p->k_rate > 0 && since(e, p->k_seq, p->k_at))
 		*(okay ? &p->k_ok : &p->k_ref) += 1;
-	if (p->x_at > 0 && e->now >= p->x_at)
+	if (p->x_at > 0 && since(e, p->x_seq, p->x_at))
 		*(okay ? &p->x_ok : &p->x_ref) += 1;
 }
 
@@ -1162,6 +1170,25 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 			p->x_ok = 0;
 			p->x_ref = 1;
 			p->x_fell = 0;
+			p->x_rate = p->rate;
+			p->x_seq = p->takes;
+		}
+		/*
+		 * Halved for a fall, and nothing through since it began: the
+		 * limit is closed for now (an outage answering 429, a window
+		 * filled), or fell so far that its first success is still to
+		 * come.  Halved again at each refusal, a strict 30/s closed
+		 * for 2 s came out at 1.4/s and crept back for 100 s (9.6 x
+		 * the ideal; cut by 10 % a round, as before the fall rule,
+		 * 3.5 x): held instead, twice as long each time, and the way
+		 * back leads to the pace the fall began at.
+		 */
+		if (told(c) == 0 && p->x_fell && p->x_ok == 0) {
+			p->r_fail = fmax(p->r_fail, p->x_rate);
+			round_start(p, e->now);
+			tat_set(p, e->now + ldexp(1, (int)fmin(p->x_ref - X_MIN,
+			    HOLD_MAX)) / p->rate);
+			return;
 		}
 		rf = p->r_fail;
 		p->r_fail = p->rate;
@@ -1514,7 +1541,7 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 * 11 s).
 	 */
 	if (p->ref_at > 0 && e->now > p->ref_at && p->cuts > 0 &&
-	    p->p_ok > 0 && !p->x_fell &&
+	    p->p_ok > 0 && (!p->x_fell || p->c_ok >= X_HELD) &&
 	    e->now - p->ref_at <= clk_real(IV_MAX) &&
 	    p->ref_rate * (e->now - p->ref_at) >= p->s_ref) {
 		p->iv_s[(int)p->iv_i] = p->s_ref;
