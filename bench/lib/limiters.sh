@@ -186,10 +186,10 @@ lim_clock() {
 lim_tools() {
 	case $shape:$clock in
 	quota:*|drop:*) echo rfpipe ;;
-	nginx:nginx) if [ -n "$(kv to '')" ]; then echo rfpipe; else
-		tools_with lim lim-real; fi ;;
 	mix:*) tools_with lim lim-real ;;
-	*:nginx|*:real) tools_with lim lim-real ;;
+	*:nginx|*:real)	# an nginx reloaded mid-run (to=) is a drop
+		if [ -n "$(kv to '')" ]; then echo rfpipe; else
+			tools_with lim lim-real; fi ;;
 	*:pg) if [ -n "$quick" ]; then echo rfpipe; else tools_with lim; fi ;;
 	*) tools_with lim ;;
 	esac
