@@ -96,6 +96,7 @@ static struct {
 	long		 wr_failed;	/* bodies that could not be written */
 	int		 fd_bodies;	/* the body thread's wake-ups, or -1 */
 	int		 fifo_ready;	/* poll saw the FIFO readable */
+	int		 out_lost;	/* standard output failed */
 	double		 t0;		/* clk_mono() at start */
 	volatile sig_atomic_t stop;
 } S;
@@ -472,8 +473,19 @@ run(void)
 		start_ready();
 		submit_confirm_start();
 		gate_release();
-		if (out_due(idle()) && out_flush() == -1)
-			msg_diesys(1, "write stdout");
+		if (out_due(idle()) && out_flush() == -1) {
+			/*
+			 * The reader is gone (a stage after this one failed:
+			 * it says why) or its file failed.  Stop as at a
+			 * signal, and still write the report: what was
+			 * admitted and not written is pending, not lost.
+			 */
+			if (errno != EPIPE)
+				msg_warnsys("write stdout");
+			S.out_lost = 1;
+			S.stop = -1;
+			break;
+		}
 		if (finished())
 			break;
 		nw = 0;
@@ -862,7 +874,7 @@ main(int argc, char *argv[])
 	S.t0 = clk_mono();
 	run();
 	gate_flush(1);
-	if (S.stop && out_flush() == -1)	/* what stdout takes now */
+	if (S.stop && !S.out_lost && out_flush() == -1)	/* what it takes now */
 		msg_warnsys("write stdout");
 	if (S.stop > 0)
 		msg_warn("stopped by signal %d with %ld transfers in flight",

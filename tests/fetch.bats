@@ -294,6 +294,22 @@ cpu_of() {
 	jq -e '.admitted == 2 and .skipped == 2' "$RD/report.json"
 }
 
+@test "fetch: a reader gone mid-run stops rfp-fetch, exit 1, and its report still counts what it admitted" {
+	printf 'routes:\n  - {match: "/f/*", endpoint: f, delay_ms: 50}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	# The answers 50 ms apart in real time, not collapsed.
+	RFPIPE_TIME_SCALE=1 mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /f 6 f >"$BATS_TEST_TMPDIR/m"
+	mkdir -p "$RD"
+	# One at a time: the first record leaves while the rest are on
+	# their way, and the next write finds no reader.
+	run -0 bash -c 'timeout 30 rfp-fetch -j 1 --run-dir "$1" --report "$1/report.json" <"$2" 2>"$1/err" | head -n 1 >/dev/null
+	    echo "${PIPESTATUS[0]}"' sh "$RD" "$BATS_TEST_TMPDIR/m"
+	[ "$output" = 1 ]
+	# A broken pipe is the reader's failure, said by it.
+	[ ! -s "$RD/err" ]
+	jq -e '.admitted == 6 and .stopped == null' "$RD/report.json"
+}
+
 @test "fetch: --retry-dead fetches dead ids again but not finished ones" {
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 3 >"$BATS_TEST_TMPDIR/m"
