@@ -36,6 +36,7 @@
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
 #include "lib/control/budget.h"
+#include "lib/control/valid.h"
 #include "lib/record/doc.h"
 #include "lib/record/fate.h"
 #include "cmd/loop.h"
@@ -415,7 +416,8 @@ options(int argc, char *argv[])
 	 * read would otherwise stop the run at its first retry.
 	 */
 	if (opts.run_dir != NULL && !store_shared() &&
-	    (files_check_state(opts.run_dir, err, sizeof(err)) == -1 ||
+	    (files_check_state(opts.run_dir, control_valid, err,
+	    sizeof(err)) == -1 ||
 	    budget_check(opts.run_dir, err, sizeof(err)) == -1))
 		msg_die(1, "%s", err);
 	if (opts.run_dir != NULL && (opts.log = attlog_open(opts.run_dir)) ==

@@ -48,6 +48,7 @@
 #include "lib/accounts/ledger.h"
 #include "lib/control/breaker.h"
 #include "lib/control/pace.h"
+#include "lib/control/valid.h"
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
 #include "lib/record/doc.h"
@@ -726,8 +727,8 @@ run_dir_open(void)
 		msg_die(1, "%s", err);
 	/* Found now, before a request, not at the first retry (rfpipe asks
 	   rfp-backoff the same before it starts the stages). */
-	if (!store_shared() && files_check_state(fo.run_dir, err,
-	    sizeof(err)) == -1)
+	if (!store_shared() && files_check_state(fo.run_dir, control_valid,
+	    err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
 		path = rundir_path(fo.run_dir, RUNDIR_STATE, sub[i]);

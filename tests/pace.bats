@@ -138,9 +138,10 @@ setup() {
 	echo '{"state":"sideways"}' >"$RUN/state/breaker/ep.json"
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 2 ep >"$BATS_TEST_TMPDIR/m"
-	run -1 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
-	[[ $stderr == *'state/breaker of "ep": corrupt state file'* ]]
+	run -2 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$stderr" = "rfp-backoff: $RUN/state/breaker/ep.json: corrupt state file (field \"state\"); move it aside to start afresh" ]
 	[ "$(cat "$RUN/state/breaker/ep.json")" = '{"state":"sideways"}' ]
+	[ "$(requests_for)" -eq 0 ]
 }
 
 @test "breaker: poison documents left alone at the end of a batch do not keep the breaker opening" {

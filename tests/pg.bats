@@ -613,6 +613,19 @@ other_host() {
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/r/results.ndjson")" -eq 4 ]
 }
 
+@test "store: a pace row no run writes is named, kind, key and field, and left as it was" {
+	printf 'routes:\n  - {match: "/free/*", endpoint: free}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	rfp-fetch --state "$URL" </dev/null >/dev/null
+	sql "INSERT INTO rfp_state (kind, key, doc) VALUES ('rate', 'p', '{\"paced\": 1, \"rate\": -5}')"
+	printf '{"id":"d-1","url":"%s/free/1","endpoint":"p"}\n' "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
+	run -1 --separate-stderr timeout 30 "$ROOT/pipeline.sh" -q --run-dir "$BATS_TEST_TMPDIR/r" \
+	    --state "$URL" "$BATS_TEST_TMPDIR/m"
+	[[ $stderr == *'rfp-fetch: postgresql:///'*': rfp_state rate/p: corrupt (field "rate"); delete the row to start afresh'* ]] || fail "$stderr"
+	[ "$(sql "SELECT doc->>'rate' FROM rfp_state WHERE kind = 'rate' AND key = 'p'")" = -5 ]
+	[ "$(requests_for)" -eq 0 ]
+}
+
 @test "pipeline --state: a pace whose only user on another host has left the database is a hint at once" {
 	other_host 0
 	run -0 jq -c 'select(.t == "pace")' "$BATS_TEST_TMPDIR/r/logs/attempts.ndjson"

@@ -382,8 +382,27 @@ dead_count() {
 	done
 	echo '{"total":3,"left":9}' >"$RUN/state/budget.json"
 	run -2 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
-	[[ $stderr == *"budget.json: corrupt state file (needs integers 0 <= left <= total)"* ]]
+	[ "$stderr" = "rfp-backoff: $RUN/state/budget.json: corrupt state file (needs integers 0 <= left <= total); move it aside to start afresh" ]
 	[ "$(requests_for)" -eq 0 ]
+	rm "$RUN/state/budget.json"
+	# JSON objects, but none a run writes: the file and the field named.
+	for f in 'rate/nih.json {"paced":1,"rate":-5} rate' \
+	    'rate/nih.json {"iv_s":[1,2]} iv_s' \
+	    'breaker/nih.json {"state":"closed","fails":"x"} fails'; do
+		read -r file content field <<<"$f"
+		set -- "$file" "$content" "$field"
+		printf '%s' "$2" >"$RUN/state/$1"
+		run -2 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+		[ "$stderr" = "rfp-backoff: $RUN/state/$1: corrupt state file (field \"$3\"); move it aside to start afresh" ] || fail "$f: $stderr"
+		[ "$(cat "$RUN/state/$1")" = "$2" ]
+		[ "$(requests_for)" -eq 0 ]
+		# rfp-fetch, run alone, checks the same before a request.
+		run -1 --separate-stderr rfp-fetch --run-dir "$RUN" <"$BATS_TEST_TMPDIR/m"
+		[ "$stderr" = "rfp-fetch: $RUN/state/$1: corrupt state file (field \"$3\"); move it aside to start afresh" ] || fail "$f: $stderr"
+		[ "$(requests_for)" -eq 0 ]
+		rm "$RUN/state/$1"
+	done
+	echo '{"total":3,"left":9}' >"$RUN/state/budget.json"
 	# Moved aside, the run goes ahead.
 	rm "$RUN/state/budget.json"
 	run -0 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"

@@ -95,19 +95,43 @@ fresh(const char *ep, const struct conf_breaker *c)
 	    0, "probe_until", 0.0, "openings", 0, "saved", 0, "transitions");
 }
 
-static int
-valid(const json_t *d)
+/* The first field of d no run writes so, or NULL. */
+static const char *
+bad_field(const json_t *d)
 {
 	const char *s = sget(d, "state");
 
-	return s != NULL && (strcmp(s, "closed") == 0 || strcmp(s,
-	    "open") == 0 || strcmp(s, "half_open") == 0) &&
-	    json_is_integer(json_object_get(d, "fails")) &&
-	    json_is_string(json_object_get(d, "window")) &&
-	    json_is_number(json_object_get(d, "opened_at")) &&
-	    json_is_number(json_object_get(d, "cooldown")) &&
-	    json_is_number(json_object_get(d, "probe_until")) &&
-	    json_is_array(json_object_get(d, "transitions"));
+	if (s == NULL || (strcmp(s, "closed") != 0 && strcmp(s, "open") !=
+	    0 && strcmp(s, "half_open") != 0))
+		return "state";
+	if (!json_is_integer(json_object_get(d, "fails")))
+		return "fails";
+	if (!json_is_string(json_object_get(d, "window")))
+		return "window";
+	if (!json_is_number(json_object_get(d, "opened_at")))
+		return "opened_at";
+	if (!json_is_number(json_object_get(d, "cooldown")))
+		return "cooldown";
+	if (!json_is_number(json_object_get(d, "probe_until")))
+		return "probe_until";
+	if (!json_is_array(json_object_get(d, "transitions")))
+		return "transitions";
+	return NULL;
+}
+
+int
+breaker_valid(const json_t *d, char *why, size_t n)
+{
+	const char *bad;
+
+	if (!json_is_object(d)) {
+		snprintf(why, n, "not an object");
+		return -1;
+	}
+	if ((bad = bad_field(d)) == NULL)
+		return 0;
+	snprintf(why, n, "field \"%s\"", bad);
+	return -1;
 }
 
 static void
@@ -231,11 +255,8 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 		d = *doc = fresh(o->ep, o->c);
 		dirty = 1;
 	}
-	if (!valid(d)) {
-		snprintf(err, errlen, "state/breaker of \"%s\": corrupt state "
-		    "file; move it aside to start afresh", o->ep);
-		return -1;
-	}
+	if (breaker_valid(d, err, errlen) == -1)
+		return FILES_CORRUPT;
 	st = sget(d, "state");
 	o->opened_at = nget(d, "opened_at");
 	if (!o->allow) {

@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "lib/config/conf.h"
 
 /*
@@ -70,5 +72,10 @@ struct breaker_ev {
 int	breaker_record_n(const char *rundir, const char *ep,
 	    const struct conf_breaker *c, const struct breaker_ev *ev, size_t n,
 	    char *err, size_t errlen);
+/*
+ * Whether d (a state file's object) is a breaker a run could have
+ * written: 0, or -1 with why (the field) in why.
+ */
+int	breaker_valid(const json_t *d, char *why, size_t n);
 
 #endif

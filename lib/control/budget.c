@@ -22,7 +22,7 @@ struct budget_arg {
 	int	absent;		/* ... and there was none */
 };
 
-/* Whether doc is a budget: integers 0 <= left <= total. */
+/* Whether doc is a budget, integers 0 <= left <= total: 0 or FILES_CORRUPT. */
 static int
 valid(const json_t *doc, long *total, long *left, char *err, size_t errlen)
 {
@@ -32,10 +32,8 @@ valid(const json_t *doc, long *total, long *left, char *err, size_t errlen)
 	if (!json_is_integer(t) || !json_is_integer(l) ||
 	    (*total = (long)json_integer_value(t)) < 0 ||
 	    (*left = (long)json_integer_value(l)) < 0 || *left > *total) {
-		snprintf(err, errlen, "state/budget.json: corrupt state file "
-		    "(needs integers 0 <= left <= total); move it aside to "
-		    "start afresh");
-		return -1;
+		snprintf(err, errlen, "needs integers 0 <= left <= total");
+		return FILES_CORRUPT;
 	}
 	return 0;
 }
@@ -55,8 +53,8 @@ budget_fn(json_t **doc, void *arg, char *err, size_t errlen)
 		json_object_set_new(*doc, "total", json_integer(b->init));
 		json_object_set_new(*doc, "left", json_integer(b->init));
 	}
-	if (valid(*doc, &total, &left, err, errlen) == -1)
-		return -1;
+	if (valid(*doc, &total, &left, err, errlen) == FILES_CORRUPT)
+		return FILES_CORRUPT;
 	if (b->grow && b->init > total) {
 		left += b->init - total;
 		total = b->init;
@@ -144,8 +142,9 @@ renew_fn(json_t **doc, void *arg, char *err, size_t errlen)
 	struct budget_arg *b = arg;
 	long total = 0, left = 0;
 
-	if (*doc != NULL && valid(*doc, &total, &left, err, errlen) == -1)
-		return -1;
+	if (*doc != NULL && valid(*doc, &total, &left, err, errlen) ==
+	    FILES_CORRUPT)
+		return FILES_CORRUPT;
 	if (*doc == NULL)
 		*doc = json_object();
 	b->left = left;		/* what was left before */
@@ -181,9 +180,13 @@ budget_peek(const char *rundir, long *total, long *left, char *err,
 		return 0;
 	path = rundir_state(rundir, "budget", NULL);
 	rc = files_read(path, &doc, err, errlen);
+	if (rc == 0 && doc != NULL && valid(doc, total, left, err, errlen) ==
+	    FILES_CORRUPT) {
+		files_corrupt(path, err, err, errlen);
+		rc = -1;
+	} else if (rc == 0 && doc != NULL)
+		rc = 1;
 	free(path);
-	if (rc == 0 && doc != NULL)
-		rc = valid(doc, total, left, err, errlen) == -1 ? -1 : 1;
 	json_decref(doc);
 	return rc;
 }

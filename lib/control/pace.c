@@ -311,86 +311,154 @@ whole(double v, double least)
 	return v >= least && v <= 0x1p53 && floor(v) == v;
 }
 
-static int
-load(struct pst *p, const json_t *d, const struct pace_cfg *c)
+/*
+ * The first field of a loaded state no run writes, or NULL.  Counts are
+ * never negative, and no window is past WIN_MAX: p_ok places the next
+ * success time (-1 wrote ok_t[-1], the next interval's place, and a
+ * refusal in the same batch wrote far out of the state), and a window of
+ * 1e300 was no whole number of requests.  Rates no pace reaches and
+ * counts and grant numbers no run makes are corrupt: a rate of 1e308 went
+ * to inf at the first success, and the state then saved was refused.  A
+ * window's count is a whole number of grants and answers, or -1 (a count
+ * of 2.5 went to -0.5 after three sends, and a negative count is none:
+ * every send was granted).  A quota's end, or a reset, far off is the
+ * portal's word, and read as it is.
+ */
+static const char *
+bad_field(const struct pst *p)
 {
+	static const struct {
+		const char	*name;
+		size_t		 off;
+		double		 most;
+	} rates[] = {
+		{ "rate", offsetof(struct pst, rate), RATE_MAX },
+		{ "hint", offsetof(struct pst, hint), RATE_MAX },
+		{ "r_noise", offsetof(struct pst, r_noise), RATE_MAX },
+		{ "k_rate", offsetof(struct pst, k_rate), RATE_MAX },
+		{ "ref_rate", offsetof(struct pst, ref_rate), RATE_MAX },
+		{ "r_fail", offsetof(struct pst, r_fail), RATE_MAX },
+		{ "p_min", offsetof(struct pst, p_min), RATE_MAX },
+		{ "n_cut", offsetof(struct pst, n_cut), 0x1p53 },
+		{ "cut_seq", offsetof(struct pst, cut_seq), 0x1p53 },
+		{ "p_seq", offsetof(struct pst, p_seq), 0x1p53 },
+		{ "k_seq", offsetof(struct pst, k_seq), 0x1p53 },
+		{ "rl_seq", offsetof(struct pst, rl_seq), 0x1p53 },
+		{ "rl_limit", offsetof(struct pst, rl_limit), 0x1p53 },
+		{ "rl_left", offsetof(struct pst, rl_left), 0x1p53 },
+		{ "n_ok", offsetof(struct pst, n_ok), 0x1p53 },
+		{ "p_ok", offsetof(struct pst, p_ok), 0x1p53 },
+		{ "takes", offsetof(struct pst, takes), 0x1p53 },
+	};
+	static const struct {
+		const char	*name;
+		size_t		 off;
+		double		 least;
+	} counts[] = {
+		{ "p_ok", offsetof(struct pst, p_ok), 0 },
+		{ "s_ref", offsetof(struct pst, s_ref), 0 },
+		{ "n_ok", offsetof(struct pst, n_ok), 0 },
+		{ "n_cut", offsetof(struct pst, n_cut), 0 },
+		{ "cuts", offsetof(struct pst, cuts), 0 },
+		{ "takes", offsetof(struct pst, takes), 0 },
+		{ "okh_n", offsetof(struct pst, okh_n), 0 },
+		{ "r_noise", offsetof(struct pst, r_noise), 0 },
+		{ "r_n", offsetof(struct pst, r_n), 0 },
+		{ "nz", offsetof(struct pst, nz), 0 },
+		{ "r_bits", offsetof(struct pst, r_bits), 0 },
+		{ "ok_k", offsetof(struct pst, ok_k), 0 },
+		{ "iv_i", offsetof(struct pst, iv_i), 0 },
+		{ "rl_mend", offsetof(struct pst, rl_mend), 0 },
+	};
+	static const struct {
+		const char	*name;
+		size_t		 off;
+		double		 least;
+	} wholes[] = {
+		{ "rl_tseq", offsetof(struct pst, rl_tseq), -1 },
+		{ "rl_min", offsetof(struct pst, rl_min), -1 },
+		{ "rl_ans", offsetof(struct pst, rl_ans), 0 },
+		{ "rl_mtakes", offsetof(struct pst, rl_mtakes), 0 },
+		{ "rl_left", offsetof(struct pst, rl_left), -1 },
+		{ "rl_limit", offsetof(struct pst, rl_limit), -1 },
+	};
+#define AT(o)	(*(const double *)(const void *)((const char *)p + (o)))
+	size_t i;
+
+	for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+		if (AT(counts[i].off) < counts[i].least)
+			return counts[i].name;
+	for (i = 0; i < sizeof(rates) / sizeof(rates[0]); i++)
+		if (AT(rates[i].off) > rates[i].most)
+			return rates[i].name;
+	for (i = 0; i < sizeof(wholes) / sizeof(wholes[0]); i++)
+		if (!whole(AT(wholes[i].off), wholes[i].least))
+			return wholes[i].name;
+#undef AT
+	if (p->p_held != 0 && p->p_held != 1)
+		return "p_held";
+	if (p->r_bits > (double)RECENT_MASK)
+		return "r_bits";
+	if (p->r_n > RECENT)
+		return "r_n";
+	if (p->nz > NZ_MAX)
+		return "nz";
+	if (p->paced != 0 && !(p->rate > 0))
+		return "rate";
+	if (!(p->win >= 1) || p->win > WIN_MAX)
+		return "win";
+	if (p->iv_i >= NIV)
+		return "iv_i";
+	if (p->ok_k > WIN_MAX)
+		return "ok_k";
+	for (i = 0; i < NOKH; i++)
+		if (p->okh[i] < 0)
+			return "okh";
+	/* No interval holds more successes than any count may. */
+	for (i = 0; i < NIV; i++)
+		if (p->iv_s[i] > 0x1p53)
+			return "iv_s";
+	return NULL;
+}
+
+/* The state in d, or -1 with *bad the field no run writes so. */
+static int
+load(struct pst *p, const json_t *d, const struct pace_cfg *c,
+    const char **bad)
+{
+	static const char *arrs[] = { "iv_s", "iv_t", "iv_e", "ok_t", "okh" };
+	double *av[] = { p->iv_s, p->iv_t, p->iv_e, p->ok_t, p->okh };
+	const size_t an[] = { NIV, NIV, NIV, NOK, NOKH };
 	json_t *v;
 	size_t i;
 
+	*bad = NULL;
 	init(p, c);
 	if (d == NULL)
 		return 0;
-	if (!json_is_object(d))
+	if (!json_is_object(d)) {
+		*bad = "(not an object)";
 		return -1;
+	}
 	for (i = 0; i < NFIELDS; i++) {
 		if ((v = json_object_get(d, fields[i].name)) == NULL)
 			continue;
-		if (!json_is_number(v) || !isfinite(json_number_value(v)))
+		if (!json_is_number(v) || !isfinite(json_number_value(v))) {
+			*bad = fields[i].name;
 			return -1;
+		}
 		*FP(p, i) = json_number_value(v);
 	}
-	if (arr_load(d, "iv_s", p->iv_s, NIV) == -1 ||
-	    arr_load(d, "iv_t", p->iv_t, NIV) == -1 ||
-	    arr_load(d, "iv_e", p->iv_e, NIV) == -1 ||
-	    arr_load(d, "ok_t", p->ok_t, NOK) == -1 ||
-	    arr_load(d, "okh", p->okh, NOKH) == -1)
-		return -1;
-	if (p->p_held != 0 && p->p_held != 1)
-		return -1;
-	if (p->r_bits < 0 || p->r_bits > (double)RECENT_MASK || p->r_n < 0 ||
-	    p->r_n > RECENT || p->nz < 0 || p->nz > NZ_MAX || p->r_noise < 0)
-		return -1;
-	if ((p->paced != 0 && !(p->rate > 0)) || !(p->win >= 1) ||
-	    p->iv_i < 0 || p->iv_i >= NIV)
-		return -1;
-	if (p->ok_k < 0 || p->ok_k > WIN_MAX || p->okh_n < 0)
-		return -1;
-	/*
-	 * Counts are never negative, and no window is past WIN_MAX: p_ok
-	 * places the next success time (-1 wrote ok_t[-1], the next
-	 * interval's place, and a refusal in the same batch wrote far out of
-	 * the state), and a window of 1e300 was no whole number of requests.
-	 */
-	if (p->win > WIN_MAX || p->p_ok < 0 || p->p_ok > 0x1p53 ||
-	    p->s_ref < 0 || p->n_ok < 0 || p->n_cut < 0 || p->cuts < 0 ||
-	    p->takes < 0 || p->takes > 0x1p53)
-		return -1;
-	for (i = 0; i < NOKH; i++)
-		if (p->okh[i] < 0)
+	for (i = 0; i < sizeof(arrs) / sizeof(arrs[0]); i++)
+		if (arr_load(d, arrs[i], av[i], an[i]) == -1) {
+			*bad = arrs[i];
 			return -1;
-	/*
-	 * Rates no pace reaches and counts and grant numbers no run makes
-	 * are corrupt: a rate of 1e308 went to inf at the first success, and
-	 * the state then saved was refused.  A window under a millisecond or
-	 * past a year is none: one of 1e300 s with nothing left in it held
-	 * every send that long (and one of 1e-300 s turned 1e300 times).  A
-	 * quota's end, or a reset, far off is the portal's word, and read as
-	 * it is.
-	 */
-	if (p->rate > RATE_MAX || p->hint > RATE_MAX || p->r_noise > RATE_MAX ||
-	    p->k_rate > RATE_MAX || p->ref_rate > RATE_MAX ||
-	    p->r_fail > RATE_MAX || p->p_min > RATE_MAX || p->n_cut > 0x1p53 ||
-	    p->cut_seq > 0x1p53 || p->p_seq > 0x1p53 || p->k_seq > 0x1p53 ||
-	    p->rl_seq > 0x1p53 || p->rl_limit > 0x1p53 ||
-	    p->rl_left > 0x1p53 || p->n_ok > 0x1p53)
-		return -1;
-	/*
-	 * A window's count: whole numbers of grants and answers, or -1 (a
-	 * count of 2.5 went to -0.5 after three sends, and a negative count
-	 * is none: every send was granted).
-	 */
-	if (!whole(p->rl_tseq, -1) || !whole(p->rl_min, -1) ||
-	    !whole(p->rl_ans, 0) || !whole(p->rl_mtakes, 0) ||
-	    !whole(p->rl_left, -1) || !whole(p->rl_limit, -1) ||
-	    p->rl_mend < 0)
+		}
+	if ((*bad = bad_field(p)) != NULL)
 		return -1;
 	/* As ratelimit() takes them, and as a binary before it kept them. */
 	p->rl_win = win_or_none(p->rl_win);
 	p->rl_wguess = win_or_none(p->rl_wguess);
-	/* No interval holds more successes than any count may. */
-	for (i = 0; i < NIV; i++)
-		if (p->iv_s[i] > 0x1p53)
-			return -1;
 	/*
 	 * Never slower than the pace itself goes, MIN_RATE or a slower told
 	 * rate: a rate of 1e-300, written by hand, held the next send back
@@ -406,6 +474,20 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c)
 		p->rate = told(c);
 	}
 	return 0;
+}
+
+int
+pace_valid(const json_t *d, char *why, size_t n)
+{
+	struct pace_cfg c;
+	struct pst p;
+	const char *bad;
+
+	memset(&c, 0, sizeof(c));
+	if (load(&p, d, &c, &bad) == 0)
+		return 0;
+	snprintf(why, n, *bad == '(' ? "%s" : "field \"%s\"", bad);
+	return -1;
 }
 
 /*
@@ -1466,16 +1548,17 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 {
 	struct op *o = arg;
 	struct pst p, p0;
+	const char *bad;
 	json_t *u;
 	char id[300], *news;
 	double now, seq;
 	size_t i;
 	int inherited;
 
-	if (load(&p, *doc, o->c) == -1) {
-		snprintf(err, errlen, "state/rate of \"%s\": corrupt state "
-		    "file; move it aside to start afresh", o->ep);
-		return -1;
+	if (load(&p, *doc, o->c, &bad) == -1) {
+		snprintf(err, errlen, *bad == '(' ? "%s" : "field \"%s\"",
+		    bad);
+		return FILES_CORRUPT;
 	}
 	p0 = p;
 	now = o->take ? o->now : o->nev > 0 ? o->evs[0].now : 0;

@@ -156,5 +156,10 @@ int	pace_feedback(const char *rundir, const char *ep,
  * from).  0, or -1 with err set.
  */
 int	pace_leave(const char *rundir, char *err, size_t errlen);
+/*
+ * Whether d (a state file's object) is a pace state a run could have
+ * written: 0, or -1 with why (the field) in why.
+ */
+int	pace_valid(const json_t *d, char *why, size_t n);
 
 #endif

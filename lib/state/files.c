@@ -309,6 +309,16 @@ slurp(int fd, size_t *len)
 	return buf;
 }
 
+void
+files_corrupt(const char *path, const char *why, char *err, size_t errlen)
+{
+	char *w = xstrdup(why);
+
+	snprintf(err, errlen, "%s: corrupt state file (%s); move it aside to "
+	    "start afresh", path, w);
+	free(w);
+}
+
 static int
 parse(const char *path, int fd, json_t **doc, size_t *len, char *err,
     size_t errlen)
@@ -324,9 +334,8 @@ parse(const char *path, int fd, json_t **doc, size_t *len, char *err,
 	if (*len > 0) {
 		*doc = json_loadb(buf, *len, 0, &je);
 		if (*doc == NULL || !json_is_object(*doc)) {
-			snprintf(err, errlen, "%s: corrupt state file (%s); "
-			    "move it aside to start afresh", path,
-			    *doc ? "not an object" : je.text);
+			files_corrupt(path, *doc ? "not an object" : je.text, err,
+			    errlen);
 			json_decref(*doc);
 			*doc = NULL;
 			free(buf);
@@ -460,6 +469,10 @@ again:
 		return -1;
 	}
 	rc = fn(&doc, arg, err, errlen);
+	if (rc == FILES_CORRUPT) {
+		files_corrupt(path, err, err, errlen);
+		rc = -1;
+	}
 	if (rc == 0) {
 		/*
 		 * One write of the object and its newline; a truncate only
@@ -522,7 +535,8 @@ files_read(const char *path, json_t **doc, char *err, size_t errlen)
  * spent budget afresh).
  */
 static int
-check_one(const char *path, char *err, size_t errlen)
+check_one(const char *path, const char *kind, files_valid_fn *valid,
+    char *err, size_t errlen)
 {
 	struct timespec pause = { 0, 50 * 1000 * 1000 };
 	json_t *doc = NULL;
@@ -559,8 +573,11 @@ check_one(const char *path, char *err, size_t errlen)
 	}
 	close(fd);
 	if (rc == 0 && doc == NULL) {
-		snprintf(err, errlen, "%s: corrupt state file (empty); move "
-		    "it aside to start afresh", path);
+		files_corrupt(path, "empty", err, errlen);
+		rc = -1;
+	} else if (rc == 0 && valid != NULL && valid(kind, doc, err,
+	    errlen) == -1) {
+		files_corrupt(path, err, err, errlen);
 		rc = -1;
 	}
 	json_decref(doc);
@@ -568,7 +585,8 @@ check_one(const char *path, char *err, size_t errlen)
 }
 
 int
-files_check_state(const char *rundir, char *err, size_t errlen)
+files_check_state(const char *rundir, files_valid_fn *valid, char *err,
+    size_t errlen)
 {
 	static const char *kinds[] = { "rate", "breaker" };
 	struct dirent *de;
@@ -578,7 +596,7 @@ files_check_state(const char *rundir, char *err, size_t errlen)
 	int rc;
 
 	path = rundir_state(rundir, "budget", NULL);
-	rc = check_one(path, err, errlen);
+	rc = check_one(path, "budget", NULL, err, errlen);
 	free(path);
 	for (i = 0; rc == 0 && i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		dir = rundir_path(rundir, RUNDIR_STATE, kinds[i]);
@@ -597,7 +615,7 @@ files_check_state(const char *rundir, char *err, size_t errlen)
 			if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0)
 				continue;
 			path = xasprintf("%s/%s", dir, de->d_name);
-			rc = check_one(path, err, errlen);
+			rc = check_one(path, kinds[i], valid, err, errlen);
 			free(path);
 		}
 		closedir(d);

@@ -16,9 +16,19 @@
 /*
  * Called with the file's current object (NULL when the file is new or
  * empty).  Set *doc to the new content (ownership passes), return 0 to
- * write it, 1 to leave the file as it was, -1 to fail with err set.
+ * write it, 1 to leave the file as it was, -1 to fail with err set, or
+ * FILES_CORRUPT when the object is none it could have written, with why
+ * (the field) in err: the caller says where it is and how to start
+ * afresh, and fails.
  */
 typedef int files_fn(json_t **doc, void *arg, char *err, size_t errlen);
+#define FILES_CORRUPT	(-2)
+/*
+ * Whether doc, a state file's object of kind ("rate", "breaker"), could
+ * have been written by a run: 0, or -1 with why (the field) in why.
+ */
+typedef int files_valid_fn(const char *kind, const json_t *doc, char *why,
+	    size_t n);
 
 /*
  * Make DIR, DIR/state, DIR/docs and DIR/logs (mode 0700), or accept each
@@ -79,10 +89,18 @@ void	files_close_all(void);
  * Whether the run directory's state files can be used, before a run sends
  * anything: state/budget.json and each file of state/rate/ and
  * state/breaker/ a JSON object (an empty one is not: it was made and
- * never written).  0, or -1 with "PATH: corrupt state file (why); move it
- * aside to start afresh" in err.
+ * never written), and one valid says could have been written (valid may
+ * be NULL).  0, or -1 with "PATH: corrupt state file (why); move it aside
+ * to start afresh" in err.
  */
-int	files_check_state(const char *rundir, char *err, size_t errlen);
+int	files_check_state(const char *rundir, files_valid_fn *valid, char *err,
+	    size_t errlen);
+/*
+ * Say in err that the state file path is corrupt, for why (which may be
+ * err itself), and how to start afresh.
+ */
+void	files_corrupt(const char *path, const char *why, char *err,
+	    size_t errlen);
 /* Read path's object under a shared lock (NULL when absent); -1 on error. */
 int	files_read(const char *path, json_t **doc, char *err, size_t errlen);
 

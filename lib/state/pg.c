@@ -582,6 +582,13 @@ pg_update(const char *kind, const char *key, files_fn *fn, void *arg,
 	PQclear(r);
 	json_array_clear(tells);
 	rc = fn(&doc, arg, err, errlen);
+	if (rc == FILES_CORRUPT) {
+		s = xstrdup(err);
+		snprintf(err, errlen, "%s: rfp_state %s/%s: corrupt (%s); "
+		    "delete the row to start afresh", where, kind, p[1], s);
+		free(s);
+		rc = -1;
+	}
 	if (rc == 0) {
 		s = json_dumps(doc, JSON_COMPACT);
 		p[2] = s;

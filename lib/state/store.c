@@ -102,7 +102,7 @@ static int
 mem_update(const char *kind, const char *key, files_fn *fn, void *arg,
     char *err, size_t errlen)
 {
-	char *name = key ? xasprintf("%s/%s", kind, key) : xstrdup(kind);
+	char *name = key ? xasprintf("%s/%s", kind, key) : xstrdup(kind), *why;
 	json_t *doc;
 	int rc;
 
@@ -110,6 +110,12 @@ mem_update(const char *kind, const char *key, files_fn *fn, void *arg,
 		mem = json_object();
 	doc = json_deep_copy(json_object_get(mem, name));
 	rc = fn(&doc, arg, err, errlen);
+	if (rc == FILES_CORRUPT) {
+		why = xstrdup(err);
+		snprintf(err, errlen, "%s: corrupt state (%s)", name, why);
+		free(why);
+		rc = -1;
+	}
 	if (rc == 0)
 		json_object_set_new(mem, name, doc);
 	else

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "lib/control/breaker.h"
+#include "lib/control/valid.h"
 #include "lib/config/conf.h"
 #include "lib/state/files.h"
 #include "lib/base/x.h"
@@ -226,6 +227,43 @@ main(void)
 		free(pi);
 	}
 
+	/*
+	 * A state no run writes is refused, before the run and in it, with
+	 * the file and the field named, and left as it was.
+	 */
+	{
+		char *pz = xasprintf("%s/state/breaker/z.json", dir), err[512];
+		char *want = xasprintf("%s: corrupt state file (field "
+		    "\"fails\"); move it aside to start afresh", pz);
+		enum breaker_verdict v;
+		double until, opened;
+		FILE *f = fopen(pz, "w");
+		json_t *d;
+
+		if (f == NULL || fputs("{\"state\":\"closed\",\"fails\":"
+		    "\"x\"}\n", f) == EOF || fclose(f) == EOF)
+			ok(0, "write %s", pz);
+		d = json_load_file(pz, 0, NULL);
+		ok(breaker_valid(d, err, sizeof(err)) == -1 && strcmp(err,
+		    "field \"fails\"") == 0, "breaker_valid names the field: %s",
+		    err);
+		json_decref(d);
+		ok(files_check_state(dir, control_valid, err, sizeof(err)) ==
+		    -1 && strcmp(err, want) == 0, "files_check_state names the "
+		    "file and the field: %s", err);
+		ok(breaker_allow(dir, "z", &bc, t0, 60, 0, 1, &v, &until,
+		    &opened, err, sizeof(err)) == -1 && strcmp(err, want) == 0,
+		    "breaker_allow names the file and the field: %s", err);
+		d = json_load_file(pz, 0, NULL);
+		ok(json_is_string(json_object_get(d, "fails")),
+		    "the corrupt file is left as it was");
+		json_decref(d);
+		unlink(pz);
+		ok(files_check_state(dir, control_valid, err, sizeof(err)) == 0,
+		    "moved aside, the state is usable again: %s", err);
+		free(want);
+		free(pz);
+	}
 	p = xasprintf("rm -rf %s", dir);
 	if (system(p) != 0)
 		ok(0, "cleanup");

@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "lib/control/pace.h"
+#include "lib/control/valid.h"
 #include "lib/state/files.h"
 #include "lib/base/x.h"
 #include "tests/unit/tap.h"
@@ -1750,17 +1751,35 @@ reset_bound(void)
 	    "a saved reset past quota_after is a quota too (%s)", err);
 }
 
-/* 1 when the state text is refused as a corrupt state file, saying so. */
+/*
+ * 1 when the state text is refused as a corrupt state file, saying so
+ * and naming the file and field, before the run (control_valid) and in
+ * it (pace_take_n).
+ */
 static int
-refused(const char *text, char *err, size_t errlen)
+refused(const char *text, const char *field, char *err, size_t errlen)
 {
 	struct pace_cfg c = { 0, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
+	json_t *d;
+	char *want, *named, why[128];
+	int rc;
 
 	put_state("bad", text);
+	d = json_loads(text, 0, NULL);
+	named = xasprintf("field \"%s\"", field);
+	want = xasprintf("%s/state/rate/bad.json: corrupt state file (%s)",
+	    dir, named);
+	*why = '\0';
+	rc = control_valid("rate", d, why, sizeof(why)) == -1 &&
+	    strcmp(why, named) == 0;
+	json_decref(d);
+	free(named);
 	*err = '\0';
-	return pace_take_n(dir, "bad", &c, T0, 1, &g, err, errlen) == -1 &&
-	    strstr(err, "corrupt state file") != NULL;
+	rc = rc && pace_take_n(dir, "bad", &c, T0, 1, &g, err, errlen) == -1 &&
+	    strncmp(err, want, strlen(want)) == 0;
+	free(want);
+	return rc;
 }
 
 static void
@@ -1768,50 +1787,54 @@ corrupt(void)
 {
 	char err[256];
 
-	ok(refused("{\"rate\": \"fast\", \"tat\": 0}\n", err, sizeof(err)),
+	ok(refused("{\"rate\": \"fast\", \"tat\": 0}\n", "rate", err,
+	    sizeof(err)),
 	    "a corrupt state file is an error that says so: %s", err);
 	/* The last answers' refusals, a 32-bit set: more is no count. */
-	ok(refused("{\"r_bits\": 1e300, \"r_n\": 32}\n", err, sizeof(err)),
+	ok(refused("{\"r_bits\": 1e300, \"r_n\": 32}\n", "r_bits", err,
+	    sizeof(err)),
 	    "a refusal set out of range is corrupt: %s", err);
 	/* A noise share past what the rule can learn, a negative rate. */
-	ok(refused("{\"p_held\": 3}\n", err, sizeof(err)),
+	ok(refused("{\"p_held\": 3}\n", "p_held", err, sizeof(err)),
 	    "a held flag of 3 is corrupt: %s", err);
-	ok(refused("{\"nz\": 0.99}\n", err, sizeof(err)),
+	ok(refused("{\"nz\": 0.99}\n", "nz", err, sizeof(err)),
 	    "a noise share of 0.99 is corrupt: %s", err);
-	ok(refused("{\"r_noise\": -1}\n", err, sizeof(err)),
+	ok(refused("{\"r_noise\": -1}\n", "r_noise", err, sizeof(err)),
 	    "a negative pace to start again at is corrupt: %s", err);
 	/* Measured intervals: a negative count made the measure infinite. */
-	ok(refused("{\"iv_s\": [-1, 9, 9, 9, 9, 9, 9, 9]}\n", err, sizeof(err)),
+	ok(refused("{\"iv_s\": [-1, 9, 9, 9, 9, 9, 9, 9]}\n", "iv_s", err,
+	    sizeof(err)),
 	    "a negative count of successes in an interval is corrupt: %s", err);
 	/* A success count that placed the next success time before ok_t. */
-	ok(refused("{\"paced\": 1, \"rate\": 5, \"p_ok\": -1}\n", err,
+	ok(refused("{\"paced\": 1, \"rate\": 5, \"p_ok\": -1}\n", "p_ok", err,
 	    sizeof(err)), "a negative count of successes since the pace "
 	    "started is corrupt: %s", err);
-	ok(refused("{\"win\": 1e300}\n", err, sizeof(err)),
+	ok(refused("{\"win\": 1e300}\n", "win", err, sizeof(err)),
 	    "a window past the largest is corrupt: %s", err);
-	ok(refused("{\"iv_s\": [1e300, 9, 9, 9, 9, 9, 9, 9]}\n", err,
+	ok(refused("{\"iv_s\": [1e300, 9, 9, 9, 9, 9, 9, 9]}\n", "iv_s", err,
 	    sizeof(err)), "an interval of 1e300 successes is corrupt: %s", err);
 	/*
 	 * A rate of 1e308 went to inf at the first success, and the state
 	 * then saved was refused by the next stage to read it; a window of
 	 * 1e300 s with nothing left in it held every send that long.
 	 */
-	ok(refused("{\"paced\": 1, \"rate\": 1e308}\n", err, sizeof(err)),
+	ok(refused("{\"paced\": 1, \"rate\": 1e308}\n", "rate", err,
+	    sizeof(err)),
 	    "a rate of 1e308 a second is corrupt: %s", err);
-	ok(refused("{\"paced\": 1, \"rate\": 5, \"hint\": 1e300}\n", err,
+	ok(refused("{\"paced\": 1, \"rate\": 5, \"hint\": 1e300}\n", "hint", err,
 	    sizeof(err)), "a hint of 1e300 a second is corrupt: %s", err);
-	ok(refused("{\"n_cut\": 1e200}\n", err, sizeof(err)),
+	ok(refused("{\"n_cut\": 1e200}\n", "n_cut", err, sizeof(err)),
 	    "1e200 successes since a cut is corrupt: %s", err);
-	ok(refused("{\"cut_seq\": 1e300}\n", err, sizeof(err)),
+	ok(refused("{\"cut_seq\": 1e300}\n", "cut_seq", err, sizeof(err)),
 	    "a cut at grant 1e300 is corrupt: %s", err);
-	ok(refused("{\"n_ok\": 1e300}\n", err, sizeof(err)),
+	ok(refused("{\"n_ok\": 1e300}\n", "n_ok", err, sizeof(err)),
 	    "1e300 successes is corrupt: %s", err);
 	/* A window's count from a grant no run makes, or a negative one. */
-	ok(refused("{\"rl_tseq\": 1e300}\n", err, sizeof(err)),
+	ok(refused("{\"rl_tseq\": 1e300}\n", "rl_tseq", err, sizeof(err)),
 	    "a window counted from grant 1e300 is corrupt: %s", err);
-	ok(refused("{\"rl_ans\": -3}\n", err, sizeof(err)),
+	ok(refused("{\"rl_ans\": -3}\n", "rl_ans", err, sizeof(err)),
 	    "-3 answers in a window is corrupt: %s", err);
-	ok(refused("{\"rl_min\": 2.5}\n", err, sizeof(err)),
+	ok(refused("{\"rl_min\": 2.5}\n", "rl_min", err, sizeof(err)),
 	    "2.5 left in a window is corrupt: %s", err);
 }
 
