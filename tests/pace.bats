@@ -74,6 +74,21 @@ setup() {
 	[ "$(jq -s '[.[] | select(.kind == "request") | .inflight] | max' "$MOCK_LOG")" -eq 4 ]
 }
 
+@test "pace: a shared rate of 1e-300 written by hand is read as the pace's floor in logical time, not held 20 real seconds a send" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 ep >"$BATS_TEST_TMPDIR/m"
+	mkdir -m 700 -p "$RUN/state/rate"
+	chmod 700 "$RUN" "$RUN/state"
+	# Another host's, used a moment ago: a fact, not a hint.
+	now=$(date +%s.%N)
+	printf '{"paced": 1, "rate": 1e-300, "win": 4, "seen": %s, "users": {"1@elsewhere.invalid": %s}}\n' \
+	    "$now" "$now" >"$RUN/state/rate/ep.json"
+	# At 1 % time the floor (one send every 20 logical s) is 0.2 real s.
+	run -0 timeout 10 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 3 ]
+	[ "$(requests_for)" -eq 3 ]
+}
+
 @test "breaker: two pipelines on one run directory never have two probes in flight at once" {
 	export RFPIPE_TIME_SCALE=0.05
 	# The outage counted from the first request: a slow start under load

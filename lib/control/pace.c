@@ -36,6 +36,7 @@
 #define RATE_MAX	1e12	/* a told rate's most (1e6/s), time scaled by
 				   the least (1e-6): no state holds more */
 #define YEAR		(366 * 86400.0)	/* no window or wait is longer */
+#define Y10K		253402300800.0	/* 10000-01-01: no date is later */
 #define WIN_LEAST	1e-3	/* nor a window shorter */
 #define SPAN		1.0	/* the delivered rate is counted over this */
 #define UNDER		0.95	/* pace this share of the delivery rate */
@@ -322,7 +323,9 @@ whole(double v, double least)
  * window's count is a whole number of grants and answers, or -1 (a count
  * of 2.5 went to -0.5 after three sends, and a negative count is none:
  * every send was granted).  A quota's end, or a reset, far off is the
- * portal's word, and read as it is.
+ * portal's word, and read as it is, up to the year 10000 (one of 1e308,
+ * by hand, dead-lettered every document for a quota that ends when no
+ * date can say).
  */
 static const char *
 bad_field(const struct pst *p)
@@ -349,6 +352,9 @@ bad_field(const struct pst *p)
 		{ "n_ok", offsetof(struct pst, n_ok), 0x1p53 },
 		{ "p_ok", offsetof(struct pst, p_ok), 0x1p53 },
 		{ "takes", offsetof(struct pst, takes), 0x1p53 },
+		/* No Retry-After or HTTP date reaches past 9999. */
+		{ "quota_until", offsetof(struct pst, quota_until), Y10K },
+		{ "rl_reset", offsetof(struct pst, rl_reset), Y10K },
 	};
 	static const struct {
 		const char	*name;
@@ -369,6 +375,7 @@ bad_field(const struct pst *p)
 		{ "ok_k", offsetof(struct pst, ok_k), 0 },
 		{ "iv_i", offsetof(struct pst, iv_i), 0 },
 		{ "rl_mend", offsetof(struct pst, rl_mend), 0 },
+		{ "seen", offsetof(struct pst, seen), 0 },
 	};
 	static const struct {
 		const char	*name;
@@ -460,14 +467,16 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c,
 	p->rl_win = win_or_none(p->rl_win);
 	p->rl_wguess = win_or_none(p->rl_wguess);
 	/*
-	 * Never slower than the pace itself goes, MIN_RATE or a slower told
-	 * rate: a rate of 1e-300, written by hand, held the next send back
-	 * 1e300 s.  A told rate since taken out may have left one slower:
-	 * a floor, not a corrupt file.
+	 * Never slower than the pace itself goes, MIN_RATE (time scaled, as
+	 * cut() floors it) or a slower told rate: a rate of 1e-300, written
+	 * by hand, held the next send back 1e300 s, and floored at the
+	 * unscaled MIN_RATE it held a run at 1 % time 20 s.  A told rate
+	 * since taken out may have left one slower: a floor, not a corrupt
+	 * file.
 	 */
 	if (p->paced)
-		p->rate = fmax(p->rate, told(c) > 0 ? fmin(MIN_RATE,
-		    told(c)) : MIN_RATE);
+		p->rate = fmax(p->rate, told(c) > 0 ? fmin(MIN_RATE /
+		    clk_scale(), told(c)) : MIN_RATE / clk_scale());
 	/* A changed configuration wins over the stored state. */
 	if (c->rate > 0 && (!p->paced || p->rate > told(c))) {
 		p->paced = 1;
@@ -1564,7 +1573,12 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 	now = o->take ? o->now : o->nev > 0 ? o->evs[0].now : 0;
 	user_id(id, sizeof(id));
 	u = users(*doc, id, now, &inherited);
-	if (p.seen > 0 && (now - p.seen > clk_real(STALE) || inherited))
+	/*
+	 * A state with no last use (written by hand: seen 0 kept it a fact
+	 * for ever, whoever its users) is as stale as one unused for long.
+	 */
+	if (*doc != NULL && (p.seen <= 0 || now - p.seen > clk_real(STALE) ||
+	    inherited))
 		age(&p, o->c);
 	if (o->take)
 		take(&p, o);

@@ -1834,6 +1834,11 @@ corrupt(void)
 	    "a window counted from grant 1e300 is corrupt: %s", err);
 	ok(refused("{\"rl_ans\": -3}\n", "rl_ans", err, sizeof(err)),
 	    "-3 answers in a window is corrupt: %s", err);
+	ok(refused("{\"quota_until\": 1e308}\n", "quota_until", err,
+	    sizeof(err)), "a quota that ends past the year 9999 is corrupt: %s",
+	    err);
+	ok(refused("{\"seen\": -1}\n", "seen", err, sizeof(err)),
+	    "a last use before 1970 is corrupt: %s", err);
 	ok(refused("{\"rl_min\": 2.5}\n", "rl_min", err, sizeof(err)),
 	    "2.5 left in a window is corrupt: %s", err);
 }
@@ -1890,6 +1895,18 @@ out_of_reach(void)
 	char *text, err[256];
 	double r, t;
 	int i, rc;
+
+	/*
+	 * A state with no last use, another host named its user: kept a
+	 * fact for ever, whoever wrote it; now a hint, as a stale one is.
+	 */
+	text = xasprintf("{\"paced\": 1, \"rate\": 2, \"users\": "
+	    "{\"1@elsewhere.invalid\": %.3f}}\n", T0 + 1);
+	put_state("unseen", text);
+	free(text);
+	r = rate_at("unseen", T0 + 2);
+	ok(r == 0, "a state with no last use is a hint: not paced at its "
+	    "rate (%g)", r);
 
 	put_shared("crawl", "\"paced\": 1, \"rate\": 1e-300");
 	r = rate_at("crawl", T0 + 2);
