@@ -509,19 +509,18 @@ shapes(void)
 	    "at most 20", o.rate, o.refused, o.sent);
 
 	/*
-	 * A fall the measure was slow to follow: cut to under a measure
-	 * still of 40/s, refused early three cuts running at 20 %, it is let
-	 * go as noise: 39 refusals of 443, 1.47 x the ideal.  The 5 % is not
-	 * met.  Noise only if what got through since the first cut kept 60 %
-	 * of the pace then met it here (18 of 422), and took noise for a
-	 * limit on a busy machine, where the client, not the portal, set
-	 * what got through: 300 documents at 1.4/s for minutes.  This bounds
-	 * what is, and fails if it gets worse.
+	 * A fall the measure was slow to follow, taken for noise: followed
+	 * down, its last cuts each a round of one success and one refusal,
+	 * it left a run of 4 refusals in 28 answers that the probe's next
+	 * refusal took for noise at 11 %: the pace was let go (5 refused at
+	 * once) and, under that share, refusals 8 in a second cut nothing
+	 * (39 refusals of 443, 1.47 x the ideal).  A run that has refused
+	 * as often as it served is a limit's: 18 of 422, 1.27 x.
 	 */
 	o = drop_sim("drop13", 40, 13.6, 404, 0.02, 20);
-	ok(o.refused <= 0.1 * o.sent && o.makespan <= 1.6 * 20, "40/s "
-	    "dropping to 13.6/s: %ld refusals of %ld requests, at most 10 %%; "
-	    "%.2f s, at most 1.6 x the ideal 20 s", o.refused, o.sent,
+	ok(o.refused <= 0.06 * o.sent && o.makespan <= 1.35 * 20, "40/s "
+	    "dropping to 13.6/s: %ld refusals of %ld requests, at most 6 %%; "
+	    "%.2f s, at most 1.35 x the ideal 20 s", o.refused, o.sent,
 	    o.makespan);
 
 	/*
