@@ -116,6 +116,19 @@ bad_field(const json_t *d)
 		return "probe_until";
 	if (!json_is_array(json_object_get(d, "transitions")))
 		return "transitions";
+	/* Written once the breaker has been used: of their type, if there. */
+	if (json_object_get(d, "half_open_at") != NULL &&
+	    !json_is_number(json_object_get(d, "half_open_at")))
+		return "half_open_at";
+	if (json_object_get(d, "ok_sent") != NULL &&
+	    !json_is_number(json_object_get(d, "ok_sent")))
+		return "ok_sent";
+	if (json_object_get(d, "probe_pid") != NULL &&
+	    !json_is_integer(json_object_get(d, "probe_pid")))
+		return "probe_pid";
+	if (json_object_get(d, "probe_host") != NULL &&
+	    !json_is_string(json_object_get(d, "probe_host")))
+		return "probe_host";
 	return NULL;
 }
 
@@ -239,6 +252,32 @@ owner_gone(pid_t pid, const char *host)
 	return here && !proc_alive(pid);
 }
 
+/*
+ * No time a run writes is ahead of now, nor a probe's lease longer than a
+ * lease: such were written by hand, or by a host whose clock runs ahead.
+ * A lease of 1e300 held a half-open breaker for ever (no probe, nothing
+ * said), and a success sent in 1e300 made every failure older than it:
+ * the breaker never opened.  1 when one was brought back.
+ */
+static int
+clamp(json_t *d, double now, double lease)
+{
+	static const char *k[] = { "half_open_at", "ok_sent" };
+	size_t i;
+	int dirty = 0;
+
+	for (i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+		if (nget(d, k[i]) > now) {
+			nset(d, k[i], now);
+			dirty = 1;
+		}
+	if (nget(d, "probe_until") > now + lease) {
+		nset(d, "probe_until", now + lease);
+		dirty = 1;
+	}
+	return dirty;
+}
+
 static int
 run(json_t **doc, void *arg, char *err, size_t errlen)
 {
@@ -257,6 +296,10 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 	}
 	if (breaker_valid(d, err, errlen) == -1)
 		return FILES_CORRUPT;
+	if (o->allow)
+		dirty |= clamp(d, o->now, o->lease);
+	else if (o->nev > 0)
+		dirty |= clamp(d, o->ev[o->nev - 1].now, HUGE_VAL);
 	st = sget(d, "state");
 	o->opened_at = nget(d, "opened_at");
 	if (!o->allow) {

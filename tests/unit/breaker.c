@@ -16,6 +16,7 @@
 #include "lib/control/valid.h"
 #include "lib/config/conf.h"
 #include "lib/state/files.h"
+#include "lib/base/proc.h"
 #include "lib/base/x.h"
 #include "tests/unit/tap.h"
 
@@ -263,6 +264,40 @@ main(void)
 		    "moved aside, the state is usable again: %s", err);
 		free(want);
 		free(pz);
+	}
+	/*
+	 * Times from a hand or a clock ahead: a probe's lease of 1e300 held
+	 * pid 1's half-open probe for ever, and a success sent in 1e300 made
+	 * every failure older than it.
+	 */
+	{
+		char *pf = xasprintf("%s/state/breaker/far.json", dir);
+		char *po = xasprintf("%s/state/breaker/oks.json", dir);
+		FILE *f = fopen(pf, "w");
+
+		if (f == NULL || fprintf(f, "{\"state\":\"half_open\",\"fails\":"
+		    "0,\"window\":\"\",\"opened_at\":0,\"cooldown\":30,"
+		    "\"probe_pid\":1,\"probe_host\":\"%s\",\"probe_until\":"
+		    "1e300,\"half_open_at\":0,\"transitions\":[]}\n",
+		    proc_host()) < 0 || fclose(f) == EOF)
+			ok(0, "write %s", pf);
+		ok(allow("far", 1, 0) == BREAKER_DENY, "a probe on its lease "
+		    "is another's");
+		ok(allow("far", 1, 61) == BREAKER_PROBE, "a lease of 1e300 "
+		    "runs out a lease after it was read");
+		f = fopen(po, "w");
+		if (f == NULL || fputs("{\"state\":\"closed\",\"fails\":0,"
+		    "\"window\":\"\",\"opened_at\":0,\"cooldown\":30,"
+		    "\"probe_until\":0,\"ok_sent\":1e300,\"transitions\":[]}"
+		    "\n", f) == EOF || fclose(f) == EOF)
+			ok(0, "write %s", po);
+		for (i = 0; i < 5; i++)
+			record("oks", BREAKER_FAILURE, 0, 1, 100 + i);
+		ok(strcmp(state("oks"), "open") == 0, "a success sent in 1e300 "
+		    "does not keep five failures from opening it (%s)",
+		    state("oks"));
+		free(pf);
+		free(po);
 	}
 	p = xasprintf("rm -rf %s", dir);
 	if (system(p) != 0)
