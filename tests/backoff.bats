@@ -195,6 +195,16 @@ EOF
 	[ "$(cat "$rd/state/budget.json")" = '{"total":3,"left":9}' ]
 }
 
+@test "backoff: a budget.json total past 2^53 is corrupt, never renewed into an overflow" {
+	local rd=$BATS_TEST_TMPDIR/run
+	mkdir -p "$rd/state"
+	echo '{"total":9223372036854775807,"left":0}' >"$rd/state/budget.json"
+	run --separate-stderr rfp-backoff --run-dir "$rd" --budget 5 --renew-budget </dev/null
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "rfp-backoff: $rd/state/budget.json: corrupt state file (needs integers 0 <= left <= total <= 2^53); move it aside to start afresh" ]
+	[ "$(cat "$rd/state/budget.json")" = '{"total":9223372036854775807,"left":0}' ]
+}
+
 @test "backoff: an unusable --run-dir exits 1" {
 	touch "$BATS_TEST_TMPDIR/file"
 	run --separate-stderr rfp-backoff --seed 1 --run-dir "$BATS_TEST_TMPDIR/file/run" <"$F/transient10.ndjson"

@@ -382,7 +382,7 @@ dead_count() {
 	done
 	echo '{"total":3,"left":9}' >"$RUN/state/budget.json"
 	run -2 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
-	[ "$stderr" = "rfp-backoff: $RUN/state/budget.json: corrupt state file (needs integers 0 <= left <= total); move it aside to start afresh" ]
+	[ "$stderr" = "rfp-backoff: $RUN/state/budget.json: corrupt state file (needs integers 0 <= left <= total <= 2^53); move it aside to start afresh" ]
 	[ "$(requests_for)" -eq 0 ]
 	rm "$RUN/state/budget.json"
 	# JSON objects, but none a run writes: the file and the field named.

@@ -22,7 +22,12 @@ struct budget_arg {
 	int	absent;		/* ... and there was none */
 };
 
-/* Whether doc is a budget, integers 0 <= left <= total: 0 or FILES_CORRUPT. */
+/*
+ * Whether doc is a budget, integers 0 <= left <= total <= 2^53: 0 or
+ * FILES_CORRUPT.  No run spends more (a --budget is 10^9 at most, a
+ * multiple 1,000 times the documents), and a total of 2^63 - 1, renewed,
+ * overflowed to a negative one the next run refused.
+ */
 static int
 valid(const json_t *doc, long *total, long *left, char *err, size_t errlen)
 {
@@ -31,8 +36,10 @@ valid(const json_t *doc, long *total, long *left, char *err, size_t errlen)
 
 	if (!json_is_integer(t) || !json_is_integer(l) ||
 	    (*total = (long)json_integer_value(t)) < 0 ||
-	    (*left = (long)json_integer_value(l)) < 0 || *left > *total) {
-		snprintf(err, errlen, "needs integers 0 <= left <= total");
+	    (*left = (long)json_integer_value(l)) < 0 || *left > *total ||
+	    *total > (1L << 53)) {
+		snprintf(err, errlen, "needs integers 0 <= left <= total <= "
+		    "2^53");
 		return FILES_CORRUPT;
 	}
 	return 0;
