@@ -412,6 +412,8 @@ bad_field(const struct pst *p)
 		return "r_n";
 	if (p->nz > NZ_MAX)
 		return "nz";
+	if (p->paced != 0 && p->paced != 1)
+		return "paced";
 	if (p->paced != 0 && !(p->rate > 0))
 		return "rate";
 	if (!(p->win >= 1) || p->win > WIN_MAX)
@@ -588,6 +590,9 @@ users(const json_t *doc, const char *id, double now, int *inherited)
 		if (!json_is_number(v))
 			continue;
 		t = json_number_value(v);
+		/* A use a minute or more ahead is no user's (as for seen). */
+		if (t - now > clk_real(STALE))
+			continue;
 		/* Checked on joining; from then on, their use is enough. */
 		if (strcmp(k, id) == 0 || (joined ? now - t <= clk_real(STALE) :
 		    user_alive(k, t, now)))
@@ -1586,11 +1591,13 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 	user_id(id, sizeof(id));
 	u = users(*doc, id, now, &inherited);
 	/*
-	 * A state with no last use (written by hand: seen 0 kept it a fact
-	 * for ever, whoever its users) is as stale as one unused for long.
+	 * A state with no last use, or one a minute or more ahead (written
+	 * by hand, or by a host whose clock runs ahead: seen 0 or 1e300 kept
+	 * it a fact for ever, whoever its users), is as stale as one unused
+	 * for long.
 	 */
 	if (*doc != NULL && (p.seen <= 0 || now - p.seen > clk_real(STALE) ||
-	    inherited))
+	    p.seen - now > clk_real(STALE) || inherited))
 		age(&p, o->c);
 	if (o->take)
 		take(&p, o);

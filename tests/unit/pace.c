@@ -1836,6 +1836,8 @@ corrupt(void)
 	ok(refused("{\"quota_until\": 1e308}\n", "quota_until", err,
 	    sizeof(err)), "a quota that ends past the year 9999 is corrupt: %s",
 	    err);
+	ok(refused("{\"paced\": 2, \"rate\": 5}\n", "paced", err,
+	    sizeof(err)), "a paced flag of 2 is corrupt: %s", err);
 	ok(refused("{\"seen\": -1}\n", "seen", err, sizeof(err)),
 	    "a last use before 1970 is corrupt: %s", err);
 	ok(refused("{\"rl_min\": 2.5}\n", "rl_min", err, sizeof(err)),
@@ -1906,6 +1908,17 @@ out_of_reach(void)
 	r = rate_at("unseen", T0 + 2);
 	ok(r == 0, "a state with no last use is a hint: not paced at its "
 	    "rate (%g)", r);
+	/* ... and one last used, by its user too, in 1e300. */
+	put_state("ahead", "{\"paced\": 1, \"rate\": 2, \"seen\": 1e300, "
+	    "\"users\": {\"1@elsewhere.invalid\": 1e300}}\n");
+	r = rate_at("ahead", T0 + 2);
+	ok(r == 0, "a state last used in 1e300 is a hint: not paced at its "
+	    "rate (%g)", r);
+	put_state("uahead", "{\"paced\": 1, \"rate\": 2, \"seen\": "
+	    "1000000001, \"users\": {\"1@elsewhere.invalid\": 1e300}}\n");
+	r = rate_at("uahead", T0 + 2);
+	ok(r == 0, "a state whose one user was last heard from in 1e300 is "
+	    "a hint (%g)", r);
 
 	put_shared("crawl", "\"paced\": 1, \"rate\": 1e-300");
 	r = rate_at("crawl", T0 + 2);
