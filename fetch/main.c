@@ -875,7 +875,8 @@ main(int argc, char *argv[])
 	S.t0 = clk_mono();
 	run();
 	gate_flush(1);
-	if (S.stop && !S.out_lost && out_flush() == -1)	/* what it takes now */
+	/* What it takes now; a reader gone is said by the stage that went. */
+	if (S.stop && !S.out_lost && out_flush() == -1 && errno != EPIPE)
 		msg_warnsys("write stdout");
 	if (S.stop > 0)
 		msg_warn("stopped by signal %d with %ld transfers in flight",
