@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,8 @@ static struct {
 	int		 fd_bodies;	/* the body thread's wake-ups, or -1 */
 	int		 fifo_ready;	/* poll saw the FIFO readable */
 	int		 out_lost;	/* standard output failed */
+	int		 running;	/* in the loop: a death writes the report */
+	pthread_t	 main;		/* the loop's thread */
 	double		 t0;		/* clk_mono() at start */
 	volatile sig_atomic_t stop;
 } S;
@@ -362,14 +365,16 @@ drop_all(void)
 	queue_drop();
 }
 
+/* Write --report; a failure is fatal, unless dying already. */
 static void
-write_report(void)
+write_report(int dying)
 {
 	struct admit_counts n;
 	json_t *r;
 	char *tmp;
 	int e;
 
+	S.running = 0;
 	if (S.report == NULL)
 		return;
 	admit_counts(&n);
@@ -386,10 +391,23 @@ write_report(void)
 	e = files_dump(r, S.report, tmp, JSON_COMPACT) == -1 ? errno : 0;
 	free(tmp);
 	json_decref(r);
-	if (e != 0) {
+	if (e != 0 && !dying) {
 		errno = e;
 		msg_diesys(1, "write %s", S.report);
 	}
+}
+
+/*
+ * A fatal error met in the loop or a room below it (a state file found
+ * corrupt mid-run: msg_die) still leaves the report, so that what was
+ * admitted and not filed is pending, not lost: rfp-sink reconciles
+ * against it.  Before, the summary said admitted null.
+ */
+static void
+report_at_exit(void)
+{
+	if (S.running && pthread_equal(pthread_self(), S.main))
+		write_report(1);
 }
 
 static int
@@ -873,6 +891,9 @@ main(int argc, char *argv[])
 	admit_open(&fo, cli.fifo, cli.resume, cli.retry_dead);
 	S.fd_bodies = fo.run_dir != NULL ? bodies_start() : -1;
 	S.t0 = clk_mono();
+	S.main = pthread_self();
+	S.running = 1;
+	atexit(report_at_exit);
 	run();
 	gate_flush(1);
 	/* What it takes now; a reader gone is said by the stage that went. */
@@ -881,7 +902,7 @@ main(int argc, char *argv[])
 	if (S.stop > 0)
 		msg_warn("stopped by signal %d with %ld transfers in flight",
 		    (int)S.stop, S.active);
-	write_report();
+	write_report(0);
 	drop_all();
 	tidy();
 	if (S.stop)

@@ -363,6 +363,33 @@ dead_count() {
 	jq -e '.total == 9' "$RUN/state/budget.json"
 }
 
+@test "pipeline: a state file corrupted mid-run stops rfp-fetch naming it; the rest is pending, and a re-run files it" {
+	printf 'routes:\n  - {match: "/f/*", endpoint: f, delay_ms: 100}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	# Answers 0.1 s apart in real time, one at a time: the file is
+	# changed while most documents are still to go.
+	RFPIPE_TIME_SCALE=1 mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	manifest /f 20 f >"$BATS_TEST_TMPDIR/m"
+	timeout 60 "$ROOT/pipeline.sh" -q -j 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" \
+	    2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	for i in $(seq 1 200); do
+		[ "$(requests_for)" -ge 3 ] && break
+		sleep 0.05
+	done
+	echo '{"iv_s":[1,2]}' >"$RUN/state/rate/f.json"
+	rc=0
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 1 ]
+	grep -qF "rfp-fetch: $RUN/state/rate/f.json: corrupt state file (field \"iv_s\"); move it aside to start afresh" "$BATS_TEST_TMPDIR/err" ||
+	    fail "$(cat "$BATS_TEST_TMPDIR/err")"
+	[ "$(cat "$RUN/state/rate/f.json")" = '{"iv_s":[1,2]}' ]
+	jq -e '.interrupted == true and .admitted == 20 and .reconciled == true and .pending > 0 and .pending + .run.succeeded + .run.dead == 20' "$RUN/summary.json"
+	rm "$RUN/state/rate/f.json"
+	run -0 timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 20 ]
+	[ "$(jq -r .id "$RUN/results.ndjson" | sort -u | wc -l)" -eq 20 ]
+}
+
 @test "pipeline: a corrupt or empty state file (budget, breaker, rate) stops the run before a request, exit 2, one line naming it; never reset" {
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 3 nih >"$BATS_TEST_TMPDIR/m"
