@@ -429,6 +429,16 @@ dead_count() {
 		[ "$(requests_for)" -eq 0 ]
 		rm "$RUN/state/$1"
 	done
+	# Longer than any state a run writes, or a link: said as such.
+	{ head -c 1100000 /dev/zero | tr '\0' ' '; echo '{}'; } >"$RUN/state/rate/nih.json"
+	run -2 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$stderr" = "rfp-backoff: $RUN/state/rate/nih.json: corrupt state file (over 1 MiB); move it aside to start afresh" ] || fail "$stderr"
+	rm "$RUN/state/rate/nih.json"
+	ln -s /etc/passwd "$RUN/state/rate/nih.json"
+	run -2 --separate-stderr pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$stderr" = "rfp-backoff: $RUN/state/rate/nih.json: a symbolic link (state files are never followed); move it aside to start afresh" ] || fail "$stderr"
+	rm "$RUN/state/rate/nih.json"
+	[ "$(requests_for)" -eq 0 ]
 	echo '{"total":3,"left":9}' >"$RUN/state/budget.json"
 	# Moved aside, the run goes ahead.
 	rm "$RUN/state/budget.json"

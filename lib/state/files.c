@@ -328,7 +328,12 @@ parse(const char *path, int fd, json_t **doc, size_t *len, char *err,
 
 	*doc = NULL;
 	if ((buf = slurp(fd, len)) == NULL) {
-		snprintf(err, errlen, "read %s: %s", path, strerror(errno));
+		/* No state a run writes is that long: junk, said as such. */
+		if (errno == EFBIG)
+			files_corrupt(path, "over 1 MiB", err, errlen);
+		else
+			snprintf(err, errlen, "read %s: %s", path,
+			    strerror(errno));
 		return -1;
 	}
 	if (*len > 0) {
@@ -547,7 +552,8 @@ check_one(const char *path, const char *kind, files_valid_fn *valid,
 		if (errno == ENOENT)
 			return 0;
 		snprintf(err, errlen, "%s: %s; move it aside to start afresh",
-		    path, errno == EINVAL ? "not a regular file" :
+		    path, errno == EINVAL ? "not a regular file" : errno ==
+		    ELOOP ? "a symbolic link (state files are never followed)" :
 		    strerror(errno));
 		return -1;
 	}
