@@ -99,36 +99,39 @@ fresh(const char *ep, const struct conf_breaker *c)
 static const char *
 bad_field(const json_t *d)
 {
+	/*
+	 * Each of its type (JSON_REAL: any number); those written only once
+	 * the breaker has been used, if there.
+	 */
+	static const struct {
+		const char	*name;
+		json_type	 type;
+		int		 always;
+	} fields[] = {
+		{ "fails", JSON_INTEGER, 1 },
+		{ "window", JSON_STRING, 1 },
+		{ "opened_at", JSON_REAL, 1 },
+		{ "cooldown", JSON_REAL, 1 },
+		{ "probe_until", JSON_REAL, 1 },
+		{ "transitions", JSON_ARRAY, 1 },
+		{ "half_open_at", JSON_REAL, 0 },
+		{ "ok_sent", JSON_REAL, 0 },
+		{ "probe_pid", JSON_INTEGER, 0 },
+		{ "probe_host", JSON_STRING, 0 },
+	};
 	const char *s = sget(d, "state");
+	const json_t *v;
+	size_t i;
 
 	if (s == NULL || (strcmp(s, "closed") != 0 && strcmp(s, "open") !=
 	    0 && strcmp(s, "half_open") != 0))
 		return "state";
-	if (!json_is_integer(json_object_get(d, "fails")))
-		return "fails";
-	if (!json_is_string(json_object_get(d, "window")))
-		return "window";
-	if (!json_is_number(json_object_get(d, "opened_at")))
-		return "opened_at";
-	if (!json_is_number(json_object_get(d, "cooldown")))
-		return "cooldown";
-	if (!json_is_number(json_object_get(d, "probe_until")))
-		return "probe_until";
-	if (!json_is_array(json_object_get(d, "transitions")))
-		return "transitions";
-	/* Written once the breaker has been used: of their type, if there. */
-	if (json_object_get(d, "half_open_at") != NULL &&
-	    !json_is_number(json_object_get(d, "half_open_at")))
-		return "half_open_at";
-	if (json_object_get(d, "ok_sent") != NULL &&
-	    !json_is_number(json_object_get(d, "ok_sent")))
-		return "ok_sent";
-	if (json_object_get(d, "probe_pid") != NULL &&
-	    !json_is_integer(json_object_get(d, "probe_pid")))
-		return "probe_pid";
-	if (json_object_get(d, "probe_host") != NULL &&
-	    !json_is_string(json_object_get(d, "probe_host")))
-		return "probe_host";
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		v = json_object_get(d, fields[i].name);
+		if (v == NULL ? fields[i].always : fields[i].type == JSON_REAL ?
+		    !json_is_number(v) : json_typeof(v) != fields[i].type)
+			return fields[i].name;
+	}
 	return NULL;
 }
 

@@ -332,53 +332,47 @@ whole(double v, double least)
 static const char *
 bad_field(const struct pst *p)
 {
+	/* Each a number from least to most (all are finite: load). */
 	static const struct {
 		const char	*name;
 		size_t		 off;
-		double		 most;
-	} rates[] = {
-		{ "rate", offsetof(struct pst, rate), RATE_MAX },
-		{ "hint", offsetof(struct pst, hint), RATE_MAX },
-		{ "r_noise", offsetof(struct pst, r_noise), RATE_MAX },
-		{ "k_rate", offsetof(struct pst, k_rate), RATE_MAX },
-		{ "ref_rate", offsetof(struct pst, ref_rate), RATE_MAX },
-		{ "r_fail", offsetof(struct pst, r_fail), RATE_MAX },
-		{ "p_min", offsetof(struct pst, p_min), RATE_MAX },
-		{ "n_cut", offsetof(struct pst, n_cut), 0x1p53 },
-		{ "cut_seq", offsetof(struct pst, cut_seq), 0x1p53 },
-		{ "p_seq", offsetof(struct pst, p_seq), 0x1p53 },
-		{ "k_seq", offsetof(struct pst, k_seq), 0x1p53 },
-		{ "rl_seq", offsetof(struct pst, rl_seq), 0x1p53 },
-		{ "rl_limit", offsetof(struct pst, rl_limit), 0x1p53 },
-		{ "rl_left", offsetof(struct pst, rl_left), 0x1p53 },
-		{ "n_ok", offsetof(struct pst, n_ok), 0x1p53 },
-		{ "p_ok", offsetof(struct pst, p_ok), 0x1p53 },
-		{ "takes", offsetof(struct pst, takes), 0x1p53 },
+		double		 least, most;
+	} bounds[] = {
+#define B(f, least, most)	{ #f, offsetof(struct pst, f), least, most }
+		B(rate, -HUGE_VAL, RATE_MAX),
+		B(hint, -HUGE_VAL, RATE_MAX),
+		B(k_rate, -HUGE_VAL, RATE_MAX),
+		B(ref_rate, -HUGE_VAL, RATE_MAX),
+		B(r_fail, -HUGE_VAL, RATE_MAX),
+		B(p_min, -HUGE_VAL, RATE_MAX),
+		B(r_noise, 0, RATE_MAX),
+		B(p_ok, 0, 0x1p53),
+		B(n_ok, 0, 0x1p53),
+		B(n_cut, 0, 0x1p53),
+		B(takes, 0, 0x1p53),
+		B(s_ref, 0, HUGE_VAL),
+		B(cuts, 0, HUGE_VAL),
+		B(okh_n, 0, HUGE_VAL),
+		B(rl_mend, 0, HUGE_VAL),
+		B(seen, 0, HUGE_VAL),
+		B(cut_seq, -HUGE_VAL, 0x1p53),
+		B(p_seq, -HUGE_VAL, 0x1p53),
+		B(k_seq, -HUGE_VAL, 0x1p53),
+		B(rl_seq, -HUGE_VAL, 0x1p53),
+		B(rl_limit, -HUGE_VAL, 0x1p53),
+		B(rl_left, -HUGE_VAL, 0x1p53),
 		/* No Retry-After or HTTP date reaches past 9999. */
-		{ "quota_until", offsetof(struct pst, quota_until), Y10K },
-		{ "rl_reset", offsetof(struct pst, rl_reset), Y10K },
+		B(quota_until, -HUGE_VAL, Y10K),
+		B(rl_reset, -HUGE_VAL, Y10K),
+		B(r_n, 0, RECENT),
+		B(nz, 0, NZ_MAX),
+		B(r_bits, 0, (double)RECENT_MASK),
+		B(ok_k, 0, WIN_MAX),
+		B(win, 1, WIN_MAX),
+		B(iv_i, 0, HUGE_VAL),
+#undef B
 	};
-	static const struct {
-		const char	*name;
-		size_t		 off;
-		double		 least;
-	} counts[] = {
-		{ "p_ok", offsetof(struct pst, p_ok), 0 },
-		{ "s_ref", offsetof(struct pst, s_ref), 0 },
-		{ "n_ok", offsetof(struct pst, n_ok), 0 },
-		{ "n_cut", offsetof(struct pst, n_cut), 0 },
-		{ "cuts", offsetof(struct pst, cuts), 0 },
-		{ "takes", offsetof(struct pst, takes), 0 },
-		{ "okh_n", offsetof(struct pst, okh_n), 0 },
-		{ "r_noise", offsetof(struct pst, r_noise), 0 },
-		{ "r_n", offsetof(struct pst, r_n), 0 },
-		{ "nz", offsetof(struct pst, nz), 0 },
-		{ "r_bits", offsetof(struct pst, r_bits), 0 },
-		{ "ok_k", offsetof(struct pst, ok_k), 0 },
-		{ "iv_i", offsetof(struct pst, iv_i), 0 },
-		{ "rl_mend", offsetof(struct pst, rl_mend), 0 },
-		{ "seen", offsetof(struct pst, seen), 0 },
-	};
+	/* Whole numbers of grants and answers from least, or -1. */
 	static const struct {
 		const char	*name;
 		size_t		 off;
@@ -394,34 +388,23 @@ bad_field(const struct pst *p)
 #define AT(o)	(*(const double *)(const void *)((const char *)p + (o)))
 	size_t i;
 
-	for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
-		if (AT(counts[i].off) < counts[i].least)
-			return counts[i].name;
-	for (i = 0; i < sizeof(rates) / sizeof(rates[0]); i++)
-		if (AT(rates[i].off) > rates[i].most)
-			return rates[i].name;
+	for (i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++)
+		if (AT(bounds[i].off) < bounds[i].least ||
+		    AT(bounds[i].off) > bounds[i].most)
+			return bounds[i].name;
 	for (i = 0; i < sizeof(wholes) / sizeof(wholes[0]); i++)
 		if (!whole(AT(wholes[i].off), wholes[i].least))
 			return wholes[i].name;
 #undef AT
-	if (p->p_held != 0 && p->p_held != 1)
-		return "p_held";
-	if (p->r_bits > (double)RECENT_MASK)
-		return "r_bits";
-	if (p->r_n > RECENT)
-		return "r_n";
-	if (p->nz > NZ_MAX)
-		return "nz";
+	/* Flags are 0 or 1, and a pace has a rate. */
 	if (p->paced != 0 && p->paced != 1)
 		return "paced";
+	if (p->p_held != 0 && p->p_held != 1)
+		return "p_held";
 	if (p->paced != 0 && !(p->rate > 0))
 		return "rate";
-	if (!(p->win >= 1) || p->win > WIN_MAX)
-		return "win";
 	if (p->iv_i >= NIV)
 		return "iv_i";
-	if (p->ok_k > WIN_MAX)
-		return "ok_k";
 	for (i = 0; i < NOKH; i++)
 		if (p->okh[i] < 0)
 			return "okh";
@@ -432,41 +415,42 @@ bad_field(const struct pst *p)
 	return NULL;
 }
 
-/* The state in d, or -1 with *bad the field no run writes so. */
+/*
+ * The state in d, or -1 with why it is none a run writes in why ("field
+ * \"rate\"").
+ */
 static int
-load(struct pst *p, const json_t *d, const struct pace_cfg *c,
-    const char **bad)
+load(struct pst *p, const json_t *d, const struct pace_cfg *c, char *why,
+    size_t n)
 {
 	static const char *arrs[] = { "iv_s", "iv_t", "iv_e", "ok_t", "okh" };
 	double *av[] = { p->iv_s, p->iv_t, p->iv_e, p->ok_t, p->okh };
 	const size_t an[] = { NIV, NIV, NIV, NOK, NOKH };
+	const char *bad = NULL;
 	json_t *v;
 	size_t i;
 
-	*bad = NULL;
 	init(p, c);
 	if (d == NULL)
 		return 0;
 	if (!json_is_object(d)) {
-		*bad = "(not an object)";
+		snprintf(why, n, "not an object");
 		return -1;
 	}
-	for (i = 0; i < NFIELDS; i++) {
+	for (i = 0; i < NFIELDS && bad == NULL; i++)
 		if ((v = json_object_get(d, fields[i].name)) == NULL)
 			continue;
-		if (!json_is_number(v) || !isfinite(json_number_value(v))) {
-			*bad = fields[i].name;
-			return -1;
-		}
-		*FP(p, i) = json_number_value(v);
-	}
-	for (i = 0; i < sizeof(arrs) / sizeof(arrs[0]); i++)
-		if (arr_load(d, arrs[i], av[i], an[i]) == -1) {
-			*bad = arrs[i];
-			return -1;
-		}
-	if ((*bad = bad_field(p)) != NULL)
+		else if (!json_is_number(v) || !isfinite(json_number_value(v)))
+			bad = fields[i].name;
+		else
+			*FP(p, i) = json_number_value(v);
+	for (i = 0; i < sizeof(arrs) / sizeof(arrs[0]) && bad == NULL; i++)
+		if (arr_load(d, arrs[i], av[i], an[i]) == -1)
+			bad = arrs[i];
+	if (bad != NULL || (bad = bad_field(p)) != NULL) {
+		snprintf(why, n, "field \"%s\"", bad);
 		return -1;
+	}
 	/* As ratelimit() takes them, and as a binary before it kept them. */
 	p->rl_win = win_or_none(p->rl_win);
 	p->rl_wguess = win_or_none(p->rl_wguess);
@@ -494,13 +478,9 @@ pace_valid(const json_t *d, char *why, size_t n)
 {
 	struct pace_cfg c;
 	struct pst p;
-	const char *bad;
 
 	memset(&c, 0, sizeof(c));
-	if (load(&p, d, &c, &bad) == 0)
-		return 0;
-	snprintf(why, n, *bad == '(' ? "%s" : "field \"%s\"", bad);
-	return -1;
+	return load(&p, d, &c, why, n);
 }
 
 /*
@@ -1574,18 +1554,14 @@ run(json_t **doc, void *arg, char *err, size_t errlen)
 {
 	struct op *o = arg;
 	struct pst p, p0;
-	const char *bad;
 	json_t *u;
 	char id[300], *news;
 	double now, seq;
 	size_t i;
 	int inherited;
 
-	if (load(&p, *doc, o->c, &bad) == -1) {
-		snprintf(err, errlen, *bad == '(' ? "%s" : "field \"%s\"",
-		    bad);
+	if (load(&p, *doc, o->c, err, errlen) == -1)
 		return FILES_CORRUPT;
-	}
 	p0 = p;
 	now = o->take ? o->now : o->nev > 0 ? o->evs[0].now : 0;
 	user_id(id, sizeof(id));
