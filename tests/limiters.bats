@@ -171,9 +171,11 @@ noise() {
 	# breaker opened on them.
 	never_opened
 	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
-	# The first round's 12, and the few sent before their news was in:
-	# 12 to 24 beside three busy loops.
-	[ "$(logged '.action == "rate_limited"')" -le 30 ]
+	# The first round's 12, and those sent before their news was in: 13
+	# to 15 on an idle machine, 13 to 25 beside three busy loops, 31 once
+	# in CI (each refusal read frees a place the told window fills again
+	# before the next is read).  A pace the refusals do not cut: 87.
+	[ "$(logged '.action == "rate_limited"')" -le 45 ]
 }
 
 @test "limiters: a concurrency told, a strict rate answering 429: the window stays where it was told" {
