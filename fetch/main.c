@@ -348,14 +348,20 @@ drop_all(void)
 {
 	struct xfer *x, *next;
 
-	/* What the body thread holds is filed, then dropped like the rest. */
+	/*
+	 * What the body thread holds was answered: once filed, it goes out
+	 * as any answer does.  Dropped, a submission's answer never reached
+	 * the ledger, and the re-run could only file it ambiguous_submit.
+	 */
 	if (fo.run_dir != NULL) {
 		bodies_stop();
 		for (x = bodies_take(); x != NULL; x = next) {
 			next = x->bnext;
-			job_free(x->job);
-			xfer_free(x);
+			S.filing--;
+			complete(x);
 		}
+		if (!S.out_lost && out_flush() == -1 && errno != EPIPE)
+			msg_warnsys("write stdout");
 	}
 	while ((x = wire_pop()) != NULL) {
 		log_req(x, "stopped");

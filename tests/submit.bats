@@ -292,3 +292,43 @@ cut_on_the_wire() {
 	[[ $stderr == *"ledger $L: not a ledger"* ]]
 	[ "$(wc -l <"$L")" -eq 3 ]
 }
+
+@test "submit: a submission answered as rfp-fetch stops goes out with its answer, and the ledger has it: a re-run files it, sending nothing" {
+	# The body thread is held renaming the answer into docs/ (strace
+	# delays that one call 3 s), and rfp-fetch is stopped then.  It
+	# dropped what that thread held: the ledger kept only the intent,
+	# and the re-run filed the submission ambiguous_submit.
+	command -v strace >/dev/null || skip "strace is not installed"
+	strace -f -o /dev/null true 2>/dev/null || skip "strace cannot trace here"
+	submissions submit 1 >"$BATS_TEST_TMPDIR/m"
+	mkdir -p "$RUN"
+	# LeakSanitizer cannot run under a tracer.
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+	    strace -f -o /dev/null -P "$RUN/docs/.part" -e trace=renameat \
+	    -e inject=renameat:delay_enter=3000000 \
+	    rfp-fetch --run-dir "$RUN" <"$BATS_TEST_TMPDIR/m" \
+	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	local tracer=$! i fetch=
+	for i in $(seq 1 1000); do
+		[ -n "$(ls -A "$RUN/docs/.part" 2>/dev/null)" ] && break
+		sleep 0.01
+	done
+	fetch=$(pgrep -P "$tracer" -x rfp-fetch)
+	[ -n "$fetch" ]
+	kill -TERM "$fetch"
+	timeout 30 tail --pid="$tracer" -f /dev/null
+	wait "$tracer" || i=$?
+	cat "$BATS_TEST_TMPDIR/err"
+	[ "$i" -eq 1 ]
+	grep -q "stopped by signal 15" "$BATS_TEST_TMPDIR/err"
+	jq -s -e 'length == 1 and (.[0] | .id == "app-1" and .status == 200 and
+	    .body_path == "docs/app-1")' "$BATS_TEST_TMPDIR/out"
+	[ -f "$RUN/docs/app-1" ]
+	jq -s -e 'map(select(.id == "app-1") | .event) == ["intent", "success"]' \
+	    "$RUN/state/ledger.ndjson"
+	# The record never reached a sink here: the re-run files it from the
+	# ledger, and the portal hears it once.
+	run -0 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(requests_for /grants/submit/app-1)" -eq 1 ]
+	jq -s -e 'length == 1 and .[0].replayed == true' "$RUN/results.ndjson"
+}
