@@ -355,12 +355,15 @@ read_lines(struct rec_reader *r, int manifest)
 	long lineno;
 	char *line;
 
+	/* A read's ids are claimed under one lock, in one write. */
+	if (manifest)
+		claims_begin();
 	for (;;) {
 		if (manifest && !admit_wants())
-			return;	/* back-pressure: enough work queued */
+			break;	/* back-pressure: enough work queued */
 		rc = rec_next(r, &line, &len, &lineno);
 		if (rc == REC_AGAIN)
-			return;
+			break;
 		if (rc == REC_EOF || rc == REC_ERR) {
 			if (rc == REC_ERR)
 				msg_warnsys("read %s", manifest ? "stdin" :
@@ -369,7 +372,7 @@ read_lines(struct rec_reader *r, int manifest)
 				A.in_eof = 1;
 			else if (A.sink_seen)
 				A.sink_gone = 1;
-			return;
+			break;
 		}
 		if (rc == REC_LINE && len == 0)
 			continue;
@@ -378,6 +381,8 @@ read_lines(struct rec_reader *r, int manifest)
 		else if (rc == REC_LINE)
 			take_back(line, len, lineno);
 	}
+	if (manifest)
+		claims_end();
 }
 
 

@@ -10,10 +10,11 @@
  * kernel releases it when the last one dies.  An rfp-fetch given no name
  * is an owner of its own.  Each holder appends "STAGE PID" to the file,
  * to name itself to an operator.  Before it admits an id rfp-fetch
- * appends {"id","owner"} to state/claims.ndjson, one write(2) a line,
+ * appends {"id","owner"} to state/claims.ndjson, a whole line an id,
  * under an exclusive flock on that file, unless the id is already claimed
  * by an owner whose file is locked: then the id is another pipeline's,
- * and skipped.  The file is emptied when its first reader finds no owner
+ * and skipped.  The ids of one read of the manifest are claimed under one
+ * lock, their lines appended in one write(2), before any of them is sent.  The file is emptied when its first reader finds no owner
  * alive.
  */
 #include <sys/file.h>
@@ -48,6 +49,9 @@ static struct {
 	json_t	*by;		/* id -> owner, of what was read */
 	json_t	*alive;		/* owner -> true/false, as last checked */
 	json_t	*held;		/* owner -> ids left to it */
+	int	 batch;		/* in claims_begin: the file locked */
+	char	*pend;		/* the batch's lines, not yet written */
+	size_t	 plen, pcap;
 } C = { .own_fd = -1, .fd = -1 };
 
 /* 1 when owner's file is locked (by a live stage of it), else 0. */
@@ -155,18 +159,55 @@ claims_open(const char *rundir, const char *owner)
 	flock(C.fd, LOCK_UN);
 }
 
+/* Lock claims.ndjson and read what others appended since. */
+static void
+lock(void)
+{
+	if (flock(C.fd, LOCK_EX) == -1)
+		msg_diesys(1, "claims: flock");
+	catch_up();
+}
+
+/* Append the lines held, in one write(2), and unlock. */
+static void
+unlock(void)
+{
+	if (C.plen > 0 && rec_write_all(C.fd, C.pend, C.plen) == -1)
+		msg_diesys(1, "claims: write");
+	C.off += (off_t)C.plen;
+	C.plen = 0;
+	flock(C.fd, LOCK_UN);
+}
+
+void
+claims_begin(void)
+{
+	if (C.fd == -1 || C.batch)
+		return;
+	lock();
+	C.batch = 1;
+}
+
+void
+claims_end(void)
+{
+	if (!C.batch)
+		return;
+	C.batch = 0;
+	unlock();
+}
+
 int
 claims_take(const char *id, char *holder, size_t len)
 {
 	const char *o;
-	char *line, *text;
+	char *text;
 	json_t *rec;
 	size_t n;
 	int rc = 1;
 
-	if (flock(C.fd, LOCK_EX) == -1)
-		msg_diesys(1, "claims: flock");
-	catch_up();
+	if (!C.batch)
+		lock();
 	o = json_string_value(json_object_get(C.by, id));
 	if (o != NULL && strcmp(o, C.me) != 0) {
 		/* Checked afresh: the holder may have died since. */
@@ -183,19 +224,26 @@ claims_take(const char *id, char *holder, size_t len)
 	if (rc != 0 && (o == NULL || strcmp(o, C.me) != 0)) {
 		rec = json_pack("{s:s,s:s}", "id", id, "owner", C.me);
 		text = json_dumps(rec, JSON_COMPACT);
-		/* One write(2) a line, on a line of its own. */
-		line = xasprintf("%s%s\n", C.torn ? "\n" : "", text);
-		n = strlen(line);
-		if (rec_write_all(C.fd, line, n) == -1)
-			msg_diesys(1, "claims: write");
-		C.off += (off_t)n;
+		/* Whole lines, the first on a line of its own. */
+		n = strlen(text) + 2;
+		if (C.plen + n > C.pcap) {
+			C.pcap = C.plen + n > 2 * C.pcap ? C.plen + n :
+			    2 * C.pcap;
+			C.pend = xrealloc(C.pend, C.pcap);
+		}
+		if (C.torn)
+			C.pend[C.plen++] = '\n';
+		n = strlen(text);
+		memcpy(C.pend + C.plen, text, n);
+		C.plen += n;
+		C.pend[C.plen++] = '\n';
 		C.torn = 0;
 		json_object_set_new(C.by, id, json_string(C.me));
-		free(line);
 		free(text);
 		json_decref(rec);
 	}
-	flock(C.fd, LOCK_UN);
+	if (!C.batch)
+		unlock();
 	return rc;
 }
 
@@ -254,9 +302,11 @@ claims_close(void)
 		    *who ? ")" : "");
 		free(who);
 	}
+	claims_end();
 	/* The last stage of this owner out removes its file. */
 	owner_release(C.rundir, C.me, C.own_fd);
 	close(C.fd);
+	free(C.pend);
 	json_decref(C.by);
 	json_decref(C.alive);
 	json_decref(C.held);

@@ -348,6 +348,13 @@ int	check_manifest(int fd, const struct conf *c, const char *config,
  */
 void	claims_open(const char *rundir, const char *owner);
 int	claims_take(const char *id, char *holder, size_t len);
+/*
+ * claims_begin ... claims_end: the claims taken between are taken under
+ * one lock, and their lines written together at claims_end (nothing may
+ * be sent for them before).  Without, each claims_take locks and writes.
+ */
+void	claims_begin(void);
+void	claims_end(void);
 json_t	*claims_held(void);
 void	claims_close(void);
 
