@@ -412,8 +412,10 @@ write_report(int dying)
 static void
 report_at_exit(void)
 {
-	if (S.running && pthread_equal(pthread_self(), S.main))
+	if (S.running && pthread_equal(pthread_self(), S.main)) {
+		(void)attlog_flush(fo.log);	/* the error that ends it is said */
 		write_report(1);
+	}
 }
 
 static int
@@ -540,6 +542,9 @@ run(void)
 			w[nw].events = CURL_WAIT_POLLIN;
 			w[nw++].revents = 0;
 		}
+		/* The turn's attempt lines, in one write, before a wait. */
+		if (attlog_flush(fo.log) == -1)
+			msg_warnsys("write %s", attlog_path(fo.log));
 		wire_poll(w, nw, poll_timeout());
 		news = 0;
 		for (i = 0; i < nw; i++) {
@@ -780,6 +785,7 @@ run_dir_open(void)
 	    "{s:s,s:I,s:f,s:f}", "prog", PROG, "pid", (json_int_t)getpid(),
 	    "deadline", fo.deadline, "scale", clk_scale())) == -1)
 		msg_diesys(1, "write %s", attlog_path(fo.log));
+	attlog_hold(fo.log);	/* the loop writes each turn's at once */
 }
 
 /* Release everything (nothing below may lose a record that was emitted). */
@@ -800,6 +806,8 @@ tidy(void)
 		close(fo.part_fd);
 		close(fo.docs_fd);
 	}
+	if (attlog_flush(fo.log) == -1)
+		msg_warnsys("write %s", attlog_path(fo.log));
 	attlog_close(fo.log);
 	store_close();
 	claims_close();

@@ -708,3 +708,34 @@ redirected() {
 	assert_success
 	[[ "${stderr_lines[0]}" == 'rfp-fetch: WARNING: --insecure:'* ]]
 }
+
+@test "fetch: an answer's attempt line is in the log before rfp-fetch waits on, not at its end" {
+	# Lines are held for a turn of the loop and written together; held
+	# till the end, doc-1's line was not there while doc-2 was awaited.
+	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF2'
+	routes:
+	  - {match: "/fast/*", endpoint: fast}
+	  - {match: "/slow/*", endpoint: slow, delay_ms: 6000000}
+	EOF2
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	{ manifest /slow 1 slow; manifest /fast 1 fast; } >"$BATS_TEST_TMPDIR/m"
+	rfp-fetch --run-dir "$RD" <"$BATS_TEST_TMPDIR/m" >/dev/null 2>&1 &
+	local pid=$! i found=
+	for i in $(seq 1 500); do
+		if jq -s -e 'any(.[]; .t == "req" and .ep == "fast" and
+		    .status == 200)' "$RD/logs/attempts.ndjson" >/dev/null 2>&1
+		then
+			found=1
+			break
+		fi
+		sleep 0.02
+	done
+	# Still waiting on the slow one: the line came before the end.
+	kill -0 "$pid"
+	kill -TERM "$pid"
+	wait "$pid" || :
+	[ -n "$found" ]
+	# And the slow one's line, at the stop.
+	jq -s -e 'map(select(.t == "req" and .ep == "slow" and .error == "stopped")) | length == 1' \
+	    "$RD/logs/attempts.ndjson"
+}

@@ -15,9 +15,15 @@
 #include "lib/state/files.h"
 #include "lib/base/x.h"
 
+/* Lines held by attlog_hold are written together past this many bytes. */
+#define HOLD_MAX	65536
+
 struct attlog {
 	int	 fd;	/* -1 once a write failed */
 	char	*path;
+	int	 hold;	/* lines wait for attlog_flush */
+	char	*buf;	/* whole lines not yet written */
+	size_t	 len, cap;
 };
 
 static const char *const names[ATTLOG_NTYPES] = {
@@ -83,15 +89,63 @@ attlog_path(const struct attlog *l)
 	return l->path;
 }
 
+/*
+ * Write n bytes of whole lines with one write(2) (O_APPEND: never between
+ * another writer's).  What a failed write wrote is taken back, so the file
+ * ends in a whole line, and the log takes nothing more.
+ */
+static int
+put(struct attlog *l, const char *s, size_t n)
+{
+	struct stat st;
+	size_t off = 0;
+	ssize_t w;
+
+	while (off < n) {
+		if ((w = write(l->fd, s + off, n - off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			w = errno;
+			if (off > 0 && fstat(l->fd, &st) == 0 &&
+			    st.st_size >= (off_t)off &&
+			    ftruncate(l->fd, st.st_size - (off_t)off) == -1)
+				off = 0;	/* the write's error is said */
+			close(l->fd);
+			l->fd = -1;
+			errno = (int)w;
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	return 0;
+}
+
+void
+attlog_hold(struct attlog *l)
+{
+	if (l != NULL)
+		l->hold = 1;
+}
+
+int
+attlog_flush(struct attlog *l)
+{
+	int rc;
+
+	if (l == NULL || l->len == 0)
+		return 0;
+	rc = l->fd == -1 ? 0 : put(l, l->buf, l->len);
+	l->len = 0;
+	return rc;
+}
+
 int
 attlog_write(struct attlog *l, enum attlog_type t, double at, json_t *fields)
 {
-	struct stat st;
 	json_t *o;
 	char *s;
-	size_t n, off = 0;
-	ssize_t w;
-	int rc = 0;
+	size_t n;
+	int rc;
 
 	if (l == NULL || l->fd == -1) {
 		json_decref(fields);
@@ -112,28 +166,23 @@ attlog_write(struct attlog *l, enum attlog_type t, double at, json_t *fields)
 	}
 	n = strlen(s);
 	s[n++] = '\n';	/* over the NUL: the line is written whole */
-	while (off < n) {
-		if ((w = write(l->fd, s + off, n - off)) == -1) {
-			if (errno == EINTR)
-				continue;
-			rc = -1;
-			break;
-		}
-		off += (size_t)w;
+	if (!l->hold) {
+		rc = put(l, s, n);
+		free(s);
+		return rc;
 	}
+	if (l->len + n > HOLD_MAX && attlog_flush(l) == -1) {
+		free(s);
+		return -1;
+	}
+	if (l->len + n > l->cap) {
+		l->cap = l->len + n > HOLD_MAX ? l->len + n : HOLD_MAX;
+		l->buf = xrealloc(l->buf, l->cap);
+	}
+	memcpy(l->buf + l->len, s, n);
+	l->len += n;
 	free(s);
-	if (rc == -1) {
-		w = errno;
-		/* Half a line is taken back: the file ends in a whole one. */
-		if (off > 0 && fstat(l->fd, &st) == 0 &&
-		    st.st_size >= (off_t)off &&
-		    ftruncate(l->fd, st.st_size - (off_t)off) == -1)
-			off = 0;	/* the write's error is the one said */
-		close(l->fd);
-		l->fd = -1;
-		errno = (int)w;
-	}
-	return rc;
+	return 0;
 }
 
 int
@@ -194,8 +243,10 @@ attlog_close(struct attlog *l)
 {
 	if (l == NULL)
 		return;
+	(void)attlog_flush(l);	/* a failure here was the caller's to see */
 	if (l->fd != -1)
 		close(l->fd);
+	free(l->buf);
 	free(l->path);
 	free(l);
 }

@@ -3,7 +3,7 @@
  * object a line, each with "t" (its type) and "at" (epoch seconds): every
  * request rfp-fetch made, every delay rfp-backoff chose, and the changes
  * of each endpoint's breaker and pace as rfp-fetch saw them.  Lines are
- * appended (O_APPEND) with one write(2) each, so the stages of any number
+ * appended (O_APPEND), whole lines a write(2), so the stages of any number
  * of pipelines share the file; it is never rewritten.  doc/design.md,
  * "The attempt log", lists the fields of each type.
  */
@@ -40,6 +40,14 @@ const char *attlog_path(const struct attlog *l);
 int	attlog_write(struct attlog *l, enum attlog_type t, double at,
 	    json_t *fields);
 /*
+ * From now on lines wait in memory until attlog_flush (or 64 KiB of them)
+ * and go out together in one write(2): a loop that flushes before each
+ * wait writes a turn's lines at once, not one system call a request.
+ */
+void	attlog_hold(struct attlog *l);
+/* Write the lines held; 0, or -1 as attlog_write.  NULL is fine. */
+int	attlog_flush(struct attlog *l);
+/*
  * What a stage saw last of an endpoint's pace and breaker, so that only
  * their changes are logged.  Zeroed, it has seen nothing (closed, unpaced).
  */
@@ -66,7 +74,7 @@ int	attlog_breaker(struct attlog *l, struct attlog_watch *w,
 /* The breaker's state last seen: "closed", "open" or "half_open" (a
    string constant). */
 const char *attlog_breaker_state(const struct attlog_watch *w);
-/* Close and free (NULL is fine). */
+/* Write what is held, close and free (NULL is fine). */
 void	attlog_close(struct attlog *l);
 
 #endif
