@@ -50,6 +50,9 @@ interrupt() {
 		"${started:-in_flight}" && break
 		sleep 0.01
 	done
+	# Shown if the test fails: a signal sent before the run got there.
+	"${started:-in_flight}" ||
+	    echo "interrupt: ${started:-in_flight} not true after 30 s; signalled anyway"
 	[ -z "${before_signal:-}" ] || $before_signal
 	case $who in
 	group) kill -"$sig" -- -"$pid" ;;
@@ -256,6 +259,8 @@ check_interrupted() {
 	kill "$tracer" 2>/dev/null || :
 	grep -q attached "$BATS_TEST_TMPDIR/strace" ||
 	    skip "strace cannot trace here: $(cat "$BATS_TEST_TMPDIR/strace")"
+	# Shown if it fails: when the tracer came, and what it saw.
+	echo "strace: $(cat "$BATS_TEST_TMPDIR/strace")"
 	check_interrupted 143 TERM
 }
 
