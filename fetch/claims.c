@@ -49,7 +49,8 @@ static struct {
 	json_t	*by;		/* id -> owner, of what was read */
 	json_t	*alive;		/* owner -> true/false, as last checked */
 	json_t	*held;		/* owner -> ids left to it */
-	int	 batch;		/* in claims_begin: the file locked */
+	int	 batch;		/* between claims_begin and claims_end */
+	int	 locked;	/* claims.ndjson locked by this process */
 	char	*pend;		/* the batch's lines, not yet written */
 	size_t	 plen, pcap;
 } C = { .own_fd = -1, .fd = -1 };
@@ -116,6 +117,33 @@ catch_up(void)
 	free(buf);
 }
 
+/*
+ * Lock claims.ndjson (a signal while another holds it is not a failure:
+ * its handler has run, and the lock is waited for again) and read what
+ * others appended since.
+ */
+static void
+lock(void)
+{
+	while (flock(C.fd, LOCK_EX) == -1)
+		if (errno != EINTR)
+			msg_diesys(1, "claims: flock");
+	C.locked = 1;
+	catch_up();
+}
+
+/* Append the lines held, in one write(2), and unlock. */
+static void
+unlock(void)
+{
+	if (C.plen > 0 && rec_write_all(C.fd, C.pend, C.plen) == -1)
+		msg_diesys(1, "claims: write");
+	C.off += (off_t)C.plen;
+	C.plen = 0;
+	C.locked = 0;
+	flock(C.fd, LOCK_UN);
+}
+
 void
 claims_open(const char *rundir, const char *owner)
 {
@@ -139,9 +167,7 @@ claims_open(const char *rundir, const char *owner)
 	    -1)
 		msg_diesys(1, "open %s", path);
 	free(path);
-	if (flock(C.fd, LOCK_EX) == -1)
-		msg_diesys(1, "claims: flock");
-	catch_up();
+	lock();
 	json_object_foreach(C.by, id, o)
 		if (strcmp(json_string_value(o), C.me) != 0 &&
 		    alive(json_string_value(o))) {
@@ -156,45 +182,22 @@ claims_open(const char *rundir, const char *owner)
 		C.torn = 0;
 		json_object_clear(C.by);
 	}
-	flock(C.fd, LOCK_UN);
-}
-
-/* Lock claims.ndjson and read what others appended since. */
-static void
-lock(void)
-{
-	if (flock(C.fd, LOCK_EX) == -1)
-		msg_diesys(1, "claims: flock");
-	catch_up();
-}
-
-/* Append the lines held, in one write(2), and unlock. */
-static void
-unlock(void)
-{
-	if (C.plen > 0 && rec_write_all(C.fd, C.pend, C.plen) == -1)
-		msg_diesys(1, "claims: write");
-	C.off += (off_t)C.plen;
-	C.plen = 0;
-	flock(C.fd, LOCK_UN);
+	unlock();
 }
 
 void
 claims_begin(void)
 {
-	if (C.fd == -1 || C.batch)
-		return;
-	lock();
-	C.batch = 1;
+	if (C.fd != -1)
+		C.batch = 1;
 }
 
 void
 claims_end(void)
 {
-	if (!C.batch)
-		return;
 	C.batch = 0;
-	unlock();
+	if (C.locked)
+		unlock();
 }
 
 int
@@ -206,7 +209,8 @@ claims_take(const char *id, char *holder, size_t len)
 	size_t n;
 	int rc = 1;
 
-	if (!C.batch)
+	/* Locked at the batch's first claim: a turn with none takes none. */
+	if (!C.locked)
 		lock();
 	o = json_string_value(json_object_get(C.by, id));
 	if (o != NULL && strcmp(o, C.me) != 0) {

@@ -240,6 +240,14 @@ log_req(const struct xfer *x, const char *dropped)
 		msg_warnsys("write %s", attlog_path(fo.log));
 }
 
+/* Write the attempt lines held (a failure is said once: the log stops). */
+static void
+log_flush(void)
+{
+	if (attlog_flush(fo.log) == -1)
+		msg_warnsys("write %s", attlog_path(fo.log));
+}
+
 /* Whether errno e, writing a body, is the disk's failing, not the body's. */
 static int
 disk_failed(int e)
@@ -340,29 +348,35 @@ finish_done(void)
 }
 
 /*
+ * Stopping early, what the body thread holds was answered: once filed, it
+ * completes as any answer does, and before the last news goes to the pace
+ * and the breaker.  Dropped, a submission's answer never reached the
+ * ledger, and the re-run could only file it ambiguous_submit.
+ */
+static void
+finish_filed(void)
+{
+	struct xfer *x, *next;
+
+	if (fo.run_dir == NULL)
+		return;
+	bodies_stop();
+	for (x = bodies_take(); x != NULL; x = next) {
+		next = x->bnext;
+		S.filing--;
+		complete(x);
+	}
+}
+
+/*
  * Stopping early: drop what is on the wire or waiting.  Nothing is lost:
  * what was not filed is fetched again by a re-run.
  */
 static void
 drop_all(void)
 {
-	struct xfer *x, *next;
+	struct xfer *x;
 
-	/*
-	 * What the body thread holds was answered: once filed, it goes out
-	 * as any answer does.  Dropped, a submission's answer never reached
-	 * the ledger, and the re-run could only file it ambiguous_submit.
-	 */
-	if (fo.run_dir != NULL) {
-		bodies_stop();
-		for (x = bodies_take(); x != NULL; x = next) {
-			next = x->bnext;
-			S.filing--;
-			complete(x);
-		}
-		if (!S.out_lost && out_flush() == -1 && errno != EPIPE)
-			msg_warnsys("write stdout");
-	}
 	while ((x = wire_pop()) != NULL) {
 		log_req(x, "stopped");
 		job_free(x->job);
@@ -500,6 +514,11 @@ run(void)
 		start_ready();
 		submit_confirm_start();
 		gate_release();
+		/*
+		 * The turn's attempt lines, in one write: before its records
+		 * (a record downstream has its line), and before the wait.
+		 */
+		log_flush();
 		if (out_due(idle()) && out_flush() == -1) {
 			/*
 			 * The reader is gone (a stage after this one failed:
@@ -542,9 +561,6 @@ run(void)
 			w[nw].events = CURL_WAIT_POLLIN;
 			w[nw++].revents = 0;
 		}
-		/* The turn's attempt lines, in one write, before a wait. */
-		if (attlog_flush(fo.log) == -1)
-			msg_warnsys("write %s", attlog_path(fo.log));
 		wire_poll(w, nw, poll_timeout());
 		news = 0;
 		for (i = 0; i < nw; i++) {
@@ -806,8 +822,7 @@ tidy(void)
 		close(fo.part_fd);
 		close(fo.docs_fd);
 	}
-	if (attlog_flush(fo.log) == -1)
-		msg_warnsys("write %s", attlog_path(fo.log));
+	log_flush();
 	attlog_close(fo.log);
 	store_close();
 	claims_close();
@@ -909,7 +924,9 @@ main(int argc, char *argv[])
 	S.running = 1;
 	atexit(report_at_exit);
 	run();
+	finish_filed();
 	gate_flush(1);
+	log_flush();
 	/* What it takes now; a reader gone is said by the stage that went. */
 	if (S.stop && !S.out_lost && out_flush() == -1 && errno != EPIPE)
 		msg_warnsys("write stdout");

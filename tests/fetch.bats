@@ -739,3 +739,94 @@ redirected() {
 	jq -s -e 'map(select(.t == "req" and .ep == "slow" and .error == "stopped")) | length == 1' \
 	    "$RD/logs/attempts.ndjson"
 }
+
+@test "fetch: every record rfp-fetch wrote has its attempt line, killed at its very end too" {
+	# The last turn's lines waited for the end, after the records had
+	# gone: killed while its report was being written (strace holds that
+	# rename 3 s), 3 records out and 2 lines.
+	command -v strace >/dev/null || skip "strace is not installed"
+	strace -f -o /dev/null true 2>/dev/null || skip "strace cannot trace here"
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 >"$BATS_TEST_TMPDIR/m"
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+	    strace -f -o /dev/null -e trace=rename \
+	    -e inject=rename:delay_enter=3000000 \
+	    rfp-fetch --run-dir "$RD" --report "$BATS_TEST_TMPDIR/rep" \
+	    <"$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/out" 2>/dev/null &
+	local tracer=$! i
+	for i in $(seq 1 1000); do
+		[ -e "$BATS_TEST_TMPDIR/rep.tmp" ] && break
+		sleep 0.01
+	done
+	[ -e "$BATS_TEST_TMPDIR/rep.tmp" ]
+	kill -KILL "$(pgrep -P "$tracer" -x rfp-fetch)"
+	wait "$tracer" || :
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 3 ]
+	[ "$(jq -s 'map(select(.t == "req")) | length' "$RD/logs/attempts.ndjson")" -eq 3 ]
+}
+
+@test "fetch: an answer filed as rfp-fetch stops reaches the breaker too" {
+	# Completed after the last news went to the state, its 500 was
+	# filed and the breaker, told to open at one failure, stayed shut.
+	command -v strace >/dev/null || skip "strace is not installed"
+	strace -f -o /dev/null true 2>/dev/null || skip "strace cannot trace here"
+	printf 'routes:\n  - {match: "/e/*", endpoint: e, script: [500]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	printf 'endpoints:\n  e:\n    breaker: {failures: 1, cooldown: 1h}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	manifest /e 1 e >"$BATS_TEST_TMPDIR/m"
+	mkdir -p "$RD"
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+	    strace -f -o /dev/null -P "$RD/docs/.part" -e trace=renameat \
+	    -e inject=renameat:delay_enter=3000000 \
+	    rfp-fetch --run-dir "$RD" --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    <"$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/out" 2>/dev/null &
+	local tracer=$! i
+	for i in $(seq 1 1000); do
+		[ -n "$(ls -A "$RD/docs/.part" 2>/dev/null)" ] && break
+		sleep 0.01
+	done
+	kill -TERM "$(pgrep -P "$tracer" -x rfp-fetch)"
+	timeout 30 tail --pid="$tracer" -f /dev/null
+	wait "$tracer" || :
+	jq -s -e 'length == 1 and .[0].status == 500' "$BATS_TEST_TMPDIR/out"
+	cat "$RD"/state/breaker/*.json
+	jq -s -e 'map(.state) == ["open"]' "$RD"/state/breaker/*.json
+}
+
+@test "fetch: a SIGTERM while rfp-fetch waits for the claims lock another pipeline holds stops it, not kills it" {
+	# The wait was not taken up again after the signal's handler:
+	# "claims: flock: Interrupted system call", exit 1, no report.
+	[ -r /proc/self/wchan ] || skip "no /proc/PID/wchan here"
+	mock_start "$FIX/mock/ok.yaml"
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	rfp-fetch --run-dir "$RD" --report "$BATS_TEST_TMPDIR/rep" \
+	    <"$BATS_TEST_TMPDIR/in" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
+	local pid=$! i
+	exec 5>"$BATS_TEST_TMPDIR/in"
+	# Idle, waiting for its manifest.
+	for i in $(seq 1 500); do
+		grep -q poll "/proc/$pid/wchan" 2>/dev/null && break
+		sleep 0.01
+	done
+	# Another pipeline's hold, for 5 s; then a line to claim.
+	flock -x "$RD/state/claims.ndjson" sleep 5 &
+	local holder=$!
+	until ! flock -n "$RD/state/claims.ndjson" true; do sleep 0.01; done
+	manifest /nih 1 >&5
+	for i in $(seq 1 300); do
+		grep -q lock "/proc/$pid/wchan" 2>/dev/null && break
+		sleep 0.01
+	done
+	# Waiting for the lock (locks_lock_inode_wait), not elsewhere.
+	grep -q lock "/proc/$pid/wchan"
+	kill -TERM "$pid"
+	exec 5>&-
+	wait "$holder"
+	i=0
+	wait "$pid" || i=$?
+	cat "$BATS_TEST_TMPDIR/err"
+	[ "$i" -eq 1 ]
+	grep -q "stopped by signal 15" "$BATS_TEST_TMPDIR/err"
+	! grep -q "Interrupted" "$BATS_TEST_TMPDIR/err"
+	jq -e '.stopped == 15 and .admitted == 1' "$BATS_TEST_TMPDIR/rep"
+}
