@@ -14,8 +14,8 @@
  * under an exclusive flock on that file, unless the id is already claimed
  * by an owner whose file is locked: then the id is another pipeline's,
  * and skipped.  The ids of one read of the manifest are claimed under one
- * lock, their lines appended in one write(2), before any of them is sent.  The file is emptied when its first reader finds no owner
- * alive.
+ * lock, their lines appended in one write(2), before any of them is sent.
+ * The file is emptied when its first reader finds no owner alive.
  */
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -204,9 +204,7 @@ int
 claims_take(const char *id, char *holder, size_t len)
 {
 	const char *o;
-	char *text;
 	json_t *rec;
-	size_t n;
 	int rc = 1;
 
 	/* Locked at the batch's first claim: a turn with none takes none. */
@@ -226,25 +224,20 @@ claims_take(const char *id, char *holder, size_t len)
 			rc = 2;	/* a dead pipeline's: it may have filed it */
 	}
 	if (rc != 0 && (o == NULL || strcmp(o, C.me) != 0)) {
-		rec = json_pack("{s:s,s:s}", "id", id, "owner", C.me);
-		text = json_dumps(rec, JSON_COMPACT);
-		/* Whole lines, the first on a line of its own. */
-		n = strlen(text) + 2;
-		if (C.plen + n > C.pcap) {
-			C.pcap = C.plen + n > 2 * C.pcap ? C.plen + n :
-			    2 * C.pcap;
-			C.pend = xrealloc(C.pend, C.pcap);
-		}
-		if (C.torn)
+		/*
+		 * Whole lines, the first on a line of its own: a torn line
+		 * is found only on locking, before this batch held any.
+		 */
+		if (C.torn) {
+			if (C.pcap == 0)
+				C.pend = xmalloc(C.pcap = 256);
 			C.pend[C.plen++] = '\n';
-		n = strlen(text);
-		memcpy(C.pend + C.plen, text, n);
-		C.plen += n;
-		C.pend[C.plen++] = '\n';
-		C.torn = 0;
-		json_object_set_new(C.by, id, json_string(C.me));
-		free(text);
+			C.torn = 0;
+		}
+		rec = json_pack("{s:s,s:s}", "id", id, "owner", C.me);
+		(void)rec_dump_to(rec, &C.pend, &C.plen, &C.pcap); /* flat */
 		json_decref(rec);
+		json_object_set_new(C.by, id, json_string(C.me));
 	}
 	if (!C.batch)
 		unlock();
