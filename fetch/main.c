@@ -304,10 +304,25 @@ complete(struct xfer *x)
 	xfer_free(x);
 }
 
+/* Complete what the body thread has filed since. */
+static void
+complete_filed(void)
+{
+	struct xfer *x, *next;
+
+	if (fo.run_dir == NULL)
+		return;
+	for (x = bodies_take(); x != NULL; x = next) {
+		next = x->bnext;
+		S.filing--;
+		complete(x);
+	}
+}
+
 static void
 finish_done(void)
 {
-	struct xfer *x, *next, *filing = NULL, **tail = &filing;
+	struct xfer *x, *filing = NULL, **tail = &filing;
 
 	while ((x = wire_done()) != NULL) {
 		xfer_off_wire(x);
@@ -338,12 +353,7 @@ finish_done(void)
 			complete(x);
 	}
 	bodies_put(filing);
-	if (fo.run_dir != NULL)
-		for (x = bodies_take(); x != NULL; x = next) {
-			next = x->bnext;
-			S.filing--;
-			complete(x);
-		}
+	complete_filed();
 	gate_flush(0);
 }
 
@@ -356,16 +366,10 @@ finish_done(void)
 static void
 finish_filed(void)
 {
-	struct xfer *x, *next;
-
 	if (fo.run_dir == NULL)
 		return;
 	bodies_stop();
-	for (x = bodies_take(); x != NULL; x = next) {
-		next = x->bnext;
-		S.filing--;
-		complete(x);
-	}
+	complete_filed();
 }
 
 /*
