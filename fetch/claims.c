@@ -51,8 +51,7 @@ static struct {
 	json_t	*held;		/* owner -> ids left to it */
 	int	 batch;		/* between claims_begin and claims_end */
 	int	 locked;	/* claims.ndjson locked by this process */
-	char	*pend;		/* the batch's lines, not yet written */
-	size_t	 plen, pcap;
+	struct rec_buf pend;	/* the batch's lines, not yet written */
 } C = { .own_fd = -1, .fd = -1 };
 
 /* 1 when owner's file is locked (by a live stage of it), else 0. */
@@ -136,10 +135,10 @@ lock(void)
 static void
 unlock(void)
 {
-	if (C.plen > 0 && rec_write_all(C.fd, C.pend, C.plen) == -1)
+	if (C.pend.len > 0 && rec_write_all(C.fd, C.pend.s, C.pend.len) == -1)
 		msg_diesys(1, "claims: write");
-	C.off += (off_t)C.plen;
-	C.plen = 0;
+	C.off += (off_t)C.pend.len;
+	C.pend.len = 0;
 	C.locked = 0;
 	flock(C.fd, LOCK_UN);
 }
@@ -204,7 +203,6 @@ int
 claims_take(const char *id, char *holder, size_t len)
 {
 	const char *o;
-	json_t *rec;
 	int rc = 1;
 
 	/* Locked at the batch's first claim: a turn with none takes none. */
@@ -229,14 +227,14 @@ claims_take(const char *id, char *holder, size_t len)
 		 * is found only on locking, before this batch held any.
 		 */
 		if (C.torn) {
-			if (C.pcap == 0)
-				C.pend = xmalloc(C.pcap = 256);
-			C.pend[C.plen++] = '\n';
+			rec_puts(&C.pend, "\n");
 			C.torn = 0;
 		}
-		rec = json_pack("{s:s,s:s}", "id", id, "owner", C.me);
-		(void)rec_dump_to(rec, &C.pend, &C.plen, &C.pcap); /* flat */
-		json_decref(rec);
+		rec_puts(&C.pend, "{\"id\":");
+		rec_put_str(&C.pend, id);
+		rec_puts(&C.pend, ",\"owner\":");
+		rec_put_str(&C.pend, C.me);
+		rec_puts(&C.pend, "}\n");
 		json_object_set_new(C.by, id, json_string(C.me));
 	}
 	if (!C.batch)
@@ -303,7 +301,7 @@ claims_close(void)
 	/* The last stage of this owner out removes its file. */
 	owner_release(C.rundir, C.me, C.own_fd);
 	close(C.fd);
-	free(C.pend);
+	free(C.pend.s);
 	json_decref(C.by);
 	json_decref(C.alive);
 	json_decref(C.held);

@@ -204,39 +204,61 @@ start_ready(void)
 static void
 log_req(const struct xfer *x, const char *dropped)
 {
-	const json_t *rec = x->job->rec;
-	json_t *f;
+	static struct rec_buf b;
+	const json_t *rec = x->job->rec, *v;
 	long st = 0;
 	double at = x->t1 > 0 ? x->t1 : clk_now();
 
 	if (fo.log == NULL)
 		return;
-	f = json_pack("{s:O?,s:s,s:I,s:f,s:I}", "id", json_object_get(rec,
-	    "id"), "ep", gate_name(x->job->ep), "attempt", (json_int_t)rec_int(
-	    rec, "attempt", 0), "sent", x->t0, "ms", (json_int_t)((at -
-	    x->t0) * 1000));
+	/* Written by hand: jansson's objects were a twentieth of a fast run. */
+	b.len = 0;
+	rec_puts(&b, "\"id\":");
+	if ((v = json_object_get(rec, "id")) == NULL ||
+	    rec_put_val(&b, v, 13) == -1)
+		rec_puts(&b, "null");
+	rec_puts(&b, ",\"ep\":");
+	rec_put_str(&b, gate_name(x->job->ep));
+	rec_puts(&b, ",\"attempt\":");
+	rec_put_int(&b, rec_int(rec, "attempt", 0));
+	rec_puts(&b, ",\"sent\":");
+	rec_put_real(&b, x->t0, 13);
+	rec_puts(&b, ",\"ms\":");
+	rec_put_int(&b, (long long)((at - x->t0) * 1000));
+	rec_puts(&b, ",\"status\":");
 	if (x->confirm) {
 		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &st);
-		json_object_set_new(f, "status", st > 0 ? json_integer(st) :
-		    json_null());
-		json_object_set_new(f, "error", x->cc == CURLE_OK ?
-		    json_null() : json_string("transfer"));
-		json_object_set_new(f, "confirm", json_true());
+		if (st > 0)
+			rec_put_int(&b, st);
+		else
+			rec_puts(&b, "null");
+		rec_puts(&b, ",\"error\":");
+		if (x->cc == CURLE_OK)
+			rec_puts(&b, "null");
+		else
+			rec_put_str(&b, "transfer");
+		rec_puts(&b, ",\"confirm\":true");
 	} else if (dropped != NULL) {
-		json_object_set_new(f, "status", json_null());
-		json_object_set_new(f, "error", json_string(dropped));
+		rec_puts(&b, "null,\"error\":");
+		rec_put_str(&b, dropped);
 	} else {
-		json_object_set(f, "status", json_object_get(rec, "status") ?:
-		    json_null());
-		json_object_set(f, "error", json_object_get(rec, "error") ?:
-		    json_null());
+		if ((v = json_object_get(rec, "status")) == NULL ||
+		    rec_put_val(&b, v, 13) == -1)
+			rec_puts(&b, "null");
+		rec_puts(&b, ",\"error\":");
+		if ((v = json_object_get(rec, "error")) == NULL ||
+		    rec_put_val(&b, v, 13) == -1)
+			rec_puts(&b, "null");
 	}
-	json_object_set_new(f, "rate", json_real(x->pace_rate));
-	json_object_set_new(f, "breaker", json_string(x->brk ? x->brk :
-	    "closed"));
-	if (x->hops > 0)
-		json_object_set_new(f, "hops", json_integer(x->hops));
-	if (attlog_write(fo.log, ATTLOG_REQ, at, f) == -1)
+	rec_puts(&b, ",\"rate\":");
+	rec_put_real(&b, x->pace_rate, 13);
+	rec_puts(&b, ",\"breaker\":");
+	rec_put_str(&b, x->brk ? x->brk : "closed");
+	if (x->hops > 0) {
+		rec_puts(&b, ",\"hops\":");
+		rec_put_int(&b, x->hops);
+	}
+	if (attlog_line(fo.log, ATTLOG_REQ, at, b.s, b.len) == -1)
 		msg_warnsys("write %s", attlog_path(fo.log));
 }
 

@@ -633,6 +633,9 @@ redirected() {
 	jq -e '.path == "/final/doc"' "$RD/docs/moved"
 	[ "$(requests_for /r/moved)" -eq 1 ]
 	[ "$(requests_for /final/doc)" -eq 1 ]
+	# Its attempt line, field by field in its order (written by hand).
+	grep -Eq '^\{"t":"req","at":[0-9]+\.[0-9]+,"id":"moved","ep":"127\.0\.0\.1:[0-9]+","attempt":1,"sent":[0-9]+\.[0-9]+,"ms":[0-9]+,"status":200,"error":null,"rate":0\.0,"breaker":"closed","hops":1\}$' \
+	    "$RD/logs/attempts.ndjson"
 }
 
 @test "fetch: a redirect loop stops after --max-redirects and is permanent" {

@@ -63,6 +63,8 @@ submissions() {
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 3 ]
 	jq -s -e 'all(.replayed == true and (.reply.tracking_number | startswith("TRK-")))' "$RUN/results.ndjson"
 	jq -s -e '[.[] | select(.event == "success")] | length == 3' "$RUN/state/ledger.ndjson"
+	# Each status question has its attempt line, marked as one.
+	[ "$(grep -Ec '^\{"t":"req","at":[0-9.]+,"id":"app-[123]","ep":"grants","attempt":[0-9]+,"sent":[0-9.]+,"ms":[0-9]+,"status":200,"error":null,"confirm":true,"rate":[0-9.e-]+,"breaker":"closed"\}$' "$RUN/logs/attempts.ndjson")" -eq 3 ]
 }
 
 @test "submit: a status_url with a mistyped placeholder is refused before anything is sent" {

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "lib/accounts/attlog.h"
+#include "lib/record/rec.h"
 #include "lib/state/rundir.h"
 #include "lib/state/files.h"
 #include "lib/base/x.h"
@@ -24,6 +25,7 @@ struct attlog {
 	int	 hold;	/* lines wait for attlog_flush */
 	char	*buf;	/* whole lines not yet written */
 	size_t	 len, cap;
+	struct rec_buf line;	/* the line being written */
 };
 
 static const char *const names[ATTLOG_NTYPES] = {
@@ -139,10 +141,46 @@ attlog_flush(struct attlog *l)
 	return rc;
 }
 
+/* 13 digits: epoch seconds to the millisecond, and no noise. */
+#define PREC	13
+
+int
+attlog_line(struct attlog *l, enum attlog_type t, double at,
+    const char *fields, size_t n)
+{
+	struct rec_buf *b;
+
+	if (l == NULL || l->fd == -1)
+		return 0;
+	b = &l->line;
+	/* "t" and "at" first: a line reads the same to a person and to jq. */
+	b->len = 0;
+	rec_puts(b, "{\"t\":");
+	rec_put_str(b, attlog_name(t));
+	rec_puts(b, ",\"at\":");
+	rec_put_real(b, at, PREC);
+	if (n > 0) {
+		rec_puts(b, ",");
+		rec_put(b, fields, n);
+	}
+	rec_puts(b, "}\n");
+	if (!l->hold)
+		return put(l, b->s, b->len);
+	if (l->len + b->len > HOLD_MAX && attlog_flush(l) == -1)
+		return -1;
+	if (l->len + b->len > l->cap) {
+		l->cap = l->len + b->len > HOLD_MAX ? l->len + b->len :
+		    HOLD_MAX;
+		l->buf = xrealloc(l->buf, l->cap);
+	}
+	memcpy(l->buf + l->len, b->s, b->len);
+	l->len += b->len;
+	return 0;
+}
+
 int
 attlog_write(struct attlog *l, enum attlog_type t, double at, json_t *fields)
 {
-	json_t *o;
 	char *s;
 	size_t n;
 	int rc;
@@ -151,38 +189,25 @@ attlog_write(struct attlog *l, enum attlog_type t, double at, json_t *fields)
 		json_decref(fields);
 		return 0;
 	}
-	/* "t" and "at" first: a line reads the same to a person and to jq. */
-	o = json_pack("{s:s,s:f}", "t", attlog_name(t), "at", at);
-	if (fields != NULL)
-		json_object_update_missing(o, fields);
+	if (!json_is_object(fields)) {
+		json_decref(fields);
+		return attlog_line(l, t, at, NULL, 0);
+	}
+	/* Its own "t" and "at" are not this line's. */
+	json_object_del(fields, "t");
+	json_object_del(fields, "at");
+	s = json_dumps(fields, JSON_COMPACT | JSON_PRESERVE_ORDER |
+	    JSON_REAL_PRECISION(PREC));
 	json_decref(fields);
-	/* 13 digits: epoch seconds to the millisecond, and no noise. */
-	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
-	    JSON_REAL_PRECISION(13));
-	json_decref(o);
 	if (s == NULL) {
 		errno = ENOMEM;
 		return -1;
 	}
+	/* Its members, without the braces. */
 	n = strlen(s);
-	s[n++] = '\n';	/* over the NUL: the line is written whole */
-	if (!l->hold) {
-		rc = put(l, s, n);
-		free(s);
-		return rc;
-	}
-	if (l->len + n > HOLD_MAX && attlog_flush(l) == -1) {
-		free(s);
-		return -1;
-	}
-	if (l->len + n > l->cap) {
-		l->cap = l->len + n > HOLD_MAX ? l->len + n : HOLD_MAX;
-		l->buf = xrealloc(l->buf, l->cap);
-	}
-	memcpy(l->buf + l->len, s, n);
-	l->len += n;
+	rc = attlog_line(l, t, at, s + 1, n > 2 ? n - 2 : 0);
 	free(s);
-	return 0;
+	return rc;
 }
 
 int
@@ -247,6 +272,7 @@ attlog_close(struct attlog *l)
 	if (l->fd != -1)
 		close(l->fd);
 	free(l->buf);
+	free(l->line.s);
 	free(l->path);
 	free(l);
 }

@@ -40,6 +40,14 @@ const char *attlog_path(const struct attlog *l);
 int	attlog_write(struct attlog *l, enum attlog_type t, double at,
 	    json_t *fields);
 /*
+ * The same with the fields written already: n bytes of an object's
+ * members, comma-separated, without its braces (NULL and 0: none), as
+ * json_dumps(JSON_COMPACT | JSON_REAL_PRECISION(13)) writes them (see
+ * rec_put in lib/record/rec.h).  A busy stage's lines are written so.
+ */
+int	attlog_line(struct attlog *l, enum attlog_type t, double at,
+	    const char *fields, size_t n);
+/*
  * From now on lines wait in memory until attlog_flush (or 64 KiB of them)
  * and go out together in one write(2): a loop that flushes before each
  * wait writes a turn's lines at once, not one system call a request.

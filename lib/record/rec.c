@@ -226,6 +226,7 @@ rec_parse(const char *line, size_t len, char *err, size_t errlen)
 struct dbuf {
 	char	**p;
 	size_t	*len, *cap;
+	int	 prec;	/* a real's digits: 0, jansson's 17 */
 };
 
 #define DUMP_DEPTH	2048	/* jansson's own limit */
@@ -285,13 +286,14 @@ db_str(const struct dbuf *b, const char *s, size_t n)
 	db_put(b, "\"", 1);
 }
 
-/* jansson's real: %.17g, with ".0" when it would read as an integer, and
- * no '+' or leading zeros in the exponent. */
+/* jansson's real: %.17g (or %.<prec>g), with ".0" when it would read as
+ * an integer, and no '+' or leading zeros in the exponent. */
 static void
 db_real(const struct dbuf *b, double d)
 {
 	char s[40], *start, *end;
-	int n = snprintf(s, sizeof(s) - 3, "%.17g", d);
+	int n = snprintf(s, sizeof(s) - 3, "%.*g", b->prec > 0 &&
+	    b->prec <= 17 ? b->prec : 17, d);
 
 	if (strchr(s, '.') == NULL && strchr(s, 'e') == NULL) {
 		memcpy(s + n, ".0", 3);
@@ -375,7 +377,7 @@ db_val(const struct dbuf *b, const json_t *v, int depth)
 int
 rec_dump_to(const json_t *rec, char **buf, size_t *len, size_t *cap)
 {
-	struct dbuf b = { buf, len, cap };
+	struct dbuf b = { buf, len, cap, 0 };
 	size_t at = *len;
 
 	if (db_val(&b, rec, 1) == -1) {
@@ -383,6 +385,45 @@ rec_dump_to(const json_t *rec, char **buf, size_t *len, size_t *cap)
 		return -1;
 	}
 	db_put(&b, "\n", 1);
+	return 0;
+}
+
+void
+rec_put(struct rec_buf *b, const char *s, size_t n)
+{
+	db_put(&(struct dbuf){ &b->s, &b->len, &b->cap, 0 }, s, n);
+}
+
+void
+rec_put_str(struct rec_buf *b, const char *s)
+{
+	db_str(&(struct dbuf){ &b->s, &b->len, &b->cap, 0 }, s, strlen(s));
+}
+
+void
+rec_put_int(struct rec_buf *b, long long v)
+{
+	char num[24];
+
+	rec_put(b, num, (size_t)snprintf(num, sizeof(num), "%lld", v));
+}
+
+void
+rec_put_real(struct rec_buf *b, double d, int prec)
+{
+	db_real(&(struct dbuf){ &b->s, &b->len, &b->cap, prec }, d);
+}
+
+int
+rec_put_val(struct rec_buf *b, const json_t *v, int prec)
+{
+	size_t at = b->len;
+
+	if (db_val(&(struct dbuf){ &b->s, &b->len, &b->cap, prec }, v, 1) ==
+	    -1) {
+		b->len = at;
+		return -1;
+	}
 	return 0;
 }
 
@@ -397,7 +438,7 @@ rec_dump(const json_t *rec, size_t *len)
 		free(s);
 		return NULL;
 	}
-	db_room(&(struct dbuf){ &s, len, &cap }, 1);
+	db_room(&(struct dbuf){ &s, len, &cap, 0 }, 1);
 	s[*len] = '\0';
 	return s;
 }

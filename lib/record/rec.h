@@ -93,6 +93,28 @@ char	*rec_dump(const json_t *rec, size_t *len);
  */
 int	rec_dump_to(const json_t *rec, char **buf, size_t *len, size_t *cap);
 
+/*
+ * JSON written by hand into a growing buffer (b->s, b->len bytes of
+ * b->cap; zeroed, it is empty): what json_dumps(JSON_COMPACT |
+ * JSON_REAL_PRECISION(prec)) writes of the same values, byte for byte
+ * (prec 0: jansson's 17 digits), without building them first.  rec_put
+ * adds n bytes as they are, rec_put_str a string, quoted and escaped
+ * (valid UTF-8: the caller's to see to), rec_put_int an integer,
+ * rec_put_real a real; rec_put_val a value, -1 (nothing added) when it
+ * nests deeper than jansson allows.  rec_puts adds a string literal.
+ */
+struct rec_buf {
+	char	*s;
+	size_t	 len, cap;
+};
+void	rec_put(struct rec_buf *b, const char *s, size_t n);
+/* A string literal's bytes. */
+#define rec_puts(b, lit)	rec_put((b), (lit), sizeof(lit) - 1)
+void	rec_put_str(struct rec_buf *b, const char *s);
+void	rec_put_int(struct rec_buf *b, long long v);
+void	rec_put_real(struct rec_buf *b, double d, int prec);
+int	rec_put_val(struct rec_buf *b, const json_t *v, int prec);
+
 struct rec_out;
 
 /* Whole records to fd, gathered into writes of at most PIPE_BUF bytes. */

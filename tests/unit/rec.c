@@ -627,11 +627,91 @@ test_dump_same(void)
 	json_decref(r);
 }
 
+/*
+ * rec_put and its kin against json_dumps(JSON_COMPACT | REAL_PRECISION):
+ * the same values written by hand, the same bytes, at 13 digits (the
+ * attempt log's) and at jansson's 17.
+ */
+static void
+test_put_same(void)
+{
+	static const double reals[] = { 0.0, -0.0, 1.5, 100.0, 1e21, 1e22,
+	    -1e-300, 5e-324, 0.1, 1795990507.000002, 1795990507.6903129,
+	    1796433834.7275, 123456789012345678.0, 1e-5, 1e5, 1e-7, 2.5e-10,
+	    20.000000000001, 0.95 * 50 };
+	static const int precs[] = { 13, 17, 0 };
+	static const char *const strs[] = { "", "doc-1", "a\"b\\c/d\x7f",
+	    "\x01\x1f\n\t\r\b\f", "\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80" };
+	struct rec_buf b = { 0 };
+	json_t *o, *v;
+	char *j, key[16];
+	size_t i, k;
+	int same = 1;
+
+	for (k = 0; k < sizeof(precs) / sizeof(precs[0]); k++) {
+		o = json_object();
+		b.len = 0;
+		rec_puts(&b, "{");
+		for (i = 0; i < sizeof(reals) / sizeof(reals[0]); i++) {
+			snprintf(key, sizeof(key), "r%zu", i);
+			json_object_set_new(o, key, json_real(reals[i]));
+			rec_put(&b, i ? ",\"" : "\"", i ? 2 : 1);
+			rec_put(&b, key, strlen(key));
+			rec_puts(&b, "\":");
+			rec_put_real(&b, reals[i], precs[k]);
+		}
+		for (i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+			snprintf(key, sizeof(key), "s%zu", i);
+			json_object_set_new(o, key, json_string(strs[i]));
+			rec_puts(&b, ",");
+			rec_put_str(&b, key);
+			rec_puts(&b, ":");
+			rec_put_str(&b, strs[i]);
+		}
+		json_object_set_new(o, "i", json_integer(-9223372036854775807LL
+		    - 1));
+		rec_puts(&b, ",\"i\":");
+		rec_put_int(&b, -9223372036854775807LL - 1);
+		v = json_pack("{s:[f,i,n,b],s:{}}", "a", 0.1, 7, 1, "e");
+		json_object_set(o, "v", v);
+		rec_puts(&b, ",\"v\":");
+		if (rec_put_val(&b, v, precs[k]) == -1)
+			same = 0;
+		json_decref(v);
+		rec_puts(&b, "}");
+		j = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER |
+		    JSON_REAL_PRECISION(precs[k]));
+		if (j == NULL || strlen(j) != b.len || memcmp(j, b.s, b.len))
+			same = 0;
+		if (!same && j != NULL)
+			fprintf(stderr, "# jansson: %s\n# rec_put: %.*s\n", j,
+			    (int)b.len, b.s);
+		free(j);
+		json_decref(o);
+	}
+	ok(same, "rec_put: byte for byte json_dumps's text, at 13 and 17 "
+	    "digits");
+	/* Too deep for jansson: nothing added. */
+	v = json_array();
+	for (o = v, i = 0; i < 2100; i++) {
+		json_t *in = json_array();
+
+		json_array_append_new(o, in);
+		o = in;
+	}
+	b.len = 3;
+	ok(rec_put_val(&b, v, 13) == -1 && b.len == 3, "rec_put_val: a "
+	    "value nested past jansson's limit adds nothing");
+	json_decref(v);
+	free(b.s);
+}
+
 int
 main(void)
 {
 	msg_init("unit-rec");
 	test_dump_same();
+	test_put_same();
 	test_basic();
 	test_cap();
 	test_huge();
