@@ -196,6 +196,8 @@ start_ready(void)
 	gate_pass_end();
 }
 
+static struct rec_buf reqline;	/* log_req's line, reused */
+
 /*
  * The attempt log's line for request x, answered at x->t1 (or, with
  * dropped, not at all: stopping).  status and error as the record has
@@ -204,7 +206,7 @@ start_ready(void)
 static void
 log_req(const struct xfer *x, const char *dropped)
 {
-	static struct rec_buf b;
+	struct rec_buf *b = &reqline;
 	const json_t *rec = x->job->rec, *v;
 	long st = 0;
 	double at = x->t1 > 0 ? x->t1 : clk_now();
@@ -212,53 +214,53 @@ log_req(const struct xfer *x, const char *dropped)
 	if (fo.log == NULL)
 		return;
 	/* Written by hand: jansson's objects were a twentieth of a fast run. */
-	b.len = 0;
-	rec_puts(&b, "\"id\":");
+	b->len = 0;
+	rec_puts(b, "\"id\":");
 	if ((v = json_object_get(rec, "id")) == NULL ||
-	    rec_put_val(&b, v, 13) == -1)
-		rec_puts(&b, "null");
-	rec_puts(&b, ",\"ep\":");
-	rec_put_str(&b, gate_name(x->job->ep));
-	rec_puts(&b, ",\"attempt\":");
-	rec_put_int(&b, rec_int(rec, "attempt", 0));
-	rec_puts(&b, ",\"sent\":");
-	rec_put_real(&b, x->t0, 13);
-	rec_puts(&b, ",\"ms\":");
-	rec_put_int(&b, (long long)((at - x->t0) * 1000));
-	rec_puts(&b, ",\"status\":");
+	    rec_put_val(b, v, 13) == -1)
+		rec_puts(b, "null");
+	rec_puts(b, ",\"ep\":");
+	rec_put_str(b, gate_name(x->job->ep));
+	rec_puts(b, ",\"attempt\":");
+	rec_put_int(b, rec_int(rec, "attempt", 0));
+	rec_puts(b, ",\"sent\":");
+	rec_put_real(b, x->t0, 13);
+	rec_puts(b, ",\"ms\":");
+	rec_put_int(b, (long long)((at - x->t0) * 1000));
+	rec_puts(b, ",\"status\":");
 	if (x->confirm) {
 		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &st);
 		if (st > 0)
-			rec_put_int(&b, st);
+			rec_put_int(b, st);
 		else
-			rec_puts(&b, "null");
-		rec_puts(&b, ",\"error\":");
+			rec_puts(b, "null");
+		rec_puts(b, ",\"error\":");
 		if (x->cc == CURLE_OK)
-			rec_puts(&b, "null");
+			rec_puts(b, "null");
 		else
-			rec_put_str(&b, "transfer");
-		rec_puts(&b, ",\"confirm\":true");
+			rec_put_str(b, "transfer");
+		rec_puts(b, ",\"confirm\":true");
 	} else if (dropped != NULL) {
-		rec_puts(&b, "null,\"error\":");
-		rec_put_str(&b, dropped);
+		rec_puts(b, "null,\"error\":");
+		rec_put_str(b, dropped);
 	} else {
 		if ((v = json_object_get(rec, "status")) == NULL ||
-		    rec_put_val(&b, v, 13) == -1)
-			rec_puts(&b, "null");
-		rec_puts(&b, ",\"error\":");
+		    rec_put_val(b, v, 13) == -1)
+			rec_puts(b, "null");
+		rec_puts(b, ",\"error\":");
 		if ((v = json_object_get(rec, "error")) == NULL ||
-		    rec_put_val(&b, v, 13) == -1)
-			rec_puts(&b, "null");
+		    rec_put_val(b, v, 13) == -1)
+			rec_puts(b, "null");
 	}
-	rec_puts(&b, ",\"rate\":");
-	rec_put_real(&b, x->pace_rate, 13);
-	rec_puts(&b, ",\"breaker\":");
-	rec_put_str(&b, x->brk ? x->brk : "closed");
+	rec_puts(b, ",\"rate\":");
+	rec_put_real(b, x->pace_rate, 13);
+	rec_puts(b, ",\"breaker\":");
+	rec_put_str(b, x->brk ? x->brk : "closed");
 	if (x->hops > 0) {
-		rec_puts(&b, ",\"hops\":");
-		rec_put_int(&b, x->hops);
+		rec_puts(b, ",\"hops\":");
+		rec_put_int(b, x->hops);
 	}
-	if (attlog_line(fo.log, ATTLOG_REQ, at, b.s, b.len) == -1)
+	if (attlog_line(fo.log, ATTLOG_REQ, at, b->s, b->len) == -1)
 		msg_warnsys("write %s", attlog_path(fo.log));
 }
 
@@ -850,6 +852,7 @@ tidy(void)
 	}
 	log_flush();
 	attlog_close(fo.log);
+	free(reqline.s);
 	store_close();
 	claims_close();
 	if (n.held > 0)

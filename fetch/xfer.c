@@ -50,13 +50,35 @@ xfer_init(const struct fopts *o)
 	fo = o;
 }
 
+static int
+by_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * The record's keys looked up among the attempt's (sorted once), not
+ * each of those deleted from it: a record as admitted has four or five
+ * keys, and 33 deletions a document, twice, were 2 % of a fast run.
+ */
 void
 xfer_clear(json_t *rec)
 {
-	int i;
+	static const char *sorted[sizeof(attempt_fields) /
+	    sizeof(attempt_fields[0]) - 1];
+	static size_t n;
+	const char *key;
+	json_t *v;
+	void *tmp;
 
-	for (i = 0; attempt_fields[i] != NULL; i++)
-		json_object_del(rec, attempt_fields[i]);
+	if (n == 0) {
+		for (; attempt_fields[n] != NULL; n++)
+			sorted[n] = attempt_fields[n];
+		qsort(sorted, n, sizeof(sorted[0]), by_name);
+	}
+	json_object_foreach_safe(rec, tmp, key, v)
+		if (bsearch(&key, sorted, n, sizeof(sorted[0]), by_name))
+			json_object_del(rec, key);
 }
 
 static size_t
