@@ -193,9 +193,20 @@ attlog_write(struct attlog *l, enum attlog_type t, double at, json_t *fields)
 		json_decref(fields);
 		return attlog_line(l, t, at, NULL, 0);
 	}
-	/* Its own "t" and "at" are not this line's. */
-	json_object_del(fields, "t");
-	json_object_del(fields, "at");
+	/* Its own "t" and "at" are not this line's (a copy loses them: the
+	 * caller may hold a reference to its object yet). */
+	if (json_object_get(fields, "t") != NULL ||
+	    json_object_get(fields, "at") != NULL) {
+		json_t *c = json_copy(fields);
+
+		json_decref(fields);
+		if ((fields = c) == NULL) {
+			errno = ENOMEM;
+			return -1;
+		}
+		json_object_del(fields, "t");
+		json_object_del(fields, "at");
+	}
 	s = json_dumps(fields, JSON_COMPACT | JSON_PRESERVE_ORDER |
 	    JSON_REAL_PRECISION(PREC));
 	json_decref(fields);

@@ -287,13 +287,14 @@ db_str(const struct dbuf *b, const char *s, size_t n)
 }
 
 /* jansson's real: %.17g (or %.<prec>g), with ".0" when it would read as
- * an integer, and no '+' or leading zeros in the exponent. */
+ * an integer, and no '+' or leading zeros in the exponent.  prec is kept
+ * as JSON_REAL_PRECISION keeps it, in 5 bits (0: 17), up to %.31g. */
 static void
 db_real(const struct dbuf *b, double d)
 {
-	char s[40], *start, *end;
-	int n = snprintf(s, sizeof(s) - 3, "%.*g", b->prec > 0 &&
-	    b->prec <= 17 ? b->prec : 17, d);
+	char s[64], *start, *end;
+	int p = b->prec & 0x1F;
+	int n = snprintf(s, sizeof(s) - 3, "%.*g", p ? p : 17, d);
 
 	if (strchr(s, '.') == NULL && strchr(s, 'e') == NULL) {
 		memcpy(s + n, ".0", 3);

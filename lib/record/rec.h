@@ -97,11 +97,11 @@ int	rec_dump_to(const json_t *rec, char **buf, size_t *len, size_t *cap);
  * JSON written by hand into a growing buffer (b->s, b->len bytes of
  * b->cap; zeroed, it is empty): what json_dumps(JSON_COMPACT |
  * JSON_REAL_PRECISION(prec)) writes of the same values, byte for byte
- * (prec 0: jansson's 17 digits), without building them first.  rec_put
- * adds n bytes as they are, rec_put_str a string, quoted and escaped
+ * (prec 1 to 31; 0: jansson's 17 digits), without building them first.
+ * rec_put adds n bytes as they are, rec_put_str a string, quoted and escaped
  * (valid UTF-8: the caller's to see to), rec_put_int an integer,
  * rec_put_real a real; rec_put_val a value, -1 (nothing added) when it
- * nests deeper than jansson allows.  rec_puts adds a string literal.
+ * nests deeper than jansson parses.  rec_puts adds a string literal.
  */
 struct rec_buf {
 	char	*s;

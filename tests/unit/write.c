@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "lib/accounts/attlog.h"
 #include "lib/accounts/ledger.h"
 #include "lib/record/rec.h"
 #include "lib/state/files.h"
@@ -60,6 +61,9 @@ main(void)
 	char dir[] = "/tmp/unit-write.XXXXXX", path[300], err[512];
 	static const char text[] = "{\"id\":\"a\",\"pad\":\"0123456789\"}\n";
 	struct ledger *l;
+	struct attlog *a;
+	json_t *o;
+	size_t len;
 	int fd, rc;
 
 	if (mkdtemp(dir) == NULL)
@@ -86,6 +90,41 @@ main(void)
 	if (strstr(err, strerror(ENOSPC)) == NULL)
 		printf("#   got: \"%s\"\n", err);
 	ledger_close(l);
+
+	/*
+	 * The attempt log: an object's own "t" and "at" give way to the
+	 * line's, and the caller's object is left as it was; lines held are
+	 * written together, whole; a write that fails is taken back.
+	 */
+	a = attlog_open(dir);
+	ok(a != NULL, "attlog: opened");
+	o = json_pack("{s:s,s:f,s:i}", "t", "mine", "at", 9.0, "n", 1);
+	rc = attlog_write(a, ATTLOG_DELAY, 1.5, json_incref(o));
+	ok(rc == 0 && json_object_size(o) == 3 && json_object_get(o, "t"),
+	    "attlog_write: the caller's object keeps its \"t\" and \"at\"");
+	json_decref(o);
+	attlog_hold(a);
+	rc = attlog_line(a, ATTLOG_REQ, 1796433834.7276, "\"id\":\"d\"", 8);
+	rc |= attlog_line(a, ATTLOG_PACE, 2, NULL, 0);
+	snprintf(path, sizeof(path), "%s/logs/attempts.ndjson", dir);
+	is_str(slurp(path), "{\"t\":\"delay\",\"at\":1.5,\"n\":1}\n",
+	    "attlog: a line not held is written at once, \"t\" and \"at\" "
+	    "first");
+	rc |= attlog_flush(a);
+	ok(rc == 0, "attlog: held lines flushed");
+	is_str(slurp(path), "{\"t\":\"delay\",\"at\":1.5,\"n\":1}\n"
+	    "{\"t\":\"req\",\"at\":1796433834.728,\"id\":\"d\"}\n"
+	    "{\"t\":\"pace\",\"at\":2.0}\n", "attlog: held lines, whole, "
+	    "at 13 digits");
+	len = strlen(slurp(path));
+	budget = 20;		/* half a line, then a full disk */
+	rc = attlog_line(a, ATTLOG_REQ, 3, "\"id\":\"e\"", 8);
+	rc |= attlog_flush(a);
+	budget = -1;
+	ok(rc == -1, "attlog: a full disk is an error");
+	ok(strlen(slurp(path)) == len,
+	    "attlog: the half-written line is taken back");
+	attlog_close(a);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	if (system(path) != 0)
 		return 2;
