@@ -23,9 +23,8 @@ struct attlog {
 	int	 fd;	/* -1 once a write failed */
 	char	*path;
 	int	 hold;	/* lines wait for attlog_flush */
-	char	*buf;	/* whole lines not yet written */
-	size_t	 len, cap;
-	struct rec_buf line;	/* the line being written */
+	struct rec_buf buf;	/* whole lines not yet written, then the
+				   one being written */
 };
 
 static const char *const names[ATTLOG_NTYPES] = {
@@ -134,10 +133,10 @@ attlog_flush(struct attlog *l)
 {
 	int rc;
 
-	if (l == NULL || l->len == 0)
+	if (l == NULL || l->buf.len == 0)
 		return 0;
-	rc = l->fd == -1 ? 0 : put(l, l->buf, l->len);
-	l->len = 0;
+	rc = l->fd == -1 ? 0 : put(l, l->buf.s, l->buf.len);
+	l->buf.len = 0;
 	return rc;
 }
 
@@ -149,12 +148,15 @@ attlog_line(struct attlog *l, enum attlog_type t, double at,
     const char *fields, size_t n)
 {
 	struct rec_buf *b;
+	size_t held;
+	int rc;
 
 	if (l == NULL || l->fd == -1)
 		return 0;
-	b = &l->line;
+	/* Written after the lines held (none, unless held). */
+	b = &l->buf;
+	held = b->len;
 	/* "t" and "at" first: a line reads the same to a person and to jq. */
-	b->len = 0;
 	rec_puts(b, "{\"t\":");
 	rec_put_str(b, attlog_name(t));
 	rec_puts(b, ",\"at\":");
@@ -164,17 +166,20 @@ attlog_line(struct attlog *l, enum attlog_type t, double at,
 		rec_put(b, fields, n);
 	}
 	rec_puts(b, "}\n");
-	if (!l->hold)
-		return put(l, b->s, b->len);
-	if (l->len + b->len > HOLD_MAX && attlog_flush(l) == -1)
-		return -1;
-	if (l->len + b->len > l->cap) {
-		l->cap = l->len + b->len > HOLD_MAX ? l->len + b->len :
-		    HOLD_MAX;
-		l->buf = xrealloc(l->buf, l->cap);
+	if (!l->hold) {
+		rc = put(l, b->s, b->len);
+		b->len = 0;
+		return rc;
 	}
-	memcpy(l->buf + l->len, b->s, b->len);
-	l->len += b->len;
+	/* Past the hold: the lines held before go out first, by themselves. */
+	if (b->len > HOLD_MAX && held > 0) {
+		if (put(l, b->s, held) == -1) {
+			b->len = 0;
+			return -1;
+		}
+		memmove(b->s, b->s + held, b->len - held);
+		b->len -= held;
+	}
 	return 0;
 }
 
@@ -282,8 +287,7 @@ attlog_close(struct attlog *l)
 	(void)attlog_flush(l);	/* a failure here was the caller's to see */
 	if (l->fd != -1)
 		close(l->fd);
-	free(l->buf);
-	free(l->line.s);
+	free(l->buf.s);
 	free(l->path);
 	free(l);
 }

@@ -64,7 +64,8 @@ main(void)
 	struct attlog *a;
 	json_t *o;
 	size_t len;
-	int fd, rc;
+	off_t st_held, st_all;
+	int fd, rc, i;
 
 	if (mkdtemp(dir) == NULL)
 		return 2;
@@ -116,6 +117,29 @@ main(void)
 	    "{\"t\":\"req\",\"at\":1796433834.728,\"id\":\"d\"}\n"
 	    "{\"t\":\"pace\",\"at\":2.0}\n", "attlog: held lines, whole, "
 	    "at 13 digits");
+	/* Past 64 KiB held, what was held goes out by itself, whole. */
+	len = strlen(slurp(path));	/* lines of 79 bytes after these */
+	for (i = 0; i < 1000; i++)
+		rc |= attlog_line(a, ATTLOG_REQ, 3, "\"id\":\"0123456789"
+		    "0123456789012345678901234567890123456789\"", 57);
+	fd = open(path, O_RDONLY);
+	st_held = lseek(fd, 0, SEEK_END);
+	close(fd);
+	rc |= attlog_flush(a);
+	fd = open(path, O_RDONLY);
+	st_all = lseek(fd, 0, SEEK_END);
+	close(fd);
+	ok(rc == 0 && st_held > 65536 - 79 && st_held <= (off_t)len + 65536 &&
+	    (st_held - (off_t)len) % 79 == 0 && st_all == (off_t)len + 79 *
+	    1000,
+	    "attlog: lines held past 64 KiB go out whole, the rest at the "
+	    "flush (%ld, then %ld bytes)", (long)st_held, (long)st_all);
+	snprintf(path, sizeof(path), "rm -f %s/logs/attempts.ndjson", dir);
+	if (system(path) != 0)
+		return 2;
+	attlog_close(a);
+	a = attlog_open(dir);
+	snprintf(path, sizeof(path), "%s/logs/attempts.ndjson", dir);
 	len = strlen(slurp(path));
 	budget = 20;		/* half a line, then a full disk */
 	rc = attlog_line(a, ATTLOG_REQ, 3, "\"id\":\"e\"", 8);
