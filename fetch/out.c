@@ -19,8 +19,8 @@
 #define OUT_DELAY 0.01	/* ... or once the oldest record waited this long */
 
 static struct {
-	char	*buf;		/* pending output */
-	size_t	 len, cap, off;
+	struct rec_buf b;	/* pending output */
+	size_t	 off;		/* ... of which written */
 	double	 at;		/* clk_mono() the oldest was queued */
 	long	 outstanding;	/* emitted, not yet acknowledged */
 } O;
@@ -28,22 +28,22 @@ static struct {
 void
 out_emit(json_t *rec)
 {
-	size_t at = O.len;
+	size_t at = O.b.len;
 
-	if (O.len == 0)
+	if (O.b.len == 0)
 		O.at = clk_mono();
-	if (rec_dump_to(rec, &O.buf, &O.len, &O.cap) == -1)
+	if (rec_dump_to(&O.b, rec) == -1)
 		msg_die(1, "a record nested too deep to write");
 	/*
 	 * A ledger reply that would take the record past its share of
 	 * REC_ADDED_MAX is not passed on (the ledger keeps it): a record
 	 * later stages cannot read would lose its id.
 	 */
-	if (O.len - at > REC_LINE_MAX + REC_ADDED_MAX / 2 &&
+	if (O.b.len - at > REC_LINE_MAX + REC_ADDED_MAX / 2 &&
 	    json_object_get(rec, "reply") != NULL) {
-		O.len = at;
+		O.b.len = at;
 		json_object_set_new(rec, "reply", json_null());
-		if (rec_dump_to(rec, &O.buf, &O.len, &O.cap) == -1)
+		if (rec_dump_to(&O.b, rec) == -1)
 			msg_die(1, "a record nested too deep to write");
 	}
 	O.outstanding++;
@@ -74,7 +74,7 @@ out_outstanding(void)
 int
 out_pending(void)
 {
-	return O.len > 0;
+	return O.b.len > 0;
 }
 
 int
@@ -82,9 +82,9 @@ out_flush(void)
 {
 	ssize_t n;
 
-	while (O.off < O.len) {
-		n = write(STDOUT_FILENO, O.buf + O.off, rec_piece(O.buf +
-		    O.off, O.len - O.off));
+	while (O.off < O.b.len) {
+		n = write(STDOUT_FILENO, O.b.s + O.off, rec_piece(O.b.s +
+		    O.off, O.b.len - O.off));
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
@@ -94,7 +94,7 @@ out_flush(void)
 		}
 		O.off += (size_t)n;
 	}
-	O.off = O.len = 0;
+	O.off = O.b.len = 0;
 	return 0;
 }
 
@@ -108,7 +108,7 @@ out_flush(void)
 int
 out_due(int idle)
 {
-	return O.len > 0 && (O.off > 0 || O.len >= OUT_PIECE || idle ||
+	return O.b.len > 0 && (O.off > 0 || O.b.len >= OUT_PIECE || idle ||
 	    clk_mono() - O.at >= OUT_DELAY);
 }
 
@@ -121,7 +121,7 @@ out_due_in(void)
 void
 out_free(void)
 {
-	free(O.buf);
-	O.buf = NULL;
-	O.len = O.cap = O.off = 0;
+	free(O.b.s);
+	O.b = (struct rec_buf){ NULL, 0, 0 };
+	O.off = 0;
 }

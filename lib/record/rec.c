@@ -223,47 +223,41 @@ rec_parse(const char *line, size_t len, char *err, size_t errlen)
  * of rfp-fetch's time in a fast run.  Strings are jansson's, so valid
  * UTF-8; a test and the fuzz target compare the two on every record.
  */
-struct dbuf {
-	char	**p;
-	size_t	*len, *cap;
-	int	 prec;	/* a real's digits: 0, jansson's 17 */
-};
-
 #define DUMP_DEPTH	2048	/* jansson's own limit */
 
 static void
-db_room(const struct dbuf *b, size_t n)
+db_room(struct rec_buf *b, size_t n)
 {
-	if (*b->len + n <= *b->cap)
+	if (b->len + n <= b->cap)
 		return;
-	*b->cap = *b->cap ? *b->cap : 256;
-	while (*b->len + n > *b->cap)
-		*b->cap *= 2;
-	*b->p = xrealloc(*b->p, *b->cap);
+	b->cap = b->cap ? b->cap : 256;
+	while (b->len + n > b->cap)
+		b->cap *= 2;
+	b->s = xrealloc(b->s, b->cap);
 }
 
-static void
-db_put(const struct dbuf *b, const char *s, size_t n)
+void
+rec_put(struct rec_buf *b, const char *s, size_t n)
 {
 	db_room(b, n);
-	memcpy(*b->p + *b->len, s, n);
-	*b->len += n;
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
 }
 
 static void
-db_str(const struct dbuf *b, const char *s, size_t n)
+db_str(struct rec_buf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	const char *run = s, *end = s + n;
 	char e[6];
 	unsigned char c;
 
-	db_put(b, "\"", 1);
+	rec_put(b, "\"", 1);
 	for (; s < end; s++) {
 		c = (unsigned char)*s;
 		if (c >= 0x20 && c != '"' && c != '\\')
 			continue;
-		db_put(b, run, (size_t)(s - run));
+		rec_put(b, run, (size_t)(s - run));
 		run = s + 1;
 		e[0] = '\\';
 		switch (c) {
@@ -277,23 +271,23 @@ db_str(const struct dbuf *b, const char *s, size_t n)
 			memcpy(e + 1, "u00", 3);
 			e[4] = hex[c >> 4];
 			e[5] = hex[c & 15];
-			db_put(b, e, 6);
+			rec_put(b, e, 6);
 			continue;
 		}
-		db_put(b, e, 2);
+		rec_put(b, e, 2);
 	}
-	db_put(b, run, (size_t)(s - run));
-	db_put(b, "\"", 1);
+	rec_put(b, run, (size_t)(s - run));
+	rec_put(b, "\"", 1);
 }
 
 /* jansson's real: %.17g (or %.<prec>g), with ".0" when it would read as
  * an integer, and no '+' or leading zeros in the exponent.  prec is kept
  * as JSON_REAL_PRECISION keeps it, in 5 bits (0: 17), up to %.31g. */
 static void
-db_real(const struct dbuf *b, double d)
+db_real(struct rec_buf *b, double d, int prec)
 {
 	char s[64], *start, *end;
-	int p = b->prec & 0x1F;
+	int p = prec & 0x1F;
 	int n = snprintf(s, sizeof(s) - 3, "%.*g", p ? p : 17, d);
 
 	if (strchr(s, '.') == NULL && strchr(s, 'e') == NULL) {
@@ -311,13 +305,12 @@ db_real(const struct dbuf *b, double d)
 			n -= (int)(end - start);
 		}
 	}
-	db_put(b, s, (size_t)n);
+	rec_put(b, s, (size_t)n);
 }
 
 static int
-db_val(const struct dbuf *b, const json_t *v, int depth)
+db_val(struct rec_buf *b, const json_t *v, int depth, int prec)
 {
-	char num[24];
 	json_t *m;
 	void *it;
 	size_t i;
@@ -327,78 +320,70 @@ db_val(const struct dbuf *b, const json_t *v, int depth)
 		return -1;
 	switch (json_typeof(v)) {
 	case JSON_OBJECT:
-		db_put(b, "{", 1);
+		rec_put(b, "{", 1);
 		for (it = json_object_iter((json_t *)v); it != NULL;
 		    it = json_object_iter_next((json_t *)v, it)) {
 			if (!first)
-				db_put(b, ",", 1);
+				rec_put(b, ",", 1);
 			first = 0;
 			db_str(b, json_object_iter_key(it),
 			    json_object_iter_key_len(it));
-			db_put(b, ":", 1);
-			if (db_val(b, json_object_iter_value(it), depth + 1) ==
-			    -1)
+			rec_put(b, ":", 1);
+			if (db_val(b, json_object_iter_value(it), depth + 1,
+			    prec) == -1)
 				return -1;
 		}
-		db_put(b, "}", 1);
+		rec_put(b, "}", 1);
 		return 0;
 	case JSON_ARRAY:
-		db_put(b, "[", 1);
+		rec_put(b, "[", 1);
 		json_array_foreach(v, i, m) {
 			if (i > 0)
-				db_put(b, ",", 1);
-			if (db_val(b, m, depth + 1) == -1)
+				rec_put(b, ",", 1);
+			if (db_val(b, m, depth + 1, prec) == -1)
 				return -1;
 		}
-		db_put(b, "]", 1);
+		rec_put(b, "]", 1);
 		return 0;
 	case JSON_STRING:
 		db_str(b, json_string_value(v), json_string_length(v));
 		return 0;
 	case JSON_INTEGER:
-		db_put(b, num, (size_t)snprintf(num, sizeof(num),
-		    "%" JSON_INTEGER_FORMAT, json_integer_value(v)));
+		rec_put_int(b, json_integer_value(v));
 		return 0;
 	case JSON_REAL:
-		db_real(b, json_real_value(v));
+		db_real(b, json_real_value(v), prec);
 		return 0;
 	case JSON_TRUE:
-		db_put(b, "true", 4);
+		rec_put(b, "true", 4);
 		return 0;
 	case JSON_FALSE:
-		db_put(b, "false", 5);
+		rec_put(b, "false", 5);
 		return 0;
 	case JSON_NULL:
-		db_put(b, "null", 4);
+		rec_put(b, "null", 4);
 		return 0;
 	}
 	return -1;
 }
 
 int
-rec_dump_to(const json_t *rec, char **buf, size_t *len, size_t *cap)
+rec_dump_to(struct rec_buf *b, const json_t *rec)
 {
-	struct dbuf b = { buf, len, cap, 0 };
-	size_t at = *len;
+	size_t at = b->len;
 
-	if (db_val(&b, rec, 1) == -1) {
-		*len = at;
+	if (db_val(b, rec, 1, 0) == -1) {
+		b->len = at;
 		return -1;
 	}
-	db_put(&b, "\n", 1);
+	rec_puts(b, "\n");
 	return 0;
-}
-
-void
-rec_put(struct rec_buf *b, const char *s, size_t n)
-{
-	db_put(&(struct dbuf){ &b->s, &b->len, &b->cap, 0 }, s, n);
 }
 
 void
 rec_put_str(struct rec_buf *b, const char *s)
 {
-	db_str(&(struct dbuf){ &b->s, &b->len, &b->cap, 0 }, s, strlen(s));
+	db_str(b, s, strlen(s));
 }
 
 void
@@ -412,7 +397,7 @@ rec_put_int(struct rec_buf *b, long long v)
 void
 rec_put_real(struct rec_buf *b, double d, int prec)
 {
-	db_real(&(struct dbuf){ &b->s, &b->len, &b->cap, prec }, d);
+	db_real(b, d, prec);
 }
 
 int
@@ -420,8 +405,7 @@ rec_put_val(struct rec_buf *b, const json_t *v, int prec)
 {
 	size_t at = b->len;
 
-	if (db_val(&(struct dbuf){ &b->s, &b->len, &b->cap, prec }, v, 1) ==
-	    -1) {
+	if (db_val(b, v, 1, prec) == -1) {
 		b->len = at;
 		return -1;
 	}
@@ -431,17 +415,16 @@ rec_put_val(struct rec_buf *b, const json_t *v, int prec)
 char *
 rec_dump(const json_t *rec, size_t *len)
 {
-	char *s = NULL;
-	size_t cap = 0;
+	struct rec_buf b = { NULL, 0, 0 };
 
-	*len = 0;
-	if (rec_dump_to(rec, &s, len, &cap) == -1) {
-		free(s);
+	if (rec_dump_to(&b, rec) == -1) {
+		free(b.s);
 		return NULL;
 	}
-	db_room(&(struct dbuf){ &s, len, &cap, 0 }, 1);
-	s[*len] = '\0';
-	return s;
+	db_room(&b, 1);
+	b.s[b.len] = '\0';
+	*len = b.len;
+	return b.s;
 }
 
 int

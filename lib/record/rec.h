@@ -87,13 +87,6 @@ size_t	rec_piece(const char *s, size_t len);
 /* Serialise rec plus '\n' into a new buffer (caller frees); *len set. */
 char	*rec_dump(const json_t *rec, size_t *len);
 /*
- * Append rec plus '\n' to the growing buffer *buf (*len used of *cap), as
- * json_dumps(JSON_COMPACT) would write it; -1 (nothing added) when rec
- * nests deeper than jansson allows.
- */
-int	rec_dump_to(const json_t *rec, char **buf, size_t *len, size_t *cap);
-
-/*
  * JSON written by hand into a growing buffer (b->s, b->len bytes of
  * b->cap; zeroed, it is empty): what json_dumps(JSON_COMPACT |
  * JSON_REAL_PRECISION(prec)) writes of the same values, byte for byte
@@ -114,6 +107,11 @@ void	rec_put_str(struct rec_buf *b, const char *s);
 void	rec_put_int(struct rec_buf *b, long long v);
 void	rec_put_real(struct rec_buf *b, double d, int prec);
 int	rec_put_val(struct rec_buf *b, const json_t *v, int prec);
+/*
+ * Append rec plus '\n' to b, as json_dumps(JSON_COMPACT) would write it;
+ * -1 (nothing added) when rec nests deeper than jansson allows.
+ */
+int	rec_dump_to(struct rec_buf *b, const json_t *rec);
 
 struct rec_out;
 

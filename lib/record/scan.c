@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/record/rec.h"
 #include "lib/record/scan.h"
 #include "lib/base/x.h"
 
@@ -317,20 +318,18 @@ scan_field(const struct scan_rec *s, const char *key, char *buf, size_t len,
 	return 0;
 }
 
-size_t
+void
 scan_edit(const char *line, const struct scan_rec *s,
-    const struct scan_set *set, int n, char **buf, size_t *size)
+    const struct scan_set *set, int n, struct rec_buf *out)
 {
 	const struct scan_member *at[SCAN_SETS], *ta;
 	const struct scan_set *order[SCAN_SETS], *ts;
 	const char *p = line;
-	size_t need = (size_t)(s->close - line) + 2, len = 0;
 	int i, j, members = s->n;
 
 	if (n > SCAN_SETS)
 		n = SCAN_SETS;
 	for (i = 0; i < n; i++) {
-		need += strlen(set[i].key) + strlen(set[i].text) + 4;
 		order[i] = &set[i];
 		at[i] = scan_get(s, set[i].key);
 		/* By place in the line, the new ones last, in their order. */
@@ -341,23 +340,20 @@ scan_edit(const char *line, const struct scan_rec *s,
 			    order[j - 1] = ts;
 		}
 	}
-	if (need > *size) {
-		free(*buf);
-		*size = need;
-		*buf = xmalloc(*size);
-	}
+	out->len = 0;
 	for (i = 0; i < n && at[i] != NULL; i++) {
-		memcpy(*buf + len, p, (size_t)(at[i]->val - p));
-		len += (size_t)(at[i]->val - p);
-		len += (size_t)sprintf(*buf + len, "%s", order[i]->text);
+		rec_put(out, p, (size_t)(at[i]->val - p));
+		rec_put(out, order[i]->text, strlen(order[i]->text));
 		p = at[i]->val + at[i]->vlen;
 	}
-	memcpy(*buf + len, p, (size_t)(s->close - p));
-	len += (size_t)(s->close - p);
-	for (; i < n; i++)
-		len += (size_t)sprintf(*buf + len, "%s\"%s\":%s",
-		    members++ > 0 ? "," : "", order[i]->key, order[i]->text);
-	(*buf)[len++] = '}';
-	(*buf)[len++] = '\n';
-	return len;
+	rec_put(out, p, (size_t)(s->close - p));
+	for (; i < n; i++) {
+		if (members++ > 0)
+			rec_puts(out, ",");
+		rec_puts(out, "\"");
+		rec_put(out, order[i]->key, strlen(order[i]->key));
+		rec_puts(out, "\":");
+		rec_put(out, order[i]->text, strlen(order[i]->text));
+	}
+	rec_puts(out, "}\n");
 }

@@ -70,10 +70,10 @@ int	scan_field(const struct scan_rec *s, const char *key, char *buf,
 /*
  * The scanned line with up to SCAN_SETS members set, in place where their
  * key is there and before the closing brace where not, every other byte
- * kept, and a newline: written to *buf (grown to *size as needed); its
- * length.
+ * kept, and a newline: written over out (out->len its length).
  */
-size_t	scan_edit(const char *line, const struct scan_rec *s,
-	    const struct scan_set *set, int n, char **buf, size_t *size);
+struct rec_buf;
+void	scan_edit(const char *line, const struct scan_rec *s,
+	    const struct scan_set *set, int n, struct rec_buf *out);
 
 #endif

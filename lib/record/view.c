@@ -32,8 +32,7 @@ struct view {
 	int		 nset;
 	char		*sbuf;		/* the sets' texts */
 	size_t		 ssize, sused;
-	char		*out;		/* the text put out */
-	size_t		 osize, olen;
+	struct rec_buf	 out;		/* the text put out */
 	int		 ok;		/* opened on a record */
 };
 
@@ -51,7 +50,7 @@ view_free(struct view *v)
 	json_decref(v->tree);
 	free(v->arena);
 	free(v->sbuf);
-	free(v->out);
+	free(v->out.s);
 	free(v);
 }
 
@@ -368,36 +367,30 @@ const char *
 view_text(struct view *v, size_t *len)
 {
 	struct scan_set e[SCAN_SETS];
-	size_t n;
 	int i;
 
 	if (!v->ok)
 		return NULL;
 	if (v->tree != NULL) {
-		v->olen = 0;
-		if (rec_dump_to(v->tree, &v->out, &v->olen, &v->osize) == -1)
+		v->out.len = 0;
+		if (rec_dump_to(&v->out, v->tree) == -1)
 			return NULL;
-		*len = v->olen;
-		return v->out;
+		*len = v->out.len;
+		return v->out.s;
 	}
 	if (v->nset > 0) {
 		for (i = 0; i < v->nset; i++) {
 			e[i].key = v->set[i].key;
 			e[i].text = v->sbuf + v->set[i].at;
 		}
-		*len = scan_edit(v->line, &v->s, e, v->nset, &v->out,
-		    &v->osize);
-		return v->out;
+		scan_edit(v->line, &v->s, e, v->nset, &v->out);
+		*len = v->out.len;
+		return v->out.s;
 	}
 	/* As it came, up to its closing brace. */
-	n = (size_t)(v->s.close + 1 - v->line);
-	if (n + 1 > v->osize) {
-		free(v->out);
-		v->osize = n + 1;
-		v->out = xmalloc(v->osize);
-	}
-	memcpy(v->out, v->line, n);
-	v->out[n] = '\n';
-	*len = n + 1;
-	return v->out;
+	v->out.len = 0;
+	rec_put(&v->out, v->line, (size_t)(v->s.close + 1 - v->line));
+	rec_puts(&v->out, "\n");
+	*len = v->out.len;
+	return v->out.s;
 }
