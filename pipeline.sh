@@ -298,6 +298,16 @@ if [ -n "$manifest" ]; then
 fi
 
 umask 077
+# A directory named by a slip (--run-dir ~, --run-dir .) is not filled
+# with a run's files: one that holds other things and none of the three
+# this script makes in every run directory (below).  Empty is one yet to
+# be made, and lost+found alone a file system mounted for the runs.
+if [ -d "$run_dir" ] && ! [ -e "$run_dir/state" ] &&
+    ! [ -e "$run_dir/docs" ] && ! [ -e "$run_dir/logs" ] &&
+    [ -n "$(ls -A -- "$run_dir" 2>/dev/null | grep -vx 'lost+found' |
+    head -n 1)" ]; then
+	die 2 "run directory $run_dir: holds other files and no state/, docs/ or logs/: name a new or empty directory, or mkdir $run_dir/state if it is one"
+fi
 # An existing run directory is accepted only when ours and writable by no
 # one else (rfpipe(7)): the stages' own rule, before anything is made in it.
 if [ -e "$run_dir" ] || [ -L "$run_dir" ]; then

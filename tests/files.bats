@@ -108,6 +108,27 @@ as_other() {
 	[[ "$stderr" == "rfp-sink: run directory $RD: owned by uid $(id -u nobody), not by this user (uid 0)" ]]
 }
 
+@test "files: a run directory named by a slip (other files in it, none of a run's) is refused in one line, nothing written in it; an empty one or a fresh mount's is taken" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 2 >"$M"
+	mkdir -m 700 "$RD"
+	echo mine >"$RD/notes.txt"
+	run --separate-stderr timeout 20 rfpipe --run-dir "$RD" -q "$M"
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "rfpipe: run directory $RD: holds other files and no state/, docs/ or logs/: name a new or empty directory, or mkdir $RD/state if it is one" ]
+	[ "$(ls -A "$RD")" = notes.txt ]
+	# As the message says: state/ made, it is one.
+	mkdir "$RD/state"
+	run timeout 20 rfpipe --run-dir "$RD" -q "$M"
+	assert_success
+	[ "$(wc -l <"$RD/results.ndjson")" -eq 2 ]
+	# Empty, or holding only lost+found (a file system of its own): taken.
+	mkdir -m 700 "$BATS_TEST_TMPDIR/mnt" "$BATS_TEST_TMPDIR/mnt/lost+found"
+	run timeout 20 rfpipe --run-dir "$BATS_TEST_TMPDIR/mnt" -q "$M"
+	assert_success
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/mnt/results.ndjson")" -eq 2 ]
+}
+
 @test "files: a link planted in the run directory is not written through (#24)" {
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 2 >"$M"
