@@ -179,6 +179,11 @@ void	gate_free(void);
 void	wire_init(long max_connections);
 void	wire_add(struct xfer *x);
 int	wire_older(const struct xfer *x, double since, double before);
+/*
+ * How many requests to e are on the wire, written before before (epoch);
+ * *next, when the first written since was (0: none).
+ */
+long	wire_hung(const struct ep *e, double before, double *next);
 void	wire_perform(void);
 /* The next transfer that ended (x->cc set), off the wire; NULL: none. */
 struct xfer *wire_done(void);

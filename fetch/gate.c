@@ -32,6 +32,8 @@
 #define LAG_MAX	0.005	/* real s: a longer way to the wire counts as this */
 #define LEASE_S	0.025	/* real s of sends a shared pace grants ahead */
 #define END_S	2.0	/* logical s of sends left: the work ends soon */
+#define HANG_S	2.0	/* logical s unanswered that a request is hung, */
+#define HANG_X	4.0	/* ... or this many times the slowest answer */
 #define NSB	9	/* ... this process's sends over it: 8 buckets, and one
 			   passing out of it */
 
@@ -43,6 +45,10 @@ struct ep {
 	const struct conf_ep *cf;
 	long		 ceiling;
 	long		 window;	/* the pace's in-flight limit; 0: none */
+	long		 hung;		/* ... past which this many hung go */
+	double		 hung_next;	/* when the next may be hung; 0: none */
+	double		 slowest;	/* the longest an answer took */
+	int		 throttled;	/* a 429 or 503 heard: no more */
 	long		 inflight;
 	long		 onwire;	/* requests written and not yet answered */
 	double		 ok_at;		/* clk_now of its last success */
@@ -169,11 +175,27 @@ gate_endpoint(const char *name)
 }
 
 /* Requests e may have in flight: its ceiling, or the pace's window. */
+/*
+ * The window counts no request that hangs: two hung first, before any
+ * answer had grown a window of 2, kept the endpoint's other documents
+ * unsent for their whole timeout (2 minutes by default).  Hung is
+ * unanswered for HANG_S, or HANG_X times the slowest answer (a slow
+ * portal's answers are not hung).  Until the portal pushes back: once it
+ * has refused (a 429 or 503), the window is the limit's, and the portal
+ * counts what it holds.
+ */
+static double
+hang_after(const struct ep *e)
+{
+	return fmax(clk_real(HANG_S), HANG_X * e->slowest);
+}
+
 static long
 ep_limit(const struct ep *e)
 {
-	return e->window > 0 && e->window < e->ceiling ? e->window :
-	    e->ceiling;
+	long w = e->window > 0 ? e->window + e->hung : 0;
+
+	return w > 0 && w < e->ceiling ? w : e->ceiling;
 }
 
 /*
@@ -557,6 +579,8 @@ gate_answered(const struct xfer *x)
 		e->blocked_until = fmin(e->blocked_until, x->t1 + 1 /
 		    e->pace.rate);
 	}
+	if (x->cc == CURLE_OK && x->t_wrote > 0 && x->t1 > x->t_wrote)
+		e->slowest = fmax(e->slowest, x->t1 - x->t_wrote);
 	if (xfer_looks_ok(x))
 		ep_served(e, clk_now());
 }
@@ -647,6 +671,8 @@ gate_feedback(const struct xfer *x)
 	k = class_decide(&in, reason, sizeof(reason));
 	if (strcmp(reason, "deadline") == 0)
 		return;
+	if (st == 429 || st == 503)
+		e->throttled = 1;
 	/* Room for this answer's news, and the held 503s it may tell. */
 	while (e->npev == e->capev || e->nbev + e->nhbev >= e->capev) {
 		e->capev = e->capev ? 2 * e->capev : 16;
@@ -948,8 +974,14 @@ void
 gate_pass(void)
 {
 	struct ep *e;
+	double now = clk_now();
 
 	for (e = eps; e != NULL; e = e->next) {
+		e->hung = 0;
+		e->hung_next = 0;
+		if (e->window > 0 && !e->throttled && e->onwire > 0)
+			e->hung = wire_hung(e, now - hang_after(e),
+			    &e->hung_next);
 		if (!e->lease)
 			e->credit = 0;
 		e->pace_wait = 0;
@@ -990,6 +1022,9 @@ gate_wake(double now, double t, int ready)
 			if (e->nready > 0 && e->inflight < ep_limit(e) &&
 			    e->blocked_until < soon)
 				soon = e->blocked_until;
+			else if (e->nready > 0 && e->hung_next > 0 &&
+			    e->hung_next + hang_after(e) < soon)
+				soon = e->hung_next + hang_after(e);
 		t = soon - now < 0.001 ? 0.001 : soon - now;
 	}
 	for (e = eps; e != NULL; e = e->next)

@@ -70,6 +70,24 @@ wire_older(const struct xfer *x, double since, double before)
 	return 0;
 }
 
+long
+wire_hung(const struct ep *e, double before, double *next)
+{
+	const struct xfer *o;
+	long n = 0;
+
+	*next = 0;
+	for (o = W.list; o != NULL; o = o->next) {
+		if (!o->on_wire || o->job->ep != e || o->t_wrote <= 0)
+			continue;
+		if (o->t_wrote < before)
+			n++;
+		else if (*next == 0 || o->t_wrote < *next)
+			*next = o->t_wrote;
+	}
+	return n;
+}
+
 /* Take x off the list, its handle off the multi. */
 static void
 unwire(struct xfer *x)

@@ -284,6 +284,34 @@ noise() {
 	run ! never_opened
 }
 
+@test "limiters: two requests that hang first keep none of the endpoint's other documents waiting for them" {
+	# The window starts at 2 and grows with answers: two hung first had
+	# held the other ten unsent until their timeout (2 minutes; here the
+	# deadline came first and cut all ten).  Hung for 2 s, they no
+	# longer count in the window.
+	printf 'routes:\n  - {match: "/h/*", endpoint: m, script: [hang], hang_ms: 600000}\n  - {match: "/g/*", endpoint: m}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	{ manifest /h 2 m | sed 's/"id":"m-/"id":"h-/'; manifest /g 10 m; } >"$BATS_TEST_TMPDIR/m"
+	run timeout 60 "$ROOT/pipeline.sh" -q -j 8 --seed 1 --deadline +5s \
+	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s '[.[] | select(.id | startswith("m-"))] | length' "$RUN/results.ndjson")" -eq 10 ]
+	jq -s -e 'length == 2 and all(.id | startswith("h-")) and all(.dead_reason == "deadline_cut")' "$RUN/dead.ndjson"
+}
+
+@test "limiters: a hung request frees no place in a window the portal has pushed back on: a cap of 3 holding one hung is not overrun" {
+	# The portal counts the hung request in its cap for as long as it
+	# holds it.  Once the cap has refused, the window is the cap's, and a
+	# place freed for each hung request was a refusal every round.
+	printf 'routes:\n  - {match: "/h/*", endpoint: m, script: [hang], hang_ms: 600000, limits: [{kind: concurrency, max: 3, status: 503}]}\n  - {match: "/g/*", endpoint: m, delay_ms: 100, limits: [{kind: concurrency, max: 3, status: 503}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	{ manifest /h 1 m | sed 's/"id":"m-/"id":"h-/'; manifest /g 60 m; } >"$BATS_TEST_TMPDIR/m"
+	run timeout 60 "$ROOT/pipeline.sh" -q -j 8 --seed 1 --deadline +8s \
+	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s '[.[] | select(.id | startswith("m-"))] | length' "$RUN/results.ndjson")" -eq 60 ]
+	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
+	[ "$(logged '.action == "rate_limited"')" -le 10 ]
+}
+
 # stale_portal: one mock, two routes of rfpipe's endpoint p (one pace): /slow/*
 # limited to 20/s with no burst, /free/* unlimited, as one portal before and
 # after its limit changed.
