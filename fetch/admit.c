@@ -83,22 +83,19 @@ admit_size(const json_t *rec, size_t len, char *err, size_t errlen)
 	return -1;
 }
 
-/*
- * A not_before within the one bound on waits (conf_wait_past), or past
- * the deadline, which cuts the wait; 0 or -1.
- */
-static int
-admit_wait(const json_t *rec, char *err, size_t errlen)
+int
+admit_wait(const json_t *rec, const struct conf *c, double deadline,
+    char *err, size_t errlen)
 {
 	json_t *nb = json_object_get(rec, "not_before");
 
-	if (nb == NULL || (json_is_number(nb) && ((fo->deadline > 0 &&
-	    json_number_value(nb) >= fo->deadline) || !conf_wait_past(
+	if (nb == NULL || (json_is_number(nb) && ((deadline > 0 &&
+	    json_number_value(nb) >= deadline) || !conf_wait_past(
 	    json_number_value(nb) - clk_now(),
-	    clk_real(fo->conf.max_retry_after)))))
+	    clk_real(c->max_retry_after)))))
 		return 0;
 	snprintf(err, errlen, "field \"not_before\": not a time within "
-	    "max_retry_after (%.0f s) of now", fo->conf.max_retry_after);
+	    "max_retry_after (%.0f s) of now", c->max_retry_after);
 	return -1;
 }
 
@@ -304,7 +301,7 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 	A.n.admitted++;
 	if (A.done != NULL && json_is_false(json_object_get(A.done, id)))
 		A.n.resumed_cut++;
-	if (admit_wait(rec, err, sizeof(err)) == -1 ||
+	if (admit_wait(rec, &fo->conf, fo->deadline, err, sizeof(err)) == -1 ||
 	    xfer_admissible(rec, err, sizeof(err)) == -1 ||
 	    admit_key(rec, id, lineno, err, sizeof(err)) == -1) {
 		msg_line(lineno, "%s", err);

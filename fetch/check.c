@@ -126,6 +126,7 @@ check_manifest(int fd, const struct conf *c, const char *config,
 		if (rec == NULL || admit_size(rec, len, err, sizeof(err)) ==
 		    -1 || doc_check(rec, err, sizeof(err)) == -1 ||
 		    field_check_json(rec, err, sizeof(err)) == -1 ||
+		    admit_wait(rec, c, deadline, err, sizeof(err)) == -1 ||
 		    xfer_admissible(rec, err, sizeof(err)) == -1) {
 			msg_line(lineno, "%s", err);
 			json_decref(rec);

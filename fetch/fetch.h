@@ -266,6 +266,13 @@ void	admit_clean(json_t *rec);
  * else -1 with err set.  --check refuses what admission does.
  */
 int	admit_size(const json_t *rec, size_t len, char *err, size_t errlen);
+/*
+ * 0 when rec's not_before (a retry's, fed back by hand) is within the one
+ * bound on waits, max_retry_after, or past the deadline, which cuts the
+ * wait; else -1 with err set.  --check refuses what admission does.
+ */
+int	admit_wait(const json_t *rec, const struct conf *c, double deadline,
+	    char *err, size_t errlen);
 
 /* xfer.c: one transfer. */
 void	xfer_init(const struct fopts *o);

@@ -189,8 +189,9 @@ queue_cut(void)
 	while ((j = Q.ready) != NULL) {
 		Q.ready = j->next;
 		gate_ready(j->ep, -1);
-		out_kill(j->rec, 0, FATE_DEADLINE_CUT, "not started by the "
-		    "deadline");
+		out_kill(j->rec, 0, FATE_DEADLINE_CUT, rec_int(j->rec,
+		    "attempt", 0) > 0 ? "its retry not started by the "
+		    "deadline" : "not started by the deadline");
 		job_free(j);
 	}
 	Q.ready_tail = Q.retry_tail = NULL;

@@ -166,6 +166,25 @@ keyed() {
 	jq -s -e 'map([.id, .attempt]) | sort == [["f",1],["g",1000000]]' "$RUN/results.ndjson"
 }
 
+@test "admit: a NUL byte, raw or escaped, and a retry fed back with a not_before past max_retry_after are bad_input naming them; --check refuses the same lines" {
+	mock_start "$FIX/mock/ok.yaml"
+	{
+		printf '{"id":"n1",\0"url":"%s/nih/n1"}\n' "$MOCK_URL"
+		printf '{"id":"n2\\u0000","url":"%s/nih/n2"}\n' "$MOCK_URL"
+		printf '{"id":"nb","url":"%s/nih/nb","fate":"retry","attempt":3,"not_before":99999999999}\n' "$MOCK_URL"
+		printf '{"id":"ok","url":"%s/nih/ok"}\n' "$MOCK_URL"
+	} >"$M"
+	local want
+	want=(
+	    'rfp-fetch: line 1: malformed JSON at column 12: a NUL byte (a binary file, or a file in UTF-16?)'
+	    'rfp-fetch: line 2: malformed JSON at column 16: \u0000 (a NUL) in a string'
+	    'rfp-fetch: line 3: field "not_before": not a time within max_retry_after (3600 s) of now')
+	refused_both "manifest: 4 lines, 1 documents, 3 bad" "${want[@]}"
+	[ "$(requests_for)" -eq 1 ]
+	[ "$(requests_for /nih/ok)" -eq 1 ]
+	jq -s -e '[.[] | .dead_reason] == ["bad_input","bad_input","bad_input"]' "$RUN/dead.ndjson"
+}
+
 @test "admit: an id that names a file the stages derive from another id (ID.parsed, ID.parsed.PID) is bad_input at admission, never sent, and --check refuses it" {
 	mock_start "$FIX/mock/submit.yaml"
 	{

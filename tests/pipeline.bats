@@ -312,6 +312,21 @@ dead_count() {
 	[ "$(jq -s '[.[] | select(.endpoint == "glacial")] | length' "$MOCK_LOG")" -eq 3 ]
 }
 
+@test "pipeline: a retry due but not started by the deadline says so, apart from a document never tried" {
+	# -j 1: the 503'd document's retry is due while the slow one holds the
+	# only place, and a third waits untried behind it.
+	printf 'routes:\n  - {match: "/a/*", endpoint: a, script: [503, 200]}\n  - {match: "/b/*", endpoint: b, delay_ms: 600000}\n  - {match: "/c/*", endpoint: c}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	{ manifest /a 1 a; manifest /b 1 b; manifest /c 1 c; } >"$BATS_TEST_TMPDIR/m"
+	# The slow one is cut by the deadline only, not by a timeout.
+	printf 'timeout: 10m\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -4 pipeline.sh -q -j 1 --seed 1 --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$RUN" --deadline +3s "$BATS_TEST_TMPDIR/m"
+	jq -c '{id, attempt, dead_detail}' "$RUN/dead.ndjson"
+	jq -s -e '(map({(.id): .dead_detail}) | add) as $d | $d["a-1"] == "its retry not started by the deadline" and $d["c-1"] == "not started by the deadline"' "$RUN/dead.ndjson"
+	jq -s -e 'all(.dead_reason == "deadline_cut") and length == 3' "$RUN/dead.ndjson"
+}
+
 @test "pipeline: summary.json's counts by reason match the files, for a batch with several dead reasons" {
 	mock_start "$FIX/pipeline/statuses.yaml"
 	{ manifest /ok 5 ok; manifest /s404 2 perm; manifest /poison 2 poison; echo '{bad'; } >"$BATS_TEST_TMPDIR/m"

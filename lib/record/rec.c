@@ -194,6 +194,7 @@ rec_parse(const char *line, size_t len, char *err, size_t errlen)
 {
 	json_error_t je;
 	json_t *v;
+	const char *nul;
 
 	/* jansson's "near" would show it as nothing at all. */
 	if (len >= 3 && memcmp(line, REC_BOM, 3) == 0) {
@@ -202,10 +203,19 @@ rec_parse(const char *line, size_t len, char *err, size_t errlen)
 		    "skipped only at the start of a manifest)");
 		return NULL;
 	}
+	/* ... nor would it name a NUL byte: "end of file expected". */
+	if ((nul = memchr(line, '\0', len)) != NULL) {
+		snprintf(err, errlen, "malformed JSON at column %zu: a NUL "
+		    "byte (a binary file, or a file in UTF-16?)",
+		    (size_t)(nul - line) + 1);
+		return NULL;
+	}
 	v = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
 	if (v == NULL) {
+		/* Not jansson's flag, which no one here can set. */
 		snprintf(err, errlen, "malformed JSON at column %d: %s",
-		    je.column, je.text);
+		    je.column, strstr(je.text, "JSON_ALLOW_NUL") != NULL ?
+		    "\\u0000 (a NUL) in a string" : je.text);
 		return NULL;
 	}
 	if (!json_is_object(v)) {
