@@ -520,10 +520,19 @@ trap 'stop HUP' HUP
 	# Ignored from the start: a signal that comes before rfp-sink has
 	# set its handler must not kill it (and the summary with it).
 	trap '' INT TERM HUP
-	exec rfp-sink --run-dir="$run_dir" --retry-fifo="$fifo" \
+	rfp-sink --run-dir="$run_dir" --retry-fifo="$fifo" \
 	    --fetch-ended="$fetch_ended" --owner="$claims_owner" \
 	    --admitted-from="$report" --fate-status --progress="$progress" \
 	    --total="$admitted" $quiet $verbose
+	code=$?
+	# Its status is the pipeline's.  A failure is noted as well, in its
+	# turn: rfp-sink failing at start-up, rfp-fetch stopped after it, and
+	# the line below named rfp-fetch alone.
+	case $code in
+	0|3|4|5) ;;
+	*) note rfp-sink "$code" ;;
+	esac
+	exit "$code"
 } &
 pipe=$!
 

@@ -855,6 +855,16 @@ rfpipe: rfp-fetch failed with status 1" ]
 	jq -e '.interrupted == true and .admitted == null' "$RUN/summary.json"
 }
 
+@test "operator: rfp-sink failing at start-up is named first, the stages it stopped after it" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$M"
+	failing rfp-sink 0
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH run -1 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$M"
+	[[ $stderr == "rfp-sink: it broke"* ]]
+	[ "$(grep -c '^rfpipe: ' <<<"$stderr")" -eq 1 ]
+	[[ $stderr == *"rfpipe: rfp-sink failed with status 1"* ]]
+}
+
 @test "operator: a stage failing mid-run is said once, the others after it in one line; the rest is pending, not a failed reconciliation, and a re-run files it" {
 	printf 'routes:\n  - {match: "/f/*", endpoint: f, delay_ms: 100}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
