@@ -262,6 +262,17 @@ if [ -n "$deadline" ]; then
 	dl_opt=--deadline=$at
 fi
 
+# A signal before the stages start (the count below reads the whole
+# manifest: seconds for a large one): said, not a silent exit.
+early_stop() {
+	printf '%s: interrupted by SIG%s before the run started: nothing was sent\n' \
+	    "$prog" "$1" >&2
+	exit "$2"
+}
+trap 'early_stop INT 130' INT
+trap 'early_stop TERM 143' TERM
+trap 'early_stop HUP 129' HUP
+
 # The manifest and the config together: every line, every endpoint the
 # config names, the deadline.  --check prints it; a run stops on a config
 # none of whose endpoints any record has, or a deadline past, and warns of
@@ -343,9 +354,6 @@ cleanup() {
 	    "$fetch_ended.w" "$parse_pid"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
 
 if [ -n "$queue" ]; then
 	# Load once (loading it again adds nothing); count what all hosts share.

@@ -134,6 +134,27 @@ check_interrupted() {
 	check_interrupted 143 TERM
 }
 
+@test "operator: SIGTERM to the group while the manifest is counted says so, exits 143, sends nothing" {
+	# A million lines: rfp-fetch --check counts them for seconds.
+	awk 'BEGIN { for (i = 1; i <= 1000000; i++) printf "{\"id\":\"d%d\",\"url\":\"http://127.0.0.1:9/d%d\"}\n", i, i }' >"$M"
+	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" -q \
+	    --run-dir "$RUN" "$M" 2>"$BATS_TEST_TMPDIR/err" &
+	local pid=$! i
+	for i in $(seq 1 300); do
+		pgrep -f -g "$pid" -- "rfp-fetch --check" >/dev/null && break
+		sleep 0.02
+	done
+	kill -TERM -- -"$pid"
+	status=0
+	timeout 30 tail --pid="$pid" -f /dev/null || kill -KILL -- -"$pid"
+	wait "$pid" || status=$?
+	cat "$BATS_TEST_TMPDIR/err"
+	[ "$status" -eq 143 ]
+	# (bash says "Terminated" of the count it waited on, before.)
+	[ "$(tail -n 1 "$BATS_TEST_TMPDIR/err")" = "rfpipe: interrupted by SIGTERM before the run started: nothing was sent" ]
+	[ ! -e "$RUN/results.ndjson" ]
+}
+
 @test "operator: SIGHUP to rfpipe's process group (a session hung up) stops the run as SIGTERM does and exits 129" {
 	start_slow 30
 	interrupt HUP group
