@@ -10,6 +10,7 @@
 
 #include "cmd/msg.h"
 #include "lib/base/x.h"
+#include "lib/record/rec.h"
 
 int msg_verbose;
 static const char *prog = "rfpipe";
@@ -41,23 +42,28 @@ msg_vfmt(char *buf, size_t size, const char *fmt, va_list ap)
 
 /*
  * Emit "prog: <text>[: <syserr>]\n"; embedded newlines become spaces and
- * other control bytes '?', so that a portal's header or a record's field
- * quoted in a message cannot move the operator's terminal.
+ * other control characters (rec_tty_bad: C0, C1, bidi overrides) '?', so
+ * that a portal's header or a record's field quoted in a message cannot
+ * move the operator's terminal.
  */
 static void
 emit(const char *pre, const char *sys, const char *fmt, va_list ap)
 {
 	char text[2048], line[2304];
-	size_t i;
+	size_t i, j, k;
 	int n;
 
 	msg_vfmt(text, sizeof(text), fmt, ap);
-	for (i = 0; text[i] != '\0'; i++)
+	for (i = j = 0; text[i] != '\0'; i += k) {
+		k = 1;
 		if (text[i] == '\n' || text[i] == '\r')
-			text[i] = ' ';
-		else if (((unsigned char)text[i] < 0x20 && text[i] != '\t') ||
-		    text[i] == 0x7f)
-			text[i] = '?';
+			text[j++] = ' ';
+		else if (text[i] != '\t' && (k = rec_tty_bad(text + i)) > 0)
+			text[j++] = '?';
+		else
+			text[j++] = text[i], k = 1;
+	}
+	text[j] = '\0';
 	n = snprintf(line, sizeof(line), "%s: %s%s%s%s\n", prog, pre, text,
 	    sys ? ": " : "", sys ? sys : "");
 	if (n < 0)

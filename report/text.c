@@ -9,26 +9,29 @@
 
 #include "lib/accounts/summ.h"
 #include "lib/record/fate.h"
+#include "lib/record/rec.h"
 #include "report/report.h"
 
 #define PENDING_SHOWN	50	/* ids listed; the rest are counted */
 #define TOP_SHOWN	3	/* errors listed an endpoint */
 
 /*
- * s with each control byte written \xNN: an id or an endpoint name from
- * a manifest reaches a terminal or a mail, and must not forge a line of
- * the report or drive the terminal.  Into buf, len bytes, cut to fit.
+ * s with each byte of a control character (rec_tty_bad) written \xNN: an
+ * id or an endpoint name from a manifest reaches a terminal or a mail,
+ * and must not forge a line of the report or drive the terminal.  Into
+ * buf, len bytes, cut to fit.
  */
 static const char *
 shown(const char *s, char *buf, size_t len)
 {
-	size_t n = 0;
+	size_t n = 0, k = 0;
 
 	for (; s != NULL && *s != '\0' && n + 5 < len; s++) {
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+		if (k > 0 || (k = rec_tty_bad(s)) > 0) {
 			n += (size_t)snprintf(buf + n, len - n, "\\x%02x",
 			    (unsigned char)*s);
-		else
+			k--;
+		} else
 			buf[n++] = *s;
 	}
 	buf[n] = '\0';

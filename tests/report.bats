@@ -416,6 +416,10 @@ NDJSON
 	refute_line '  succeeded 99'
 	[[ $output != *$'\e'* ]]
 	assert_line --regexp '^  ep\\x0ax '
+	# A bidi override (U+202E) and C1 (U+009B), byte by byte.
+	printf '%s\n' '{"t":"req","at":1e9,"id":"rtl\u202ex\u009by","ep":"e","attempt":1,"sent":1e9,"ms":1,"status":503,"error":null,"rate":0,"breaker":"closed"}' >"$LOG"
+	run -0 --separate-stderr rfp-report "$RUN"
+	assert_line '  rtl\xe2\x80\xaex\xc2\x9by'
 }
 
 @test "report: a FIFO where a file of the run directory should be is named, not waited on" {

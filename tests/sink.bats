@@ -553,6 +553,12 @@ slow_input() {
 	[[ "$stderr" != *$'\033'* ]]
 	grep -qF '  ev?[31mil?fake ' <<<"$stderr"
 	grep -qF ' x?[2J' <<<"$stderr"
+	# Nor C1 (U+009B, a CSI in 8 bits) or a bidi override (U+202E), which
+	# turns the rest of the line around: one ? each.
+	printf '%s\n' '{"id":"b","fate":"dead","dead_reason":"permanent","endpoint":"ab\u202econ\u009b2J","reason":"y"}' >"$BATS_TEST_TMPDIR/in"
+	run -0 --separate-stderr rfp-sink --progress none --run-dir "$BATS_TEST_TMPDIR/r2" <"$BATS_TEST_TMPDIR/in"
+	[[ "$stderr" != *$'\u202e'* && "$stderr" != *$'\u009b'* ]]
+	grep -qF '  ab?con?2J ' <<<"$stderr"
 }
 
 @test "sink: a fate that is not a string is named so, not called missing" {

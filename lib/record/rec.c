@@ -716,14 +716,37 @@ rec_utf8_fix(char *s)
 	}
 }
 
+size_t
+rec_tty_bad(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	if (u[0] < 0x20 || u[0] == 0x7f)
+		return u[0] != '\0';
+	/* C1 (U+0080 to U+009F): 0x9B is a CSI to a terminal in 8 bits. */
+	if (u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f)
+		return 2;
+	/* Bidi overrides and isolates: U+202A to U+202E, U+2066 to U+2069. */
+	if (u[0] == 0xe2 && ((u[1] == 0x80 && u[2] >= 0xaa && u[2] <= 0xae) ||
+	    (u[1] == 0x81 && u[2] >= 0xa6 && u[2] <= 0xa9)))
+		return 3;
+	return 0;
+}
+
 char *
 rec_shown(char *s)
 {
-	char *p;
+	char *r = s, *w = s;
+	size_t k;
 
-	for (p = s; *p != '\0'; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
+	while (*r != '\0') {
+		if ((k = rec_tty_bad(r)) > 0) {
+			*w++ = '?';
+			r += k;
+		} else
+			*w++ = *r++;
+	}
+	*w = '\0';
 	return s;
 }
 

@@ -160,9 +160,15 @@ size_t	rec_utf8_prefix(const char *s, size_t max);
 /* Replace, in place, every byte of s that is not part of a UTF-8 character with '?'. */
 void	rec_utf8_fix(char *s);
 /*
- * s, in place, fit for a terminal: every control byte (an escape
- * sequence, a newline) '?', as the run's table shows a record's text; s
- * returned.
+ * The length of the control character s starts with, 0 if none: a C0
+ * byte or DEL (an escape sequence, a newline), a C1 character or a bidi
+ * override or isolate (U+202A to U+202E, U+2066 to U+2069), which would
+ * move a terminal's cursor or turn the text after it around.
+ */
+size_t	rec_tty_bad(const char *s);
+/*
+ * s, in place, fit for a terminal: every control character (rec_tty_bad)
+ * one '?', as the run's table shows a record's text; s returned.
  */
 char	*rec_shown(char *s);
 /*

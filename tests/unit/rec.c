@@ -709,9 +709,33 @@ test_put_same(void)
 	free(b.s);
 }
 
+/* What would move a terminal is one '?' each; the rest is kept. */
+static void
+test_tty(void)
+{
+	char s[64];
+
+	ok(rec_tty_bad("\x1b[31m") == 1 && rec_tty_bad("\x7f") == 1 &&
+	    rec_tty_bad("\n") == 1, "tty: C0 and DEL, one byte");
+	ok(rec_tty_bad("\xc2\x9b") == 2 && rec_tty_bad("\xc2\x80") == 2 &&
+	    rec_tty_bad("\xc2\x9f") == 2, "tty: C1 (a CSI among them), two");
+	ok(rec_tty_bad("\xe2\x80\xae") == 3 && rec_tty_bad("\xe2\x80\xaa") ==
+	    3 && rec_tty_bad("\xe2\x81\xa6") == 3 &&
+	    rec_tty_bad("\xe2\x81\xa9") == 3, "tty: bidi overrides, isolates");
+	ok(rec_tty_bad("") == 0 && rec_tty_bad("a") == 0 &&
+	    rec_tty_bad("\xc2\xa0") == 0 && rec_tty_bad("\xc3\xa9") == 0 &&
+	    rec_tty_bad("\xe2\x80\xa9") == 0 && rec_tty_bad("\xe2\x80\xaf") ==
+	    0 && rec_tty_bad("\xe2\x81\xa5") == 0 && rec_tty_bad("\xe2\x81\xaa")
+	    == 0 && rec_tty_bad("\xc2") == 0 && rec_tty_bad("\xe2\x80") == 0,
+	    "tty: text, its neighbours and a cut sequence are not");
+	snprintf(s, sizeof(s), "a\xe2\x80\xae" "b\x1b" "c\xc2\x85" "d\xc3\xa9");
+	is_str(rec_shown(s), "a?b?c?d\xc3\xa9", "tty: rec_shown, one ? each");
+}
+
 int
 main(void)
 {
+	test_tty();
 	msg_init("unit-rec");
 	test_dump_same();
 	test_put_same();
