@@ -182,7 +182,10 @@ gate_endpoint(const char *name)
  * unanswered for HANG_S, or HANG_X times the slowest answer (a slow
  * portal's answers are not hung).  Until the portal pushes back: once it
  * has refused (a 429 or 503), the window is the limit's, and the portal
- * counts what it holds.
+ * counts what it holds.  Nor while another endpoint has documents ready
+ * that its own limit lets go (gate_pass): the places of -j freed for an
+ * endpoint whose every request hung were taken from the others, whose
+ * documents then waited out the hangs' timeout.
  */
 static double
 hang_after(const struct ep *e)
@@ -190,6 +193,15 @@ hang_after(const struct ep *e)
 	return fmax(clk_real(HANG_S), HANG_X * e->slowest);
 }
 
+/* What e may have in flight: its window, under its ceiling ... */
+static long
+ep_base(const struct ep *e)
+{
+	return e->window > 0 && e->window < e->ceiling ? e->window :
+	    e->ceiling;
+}
+
+/* ... and past the window, as many more as hang. */
 static long
 ep_limit(const struct ep *e)
 {
@@ -975,11 +987,15 @@ gate_pass(void)
 {
 	struct ep *e;
 	double now = clk_now();
+	long wanting = 0;
 
+	for (e = eps; e != NULL; e = e->next)
+		wanting += e->nready > 0 && e->inflight < ep_base(e);
 	for (e = eps; e != NULL; e = e->next) {
 		e->hung = 0;
 		e->hung_next = 0;
-		if (e->window > 0 && !e->throttled && e->onwire > 0)
+		if (e->window > 0 && !e->throttled && e->onwire > 0 &&
+		    wanting == (e->nready > 0 && e->inflight < ep_base(e)))
 			e->hung = wire_hung(e, now - hang_after(e),
 			    &e->hung_next);
 		if (!e->lease)

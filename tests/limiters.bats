@@ -298,6 +298,20 @@ noise() {
 	jq -s -e 'length == 2 and all(.id | startswith("h-")) and all(.dead_reason == "deadline_cut")' "$RUN/dead.ndjson"
 }
 
+@test "limiters: an endpoint whose every request hangs takes no more of -j from another endpoint's documents" {
+	# Places freed for hung requests come from -j: given while another
+	# endpoint had documents ready, the hanging one took all four and
+	# the other's waited out the hangs' timeout.
+	printf 'routes:\n  - {match: "/a/*", endpoint: a, script: [hang], hang_ms: 600000}\n  - {match: "/b/*", endpoint: b, delay_ms: 2000}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	{ manifest /a 10 a; manifest /b 40 b; } >"$BATS_TEST_TMPDIR/m"
+	printf 'timeout: 600s\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run timeout 60 "$ROOT/pipeline.sh" -q -j 4 --seed 1 --deadline +8s \
+	    --config "$BATS_TEST_TMPDIR/c.yaml" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	echo "a requested $(logged '.kind == "request" and .endpoint == "a"'), b saved $(jq -s '[.[] | select(.id | startswith("b-"))] | length' "$RUN/results.ndjson")"
+	[ "$(jq -s '[.[] | select(.id | startswith("b-"))] | length' "$RUN/results.ndjson")" -eq 40 ]
+}
+
 @test "limiters: a hung request frees no place in a window the portal has pushed back on: a cap of 3 holding one hung is not overrun" {
 	# The portal counts the hung request in its cap for as long as it
 	# holds it.  Once the cap has refused, the window is the cap's, and a
