@@ -309,15 +309,17 @@ if [ -n "$manifest" ]; then
 fi
 
 umask 077
-# A directory named by a slip (--run-dir ~, --run-dir .) is not filled
-# with a run's files: one that holds other things and none of the three
-# this script makes in every run directory (below).  Empty is one yet to
-# be made, and lost+found alone a file system mounted for the runs.
-if [ -d "$run_dir" ] && ! [ -e "$run_dir/state" ] &&
-    ! [ -e "$run_dir/docs" ] && ! [ -e "$run_dir/logs" ] &&
-    [ -n "$(ls -A -- "$run_dir" 2>/dev/null | grep -vx 'lost+found' |
+# A directory named by a slip (--run-dir ~, --run-dir . in a project) is
+# not filled with a run's files: one with no state/, which this script
+# makes in every run directory (below), and holding anything but a run's
+# own names (lib/state/rundir.c; docs/ alone may be a volume mounted for
+# the bodies; state/ a run starting beside, made since it was looked for)
+# and lost+found (a file system mounted for the runs).
+if [ -d "$run_dir" ] && ! [ -d "$run_dir/state" ] &&
+    [ -n "$(ls -A -- "$run_dir" 2>/dev/null | grep -vxE \
+    'state|docs|logs|results\.ndjson|dead\.ndjson|summary\.json|lost\+found' |
     head -n 1)" ]; then
-	die 2 "run directory $run_dir: holds other files and no state/, docs/ or logs/: name a new or empty directory, or mkdir $run_dir/state if it is one"
+	die 2 "run directory $run_dir: holds other files and no state/: name a new or empty directory, or mkdir -- \"$run_dir/state\" if it is one"
 fi
 # An existing run directory is accepted only when ours and writable by no
 # one else (rfpipe(7)): the stages' own rule, before anything is made in it.
@@ -334,7 +336,7 @@ status=$state_dir/status.$$
 fetch_pid=$state_dir/fetch.$$.pid
 fetch_ended=$state_dir/fetch.$$.ended
 parse_pid=$state_dir/parse.$$.pid
-if ! err=$(mkdir -p "$state_dir" "$run_dir/docs" "$run_dir/logs" 2>&1); then
+if ! err=$(mkdir -p -- "$state_dir" "$run_dir/docs" "$run_dir/logs" 2>&1); then
 	# mkdir says it once per directory: the first is the cause.
 	err=$(printf '%s\n' "$err" | head -n 1)
 	die 2 "mkdir $run_dir: ${err##*: }"

@@ -115,8 +115,16 @@ as_other() {
 	echo mine >"$RD/notes.txt"
 	run --separate-stderr timeout 20 rfpipe --run-dir "$RD" -q "$M"
 	[ "$status" -eq 2 ]
-	[ "$stderr" = "rfpipe: run directory $RD: holds other files and no state/, docs/ or logs/: name a new or empty directory, or mkdir $RD/state if it is one" ]
+	[ "$stderr" = "rfpipe: run directory $RD: holds other files and no state/: name a new or empty directory, or mkdir -- \"$RD/state\" if it is one" ]
 	[ "$(ls -A "$RD")" = notes.txt ]
+	# Nor is a project's docs/ or a home's logs/ beside its own files.
+	mkdir "$RD/docs" "$RD/logs"
+	run -2 --separate-stderr timeout 20 rfpipe --run-dir "$RD" -q "$M"
+	[ "$(ls -A "$RD" | tr '\n' ' ')" = "docs logs notes.txt " ]
+	# A docs/ alone (a volume mounted for the bodies) is a run's.
+	mkdir -m 700 -p "$BATS_TEST_TMPDIR/vol/docs"
+	run timeout 20 rfpipe --run-dir "$BATS_TEST_TMPDIR/vol" -q "$M"
+	assert_success
 	# As the message says: state/ made, it is one.
 	mkdir "$RD/state"
 	run timeout 20 rfpipe --run-dir "$RD" -q "$M"

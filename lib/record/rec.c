@@ -195,6 +195,7 @@ rec_parse(const char *line, size_t len, char *err, size_t errlen)
 	json_error_t je;
 	json_t *v;
 	const char *nul;
+	size_t col;
 
 	/* jansson's "near" would show it as nothing at all. */
 	if (len >= 3 && memcmp(line, REC_BOM, 3) == 0) {
@@ -203,11 +204,15 @@ rec_parse(const char *line, size_t len, char *err, size_t errlen)
 		    "skipped only at the start of a manifest)");
 		return NULL;
 	}
-	/* ... nor would it name a NUL byte: "end of file expected". */
+	/*
+	 * ... nor would it name a NUL byte: "end of file expected".  Its
+	 * column counted as jansson counts, in characters.
+	 */
 	if ((nul = memchr(line, '\0', len)) != NULL) {
+		for (col = 1; line < nul; line++)
+			col += ((unsigned char)*line & 0xc0) != 0x80;
 		snprintf(err, errlen, "malformed JSON at column %zu: a NUL "
-		    "byte (a binary file, or a file in UTF-16?)",
-		    (size_t)(nul - line) + 1);
+		    "byte (a binary file, or a file in UTF-16?)", col);
 		return NULL;
 	}
 	v = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);

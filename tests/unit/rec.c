@@ -330,6 +330,9 @@ test_parse(void)
 	/* The length bounds the parse: trailing bytes are not read. */
 	v = rec_parse("{\"a\":1}garbage", 7, err, sizeof(err));
 	ok(json_is_object(v), "rec_parse honours len");
+	ok(rec_parse("{\"id\":\"\xc3\xa9\xc3\xa9\xc3\xa9\0\"}", 17, err,
+	    sizeof(err)) == NULL && strstr(err, "column 11: a NUL byte") != NULL,
+	    "rec_parse: a NUL's column in characters, as jansson counts");
 	json_decref(v);
 	ok(strstr((rec_parse("{\"a\":", 5, err, sizeof(err)), err),
 	    "column") != NULL, "rec_parse error names the column");
