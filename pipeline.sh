@@ -264,6 +264,7 @@ fi
 
 # A signal before the stages start (the count below reads the whole
 # manifest: seconds for a large one): said, not a silent exit.
+# shellcheck disable=SC2317  # called by the traps below
 early_stop() {
 	printf '%s: interrupted by SIG%s before the run started: nothing was sent\n' \
 	    "$prog" "$1" >&2
@@ -315,10 +316,18 @@ umask 077
 # own names (lib/state/rundir.c; docs/ alone may be a volume mounted for
 # the bodies; state/ a run starting beside, made since it was looked for)
 # and lost+found (a file system mounted for the runs).
-if [ -d "$run_dir" ] && ! [ -d "$run_dir/state" ] &&
-    [ -n "$(ls -A -- "$run_dir" 2>/dev/null | grep -vxE \
-    'state|docs|logs|results\.ndjson|dead\.ndjson|summary\.json|lost\+found' |
-    head -n 1)" ]; then
+foreign() {
+	for f in "$1"/* "$1"/.*; do
+		case ${f##*/} in
+		.|..|state|docs|logs|results.ndjson|dead.ndjson|summary.json|lost+found)
+			continue ;;
+		esac
+		# A pattern that matched nothing is itself, and not there.
+		{ [ -e "$f" ] || [ -L "$f" ]; } && return 0
+	done
+	return 1
+}
+if [ -d "$run_dir" ] && ! [ -d "$run_dir/state" ] && foreign "$run_dir"; then
 	die 2 "run directory $run_dir: holds other files and no state/: name a new or empty directory, or mkdir -- \"$run_dir/state\" if it is one"
 fi
 # An existing run directory is accepted only when ours and writable by no
