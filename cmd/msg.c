@@ -54,14 +54,10 @@ emit(const char *pre, const char *sys, const char *fmt, va_list ap)
 	int n;
 
 	msg_vfmt(text, sizeof(text), fmt, ap);
-	for (i = j = 0; text[i] != '\0'; i += k) {
-		k = 1;
-		if (text[i] == '\n' || text[i] == '\r')
-			text[j++] = ' ';
-		else if (text[i] != '\t' && (k = rec_tty_bad(text + i)) > 0)
-			text[j++] = '?';
-		else
-			text[j++] = text[i], k = 1;
+	for (i = j = 0; text[i] != '\0'; i += k > 0 ? k : 1) {
+		k = text[i] == '\t' ? 0 : rec_tty_bad(text + i);
+		text[j++] = text[i] == '\n' || text[i] == '\r' ? ' ' :
+		    k > 0 ? '?' : text[i];
 	}
 	text[j] = '\0';
 	n = snprintf(line, sizeof(line), "%s: %s%s%s%s\n", prog, pre, text,

@@ -174,7 +174,6 @@ gate_endpoint(const char *name)
 	return e;
 }
 
-/* Requests e may have in flight: its ceiling, or the pace's window. */
 /*
  * The window counts no request that hangs: two hung first, before any
  * answer had grown a window of 2, kept the endpoint's other documents
@@ -208,6 +207,13 @@ ep_limit(const struct ep *e)
 	long w = e->window > 0 ? e->window + e->hung : 0;
 
 	return w > 0 && w < e->ceiling ? w : e->ceiling;
+}
+
+/* Whether e has documents ready that its window lets go now. */
+static int
+ep_wants(const struct ep *e)
+{
+	return e->nready > 0 && e->inflight < ep_base(e);
 }
 
 /*
@@ -990,12 +996,13 @@ gate_pass(void)
 	long wanting = 0;
 
 	for (e = eps; e != NULL; e = e->next)
-		wanting += e->nready > 0 && e->inflight < ep_base(e);
+		wanting += ep_wants(e);
 	for (e = eps; e != NULL; e = e->next) {
 		e->hung = 0;
 		e->hung_next = 0;
+		/* No other endpoint wants a place: wanting is e's own, or 0. */
 		if (e->window > 0 && !e->throttled && e->onwire > 0 &&
-		    wanting == (e->nready > 0 && e->inflight < ep_base(e)))
+		    wanting == ep_wants(e))
 			e->hung = wire_hung(e, now - hang_after(e),
 			    &e->hung_next);
 		if (!e->lease)
