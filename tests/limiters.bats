@@ -17,6 +17,17 @@ scenario() {
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
 }
 
+# routes ROUTE...: the mock, serving a route for each ROUTE (a YAML map).
+routes() {
+	{ echo 'routes:'; printf '  - %s\n' "$@"; } >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+}
+
+# saved PREFIX: the documents filed done whose id starts with PREFIX.
+saved() {
+	jq -s --arg p "$1" '[.[] | select(.id | startswith($p))] | length' "$RUN/results.ndjson"
+}
+
 # told_run EP CONC N: N documents to /EP/* at -j 32, the endpoint told a
 # concurrency of CONC; all saved.
 told_run() {
@@ -289,12 +300,12 @@ noise() {
 	# held the other ten unsent until their timeout (2 minutes; here the
 	# deadline came first and cut all ten).  Hung for 2 s, they no
 	# longer count in the window.
-	printf 'routes:\n  - {match: "/h/*", endpoint: m, script: [hang], hang_ms: 600000}\n  - {match: "/g/*", endpoint: m}\n' >"$BATS_TEST_TMPDIR/s.yaml"
-	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	routes '{match: "/h/*", endpoint: m, script: [hang], hang_ms: 600000}' \
+	    '{match: "/g/*", endpoint: m}'
 	{ manifest /h 2 m | sed 's/"id":"m-/"id":"h-/'; manifest /g 10 m; } >"$BATS_TEST_TMPDIR/m"
 	run timeout 60 "$ROOT/pipeline.sh" -q -j 8 --seed 1 --deadline +5s \
 	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
-	[ "$(jq -s '[.[] | select(.id | startswith("m-"))] | length' "$RUN/results.ndjson")" -eq 10 ]
+	[ "$(saved m-)" -eq 10 ]
 	jq -s -e 'length == 2 and all(.id | startswith("h-")) and all(.dead_reason == "deadline_cut")' "$RUN/dead.ndjson"
 }
 
@@ -302,26 +313,26 @@ noise() {
 	# Places freed for hung requests come from -j: given while another
 	# endpoint had documents ready, the hanging one took all four and
 	# the other's waited out the hangs' timeout.
-	printf 'routes:\n  - {match: "/a/*", endpoint: a, script: [hang], hang_ms: 600000}\n  - {match: "/b/*", endpoint: b, delay_ms: 2000}\n' >"$BATS_TEST_TMPDIR/s.yaml"
-	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	routes '{match: "/a/*", endpoint: a, script: [hang], hang_ms: 600000}' \
+	    '{match: "/b/*", endpoint: b, delay_ms: 2000}'
 	{ manifest /a 10 a; manifest /b 40 b; } >"$BATS_TEST_TMPDIR/m"
 	printf 'timeout: 600s\n' >"$BATS_TEST_TMPDIR/c.yaml"
 	run timeout 60 "$ROOT/pipeline.sh" -q -j 4 --seed 1 --deadline +8s \
 	    --config "$BATS_TEST_TMPDIR/c.yaml" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
-	echo "a requested $(logged '.kind == "request" and .endpoint == "a"'), b saved $(jq -s '[.[] | select(.id | startswith("b-"))] | length' "$RUN/results.ndjson")"
-	[ "$(jq -s '[.[] | select(.id | startswith("b-"))] | length' "$RUN/results.ndjson")" -eq 40 ]
+	echo "a requested $(logged '.kind == "request" and .endpoint == "a"'), b saved $(saved b-)"
+	[ "$(saved b-)" -eq 40 ]
 }
 
 @test "limiters: a hung request frees no place in a window the portal has pushed back on: a cap of 3 holding one hung is not overrun" {
 	# The portal counts the hung request in its cap for as long as it
 	# holds it.  Once the cap has refused, the window is the cap's, and a
 	# place freed for each hung request was a refusal every round.
-	printf 'routes:\n  - {match: "/h/*", endpoint: m, script: [hang], hang_ms: 600000, limits: [{kind: concurrency, max: 3, status: 503}]}\n  - {match: "/g/*", endpoint: m, delay_ms: 100, limits: [{kind: concurrency, max: 3, status: 503}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
-	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	routes '{match: "/h/*", endpoint: m, script: [hang], hang_ms: 600000, limits: [{kind: concurrency, max: 3, status: 503}]}' \
+	    '{match: "/g/*", endpoint: m, delay_ms: 100, limits: [{kind: concurrency, max: 3, status: 503}]}'
 	{ manifest /h 1 m | sed 's/"id":"m-/"id":"h-/'; manifest /g 60 m; } >"$BATS_TEST_TMPDIR/m"
 	run timeout 60 "$ROOT/pipeline.sh" -q -j 8 --seed 1 --deadline +8s \
 	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
-	[ "$(jq -s '[.[] | select(.id | startswith("m-"))] | length' "$RUN/results.ndjson")" -eq 60 ]
+	[ "$(saved m-)" -eq 60 ]
 	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
 	[ "$(logged '.action == "rate_limited"')" -le 10 ]
 }
