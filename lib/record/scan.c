@@ -5,7 +5,6 @@
 
 #include "lib/record/rec.h"
 #include "lib/record/scan.h"
-#include "lib/base/x.h"
 
 #define NESTED_KEYS	32	/* keys of a nested object checked for twins */
 #define INT_DIGITS	18	/* below long long's overflow */

@@ -30,8 +30,7 @@ struct view {
 	size_t		 asize, aused;
 	struct set	 set[SCAN_SETS];
 	int		 nset;
-	char		*sbuf;		/* the sets' texts */
-	size_t		 ssize, sused;
+	struct rec_buf	 sets;		/* the sets' texts, each ended by NUL */
 	struct rec_buf	 out;		/* the text put out */
 	int		 ok;		/* opened on a record */
 };
@@ -49,7 +48,7 @@ view_free(struct view *v)
 		return;
 	json_decref(v->tree);
 	free(v->arena);
-	free(v->sbuf);
+	free(v->sets.s);
 	free(v->out.s);
 	free(v);
 }
@@ -62,7 +61,7 @@ reset(struct view *v)
 	v->line = NULL;
 	v->len = 0;
 	v->nset = 0;
-	v->sused = 0;
+	v->sets.len = 0;
 	v->aused = 0;
 	v->ok = 0;
 }
@@ -122,7 +121,7 @@ view_tree(struct view *v)
 	if ((v->tree = rec_parse(v->line, v->len, err, sizeof(err))) == NULL)
 		v->tree = rec_bad_input("rfpipe", 0, err, v->line, v->len);
 	for (i = 0; i < v->nset; i++) {
-		val = json_loadb(v->sbuf + v->set[i].at, v->set[i].len,
+		val = json_loadb(v->sets.s + v->set[i].at, v->set[i].len,
 		    JSON_DECODE_ANY, NULL);
 		json_object_set_new(v->tree, v->set[i].key, val ? val :
 		    json_null());
@@ -261,16 +260,11 @@ set(struct view *v, const char *key, const char *t, size_t n, json_t *val)
 		for (i = 0; i < v->nset && strcmp(v->set[i].key, key); i++)
 			;
 		if (i < SCAN_SETS && t != NULL) {
-			if (v->sused + n + 1 > v->ssize) {
-				v->ssize = (v->sused + n + 1) * 2;
-				v->sbuf = xrealloc(v->sbuf, v->ssize);
-			}
-			memcpy(v->sbuf + v->sused, t, n);
-			v->sbuf[v->sused + n] = '\0';
 			v->set[i].key = key;
-			v->set[i].at = v->sused;
+			v->set[i].at = v->sets.len;
 			v->set[i].len = n;
-			v->sused += n + 1;
+			rec_put(&v->sets, t, n);
+			rec_put(&v->sets, "", 1);
 			if (i == v->nset)
 				v->nset++;
 			json_decref(val);
@@ -381,7 +375,7 @@ view_text(struct view *v, size_t *len)
 	if (v->nset > 0) {
 		for (i = 0; i < v->nset; i++) {
 			e[i].key = v->set[i].key;
-			e[i].text = v->sbuf + v->set[i].at;
+			e[i].text = v->sets.s + v->set[i].at;
 		}
 		scan_edit(v->line, &v->s, e, v->nset, &v->out);
 		*len = v->out.len;
