@@ -1,54 +1,7 @@
 #!/usr/bin/env bats
-# Crash and resume: a 300-document batch (half submissions) is killed with
-# SIGKILL at a seeded moment in one stage, then re-run to completion.
-# Whatever the stage and the moment: every id ends exactly once across
-# results.ndjson and dead.ndjson, and no submission is committed twice.
-
-load test_helper
-
-setup() {
-	RUN=$BATS_TEST_TMPDIR/run
-	export RFPIPE_TIME_SCALE=0.1
-}
-
-# manifest: 300 documents on the mock, half of them submissions.
-manifest() {
-	{
-		for i in $(seq 1 150); do
-			s=
-			[ "$i" -le 140 ] || s=slow/
-			printf '{"id":"get-%d","url":"%s/fetch/%sdoc-%d","endpoint":"fetch"}\n' "$i" "$MOCK_URL" "$s" "$i"
-			printf '{"id":"sub-%d","url":"%s/submit/%sapp-%d","method":"POST","body":{"n":%d},"endpoint":"submit","cycle":"2026"}\n' "$i" "$MOCK_URL" "$s" "$i" "$i"
-		done
-	} >"$BATS_TEST_TMPDIR/m"
-}
-
-# crash_and_resume SEED STAGE [CONFIG]
-crash_and_resume() {
-	local seed=$1 stage=$2 conf=${3:-$FIX/pipeline/crash-rfpipe.yaml} want pid first
-	# A seeded moment: once the portal has had requests for 5-60 % of the
-	# documents, it holds the rest while the stage is killed.
-	want=$(awk -v s="$seed" 'BEGIN { srand(s); printf "%d", 300 * (0.05 + rand() * 0.55) }')
-	mock_start "$FIX/pipeline/crash.yaml" --hold-at "$want"
-	manifest
-	pipeline.sh -q -j 16 --seed "$seed" --config "$conf" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" &
-	pid=$!
-	kill_stage_at "$pid" "$stage"
-	first=0
-	wait "$pid" || first=$?
-	[ "$first" -eq 1 ]
-	[ "$(cat "$RUN/results.ndjson" "$RUN/dead.ndjson" | wc -l)" -lt 300 ]
-	# The re-run finishes the batch.
-	run pipeline.sh -q -j 16 --seed "$seed" --config "$conf" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
-	[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
-	# Every id exactly once across both files.
-	filed_once "$RUN" "$BATS_TEST_TMPDIR/m"
-	[ "$(wc -l <"$BATS_TEST_TMPDIR/ids")" -eq 300 ]
-	# No key committed twice.
-	[ "$(jq -s '[.[] | select(.committed == true) | .key] | group_by(.) | map(length) | max // 0' "$MOCK_LOG")" -le 1 ]
-	# Every dead letter says why.
-	jq -s -e 'all(.dead_reason != null)' "$RUN/dead.ndjson"
-}
+# Crash and resume, seeds 1-6: the stages fetch, classify, backoff, sink
+# (tests/resume.bash says what each test asserts).
+load resume
 
 @test "resume: SIGKILL of rfp-fetch (seed 1), then a re-run: every id once, no double commit" {
 	crash_and_resume 1 fetch
@@ -67,24 +20,4 @@ crash_and_resume() {
 }
 @test "resume: SIGKILL of rfp-classify (seed 6), then a re-run: every id once, no double commit" {
 	crash_and_resume 6 classify
-}
-@test "resume: SIGKILL of rfp-backoff (seed 7), then a re-run: every id once, no double commit" {
-	crash_and_resume 7 backoff
-}
-@test "resume: SIGKILL of rfp-sink (seed 8), then a re-run: every id once, no double commit" {
-	crash_and_resume 8 sink
-}
-@test "resume: SIGKILL of rfp-fetch (seed 9), then a re-run: every id once, no double commit" {
-	crash_and_resume 9 fetch
-}
-@test "resume: SIGKILL of rfp-sink (seed 10), then a re-run: every id once, no double commit" {
-	crash_and_resume 10 sink
-}
-@test "resume: SIGKILL of rfp-parse (seed 11), then a re-run: every id once, every result parsed (#23)" {
-	crash_and_resume 11 parse "$FIX/pipeline/crash-parse-rfpipe.yaml"
-	jq -s -e 'all(.parsed == "docs/\(.id).parsed")' "$RUN/results.ndjson"
-}
-@test "resume: SIGKILL of rfp-parse (seed 12), then a re-run: every id once, every result parsed (#23)" {
-	crash_and_resume 12 parse "$FIX/pipeline/crash-parse-rfpipe.yaml"
-	jq -s -e 'all(.parsed == "docs/\(.id).parsed")' "$RUN/results.ndjson"
 }
