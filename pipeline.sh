@@ -84,10 +84,51 @@ if [ -z "${RFPIPE_SIGNALS_RESET:-}" ] && [ -r /proc/$$/status ]; then
 	fi
 fi
 
+# dl_word PREFIX: a relative deadline's value is next in the command line
+# (a later one replaces it, as in the parser; an earlier one, now moot,
+# stays as typed).
+dl_word() {
+	if [ -n "$cmd_dl" ]; then
+		cmdline="$cmdline $(quote "$cmd_dl_val")$cmd_rest"
+		cmd_rest=
+	fi
+	cmd_dl=:$1 cmd_dl_val=$a
+}
 # The command line as typed: what an interrupted run says to resume with.
+# A relative deadline in it (--deadline +2h) would start again from the
+# resume, and end it two hours after that: its value is put in as the time
+# it resolved to.  cmdline is the line up to that value, cmd_dl the value's
+# option prefix ("" or "--deadline="), cmd_rest the words after it.  The
+# options end where the parser's do: at "--" or the first other word.
 cmdline=$(quote "$0")
+cmd_dl=
+cmd_rest=
+cmd_want=
+cmd_opts=1
 for a in "$@"; do
-	cmdline="$cmdline $(quote "$a")"
+	w=$(quote "$a")
+	if [ -n "$cmd_opts" ] && [ -z "$cmd_want" ]; then
+		case $a in
+		--deadline=+*) w=; dl_word --deadline= ;;
+		--deadline|-j|--jobs|--batch|--budget|--config|--lease|\
+		--max-attempts|--progress|--queue|--run-dir|--seed|--state)
+			cmd_want=$a ;;
+		--) cmd_opts= ;;
+		-*) ;;
+		*) cmd_opts= ;;
+		esac
+	elif [ -n "$cmd_want" ]; then
+		case $cmd_want:$a in
+		--deadline:+*) w=; dl_word '' ;;
+		esac
+		cmd_want=
+	fi
+	[ -z "$w" ] && continue
+	if [ -n "$cmd_dl" ]; then
+		cmd_rest="$cmd_rest $w"
+	else
+		cmdline="$cmdline $w"
+	fi
 done
 
 print_version() {
@@ -580,6 +621,9 @@ done
 trap '' PIPE
 if [ -n "$caught" ]; then
 	# The stages' statuses say "stopped"; what matters is how to go on.
+	# A relative deadline as the time it resolved to (above).
+	[ -z "$cmd_dl" ] ||
+		cmdline="$cmdline $(quote "${cmd_dl#:}$at")$cmd_rest"
 	printf '%s: interrupted by SIG%s; resume with: %s\n' "$prog" \
 	    "$caught" "$cmdline" >&2
 	case $caught in

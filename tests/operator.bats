@@ -378,6 +378,62 @@ check_interrupted() {
 	    { cat "$d/err"; ls -la "$RUN"; false; }
 }
 
+# resume_line ARG...: rfpipe ARG... --run-dir RUN M on the slow portal,
+# stopped by SIGTERM at its first request; the resume line it printed, as
+# words, in the positional parameters of the caller's eval of $line.
+resume_line() {
+	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" "$@" \
+	    --run-dir "$RUN" "$M" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	for i in $(seq 1 3000); do
+		[ "$(requests_for /slow/doc-1)" -ge 1 ] 2>/dev/null && break
+		sleep 0.01
+	done
+	kill -TERM "$pid"
+	timeout 10 tail --pid="$pid" -f /dev/null || kill -KILL -- -"$pid"
+	run -143 wait "$pid"
+	line=$(grep -o 'resume with: .*' "$BATS_TEST_TMPDIR/err")
+	line=${line#resume with: }
+}
+
+@test "operator: a relative deadline is resumed as the time it was, not from the resume" {
+	start_slow 3
+	local t0 at
+	t0=$(date +%s)
+	# --deadline VALUE: the value replaced; an earlier one stays as typed.
+	resume_line --deadline=+1h --deadline +2h
+	eval "set -- $line"
+	[ "$#" -eq 7 ]
+	[ "$2" = "--deadline=+1h" ]
+	[ "$3" = "--deadline" ]
+	at=${4#@}; at=${at%.*}
+	[ "$at" -ge $((t0 + 7200)) ]
+	[ "$at" -le $((t0 + 7260)) ]
+	[ "$5" = "--run-dir" ]
+	[ "$7" = "$M" ]
+	# --deadline=VALUE, with a later option after it.
+	rm -rf "$RUN"
+	resume_line --deadline=+30m -j 2
+	eval "set -- $line"
+	[ "$#" -eq 7 ]
+	case $2 in --deadline=@*) ;; *) false ;; esac
+	at=${2#--deadline=@}; at=${at%.*}
+	[ "$at" -ge $((t0 + 1800)) ]
+	[ "$at" -le $((t0 + 1860)) ]
+	[ "$3" = "-j" ]
+	[ "$4" = 2 ]
+	# A deadline given as a time stays as typed, and so does a manifest
+	# named like a relative one.
+	rm -rf "$RUN"
+	cp "$M" "$BATS_TEST_TMPDIR/+1h"
+	M=$BATS_TEST_TMPDIR/+1h
+	resume_line --deadline 2099-01-01T00:00
+	eval "set -- $line"
+	[ "$#" -eq 6 ]
+	[ "$3" = "2099-01-01T00:00" ]
+	[ "$6" = "$M" ]
+}
+
 @test "operator: the command line to resume with is quoted for a shell" {
 	start_slow 3
 	cp "$M" "$BATS_TEST_TMPDIR/it's a manifest"
