@@ -640,10 +640,12 @@ fi
 worst=0
 first=
 then=
+usage=
 while read -r stage code; do
 	case $code in
 	0) ;;
-	2) [ "$worst" -eq 0 ] && worst=2 ;;
+	2) [ "$worst" -eq 0 ] && worst=2
+	   [ -n "$usage" ] || usage=$stage ;;
 	*) worst=1
 	   if [ -z "$first" ]; then
 		first="$stage failed with status $code"
@@ -655,6 +657,13 @@ while read -r stage code; do
 	   fi ;;
 	esac
 done <"$status"
+# A stage that refused its arguments (status 2, having said why) did so at
+# its start: what failed besides it followed (rfp-fetch stops when rfp-sink
+# is gone).  Alone, its own message is all there is to say.
+if [ -n "$first" ] && [ -n "$usage" ]; then
+	then="${first% failed with status *} ${first##* }${then:+, $then}"
+	first="$usage failed with status 2"
+fi
 [ -n "$first" ] && printf '%s: %s%s\n' "$prog" "$first" \
     "${then:+ (then $then)}" >&2
 [ "$worst" -ne 0 ] && exit "$worst"

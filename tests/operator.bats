@@ -905,9 +905,9 @@ cls() {
 	[ ! -s "$BATS_TEST_TMPDIR/retry.fifo" ]
 }
 
-# failing STAGE N: a STAGE first in $BATS_TEST_TMPDIR/shim that, in a run
-# (not a check), passes N records through the real stage, says why it
-# fails and exits 1: an early failure.  N 0: it fails at once.
+# failing STAGE N [STATUS]: a STAGE first in $BATS_TEST_TMPDIR/shim that, in
+# a run (not a check), passes N records through the real stage, says why it
+# fails and exits STATUS (1): an early failure.  N 0: it fails at once.
 failing() {
 	mkdir -p "$BATS_TEST_TMPDIR/shim"
 	cat >"$BATS_TEST_TMPDIR/shim/$1" <<-EOF
@@ -917,7 +917,7 @@ failing() {
 	*) exec "$ROOT/bin/$1" "\$@" ;; esac
 	[ "$2" -gt 0 ] && head -n "$2" | "$ROOT/bin/$1" "\$@"
 	echo "$1: it broke" >&2
-	exit 1
+	exit ${3:-1}
 	EOF
 	chmod +x "$BATS_TEST_TMPDIR/shim/$1"
 }
@@ -940,6 +940,16 @@ rfpipe: rfp-fetch failed with status 1" ]
 	[[ $stderr == "rfp-sink: it broke"* ]]
 	[ "$(grep -c '^rfpipe: ' <<<"$stderr")" -eq 1 ]
 	[[ $stderr == *"rfpipe: rfp-sink failed with status 1"* ]]
+}
+
+@test "operator: rfp-sink refusing its arguments (status 2) is named first, not the rfp-fetch it stopped" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$M"
+	failing rfp-sink 0 2
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH run -1 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$M"
+	[[ $stderr == "rfp-sink: it broke"* ]]
+	[ "$(grep -c '^rfpipe: ' <<<"$stderr")" -eq 1 ]
+	[[ $stderr == *"rfpipe: rfp-sink failed with status 2 (then "* ]]
 }
 
 @test "operator: a stage failing mid-run is said once, the others after it in one line; the rest is pending, not a failed reconciliation, and a re-run files it" {
