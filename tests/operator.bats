@@ -379,14 +379,16 @@ check_interrupted() {
 }
 
 # resume_line ARG...: rfpipe ARG... --run-dir RUN M on the slow portal,
-# stopped by SIGTERM at its first request; the resume line it printed, as
+# stopped by SIGTERM at its first request (the first since the call); the resume line it printed, as
 # words, in the positional parameters of the caller's eval of $line.
 resume_line() {
+	local n0
+	n0=$(requests_for /slow/doc-1 2>/dev/null || echo 0)
 	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" "$@" \
 	    --run-dir "$RUN" "$M" 2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
 	for i in $(seq 1 3000); do
-		[ "$(requests_for /slow/doc-1)" -ge 1 ] 2>/dev/null && break
+		[ "$(requests_for /slow/doc-1)" -gt "$n0" ] 2>/dev/null && break
 		sleep 0.01
 	done
 	kill -TERM "$pid"
