@@ -42,6 +42,8 @@ static struct {
 	json_t		*keys;		/* line keys of letters filed (resume) */
 	json_t		*nth;		/* line hash -> keyed lines with it */
 	off_t		 done_size[2];	/* ... the sizes of the files read */
+	long		 lines;		/* the manifest's lines, when a file */
+	long		 lineno;	/* ... and the last read */
 	struct admit_counts n;
 } A = { .fd_fifo = -1 };
 static const struct fopts *fo;	/* set by admit_open */
@@ -309,7 +311,7 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 		json_decref(rec);
 		return;
 	}
-	queue_add(rec, lineno);
+	queue_add(rec, lineno, 1);
 }
 
 /* A retry or an acknowledgement from rfp-sink. */
@@ -341,7 +343,7 @@ take_back(char *line, size_t len, long lineno)
 		json_decref(rec);
 		return;
 	}
-	queue_add(rec, lineno);
+	queue_add(rec, lineno, 0);
 }
 
 static void
@@ -373,9 +375,10 @@ read_lines(struct rec_reader *r, int manifest)
 		}
 		if (rc == REC_LINE && len == 0)
 			continue;
-		if (manifest)
+		if (manifest) {
+			A.lineno = lineno;
 			admit(line, len, lineno, rc);
-		else if (rc == REC_LINE)
+		} else if (rc == REC_LINE)
 			take_back(line, len, lineno);
 	}
 	if (manifest)
@@ -516,6 +519,47 @@ done_grew(void)
 	return grew;
 }
 
+/*
+ * The lines from fd's offset to its end, when it is a regular file, or 0:
+ * newlines counted, and a last line without one; the offset stays.  Only
+ * the first COUNT_MAX bytes are read: the pace's start needs to know of a
+ * few thousand documents at the most (gate.c, ep_queued), not of millions.
+ */
+#define COUNT_MAX	(4 << 20)
+static long
+count_lines(int fd)
+{
+	char buf[65536];
+	struct stat st;
+	off_t at, end;
+	ssize_t n;
+	long lines = 0;
+	char last = '\n';
+
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (at = lseek(fd, 0, SEEK_CUR)) == -1)
+		return 0;
+	end = at + COUNT_MAX;
+	while (at < end && (n = pread(fd, buf, sizeof(buf), at)) > 0) {
+		for (char *p = buf; (p = memchr(p, '\n', (size_t)(buf + n -
+		    p))) != NULL; p++)
+			lines++;
+		last = buf[n - 1];
+		at += n;
+	}
+	return lines + (last != '\n');
+}
+
+/*
+ * Manifest lines not yet read: 0 when its end is reached, or when it is
+ * not a file (a pipe, rfp-queue pull) and they cannot be known.
+ */
+long
+admit_unread(void)
+{
+	return A.in_eof || A.lines <= A.lineno ? 0 : A.lines - A.lineno;
+}
+
 void
 admit_open(const struct fopts *o, const char *fifo, int resume,
     int retry_dead)
@@ -531,6 +575,7 @@ admit_open(const struct fopts *o, const char *fifo, int resume,
 	if (resume || retry_dead)
 		load_done();
 	A.in = rec_reader_new(STDIN_FILENO, 0);
+	A.lines = count_lines(STDIN_FILENO);
 	if (fifo != NULL) {
 		if ((A.fd_fifo = open(fifo, O_RDONLY | O_NONBLOCK |
 		    O_CLOEXEC)) == -1)

@@ -166,6 +166,7 @@ void	gate_state(const struct ep *e, double *rate, const char **breaker);
 int	gate_idempotent(const struct ep *e);
 void	gate_ready(struct ep *e, long n);	/* its ready jobs, +n */
 void	gate_waiting(struct ep *e, long n);	/* its jobs held for a time, +n */
+void	gate_admitted(struct ep *e);	/* one of its records read */
 int	gate_blocked(const struct ep *e, double now);
 long	gate_sent(struct ep *e);	/* one more in flight: how many now */
 void	gate_done(struct ep *e);	/* ... one less */
@@ -195,8 +196,11 @@ void	wire_free(void);
 
 /* queue.c: jobs held until their not_before, and jobs ready. */
 void	job_free(struct job *j);
-/* Make rec (owned from now on) a job of its endpoint, held or ready. */
-void	queue_add(json_t *rec, long lineno);
+/*
+ * Make rec (owned from now on) a job of its endpoint, held or ready;
+ * fresh: a manifest record, not a retry.
+ */
+void	queue_add(json_t *rec, long lineno, int fresh);
 /* Hold or queue j by its not_before. */
 void	queue_put(struct job *j);
 /* Held jobs whose time has come (at epoch now) become ready. */
@@ -250,6 +254,7 @@ void	admit_back(void);	/* read what the FIFO has */
 int	admit_fifo_fd(void);	/* -1: none */
 const char *admit_fifo(void);
 int	admit_eof(void);
+long	admit_unread(void);	/* manifest lines not yet read, if known */
 int	admit_sink_seen(void);
 int	admit_sink_gone(void);
 void	admit_counts(struct admit_counts *n);

@@ -68,6 +68,7 @@ struct ep {
 	long		 nidle;
 	long		 nready;	/* its jobs in the ready queue */
 	long		 nwait;		/* ... and held until a time */
+	long		 admitted;	/* its manifest records read */
 	double		 rate;		/* the pace last granted; 0: none */
 	/* A told strict rate (told_strict), on the wire: */
 	struct job	*first;		/* this process's first send, its
@@ -106,6 +107,7 @@ struct ep {
 };
 
 static struct ep *eps;
+static long admitted_all;	/* manifest records read, every endpoint's */
 static const struct fopts *fo;	/* set by gate_init */
 static double t_start;		/* older transitions are not this run's */
 static struct view *answer;	/* an answer, as rfp-classify reads it */
@@ -633,6 +635,21 @@ sb_count(struct ep *e, double now)
 }
 
 /*
+ * The documents e has yet to send, as far as this process can tell: its
+ * jobs ready and held, and its share, as in what has been read, of the
+ * manifest lines not read yet (admission reads a few hundred ahead).  A
+ * pace starts faster for many (lib/control/pace.h, queued).
+ */
+static long
+ep_queued(const struct ep *e)
+{
+	double unread = (double)admit_unread();
+
+	return e->nready + e->nwait + (admitted_all > 0 ? (long)(unread *
+	    (double)e->admitted / (double)admitted_all) : 0);
+}
+
+/*
  * 1 when e's work ends soon: the input is all read, and what is queued for
  * e (ready, or held for a retry's time) goes out within END_S at the pace
  * last granted and at the pace this process went at.  Retries on their
@@ -853,6 +870,7 @@ gate_flush(int force)
 		 * from the grant before, it grew by a round trip's lag: 2 s
 		 * to reach a cap of 25 answering in 250 ms, now 1.25 s.
 		 */
+		e->pace.queued = ep_queued(e);
 		if (pace_feedback_n(fo->run_dir, e->name, &e->pace, e->pev,
 		    e->npev, &e->window, err, sizeof(err)) == -1 ||
 		    breaker_record_n(fo->run_dir, e->name, &e->cf->breaker,
@@ -902,6 +920,14 @@ gate_waiting(struct ep *e, long n)
 {
 	e->nwait += n;
 }
+
+void
+gate_admitted(struct ep *e)
+{
+	e->admitted++;
+	admitted_all++;
+}
+
 
 int
 gate_blocked(const struct ep *e, double now)

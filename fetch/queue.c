@@ -106,7 +106,7 @@ queue_put(struct job *j)
 }
 
 void
-queue_add(json_t *rec, long lineno)
+queue_add(json_t *rec, long lineno, int fresh)
 {
 	struct job *j = xcalloc(1, sizeof(*j));
 	char *ep = doc_endpoint(rec);
@@ -115,6 +115,8 @@ queue_add(json_t *rec, long lineno)
 		json_object_set_new(rec, "endpoint", json_string(ep));
 	j->rec = rec;
 	j->ep = gate_endpoint(ep);
+	if (fresh)
+		gate_admitted(j->ep);
 	j->lineno = lineno;
 	j->not_before = rec_num(rec, "not_before", 0);
 	j->retry = rec_int(rec, "attempt", 0) > 0 &&

@@ -31,7 +31,10 @@
 				   share of them is a miscount */
 #define WIN_HOLD	64	/* successes a cut window is held before it
 				   grows again, by 1/window a success */
-#define START_RATE	2.0	/* the pace's floor when it starts */
+#define START_RATE	2.0	/* the pace's floor when it starts ... */
+#define START_PER	40	/* ... or one a second for each this many
+				   documents the caller holds ... */
+#define START_MAX	16.0	/* ... up to this */
 #define MIN_RATE	0.05	/* never slower: one every 20 s */
 #define RATE_MAX	1e12	/* a told rate's most (1e6/s), time scaled by
 				   the least (1e-6): no state holds more */
@@ -40,6 +43,11 @@
 #define WIN_LEAST	1e-3	/* nor a window shorter */
 #define SPAN		1.0	/* the delivered rate is counted over this */
 #define UNDER		0.95	/* pace this share of the delivery rate */
+#define HELD		1.15	/* an interval between refusals over which
+				   the pace grew more than this says nothing
+				   of the limit */
+#define SPACED		0.8	/* successes at this share of the slowest
+				   pace or under: the limiter spaced them */
 #define FIRST_CUT	0.5	/* the first cut, with no rate measured */
 #define NUDGE		0.9	/* a cut already under the measured rate */
 #define PROBE_NEAR	1.15	/* a pace refused at no more than this times
@@ -158,6 +166,7 @@ struct pst {
 	double	p_ok;		/* successes sent since */
 	double	p_min;		/* the slowest pace since */
 	double	p_held;		/* 1: held since, nothing through yet */
+	double	p_floor;	/* the floor it started from; 0: START_RATE */
 	double	hint;		/* the pace a stale state had; 0: none */
 	double	c_ok;		/* answers to sends granted since the last cut:
 				   successes ... */
@@ -196,7 +205,7 @@ static const struct {
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
 	F(rl_rem), F(rl_turn), F(rl_wguess), F(rl_heard), F(rl_tseq),
 	F(rl_min), F(rl_mend), F(rl_ans), F(rl_mtakes),
-	F(p_at), F(p_seq), F(p_ok), F(p_min), F(p_held),
+	F(p_at), F(p_seq), F(p_ok), F(p_min), F(p_held), F(p_floor),
 	F(c_ok), F(c_ref), F(k_rate), F(k_seq), F(k_at), F(k_ok), F(k_ref),
 	F(k_cuts), F(nz), F(r_bits), F(r_n), F(r_noise), F(u_at), F(u_ok),
 	F(l_end), F(f_seq), F(f_until)
@@ -237,6 +246,25 @@ told(const struct pace_cfg *c)
 		return 0;
 	return 1 / (1 / c->rate + fmin(TOLD_SLACK, (1 / MARGIN - 1) /
 	    c->rate));
+}
+
+/*
+ * The floor a pace starts from, requests a real second: START_RATE, or
+ * more for a caller holding many documents (one more a second for each
+ * START_PER of them, START_MAX at most).
+ */
+static double
+start_floor(const struct pace_cfg *c)
+{
+	return fmin(fmax(START_RATE, (double)c->queued / START_PER),
+	    START_MAX) / clk_scale();
+}
+
+/* The floor p's pace started from. */
+static double
+floor_of(const struct pst *p)
+{
+	return p->p_floor > 0 ? p->p_floor : START_RATE / clk_scale();
 }
 
 /* c asks for a process's first send at a told strict pace. */
@@ -345,6 +373,7 @@ bad_field(const struct pst *p)
 		B(ref_rate, -HUGE_VAL, RATE_MAX),
 		B(r_fail, -HUGE_VAL, RATE_MAX),
 		B(p_min, -HUGE_VAL, RATE_MAX),
+		B(p_floor, 0, RATE_MAX),
 		B(r_noise, 0, RATE_MAX),
 		B(p_ok, 0, 0x1p53),
 		B(n_ok, 0, 0x1p53),
@@ -1083,8 +1112,9 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 		 * growing from there until the next refusal measures it.
 		 */
 		p->paced = 1;
+		p->p_floor = start_floor(c);
 		p->rate = fmin(fmax(p->n_ok / fmax(e->now - p->t_first,
-		    clk_real(SPAN)), START_RATE / sc), RATE_MAX);
+		    clk_real(SPAN)), p->p_floor), RATE_MAX);
 		if (p->r_noise > 0) {
 			/*
 			 * After noise: at the pace it was let go at, but never
@@ -1103,7 +1133,7 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 		p->p_held = 0;
 		p->p_min = p->rate;
 	} else if (p->cuts == 0 && p->p_ok == 0 && told(c) == 0 &&
-	    p->rate <= START_RATE / sc && (e->seq < 0 ||
+	    p->rate <= floor_of(p) && (e->seq < 0 ||
 	    (double)e->seq < p->p_seq)) {
 		/*
 		 * A pace started at the floor, for want of anything delivered
@@ -1203,6 +1233,14 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 				p->k_cuts++;
 			else
 				p->k_rate = 0;
+		} else if (p->cuts == 0 && p->p_ok == 0 &&
+		    p->p_floor > START_RATE / sc && p->rate <= p->p_floor) {
+			p->rate = p->p_floor = p->p_min = START_RATE / sc;
+			p->p_at = e->now;
+			p->p_seq = p->takes;
+			round_start(p, e->now);
+			tat_set(p, e->now + 1 / p->rate);
+			return;
 		} else if (p->cuts == 0)
 			r = p->rate * FIRST_CUT;
 		else if (p->p_ok == 0 && quiet) {
@@ -1255,7 +1293,7 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 			 * 0.99, and refused again 37 successes later by the
 			 * probe's first percent: 4 refusals in 64 requests).
 			 */
-			if (p->cuts == 1 && rf <= START_RATE / sc &&
+			if (p->cuts == 1 && rf <= floor_of(p) &&
 			    p->n_cut > 0 && p->rate < NUDGE * rf) {
 				r = fmin(r, UNDER * p->rate / RETURN);
 				p->r_fail = r / NUDGE;
@@ -1274,9 +1312,9 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 			 */
 			ds = since_start(p);
 			if (ds == 0 && p->p_ok == 1 && e->now > p->p_at &&
-			    p->p_min > START_RATE / sc)
+			    p->p_min > floor_of(p))
 				ds = 1 / (e->now - p->p_at);
-			if (ds > 0 && ds <= p->p_min &&
+			if (ds > 0 && ds <= SPACED * p->p_min &&
 			    UNDER * ds < r) {
 				/* A measure: no quick way back over it. */
 				r = fmax(UNDER * ds, p->rate * FIRST_CUT);
@@ -1516,7 +1554,9 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	if (p->ref_at > 0 && e->now > p->ref_at && p->cuts > 0 &&
 	    p->p_ok > 0 &&
 	    e->now - p->ref_at <= clk_real(IV_MAX) &&
-	    p->ref_rate * (e->now - p->ref_at) >= p->s_ref) {
+	    p->ref_rate * (e->now - p->ref_at) >= p->s_ref &&
+	    (p->rate <= HELD * p->ref_rate || p->s_ref <= SPACED *
+	    p->ref_rate * (e->now - p->ref_at))) {
 		p->iv_s[(int)p->iv_i] = p->s_ref;
 		p->iv_t[(int)p->iv_i] = e->now - p->ref_at;
 		p->iv_e[(int)p->iv_i] = e->now;

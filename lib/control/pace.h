@@ -13,7 +13,9 @@
  * is set by the delivery rate of successes between refusals, which under
  * any limiter that is being pushed is the limiter's own rate (BBR's
  * reasoning for policers).  A fast first answer or a spent burst is never
- * taken for the rate.  A refusal of a request sent with more in flight
+ * taken for the rate.  The start's floor is 2 a second, more for a caller
+ * holding many documents (cfg.queued); a raised floor refused before
+ * anything got through starts again at 2.  A refusal of a request sent with more in flight
  * than any success ever had implicates the window, not the rate: the
  * window is cut to what succeeded and held.  Refusals that cuts do not
  * cure (three cuts to under what got through in a row, each refused again
@@ -64,6 +66,10 @@ struct pace_cfg {
 				   grant after it (another process's
 				   included) until that send is answered,
 				   half a logical second at most */
+	long	queued;		/* documents the caller holds for the
+				   endpoint, ready or waiting for a retry's
+				   time, once it has read all its input;
+				   0: not known */
 };
 
 #define PACE_LEASE_MAX	64	/* sends one grant holds at most */
