@@ -84,9 +84,9 @@ if [ -z "${RFPIPE_SIGNALS_RESET:-}" ] && [ -r /proc/$$/status ]; then
 	fi
 fi
 
-# dl_word PREFIX: a relative deadline's value is next in the command line
-# (a later one replaces it, as in the parser; an earlier one, now moot,
-# stays as typed).
+# dl_word PREFIX: a deadline's value is next in the command line (a later
+# one replaces it, as in the parser; an earlier one, now moot, stays as
+# typed).
 dl_word() {
 	if [ -n "$cmd_dl" ]; then
 		cmdline="$cmdline $(quote "$cmd_dl_val")$cmd_rest"
@@ -95,11 +95,14 @@ dl_word() {
 	cmd_dl=:$1 cmd_dl_val=$a
 }
 # The command line as typed: what an interrupted run says to resume with.
-# A relative deadline in it (--deadline +2h) would start again from the
-# resume, and end it two hours after that: its value is put in as the time
-# it resolved to.  cmdline is the line up to that value, cmd_dl the value's
-# option prefix ("" or "--deadline="), cmd_rest the words after it.  The
-# options end where the parser's do: at "--" or the first other word.
+# Its deadline as typed would be read again at the resume: +2h two hours
+# from then, 06:00 tomorrow's once it is past.  The value of the last
+# --deadline is put in as the time it resolved to (at, below), so that the
+# resume ends when the run would have.  cmdline is the line up to that
+# value, cmd_dl the value's option prefix (":" then "" or "--deadline="),
+# cmd_rest the words after it.  The options end where the parser's do: at
+# "--" or the first other word.
+at=
 cmdline=$(quote "$0")
 cmd_dl=
 cmd_rest=
@@ -109,7 +112,7 @@ for a in "$@"; do
 	w=$(quote "$a")
 	if [ -n "$cmd_opts" ] && [ -z "$cmd_want" ]; then
 		case $a in
-		--deadline=+*) w=; dl_word --deadline= ;;
+		--deadline=*) w=; dl_word --deadline= ;;
 		--deadline|-j|--jobs|--batch|--budget|--config|--lease|\
 		--max-attempts|--progress|--queue|--run-dir|--seed|--state)
 			cmd_want=$a ;;
@@ -118,8 +121,8 @@ for a in "$@"; do
 		*) cmd_opts= ;;
 		esac
 	elif [ -n "$cmd_want" ]; then
-		case $cmd_want:$a in
-		--deadline:+*) w=; dl_word '' ;;
+		case $cmd_want in
+		--deadline) w=; dl_word '' ;;
 		esac
 		cmd_want=
 	fi
@@ -293,10 +296,13 @@ if [ -n "$deadline" ]; then
 	at=$(rfp-backoff --resolve-deadline "$deadline" 2>/dev/null) ||
 		die 2 "option --deadline: cannot read \"$deadline\" as a time"
 	# A time already past would cut every document: a mistake.  (A
-	# relative one, "+0s", is not: it is meant.)
+	# relative one, "+0s", is not: it is meant.)  One in seconds is what
+	# a resume line says: the night it resumes is over.
 	secs=${at#@}
 	case $deadline in
 	+*) ;;
+	@*) [ "${secs%.*}" -ge "$(date +%s)" ] ||
+		die 2 "option --deadline: \"$deadline\" ($(date -d "@${secs%.*}" '+%F %T' 2>/dev/null)) is in the past: the run this resumes ran out of time; drop --deadline to finish it, or give a later one" ;;
 	*) [ "${secs%.*}" -ge "$(date +%s)" ] ||
 		die 2 "option --deadline: \"$deadline\" is in the past" ;;
 	esac
@@ -621,9 +627,13 @@ done
 trap '' PIPE
 if [ -n "$caught" ]; then
 	# The stages' statuses say "stopped"; what matters is how to go on.
-	# A relative deadline as the time it resolved to (above).
-	[ -z "$cmd_dl" ] ||
+	# The deadline as the time it resolved to (above); none (an empty
+	# one), as typed.
+	if [ -n "$cmd_dl" ] && [ -n "$at" ]; then
 		cmdline="$cmdline $(quote "${cmd_dl#:}$at")$cmd_rest"
+	elif [ -n "$cmd_dl" ]; then
+		cmdline="$cmdline $(quote "$cmd_dl_val")$cmd_rest"
+	fi
 	printf '%s: interrupted by SIG%s; resume with: %s\n' "$prog" \
 	    "$caught" "$cmdline" >&2
 	case $caught in

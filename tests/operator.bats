@@ -398,7 +398,7 @@ resume_line() {
 	line=${line#resume with: }
 }
 
-@test "operator: a relative deadline is resumed as the time it was, not from the resume" {
+@test "operator: the deadline is resumed as the time it resolved to, not read again at the resume" {
 	start_slow 3
 	local t0 at
 	t0=$(date +%s)
@@ -424,16 +424,36 @@ resume_line() {
 	[ "$at" -le $((t0 + 1860)) ]
 	[ "$3" = "-j" ]
 	[ "$4" = 2 ]
-	# A deadline given as a time stays as typed, and so does a manifest
-	# named like a relative one.
+	# A deadline given as a time of day is put in as its time too: after
+	# it, the same words would mean tomorrow's.  A manifest named like a
+	# relative deadline stays as typed.
 	rm -rf "$RUN"
 	cp "$M" "$BATS_TEST_TMPDIR/+1h"
 	M=$BATS_TEST_TMPDIR/+1h
-	resume_line --deadline 2099-01-01T00:00
+	at=$(date -d '+2 hours' +%H:%M)
+	resume_line --deadline "$at"
 	eval "set -- $line"
 	[ "$#" -eq 6 ]
-	[ "$3" = "2099-01-01T00:00" ]
+	at=${3#@}; at=${at%.*}
+	[ "$at" -gt "$t0" ]
+	[ "$at" -le $((t0 + 7260)) ]
 	[ "$6" = "$M" ]
+	# An empty last deadline (none): as typed, the earlier one too.
+	rm -rf "$RUN"
+	resume_line --deadline +1h --deadline ''
+	eval "set -- $line"
+	[ "$#" -eq 8 ]
+	[ "$3" = "+1h" ]
+	[ "$5" = "" ]
+	[[ $(cat "$BATS_TEST_TMPDIR/err") != *"parameter not set"* ]]
+}
+
+@test "operator: a resume line's deadline already past is refused with what to do, exit 2, nothing sent" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$M"
+	run -2 --separate-stderr "$ROOT/pipeline.sh" --deadline @1700000000 --run-dir "$RUN" "$M"
+	[[ $stderr == *'option --deadline: "@1700000000" ('*') is in the past: the run this resumes ran out of time; drop --deadline to finish it, or give a later one' ]]
+	[ "$(requests_for)" -eq 0 ]
 }
 
 @test "operator: the command line to resume with is quoted for a shell" {
