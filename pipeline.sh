@@ -596,7 +596,15 @@ trap 'stop HUP' HUP
 	# the line below named rfp-fetch alone.
 	case $code in
 	0|3|4|5) ;;
-	*) note rfp-sink "$code" ;;
+	*)	note rfp-sink "$code"
+		# rfp-fetch sends nothing before rfp-sink is up, and waits
+		# 15 s for it: stopped now, as at a signal, it stops at once.
+		i=0
+		while [ ! -s "$fetch_pid" ] && [ "$i" -lt 20 ]; do
+			sleep 0.05
+			i=$((i + 1))
+		done
+		forward ;;
 	esac
 	exit "$code"
 } &

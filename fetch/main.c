@@ -473,6 +473,19 @@ finished(void)
 	    clk_mono() - S.t0 > 10);
 }
 
+/*
+ * Whether requests may go: with a retry FIFO, once rfp-sink has said hello
+ * on it.  Before, a request's record might have no stage to file it: an
+ * rfp-sink that refused its environment at its start (a bad
+ * RFPIPE_PROGRESS_INTERVAL) let a batch's submissions out, committed at
+ * the portal and filed nowhere.
+ */
+static int
+sink_up(void)
+{
+	return admit_fifo() == NULL || admit_sink_seen();
+}
+
 static int
 idle(void)
 {
@@ -487,7 +500,7 @@ poll_timeout(void)
 	if (queue_held() > 0 && queue_next() - now < t)
 		t = queue_next() - now;
 	/* Work that waits for a transfer to end waits for its socket. */
-	t = gate_wake(now, t, queue_ready() > 0 && room() > 0);
+	t = gate_wake(now, t, queue_ready() > 0 && room() > 0 && sink_up());
 	/* Awake when the deadline comes; once it has, nothing waits on it. */
 	if (fo.deadline > 0 && !deadline_come(fo.deadline, now) &&
 	    fo.deadline - DEADLINE_SLACK - now < t)
@@ -539,8 +552,10 @@ run(void)
 		wire_perform();
 		finish_done();
 		/* What just finished hands its slot on; nothing held idle. */
-		start_ready();
-		submit_confirm_start();
+		if (sink_up()) {
+			start_ready();
+			submit_confirm_start();
+		}
 		gate_release();
 		/*
 		 * The turn's attempt lines, in one write: before its records

@@ -285,10 +285,11 @@ check_interrupted() {
 	check_interrupted 143 TERM
 }
 
-@test "operator: rfp-fetch killed before a late rfp-sink opens the FIFO: the sink files on without it, retries pending, and prints the summary" {
-	# Three retries on their way to an rfp-sink slow to start, and
-	# rfp-fetch killed with SIGKILL before it opens the FIFO: no reader
-	# comes, and no report.  rfpipe, which reaped rfp-fetch, tells it.
+@test "operator: rfp-fetch killed while it waits for a late rfp-sink: nothing was sent, and the sink still prints the summary" {
+	# rfp-sink slow to start, and rfp-fetch killed with SIGKILL before
+	# the sink opens the FIFO: no reader comes, and no report.  rfpipe,
+	# which reaped rfp-fetch, tells it.  rfp-fetch sends nothing before
+	# the sink is up: a record would have had no stage to file it.
 	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF'
 	routes:
 	  - {match: "/busy/*", endpoint: busy, script: [503]}
@@ -296,25 +297,20 @@ check_interrupted() {
 	EOF
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
 	{ manifest /busy 3 busy; manifest /slow 2 slow; } >"$M"
-	# The slow answers outlast the test (no timeout, scaled, before
-	# 60 s), and hold two slots of four: the third busy document is
-	# never kept waiting behind them, however loaded the machine.
 	echo "timeout: 100m" >"$BATS_TEST_TMPDIR/c.yaml"
 	held rfp-sink
-	# rfp-backoff has decided the three retries: they are past it.
-	retried() {
-		[ "$(jq -s '[.[] | select(.t == "delay")] | length' \
-		    "$RUN/logs/attempts.ndjson" 2>/dev/null)" = 3 ] && in_flight
+	waiting() {
+		fetch_started && [ -e "$BATS_TEST_TMPDIR/held.rfp-sink" ]
 	}
-	PATH=$BATS_TEST_TMPDIR/shim:$PATH started=retried after_signal=release \
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH started=waiting \
+	    before_signal="sleep 0.5" after_signal=release \
 	    interrupt KILL fetch -j 4 --config "$BATS_TEST_TMPDIR/c.yaml"
 	[ "$status" -eq 1 ]
 	[[ $stderr == *"rfpipe: rfp-fetch failed with status 137"* ]]
-	[[ $stderr == *".fifo: rfp-fetch has ended; retries are left for a re-run"* ]]
 	[[ $stderr != *"No such device or address"* ]]
 	[[ $stderr == *"rfpipe: summary of $RUN"* ]]
-	jq -e '.run.retries == 3 and .run.succeeded == 0 and .run.dead == 0' "$RUN/summary.json"
-	# The retries went neither to standard output nor to a file: pending.
+	[ "$(requests_for)" -eq 0 ]
+	jq -e '.run.attempts == 0 and .run.succeeded == 0 and .run.dead == 0' "$RUN/summary.json"
 	[ ! -s "$BATS_TEST_TMPDIR/out" ]
 	[ ! -s "$RUN/results.ndjson" ] && [ ! -s "$RUN/dead.ndjson" ]
 }
@@ -972,6 +968,22 @@ rfpipe: rfp-fetch failed with status 1" ]
 	[[ $stderr == "rfp-sink: it broke"* ]]
 	[ "$(grep -c '^rfpipe: ' <<<"$stderr")" -eq 1 ]
 	[[ $stderr == *"rfpipe: rfp-sink failed with status 2 (then "* ]]
+	# Nothing was sent: no stage was there to file it.
+	[ "$(requests_for)" -eq 0 ]
+}
+
+@test "operator: rfp-sink refusing its environment at its start: no submission sent, rfp-fetch stopped at once, rfp-sink named first" {
+	mock_start "$FIX/mock/ok.yaml"
+	local i
+	for i in 1 2 3; do
+		printf '{"id":"s-%d","url":"%s/nih/s%d","endpoint":"nih","method":"POST","body":{}}\n' "$i" "$MOCK_URL" "$i"
+	done >"$M"
+	RFPIPE_PROGRESS_INTERVAL=30s run -1 --separate-stderr timeout 60 "$ROOT/pipeline.sh" --progress plain --run-dir "$RUN" "$M"
+	[[ $stderr == *'RFPIPE_PROGRESS_INTERVAL: expected a number of seconds'* ]]
+	[[ $stderr == *"rfpipe: rfp-sink failed with status 2 (then "* ]]
+	[ "$(requests_for)" -eq 0 ]
+	# Stopped by the driver, not left to its 15 s wait for rfp-sink.
+	[[ $stderr != *"rfp-sink has not opened"* ]]
 }
 
 @test "operator: a stage failing mid-run is said once, the others after it in one line; the rest is pending, not a failed reconciliation, and a re-run files it" {
