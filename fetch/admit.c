@@ -236,6 +236,7 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 	char err[300];
 	const char *id;
 	json_t *rec, *big;
+	int h;
 
 	if (rrc == REC_TOOLONG) {
 		snprintf(err, sizeof(err), "line longer than %d bytes",
@@ -295,8 +296,9 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 		json_decref(rec);
 		return;
 	}
-	if (fo->run_dir != NULL && held(id, lineno)) {
-		A.n.held++;
+	if (fo->run_dir != NULL && (h = held(id, lineno)) != 0) {
+		/* Filed since by a pipeline that has ended: as any filed. */
+		*(h == 1 ? &A.n.held : &A.n.skipped) += 1;
 		json_decref(rec);
 		return;
 	}
@@ -388,7 +390,7 @@ read_lines(struct rec_reader *r, int manifest)
 
 /*
  * 1 when another live pipeline on the run directory holds id (it is named
- * on stderr), or when a dead one held it and has filed it since.
+ * on stderr); 2 when a dead one held it and has filed it since; else 0.
  */
 static int
 held(const char *id, long lineno)
@@ -413,7 +415,7 @@ held(const char *id, long lineno)
 	if (rc == 2 && A.done != NULL && done_grew()) {
 		json_decref(A.done);
 		load_done();
-		return filed(id);
+		return filed(id) ? 2 : 0;
 	}
 	return 0;
 }

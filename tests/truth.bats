@@ -181,6 +181,37 @@ hold_owner() {
 	[ "$(grep -c '^{"id":"p-1","owner":"[^"]*"}$' "$RUN/state/claims.ndjson")" -ge 1 ]
 }
 
+@test "truth: an id a pipeline that has ended filed after this run read the files is counted as filed, not as held" {
+	manifest /ok 2 p >"$BATS_TEST_TMPDIR/m"
+	mkdir -p "$RUN/state" "$RUN/docs" "$RUN/logs"
+	# p-1 claimed by a pipeline running when this one starts.
+	hold_owner 9.9
+	printf '{"id":"p-1","owner":"9.9"}\n' >"$RUN/state/claims.ndjson"
+	{
+		sed -n 2p "$BATS_TEST_TMPDIR/m"
+		for _ in $(seq 1 600); do
+			[ -e "$BATS_TEST_TMPDIR/go" ] && break
+			sleep 0.05
+		done
+		sed -n 1p "$BATS_TEST_TMPDIR/m"
+	} | timeout 60 rfp-fetch --resume --run-dir "$RUN" \
+	    --report "$BATS_TEST_TMPDIR/report.json" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
+	a=$!
+	for _ in $(seq 1 500); do
+		[ "$(requests_for /ok/doc-2)" -ge 1 ] && break
+		sleep 0.01
+	done
+	# It files p-1 and ends meanwhile; then the line reaches this run.
+	printf '{"id":"p-1","status":200,"fate":"done"}\n' >>"$RUN/results.ndjson"
+	kill "$HOLDER"
+	wait "$HOLDER" 2>/dev/null || :
+	touch "$BATS_TEST_TMPDIR/go"
+	wait "$a"
+	[ "$(requests_for /ok/doc-1)" -eq 0 ]
+	jq -e '.skipped == 1 and .held == 0 and .admitted == 1' "$BATS_TEST_TMPDIR/report.json"
+	! grep -q 'being processed by another pipeline' "$BATS_TEST_TMPDIR/err"
+}
+
 @test "truth: a run that left ids to a live pipeline exits 5, and its summary says how many and whose" {
 	hold_owner 3.3
 	manifest /ok 3 p >"$BATS_TEST_TMPDIR/m"
