@@ -215,6 +215,11 @@ doc_check(const json_t *rec, char *err, size_t errlen)
 			    "field \"url\": not an absolute URL%s%s", "", "");
 		memcpy(scheme, url, n);
 		scheme[n] = '\0';
+		/* http:/host, https:host: a slash short, not another scheme. */
+		if (strcasecmp(scheme, "http") == 0 ||
+		    strcasecmp(scheme, "https") == 0)
+			return fail(err, errlen, "field \"url\": no \"//\" "
+			    "after \"%s:\"%s", scheme, "");
 		return fail(err, errlen,
 		    "field \"url\": unsupported scheme \"%.15s\"%s", scheme,
 		    "");
