@@ -316,6 +316,34 @@ ids() {
 	jq -e '.interrupted == true and .run.succeeded == 3' "$RD/summary.json"
 }
 
+# fifo_gone STATUS: rfp-sink on fates.ndjson, held back until its FIFO's
+# reader (rfp-fetch) has read the hello and gone, and rfpipe has written
+# rfp-fetch's STATUS to --fetch-ended: the acks meet no reader.
+fifo_gone() {
+	local fifo=$BATS_TEST_TMPDIR/retry.fifo
+	mkfifo "$fifo"
+	{ timeout 10 head -c 1 "$fifo" >/dev/null; echo "$1" >"$BATS_TEST_TMPDIR/ended"; } &
+	local reader=$!
+	timeout 20 sh -c 'while [ ! -s "$1" ]; do sleep 0.02; done; cat "$2"' sh \
+	    "$BATS_TEST_TMPDIR/ended" "$F/fates.ndjson" |
+	    timeout 20 rfp-sink -q --run-dir "$RD" --retry-fifo "$fifo" \
+	    --fetch-ended "$BATS_TEST_TMPDIR/ended" 2>"$BATS_TEST_TMPDIR/err" || :
+	wait "$reader"
+	stderr=$(cat "$BATS_TEST_TMPDIR/err")
+}
+
+@test "sink: acks that meet no reader say rfp-fetch has gone, unless it failed and said why" {
+	fifo_gone 1
+	[[ $stderr != *"rfp-fetch has gone"* ]]
+	[ "$(grep -c . "$RD/results.ndjson")" -eq 3 ]
+	rm -f "$BATS_TEST_TMPDIR/retry.fifo" "$BATS_TEST_TMPDIR/ended"
+	: >"$RD/results.ndjson"
+	: >"$RD/dead.ndjson"
+	# Killed, it said nothing: the sink says what is left.
+	fifo_gone 137
+	[[ $stderr == *"rfp-fetch has gone; retries are left for a re-run"* ]]
+}
+
 @test "sink: a report left by an earlier run is not taken for rfp-fetch's: the sink waits for the reader that comes" {
 	local fifo=$BATS_TEST_TMPDIR/retry.fifo
 	mkfifo "$fifo"
