@@ -68,7 +68,8 @@ struct ep {
 	long		 nidle;
 	long		 nready;	/* its jobs in the ready queue */
 	long		 nwait;		/* ... and held until a time */
-	long		 admitted;	/* its manifest records read */
+	long		 recent;	/* its records among the last NRECENT
+					   read from the manifest */
 	double		 rate;		/* the pace last granted; 0: none */
 	/* A told strict rate (told_strict), on the wire: */
 	struct job	*first;		/* this process's first send, its
@@ -107,6 +108,16 @@ struct ep {
 };
 
 static struct ep *eps;
+/*
+ * The endpoints of the last NRECENT manifest records read, a ring: what an
+ * endpoint's share of the lines not read yet is taken from.  Not the share
+ * of all read: in a manifest grouped by endpoint, 60 lines for one and then
+ * 2,000 for another, the first's 60 were a third of what was read ahead,
+ * and it was credited with a third of the other's lines (a floor of 15.6
+ * for 60 documents).
+ */
+#define NRECENT	64
+static struct ep *recent[NRECENT];
 static long admitted_all;	/* manifest records read, every endpoint's */
 static const struct fopts *fo;	/* set by gate_init */
 static double t_start;		/* older transitions are not this run's */
@@ -636,7 +647,7 @@ sb_count(struct ep *e, double now)
 
 /*
  * The documents e has yet to send, as far as this process can tell: its
- * jobs ready and held, and its share, as in what has been read, of the
+ * jobs ready and held, and its share, as in the last records read, of the
  * manifest lines not read yet (admission reads a few hundred ahead).  A
  * pace starts faster for many (lib/control/pace.h, queued).
  */
@@ -644,9 +655,10 @@ static long
 ep_queued(const struct ep *e)
 {
 	double unread = (double)admit_unread();
+	long n = admitted_all < NRECENT ? admitted_all : NRECENT;
 
-	return e->nready + e->nwait + (admitted_all > 0 ? (long)(unread *
-	    (double)e->admitted / (double)admitted_all) : 0);
+	return e->nready + e->nwait + (n > 0 ? (long)(unread *
+	    (double)e->recent / (double)n) : 0);
 }
 
 /*
@@ -924,8 +936,12 @@ gate_waiting(struct ep *e, long n)
 void
 gate_admitted(struct ep *e)
 {
-	e->admitted++;
-	admitted_all++;
+	struct ep **slot = &recent[admitted_all++ % NRECENT];
+
+	if (*slot != NULL)
+		(*slot)->recent--;
+	*slot = e;
+	e->recent++;
 }
 
 

@@ -446,3 +446,12 @@ stale_run() {
 	run -0 pipeline.sh -q -j 32 --seed 1 --run-dir "$BATS_TEST_TMPDIR/r3" "$BATS_TEST_TMPDIR/m60"
 	jq -e '.p_floor == 20' "$BATS_TEST_TMPDIR/r3/state/rate/lim.json"
 }
+
+@test "limiters: in a manifest grouped by endpoint, a small endpoint read first starts from the floor of 2, not from the large one's lines (#18)" {
+	routes '{match: "/a/*", endpoint: a, limits: [{kind: gcra, per_s: 40, burst: 0}]}' \
+	    '{match: "/b/*", endpoint: b}'
+	{ manifest /a 60 a; manifest /b 400 b; } >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q -j 32 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 460 ]
+	jq -e '.p_floor == 20' "$RUN/state/rate/a.json"
+}
