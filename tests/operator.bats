@@ -456,18 +456,8 @@ resume_line() {
 	start_slow 3
 	cp "$M" "$BATS_TEST_TMPDIR/it's a manifest"
 	M="$BATS_TEST_TMPDIR/it's a manifest"
-	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" \
-	    --run-dir "$RUN" "$M" 2>"$BATS_TEST_TMPDIR/err" &
-	pid=$!
-	for i in $(seq 1 3000); do
-		[ "$(requests_for /slow/doc-1)" -ge 1 ] 2>/dev/null && break
-		sleep 0.01
-	done
-	kill -TERM "$pid"
-	timeout 10 tail --pid="$pid" -f /dev/null || kill -KILL -- -"$pid"
-	run -143 wait "$pid"
-	line=$(grep -o 'resume with: .*' "$BATS_TEST_TMPDIR/err")
-	eval "set -- ${line#resume with: }"
+	resume_line
+	eval "set -- $line"
 	[ "$#" -eq 4 ]
 	[ "$3" = "$RUN" ]
 	[ "$4" = "$M" ]
