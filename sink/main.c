@@ -131,33 +131,6 @@ flush_files(void)
 	return 0;
 }
 
-static int fetch_status(void);
-#define FETCH_FAILED(st)	((st) >= 1 && (st) <= 127)
-
-/*
- * rfp-fetch is gone: keep filing; what it would have retried is re-admitted
- * by a re-run, since it is in neither results nor dead.  Said unless it
- * failed, or stopped for a stage that did, and said why (fetch_status):
- * rfpipe writes that as it reaps it, a moment after the write failed.
- */
-static void
-fifo_lost(void)
-{
-	int e = errno, st = -1, i;
-
-	for (i = 0; i < 100 && opts.fetch_ended != NULL &&
-	    (st = fetch_status()) == -1; i++)
-		clk_sleep(0.01, NULL);
-	errno = e;
-	if (!FETCH_FAILED(st))
-		msg_warnsys("write %s (rfp-fetch has gone; retries are left "
-		    "for a re-run)", opts.fifo);
-	rec_out_free(opts.fifo_out);
-	opts.fifo_out = NULL;
-	close(opts.fd_fifo);
-	opts.fd_fifo = -1;
-}
-
 /*
  * rfp-fetch's exit status from the --fetch-ended file, once rfpipe has
  * written it: -1 while it is not there (or without the option), -2 when
@@ -190,6 +163,32 @@ fetch_status(void)
 		clk_sleep(0.01, NULL);
 	}
 	return st;
+}
+
+#define FETCH_FAILED(st)	((st) >= 1 && (st) <= 127)
+
+/*
+ * rfp-fetch is gone: keep filing; what it would have retried is re-admitted
+ * by a re-run, since it is in neither results nor dead.  Said unless it
+ * failed, or stopped for a stage that did, and said why (fetch_status):
+ * rfpipe writes that as it reaps it, a moment after the write failed.
+ */
+static void
+fifo_lost(void)
+{
+	int e = errno, st = -1, i;
+
+	for (i = 0; i < 100 && opts.fetch_ended != NULL &&
+	    (st = fetch_status()) == -1; i++)
+		clk_sleep(0.01, NULL);
+	errno = e;
+	if (!FETCH_FAILED(st))
+		msg_warnsys("write %s (rfp-fetch has gone; retries are left "
+		    "for a re-run)", opts.fifo);
+	rec_out_free(opts.fifo_out);
+	opts.fifo_out = NULL;
+	close(opts.fd_fifo);
+	opts.fd_fifo = -1;
 }
 
 /*

@@ -68,8 +68,9 @@ struct pace_cfg {
 				   half a logical second at most */
 	long	queued;		/* documents the caller holds for the
 				   endpoint, ready or waiting for a retry's
-				   time, once it has read all its input;
-				   0: not known */
+				   time, and its share of the input not read
+				   yet as far as it knows: the start's floor;
+				   0: none known */
 };
 
 #define PACE_LEASE_MAX	64	/* sends one grant holds at most */
