@@ -40,6 +40,7 @@ static struct {
 	json_t		*done;		/* ids already filed: true; false when
 					 * only cut by a deadline (resume) */
 	json_t		*keys;		/* line keys of letters filed (resume) */
+	json_t		*held;		/* id -> the live pipeline it was left to */
 	json_t		*nth;		/* line hash -> keyed lines with it */
 	off_t		 done_size[2];	/* ... the sizes of the files read */
 	long		 lines;		/* the manifest's lines, when a file */
@@ -399,6 +400,7 @@ held(const char *id, long lineno)
 	int rc = claims_take(id, who, sizeof(who));
 
 	if (rc == 0) {
+		json_object_set_new(A.held, id, json_string(who));
 		/* The first by its line; the count at the end. */
 		if (A.n.held == 0)
 			msg_line(lineno, "id \"%s\" is being processed by "
@@ -574,6 +576,7 @@ admit_open(const struct fopts *o, const char *fifo, int resume,
 	A.seen = json_object();
 	A.idem = json_object();
 	A.nth = json_object();
+	A.held = json_object();
 	if (resume || retry_dead)
 		load_done();
 	A.in = rec_reader_new(STDIN_FILENO, 0);
@@ -647,6 +650,34 @@ admit_counts(struct admit_counts *n)
 	*n = A.n;
 }
 
+/*
+ * The ids left to a live pipeline that it has filed since: filed, not
+ * held, when the counts are read at the end.  Of several pipelines on one
+ * run directory, the one that ends last finds every id filed, and its
+ * run is done, not waiting on the others.  Read when the files grew.
+ */
+void
+admit_settle(void)
+{
+	const char *id;
+	json_t *who;
+	void *tmp;
+
+	if (fo->run_dir == NULL || json_object_size(A.held) == 0 ||
+	    (A.done != NULL && !done_grew()))
+		return;
+	json_decref(A.done);
+	load_done();
+	json_object_foreach_safe(A.held, tmp, id, who) {
+		if (!filed(id))
+			continue;
+		claims_settle(json_string_value(who));
+		A.n.held--;
+		A.n.skipped++;
+		json_object_del(A.held, id);
+	}
+}
+
 void
 admit_close(void)
 {
@@ -657,6 +688,7 @@ admit_close(void)
 	json_decref(A.seen);
 	json_decref(A.done);
 	json_decref(A.keys);
+	json_decref(A.held);
 	json_decref(A.nth);
 	json_decref(A.idem);
 	A.in = A.back = NULL;

@@ -248,6 +248,17 @@ claims_held(void)
 	return C.held;
 }
 
+void
+claims_settle(const char *owner)
+{
+	json_int_t n = json_integer_value(json_object_get(C.held, owner));
+
+	if (n > 1)
+		json_object_set_new(C.held, owner, json_integer(n - 1));
+	else
+		json_object_del(C.held, owner);
+}
+
 /* "rfp-sink 1234, rfp-fetch 1233": the stages of owner still running. */
 static char *
 stages_of(const char *owner)

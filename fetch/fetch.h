@@ -258,6 +258,7 @@ long	admit_unread(void);	/* manifest lines not yet read, if known */
 int	admit_sink_seen(void);
 int	admit_sink_gone(void);
 void	admit_counts(struct admit_counts *n);
+void	admit_settle(void);	/* held ids filed since: filed (the end) */
 void	admit_close(void);
 /*
  * A manifest line's record as admission takes it: what only a stage sets
@@ -373,6 +374,7 @@ int	claims_take(const char *id, char *holder, size_t len);
 void	claims_begin(void);
 void	claims_end(void);
 json_t	*claims_held(void);
+void	claims_settle(const char *owner);	/* one less left to owner */
 void	claims_close(void);
 
 #endif

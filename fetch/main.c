@@ -977,6 +977,7 @@ main(int argc, char *argv[])
 	if (S.stop > 0)
 		msg_warn("stopped by signal %d with %ld transfers in flight",
 		    (int)S.stop, S.active);
+	admit_settle();
 	write_report(0);
 	drop_all();
 	tidy();

@@ -212,6 +212,32 @@ hold_owner() {
 	! grep -q 'being processed by another pipeline' "$BATS_TEST_TMPDIR/err"
 }
 
+@test "truth: an id left to a live pipeline that files it before this run ends is counted as filed, not as held" {
+	manifest /ok 2 p >"$BATS_TEST_TMPDIR/m"
+	mkdir -p "$RUN/state" "$RUN/docs" "$RUN/logs"
+	: >"$RUN/results.ndjson"
+	hold_owner 9.9
+	printf '{"id":"p-1","owner":"9.9"}\n' >"$RUN/state/claims.ndjson"
+	{
+		# p-1 is met while 9.9 holds it, and left to it ...
+		sed -n 1p "$BATS_TEST_TMPDIR/m"
+		for _ in $(seq 1 500); do
+			grep -q 'being processed by another pipeline' "$BATS_TEST_TMPDIR/err" && break
+			sleep 0.01
+		done
+		# ... which files it, still running, before this run ends.
+		printf '{"id":"p-1","status":200,"fate":"done"}\n' >>"$RUN/results.ndjson"
+		sed -n 2p "$BATS_TEST_TMPDIR/m"
+	} | timeout 60 rfp-fetch --resume --run-dir "$RUN" \
+	    --report "$BATS_TEST_TMPDIR/report.json" >/dev/null 2>"$BATS_TEST_TMPDIR/err"
+	kill "$HOLDER"
+	grep -q '"p-1" is being processed by another pipeline' "$BATS_TEST_TMPDIR/err"
+	[ "$(requests_for /ok/doc-1)" -eq 0 ]
+	[ "$(requests_for /ok/doc-2)" -eq 1 ]
+	jq -e '.skipped == 1 and .held == 0 and .admitted == 1 and .held_by == {}' "$BATS_TEST_TMPDIR/report.json"
+	! grep -q 'left to' "$BATS_TEST_TMPDIR/err"
+}
+
 @test "truth: a run that left ids to a live pipeline exits 5, and its summary says how many and whose" {
 	hold_owner 3.3
 	manifest /ok 3 p >"$BATS_TEST_TMPDIR/m"
