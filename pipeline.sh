@@ -659,11 +659,15 @@ worst=0
 first=
 then=
 usage=
+usage_too=
 while read -r stage code; do
 	case $code in
 	0) ;;
-	2) [ "$worst" -eq 0 ] && worst=2
-	   [ -n "$usage" ] || usage=$stage ;;
+	2) if [ -z "$usage" ]; then
+		usage=$stage
+	   else
+		usage_too="${usage_too:+$usage_too, }$stage 2"
+	   fi ;;
 	*) worst=1
 	   if [ -z "$first" ]; then
 		first="$stage failed with status $code"
@@ -675,12 +679,17 @@ while read -r stage code; do
 	   fi ;;
 	esac
 done <"$status"
-# A stage that refused its arguments (status 2, having said why) did so at
-# its start: what failed besides it followed (rfp-fetch stops when rfp-sink
-# is gone).  Alone, its own message is all there is to say.
-if [ -n "$first" ] && [ -n "$usage" ]; then
-	then="${first% failed with status *} ${first##* }${then:+, $then}"
-	first="$usage failed with status 2"
+# A stage that refused its arguments or its configuration (status 2,
+# having said why) did so at its start, and the run exits 2: what failed
+# besides it followed (rfp-fetch stops when rfp-sink is gone).  Alone, its
+# own message is all there is to say.
+if [ -n "$usage" ]; then
+	worst=2
+	[ -z "$first" ] ||
+		then="${first% failed with status *} ${first##* }${then:+, $then}"
+	then="$usage_too${usage_too:+${then:+, }}$then"
+	first=
+	[ -z "$then" ] || first="$usage failed with status 2"
 fi
 [ -n "$first" ] && printf '%s: %s%s\n' "$prog" "$first" \
     "${then:+ (then $then)}" >&2

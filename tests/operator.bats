@@ -950,15 +950,26 @@ rfpipe: rfp-fetch failed with status 1" ]
 	[[ $stderr == *"rfpipe: rfp-sink failed with status 1"* ]]
 }
 
-@test "operator: rfp-sink refusing its arguments (status 2) is named first, not the rfp-fetch it stopped" {
+@test "operator: rfp-sink refusing its arguments (status 2) is named first, not the rfp-fetch it stopped, and the run exits 2" {
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 3 nih >"$M"
 	failing rfp-sink 0 2
-	PATH=$BATS_TEST_TMPDIR/shim:$PATH run -1 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$M"
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH run -2 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$M"
 	[[ $stderr == "rfp-sink: it broke"* ]]
 	[ "$(grep -c '^rfpipe: ' <<<"$stderr")" -eq 1 ]
 	[[ $stderr == *"rfpipe: rfp-sink failed with status 2 (then "* ]]
 	# Nothing was sent: no stage was there to file it.
+	[ "$(requests_for)" -eq 0 ]
+}
+
+@test "operator: two stages refusing their arguments (status 2) are both named, and the run exits 2" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$M"
+	failing rfp-sink 0 2
+	failing rfp-fetch 0 2
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH run -2 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$M"
+	[ "$(grep -c '^rfpipe: ' <<<"$stderr")" -eq 1 ]
+	grep -Eq '^rfpipe: rfp-(sink|fetch) failed with status 2 \(then rfp-(fetch|sink) 2\)$' <<<"$stderr"
 	[ "$(requests_for)" -eq 0 ]
 }
 
@@ -968,7 +979,7 @@ rfpipe: rfp-fetch failed with status 1" ]
 	for i in 1 2 3; do
 		printf '{"id":"s-%d","url":"%s/nih/s%d","endpoint":"nih","method":"POST","body":{}}\n' "$i" "$MOCK_URL" "$i"
 	done >"$M"
-	RFPIPE_PROGRESS_INTERVAL=30s run -1 --separate-stderr timeout 60 "$ROOT/pipeline.sh" --progress plain --run-dir "$RUN" "$M"
+	RFPIPE_PROGRESS_INTERVAL=30s run -2 --separate-stderr timeout 60 "$ROOT/pipeline.sh" --progress plain --run-dir "$RUN" "$M"
 	[[ $stderr == *'RFPIPE_PROGRESS_INTERVAL: expected a number of seconds'* ]]
 	[[ $stderr == *"rfpipe: rfp-sink failed with status 2 (then "* ]]
 	[ "$(requests_for)" -eq 0 ]
