@@ -41,6 +41,8 @@ static struct {
 					 * only cut by a deadline (resume) */
 	json_t		*keys;		/* line keys of letters filed (resume) */
 	json_t		*held;		/* id -> the live pipeline it was left to */
+	json_t		*dead;		/* --retry-dead: id -> true when only cut
+					 * by a deadline, false when dead */
 	json_t		*nth;		/* line hash -> keyed lines with it */
 	off_t		 done_size[2];	/* ... the sizes of the files read */
 	long		 lines;		/* the manifest's lines, when a file */
@@ -56,6 +58,7 @@ static const enum rundir_file done_files[] = { RUNDIR_RESULTS, RUNDIR_DEAD };
 static int held(const char *, long);
 static int cut_only(const json_t *, int);
 static void load_done(void);
+static void dead_seen(const json_t *);
 static int done_grew(void);
 
 
@@ -236,7 +239,7 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 {
 	char err[300];
 	const char *id;
-	json_t *rec, *big;
+	json_t *rec, *big, *was;
 	int h;
 
 	if (rrc == REC_TOOLONG) {
@@ -306,6 +309,9 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 	A.n.admitted++;
 	if (A.done != NULL && json_is_false(json_object_get(A.done, id)))
 		A.n.resumed_cut++;
+	else if ((was = json_object_get(A.dead, id)) != NULL)
+		*(json_is_true(was) ? &A.n.resumed_cut : &A.n.retried_dead) +=
+		    1;
 	if (admit_wait(rec, &fo->conf, fo->deadline, err, sizeof(err)) == -1 ||
 	    xfer_admissible(rec, err, sizeof(err)) == -1 ||
 	    admit_key(rec, id, lineno, err, sizeof(err)) == -1) {
@@ -441,8 +447,11 @@ load_done(void)
 	A.done = json_object();
 	json_decref(A.keys);
 	A.keys = json_object();
+	json_decref(A.dead);
+	A.dead = json_object();
 	A.done_size[0] = A.done_size[1] = 0;
-	for (i = 0; i < ndone(); i++) {
+	/* With --retry-dead, dead.ndjson only says what is taken up again. */
+	for (i = 0; i < 2; i++) {
 		path = rundir_path(fo->run_dir, done_files[i], NULL);
 		if ((fd = files_open(path, O_RDONLY, 0)) == -1) {
 			if (errno != ENOENT)
@@ -474,8 +483,10 @@ load_done(void)
 				    lineno);
 				continue;
 			}
+			if (i >= ndone())
+				dead_seen(rec);
 			/* A result is never a letter, whatever it holds. */
-			if (done_files[i] == RUNDIR_DEAD &&
+			else if (done_files[i] == RUNDIR_DEAD &&
 			    rec_str(rec, REC_LINE_KEY) != NULL)
 				json_object_set_new(A.keys, rec_str(rec,
 				    REC_LINE_KEY), json_true());
@@ -505,6 +516,26 @@ cut_only(const json_t *rec, int i)
 
 	return done_files[i] == RUNDIR_DEAD && why != NULL &&
 	    fate_reason_of(why) == FATE_DEADLINE_CUT && !json_is_true(was);
+}
+
+/*
+ * rec, a letter of dead.ndjson under --retry-dead: its id's documents
+ * are taken up again, counted as cut by a deadline only when every letter
+ * of it says so, and not at all when it has a result.
+ */
+static void
+dead_seen(const json_t *rec)
+{
+	const char *id = rec_str(rec, "id"), *why = rec_str(rec,
+	    "dead_reason");
+	json_t *was;
+
+	if (id == NULL || json_is_true(json_object_get(A.done, id)))
+		return;
+	was = json_object_get(A.dead, id);
+	json_object_set_new(A.dead, id, json_boolean((was == NULL ||
+	    json_is_true(was)) && why != NULL &&
+	    fate_reason_of(why) == FATE_DEADLINE_CUT));
 }
 
 /* Whether the files load_done read have grown since. */
@@ -689,6 +720,7 @@ admit_close(void)
 	json_decref(A.done);
 	json_decref(A.keys);
 	json_decref(A.held);
+	json_decref(A.dead);
 	json_decref(A.nth);
 	json_decref(A.idem);
 	A.in = A.back = NULL;

@@ -245,6 +245,7 @@ void	submit_close(void);
 struct admit_counts {
 	long	admitted, skipped, held;
 	long	resumed_cut;	/* admitted again: cut by an earlier deadline */
+	long	retried_dead;	/* ... dead before (--retry-dead) */
 };
 void	admit_open(const struct fopts *o, const char *fifo, int resume,
 	    int retry_dead);

@@ -426,10 +426,11 @@ write_report(int dying)
 	if (S.report == NULL)
 		return;
 	admit_counts(&n);
-	r = json_pack("{s:I,s:I,s:I,s:I,s:I}", "admitted",
+	r = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "admitted",
 	    (json_int_t)n.admitted, "skipped", (json_int_t)n.skipped, "held",
 	    (json_int_t)n.held, "resumed_cut", (json_int_t)n.resumed_cut,
-	    "pid", (json_int_t)getpid());
+	    "retried_dead", (json_int_t)n.retried_dead, "pid",
+	    (json_int_t)getpid());
 	if (fo.run_dir != NULL)
 		json_object_set(r, "held_by", claims_held());
 	/* rfp-sink reads it: the records not filed are left, not lost. */
@@ -876,6 +877,9 @@ tidy(void)
 	if (n.resumed_cut > 0)
 		msg_warn("%ld documents the deadline cut in an earlier run "
 		    "were taken up again", n.resumed_cut);
+	if (n.retried_dead > 0)
+		msg_warn("%ld documents dead in an earlier run were taken up "
+		    "again (--retry-dead)", n.retried_dead);
 	out_free();
 	wire_free();
 	xfer_pool_free();

@@ -310,18 +310,27 @@ cpu_of() {
 	jq -e '.admitted == 6 and .stopped == null' "$RD/report.json"
 }
 
-@test "fetch: --retry-dead fetches dead ids again but not finished ones" {
+@test "fetch: --retry-dead fetches dead ids again but not finished ones, and counts what it took up" {
 	mock_start "$FIX/mock/ok.yaml"
-	manifest /nih 3 >"$BATS_TEST_TMPDIR/m"
+	manifest /nih 5 >"$BATS_TEST_TMPDIR/m"
 	mkdir -p "$RD"
 	sed -n 1p "$BATS_TEST_TMPDIR/m" | jq -c '.fate = "done"' >"$RD/results.ndjson"
-	sed -n 2p "$BATS_TEST_TMPDIR/m" | jq -c '.fate = "dead" | .dead_reason = "exhausted" | .attempt = 5' >"$RD/dead.ndjson"
+	{
+		# doc-1 has a result too: finished, whatever its letter says.
+		sed -n 1p "$BATS_TEST_TMPDIR/m" | jq -c '.fate = "dead" | .dead_reason = "exhausted"'
+		sed -n 2p "$BATS_TEST_TMPDIR/m" | jq -c '.fate = "dead" | .dead_reason = "exhausted" | .attempt = 5'
+		sed -n 3p "$BATS_TEST_TMPDIR/m" | jq -c '.fate = "dead" | .dead_reason = "deadline_cut"'
+		# doc-4 was cut once, and dead for good later.
+		sed -n 4p "$BATS_TEST_TMPDIR/m" | jq -c '.fate = "dead" | .dead_reason = "deadline_cut"'
+		sed -n 4p "$BATS_TEST_TMPDIR/m" | jq -c '.fate = "dead" | .dead_reason = "permanent"'
+	} >"$RD/dead.ndjson"
 	run --separate-stderr rfp-fetch --run-dir "$RD" --retry-dead --report "$RD/report.json" <"$BATS_TEST_TMPDIR/m"
 	assert_success
-	[ "$(jq -r .id <<<"$output" | sort | tr '\n' ' ')" = "doc-2 doc-3 " ]
+	[ "$(jq -r .id <<<"$output" | sort | tr '\n' ' ')" = "doc-2 doc-3 doc-4 doc-5 " ]
 	[ "$(requests_for /nih/doc-1)" -eq 0 ]
 	[ "$(requests_for /nih/doc-2)" -eq 1 ]
-	jq -e '.admitted == 2 and .skipped == 1' "$RD/report.json"
+	jq -e '.admitted == 4 and .skipped == 1 and .retried_dead == 2 and .resumed_cut == 1' "$RD/report.json"
+	[[ $stderr == *"2 documents dead in an earlier run were taken up again (--retry-dead)"* ]]
 }
 
 @test "fetch: dead.ndjson fed back as a manifest starts each record afresh" {

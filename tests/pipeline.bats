@@ -477,6 +477,7 @@ dead_count() {
 	echo "$stderr"
 	[[ $stderr != *budget* ]]
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 4 ]
+	jq -e '.fetch.retried_dead == 4 and .fetch.resumed_cut == 0' "$RUN/summary.json"
 	# The one retry spent the night stays counted; 100 were left to spend.
 	jq -e '.total == 101 and .left < 100 and .left >= 92' "$RUN/state/budget.json"
 }
@@ -672,6 +673,11 @@ dead_count() {
 	[[ $stderr != *'taken up'* ]]
 	[[ $stderr == *'  already filed         5  before this run came to them: not admitted, not sent'* ]]
 	jq -e '.admitted == 0 and .fetch.resumed_cut == 0' "$RUN/summary.json"
+	# --retry-dead takes up the letter that stayed, and says so.
+	run -3 --separate-stderr pipeline.sh --progress none --run-dir "$RUN" --retry-dead --max-attempts 2 "$m"
+	[[ $stderr == *'  retried dead          1  dead in an earlier run, admitted again (--retry-dead)'* ]]
+	[[ $stderr != *'  taken up '* ]]
+	jq -e '.admitted == 1 and .fetch.retried_dead == 1 and .fetch.skipped == 4' "$RUN/summary.json"
 }
 
 @test "pipeline: a torn last line of results.ndjson and dead.ndjson is cut by the next run; jq reads both, every id once" {

@@ -335,6 +335,10 @@ summ_table(const struct summ *sm)
 		P("  taken up        %7ld  cut by an earlier deadline, "
 		    "admitted again\n", geti(json_object_get(s, "fetch"),
 		    "resumed_cut"));
+	if (geti(json_object_get(s, "fetch"), "retried_dead") > 0)
+		P("  retried dead    %7ld  dead in an earlier run, admitted "
+		    "again (--retry-dead)\n", geti(json_object_get(s,
+		    "fetch"), "retried_dead"));
 	if (geti(run, "held") > 0) {
 		P("  held elsewhere  %7ld  left to", geti(run, "held"));
 		json_object_foreach((json_t *)json_object_get(s, "held_by"), k,
