@@ -103,6 +103,7 @@ dl_word() {
 # cmd_rest the words after it.  The options end where the parser's do: at
 # "--" or the first other word.
 at=
+cmd_cfg_dl=
 cmdline=$(quote "$0")
 cmd_dl=
 cmd_rest=
@@ -354,6 +355,17 @@ if [ -n "$manifest" ]; then
 	admitted=$(printf '%s\n' "$checked" |
 	    sed -n 's/^manifest: \([0-9]*\) lines, .*/\1/p')
 	[ -n "$admitted" ] || die 1 "rfp-fetch --check: no count of $manifest"
+	# The config's deadline, with no --deadline, is resolved once too,
+	# here: each stage reading "+2h" for itself would end at its own
+	# time, and a resume two hours later.  It goes to the stages, and to
+	# the resume line, as the time it resolved to.
+	cfg_dl=$(printf '%s\n' "$checked" | sed -n 's/^deadline: //p')
+	if [ -z "$deadline" ] && [ -n "$cfg_dl" ]; then
+		at=$(rfp-backoff --resolve-deadline "$cfg_dl" 2>/dev/null) ||
+			die 1 "rfp-fetch --check: cannot read deadline \"$cfg_dl\""
+		dl_opt=--deadline=$at
+		cmd_cfg_dl=$at
+	fi
 fi
 
 umask 077
@@ -641,6 +653,9 @@ if [ -n "$caught" ]; then
 		cmdline="$cmdline $(quote "${cmd_dl#:}$at")$cmd_rest"
 	elif [ -n "$cmd_dl" ]; then
 		cmdline="$cmdline $(quote "$cmd_dl_val")$cmd_rest"
+	elif [ -n "$cmd_cfg_dl" ]; then
+		# The config's, first among the options.
+		cmdline="$(quote "$0") --deadline $(quote "$cmd_cfg_dl")${cmdline#"$(quote "$0")"}"
 	fi
 	printf '%s: interrupted by SIG%s; resume with: %s\n' "$prog" \
 	    "$caught" "$cmdline" >&2

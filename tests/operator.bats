@@ -444,6 +444,49 @@ resume_line() {
 	[[ $(cat "$BATS_TEST_TMPDIR/err") != *"parameter not set"* ]]
 }
 
+@test "operator: a relative deadline in the config is resumed as the time it resolved to, and every stage has that time" {
+	start_slow 3
+	local t0 at
+	t0=$(date +%s)
+	printf 'deadline: "+2h"\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	resume_line --config "$BATS_TEST_TMPDIR/c.yaml"
+	eval "set -- $line"
+	[ "$#" -eq 8 ]
+	[ "$2" = "--deadline" ]
+	at=${3#@}; at=${at%.*}
+	[ "$at" -ge $((t0 + 7199)) ]
+	[ "$at" -le $((t0 + 7260)) ]
+	[ "$4" = "--config" ]
+	[ "$8" = "$M" ]
+	# rfp-fetch and rfp-backoff are given that time, not "+2h" to read.
+	rm -rf "$RUN"
+	local n0 pid dls
+	n0=$(requests_for /slow/doc-1)
+	setsid "$ROOT/pipeline.sh" --config "$BATS_TEST_TMPDIR/c.yaml" --run-dir "$RUN" "$M" 2>/dev/null &
+	pid=$!
+	for i in $(seq 1 3000); do
+		[ "$(requests_for /slow/doc-1)" -gt "$n0" ] && break
+		sleep 0.01
+	done
+	dls=$(for p in $(pgrep -s "$pid"); do
+		tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | grep -- '^--deadline=' || :
+	done)
+	kill -TERM "$pid"
+	timeout 10 tail --pid="$pid" -f /dev/null || kill -KILL -- -"$pid"
+	[ "$(wc -l <<<"$dls")" -eq 2 ]
+	[ "$(sort -u <<<"$dls" | wc -l)" -eq 1 ]
+	[[ $dls == --deadline=@* ]]
+	# A given --deadline wins over the config's, and is the one put in.
+	rm -rf "$RUN"
+	resume_line --config "$BATS_TEST_TMPDIR/c.yaml" --deadline +30m
+	eval "set -- $line"
+	[ "$#" -eq 8 ]
+	[ "$4" = "--deadline" ]
+	at=${5#@}; at=${at%.*}
+	[ "$at" -ge $((t0 + 1799)) ]
+	[ "$at" -le $((t0 + 1860)) ]
+}
+
 @test "operator: a resume line's deadline already past is refused with what to do, exit 2, nothing sent" {
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 3 nih >"$M"
