@@ -61,14 +61,35 @@ if [ "${1:-}" = report ]; then
 	exec rfp-report "$@"
 fi
 
-# ARG, quoted for a shell when it needs to be.
+# ARG, quoted for a shell when it needs to be.  A control character but
+# the newline (an ESC in a file name) is put as '"$(printf '\033')"', not
+# as itself: printed, it would drive the terminal, and this reads back
+# the same in any POSIX shell (dash has no $'...').
 quote() {
 	case $1 in
-	''|*[!A-Za-z0-9_./:=@%+,-]*)
-		printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")" ;;
-	*)	printf '%s' "$1" ;;
+	''|*[!A-Za-z0-9_./:=@%+,-]*) ;;
+	*)	printf '%s' "$1"; return ;;
 	esac
+	q_in=$(printf '%sx' "$1" | sed "s/'/'\\\\''/g")
+	q_in=${q_in%x}
+	q_out=
+	case $q_in in
+	*[[:cntrl:]]*)
+		while [ -n "$q_in" ]; do
+			q_rest=${q_in#?}
+			q_c=${q_in%"$q_rest"}
+			q_in=$q_rest
+			case $q_c in
+			"$nl"|[![:cntrl:]]) q_out=$q_out$q_c ;;
+			*) q_out=$q_out\'\"\$\(printf\ \'\\$(printf '%03o' "'$q_c")\'\)\"\' ;;
+			esac
+		done ;;
+	*)	q_out=$q_in ;;
+	esac
+	printf "'%s'" "$q_out"
 }
+nl='
+'
 # A shell without job control starts "&" jobs with SIGINT ignored, and a
 # signal ignored on entry cannot be trapped: start again with SIGINT and
 # SIGTERM at their defaults, so that either, sent to this PID, stops the

@@ -506,6 +506,22 @@ resume_line() {
 	[ "$4" = "$M" ]
 }
 
+@test "operator: a control character in the command line is not printed raw in the resume line, and reads back in bash and dash" {
+	start_slow 3
+	local name
+	name=$(printf "m'\033[31m\tred\001")
+	cp "$M" "$BATS_TEST_TMPDIR/$name"
+	M="$BATS_TEST_TMPDIR/$name"
+	resume_line
+	# One line, no control character in it.
+	[ "$(grep -c 'resume with: ' "$BATS_TEST_TMPDIR/err")" -eq 1 ]
+	[ "$(LC_ALL=C grep -c '[[:cntrl:]]' <<<"$line")" -eq 0 ]
+	eval "set -- $line"
+	[ "$#" -eq 4 ]
+	[ "$4" = "$M" ]
+	[ "$(dash -c 'eval "set -- $1"; printf "%s" "$4"' _ "$line")" = "$M" ]
+}
+
 @test "operator: rfp-sink told by rfp-fetch's report that the run was stopped counts the rest as pending" {
 	mkdir -p "$RUN"
 	echo '{"admitted":5,"skipped":0,"pid":1,"stopped":15}' >"$BATS_TEST_TMPDIR/rep"
@@ -917,7 +933,8 @@ cls() {
 	# 200 logical seconds of answers: a few lines, not one per record.
 	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -j 1 --run-dir "$RUN" "$M" 2>/dev/null
 	n=$(grep -c '^rfp-sink: progress: ' <<<"$stderr")
-	[ "$n" -ge 2 ] && [ "$n" -le 20 ]
+	[ "$n" -ge 2 ]
+	[ "$n" -le 20 ]
 	# Plain: one line each, nothing a terminal would draw with.
 	[[ $stderr != *$'\r'* && $stderr != *$'\e'* ]]
 }
