@@ -240,7 +240,8 @@ header() {
 	[[ "$output" == "HTTP/1.1 429"* ]]
 	[ "$(header X-RateLimit-Remaining)" = 0 ]
 	reset=$(header X-RateLimit-Reset)
-	[ "$reset" -ge 1 ] && [ "$reset" -le 100 ]
+	[ "$reset" -ge 1 ]
+	[ "$reset" -le 100 ]
 	sleep "$(awk -v r="$reset" 'BEGIN { print r * 0.01 + 0.05 }')"
 	[ "$(one /z/4)" = 200 ]
 	[ "$(one /z/5)" = 200 ]
@@ -261,7 +262,8 @@ header() {
 	[ "$(header RateLimit-Policy)" = '"sliding_window";q=2;w=200' ]
 	[[ "$(header RateLimit)" =~ ^\"sliding_window\"\;r=0\;t=([0-9]+)$ ]]
 	t=${BASH_REMATCH[1]}
-	[ "$t" -ge 1 ] && [ "$t" -le 200 ]
+	[ "$t" -ge 1 ]
+	[ "$t" -le 200 ]
 	# When a slides out, one slot frees; b still holds the other (a fixed
 	# window starting then would let two through).
 	sleep "$(awk -v t="$t" 'BEGIN { print t * 0.01 + 0.05 }')"
@@ -359,7 +361,8 @@ header() {
 	[ "$(header X-RateLimit-Limit)" = 3 ]
 	[ "$(header X-RateLimit-Remaining)" = 2 ]
 	reset=$(header X-RateLimit-Reset)
-	[ "$reset" -ge "$now" ] && [ "$reset" -le $((now + 602)) ]
+	[ "$reset" -ge "$now" ]
+	[ "$reset" -le $((now + 602)) ]
 	run curl -s -o /dev/null -D - "$MOCK_URL/d/1"
 	[ "$(header RateLimit)" = "limit=5, remaining=4, reset=0" ]
 	[ "$(header RateLimit-Policy)" = "5;w=10" ]

@@ -643,7 +643,8 @@ stop_parsing() {
 	stderr=$(cat "$BATS_TEST_TMPDIR/err")
 	while read -r i; do gone "$i"; done <"$PARSE_PIDS"
 	[[ $stderr == *"rfpipe: interrupted by SIG$sig; resume with: "* ]]
-	[[ $stderr != *RECONCILIATION* ]] && [[ $stderr != *MISMATCH* ]]
+	[[ $stderr != *RECONCILIATION* ]]
+	[[ $stderr != *MISMATCH* ]]
 	jq -e '.interrupted == true and .reconciled == true' "$RUN/summary.json"
 	# Nothing unparsed is filed as done; the rest waits for the resume.
 	[ ! -e "$RUN/results.ndjson" ] || [ "$(jq -s '[.[] | select(has("parsed") | not)] | length' "$RUN/results.ndjson")" -eq 0 ]

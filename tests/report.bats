@@ -170,7 +170,8 @@ YAML
 	run -0 timeout 30 "$ROOT/pipeline.sh" report -q "$RUN"
 	snapshot "$RUN" >"$BATS_TEST_TMPDIR/after"
 	diff "$BATS_TEST_TMPDIR/before" "$BATS_TEST_TMPDIR/after"
-	[ -s "$BATS_TEST_TMPDIR/r.html" ] && [ -s "$BATS_TEST_TMPDIR/r.prom" ]
+	[ -s "$BATS_TEST_TMPDIR/r.html" ]
+	[ -s "$BATS_TEST_TMPDIR/r.prom" ]
 	# An empty directory, or one that is no run directory (a typo in a
 	# crontab), is an error, not a report of zeros; nothing is made.
 	mkdir "$BATS_TEST_TMPDIR/empty"
@@ -237,7 +238,7 @@ dom_sum() {
 		fail "chromium's console was not quiet"
 	fi
 	grep -q '<section id="summary">' "$dom"
-	! grep -qi '<script' "$dom"
+	! grep -qi '<script' "$dom" || false
 	[ "$(dom_attr "$dom" n-succeeded data-n)" -eq "$(jq .totals.succeeded "$s")" ]
 	[ "$(dom_attr "$dom" n-dead data-n)" -eq "$(jq .totals.dead "$s")" ]
 	[ "$(dom_attr "$dom" n-requests data-n)" -eq "$(jq .run.attempts "$s")" ]
@@ -352,7 +353,7 @@ NDJSON
 	grep -qF 'data-endpoint="e&amp;1"' "$h"
 	grep -qF '&lt;i&gt;y&lt;/i&gt;' "$h"
 	grep -qF 'a &lt;b&gt;detail&lt;/b&gt;' "$h"
-	! grep -qF '<i>y</i>' "$h"
+	! grep -qF '<i>y</i>' "$h" || false
 	grep -qF '<div class="reason" id="dead-deadline_cut" data-n="1">' "$h"
 	grep -qF '; the deadline 1970-01-01T00:16:55Z' "$h"
 	grep -qF 'Run the same command again in the next window' "$h"
