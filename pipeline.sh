@@ -666,6 +666,16 @@ done
 # pipe no one reads: what is left to say must not end the driver before
 # its EXIT trap and its status.
 trap '' PIPE
+# A signal that came once rfp-fetch had ended, all read and sent, and
+# left nothing pending: the run was finishing, not stopped.  It ends as
+# it would have, with no line to resume with.
+if [ -n "$caught" ] && [ -s "$report" ] && [ -s "$run_dir/summary.json" ] &&
+    ! grep -q '"stopped"' "$report" 2>/dev/null &&
+    ! grep -q '"pending"' "$run_dir/summary.json" 2>/dev/null; then
+	printf '%s: SIG%s came as the run finished: nothing was left to stop\n' \
+	    "$prog" "$caught" >&2
+	caught=
+fi
 if [ -n "$caught" ]; then
 	# The stages' statuses say "stopped"; what matters is how to go on.
 	# The deadline as the time it resolved to (above); none (an empty

@@ -506,6 +506,33 @@ resume_line() {
 	[ "$4" = "$M" ]
 }
 
+@test "operator: a SIGTERM that comes as the run finishes, nothing left to stop, ends it as it would have, with no resume line" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$M"
+	# rfp-sink has filed all and written the summary; then the signal.
+	mkdir -p "$BATS_TEST_TMPDIR/shim"
+	cat >"$BATS_TEST_TMPDIR/shim/rfp-sink" <<-EOF
+	#!/bin/bash
+	"$ROOT/bin/rfp-sink" "\$@"
+	rc=\$?
+	case " \$* " in *" --admitted-from="*) sleep 2 ;; esac
+	exit \$rc
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/shim/rfp-sink"
+	PATH=$BATS_TEST_TMPDIR/shim:$PATH setsid "$ROOT/pipeline.sh" --progress none --run-dir "$RUN" "$M" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	for i in $(seq 1 500); do
+		[ -s "$RUN/summary.json" ] && break
+		sleep 0.02
+	done
+	kill -TERM "$pid"
+	timeout 20 tail --pid="$pid" -f /dev/null || kill -KILL -- -"$pid"
+	run -0 wait "$pid"
+	grep -q 'rfpipe: SIGTERM came as the run finished: nothing was left to stop' "$BATS_TEST_TMPDIR/err"
+	[ "$(grep -c 'resume with' "$BATS_TEST_TMPDIR/err")" -eq 0 ]
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 3 ]
+}
+
 @test "operator: a control character in the command line is not printed raw in the resume line, and reads back in bash and dash" {
 	start_slow 3
 	local name
