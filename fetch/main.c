@@ -808,9 +808,7 @@ options(int argc, char *argv[], struct cli *cli)
 static void
 run_dir_open(void)
 {
-	static const char *sub[] = { "slots", "rate", "breaker" };
 	char err[512], *path;
-	size_t i;
 
 	if (files_mkdirs(fo.run_dir, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
@@ -819,12 +817,6 @@ run_dir_open(void)
 	if (!store_shared() && files_check_state(fo.run_dir, control_valid,
 	    err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
-	for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
-		path = rundir_path(fo.run_dir, RUNDIR_STATE, sub[i]);
-		if (files_mkdir(path, err, sizeof(err)) == -1)
-			msg_die(1, "%s", err);
-		free(path);
-	}
 	path = rundir_path(fo.run_dir, RUNDIR_PART, NULL);
 	if (files_mkdir(path, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);

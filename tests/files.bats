@@ -164,6 +164,22 @@ as_other() {
 	[ ! -L "$RD/summary.json" ]
 }
 
+@test "files: a file where a run directory keeps a directory of its own is refused before any stage starts, exit 2, nothing sent" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 2 >"$M"
+	local d
+	for d in state/owners state/slots state/rate state/breaker logs; do
+		rm -rf "$RD"
+		mkdir -p "$RD/state"
+		: >"$RD/$d"
+		run --separate-stderr timeout 20 rfpipe -q --run-dir "$RD" "$M"
+		[ "$status" -eq 2 ]
+		[ "${#stderr_lines[@]}" -eq 1 ]
+		[[ "$stderr" == *"run directory $RD/$d: not a directory" ]]
+	done
+	[ "$(requests_for)" -eq 0 ]
+}
+
 @test "files: a read-only run directory exits 2, as rfpipe(1) says, and does not hang (#24)" {
 	local d
 	d=$(mktemp -d /tmp/rfp-files.XXXXXX)

@@ -199,8 +199,14 @@ files_vet(const char *what, const char *path, int fd, char *err,
 int
 files_mkdirs(const char *rundir, char *err, size_t errlen)
 {
+	/*
+	 * Every directory of a run directory that a stage writes in, made (or
+	 * found wrong: a file there, not ours) by each stage as it starts,
+	 * and by rfpipe's check before any: not by one stage mid-run.
+	 */
 	static const enum rundir_file subs[] = { RUNDIR_STATE, RUNDIR_DOCS,
-	    RUNDIR_LOGS };
+	    RUNDIR_LOGS, RUNDIR_OWNERS, RUNDIR_SLOTS };
+	static const char *const kinds[] = { "rate", "breaker" };
 	char path[4096];
 	size_t i;
 
@@ -209,6 +215,13 @@ files_mkdirs(const char *rundir, char *err, size_t errlen)
 	for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", rundir,
 		    rundir_name(subs[i]));
+		if (mkdir_ours(path, 0, err, errlen) == -1)
+			return -1;
+	}
+	/* The state kept in a file per endpoint (store.c). */
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s/%s", rundir,
+		    rundir_name(RUNDIR_STATE), kinds[i]);
 		if (mkdir_ours(path, 0, err, errlen) == -1)
 			return -1;
 	}
