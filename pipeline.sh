@@ -105,12 +105,14 @@ if [ -z "${RFPIPE_SIGNALS_RESET:-}" ] && [ -r /proc/$$/status ]; then
 	fi
 fi
 
-# dl_word PREFIX: a deadline's value is next in the command line (a later
-# one replaces it, as in the parser; an earlier one, now moot, stays as
-# typed).
+# dl_word PREFIX: a deadline's value is next in the command line.  A later
+# one replaces it, as in the parser: the earlier, now moot, is left out
+# with its option, so that the line holds one deadline ("drop --deadline"
+# drops it).
 dl_word() {
 	if [ -n "$cmd_dl" ]; then
-		cmdline="$cmdline $(quote "$cmd_dl_val")$cmd_rest"
+		[ "$cmd_dl" = : ] && cmdline=${cmdline% --deadline}
+		cmdline="$cmdline$cmd_rest"
 		cmd_rest=
 	fi
 	cmd_dl=:$1 cmd_dl_val=$a

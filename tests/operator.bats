@@ -398,17 +398,25 @@ resume_line() {
 	start_slow 3
 	local t0 at
 	t0=$(date +%s)
-	# --deadline VALUE: the value replaced; an earlier one stays as typed.
-	resume_line --deadline=+1h --deadline +2h
+	# --deadline VALUE: the value replaced; an earlier one, moot, left out.
+	resume_line --deadline=+1h -j 2 --deadline +2h
 	eval "set -- $line"
-	[ "$#" -eq 7 ]
-	[ "$2" = "--deadline=+1h" ]
-	[ "$3" = "--deadline" ]
-	at=${4#@}; at=${at%.*}
+	[ "$#" -eq 8 ]
+	[ "$2" = "-j" ]
+	[ "$3" = 2 ]
+	[ "$4" = "--deadline" ]
+	at=${5#@}; at=${at%.*}
 	[ "$at" -ge $((t0 + 7200)) ]
 	[ "$at" -le $((t0 + 7260)) ]
-	[ "$5" = "--run-dir" ]
-	[ "$7" = "$M" ]
+	[ "$6" = "--run-dir" ]
+	[ "$8" = "$M" ]
+	# The same, each form the other way round.
+	rm -rf "$RUN"
+	resume_line --deadline +1h --deadline=+2h
+	eval "set -- $line"
+	[ "$#" -eq 5 ]
+	case $2 in --deadline=@*) ;; *) false ;; esac
+	[ "$3" = "--run-dir" ]
 	# --deadline=VALUE, with a later option after it.
 	rm -rf "$RUN"
 	resume_line --deadline=+30m -j 2
@@ -434,13 +442,13 @@ resume_line() {
 	[ "$at" -gt "$t0" ]
 	[ "$at" -le $((t0 + 7260)) ]
 	[ "$6" = "$M" ]
-	# An empty last deadline (none): as typed, the earlier one too.
+	# An empty last deadline (none): as typed, the earlier one left out.
 	rm -rf "$RUN"
 	resume_line --deadline +1h --deadline ''
 	eval "set -- $line"
-	[ "$#" -eq 8 ]
-	[ "$3" = "+1h" ]
-	[ "$5" = "" ]
+	[ "$#" -eq 6 ]
+	[ "$2" = "--deadline" ]
+	[ "$3" = "" ]
 	[[ $(cat "$BATS_TEST_TMPDIR/err") != *"parameter not set"* ]]
 }
 
