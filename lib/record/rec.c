@@ -31,6 +31,8 @@ struct rec_reader {
 	int	 bom;		/* a manifest's: skip a BOM before line 1 */
 	int	 eof;
 	long long left;		/* bytes it may still read; -1: no limit */
+	long long got;		/* bytes read, and the newline added at EOF */
+	long long at;		/* where the line last taken starts */
 	int	(*drain)(void *);	/* called before each read, */
 	void	*drain_arg;
 	struct rec_out *flush;	/* ... then this written out */
@@ -66,6 +68,12 @@ rec_reader_limit(struct rec_reader *r, long long n)
 	r->left = n;
 }
 
+long long
+rec_reader_at(const struct rec_reader *r)
+{
+	return r->at;
+}
+
 void
 rec_reader_free(struct rec_reader *r)
 {
@@ -82,6 +90,8 @@ take(struct rec_reader *r, char *nl, char **line, size_t *len, long *lineno)
 	size_t n = (size_t)(nl - (r->buf + r->start));
 	int skipped = r->skipping;
 
+	/* What is dropped of an oversized line, never of the next one. */
+	r->at = r->got - (long long)(r->end - r->start);
 	*nl = '\0';
 	*line = r->buf + r->start;
 	*len = n;
@@ -153,6 +163,7 @@ rec_next(struct rec_reader *r, char **line, size_t *len, long *lineno)
 				return REC_EOF;
 			if (r->end == r->size)
 				r->buf = xrealloc(r->buf, ++r->size);
+			r->got++;
 			return take(r, r->buf + r->end++, line, len, lineno);
 		}
 		if (r->start > 0) {
@@ -176,6 +187,8 @@ rec_next(struct rec_reader *r, char **line, size_t *len, long *lineno)
 		n = want > 0 ? read(r->fd, r->buf + r->end, want) : 0;
 		if (n > 0 && r->left >= 0)
 			r->left -= n;
+		if (n > 0)
+			r->got += n;
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;

@@ -68,6 +68,12 @@ enum rec_rc rec_next(struct rec_reader *r, char **line, size_t *len,
 	    long *lineno);
 /* Read no more than n bytes of its fd from now: what follows is not there. */
 void	rec_reader_limit(struct rec_reader *r, long long n);
+/*
+ * Where the line rec_next last gave starts, in bytes from where the
+ * reader began on its fd (a byte order mark skipped is the line's): for
+ * the line to be read again with pread(2).
+ */
+long long rec_reader_at(const struct rec_reader *r);
 /* Close nothing, free the reader. */
 void	rec_reader_free(struct rec_reader *r);
 

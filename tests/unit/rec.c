@@ -103,6 +103,47 @@ test_basic(void)
 	got_free(&g);
 }
 
+/*
+ * rec_reader_at: each line read again from the file at its offset is the
+ * line, after CR LF, an oversized line, an empty line, with lines cut
+ * across reads (a 64 KiB buffer) and a last line without a newline.
+ */
+static void
+test_at(void)
+{
+	static char buf[200000];
+	struct rec_reader *r;
+	enum rec_rc rc;
+	char *line, back[64];
+	size_t len, n = 0;
+	long lineno, good = 0, bad = 0;
+	int fd, i;
+
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "a\r\n\nbb\n");
+	memset(buf + n, 'x', 40);
+	n += 40;
+	buf[n++] = '\n';
+	for (i = 0; n < sizeof(buf) - 64; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%d\n", i);
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "end");
+	fd = tap_fd_of(buf, n);
+	r = rec_reader_new(fd, 32);
+	while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF) {
+		if (rc != REC_LINE)
+			continue;
+		if (len >= sizeof(back) || pread(fd, back, len,
+		    rec_reader_at(r)) != (ssize_t)len || memcmp(back, line,
+		    len) != 0)
+			bad++;
+		else
+			good++;
+	}
+	rec_reader_free(r);
+	close(fd);
+	is_long(bad, 0, "at: no line read again differs");
+	is_long(good, 4 + i, "at: every line but the oversized one read again");
+}
+
 static void
 test_cap(void)
 {
@@ -744,6 +785,7 @@ main(void)
 	test_put_same();
 	test_basic();
 	test_cap();
+	test_at();
 	test_huge();
 	test_boundaries();
 	test_pipe_chunks();
