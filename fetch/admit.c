@@ -6,8 +6,8 @@
  */
 #include <sys/stat.h>
 
-#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "lib/accounts/filed.h"
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
 #include "lib/record/doc.h"
@@ -22,8 +23,6 @@
 #include "lib/record/fate.h"
 #include "cmd/msg.h"
 #include "lib/record/rec.h"
-#include "lib/state/rundir.h"
-#include "lib/state/files.h"
 #include "lib/base/x.h"
 #include "fetch/fetch.h"
 
@@ -34,32 +33,21 @@ static struct {
 	int		 in_eof;
 	int		 sink_seen;	/* rfp-sink said hello */
 	int		 sink_gone;	/* ... and later closed the FIFO */
-	int		 retry_dead;
 	json_t		*seen;		/* id -> the manifest line first with it */
 	json_t		*idem;		/* submissions' keys -> id, line */
-	json_t		*done;		/* ids already filed: true; false when
-					 * only cut by a deadline (resume) */
-	json_t		*keys;		/* line keys of letters filed (resume) */
+	struct filed	*filed;		/* what the run directory has
+					 * filed (resume), or NULL */
+	int		 retry_dead;	/* a dead letter files nothing */
 	json_t		*held;		/* id -> the live pipeline it was left to */
-	json_t		*dead;		/* --retry-dead: id -> true when only cut
-					 * by a deadline, false when dead */
 	json_t		*nth;		/* line hash -> keyed lines with it */
-	off_t		 done_size[2];	/* ... the sizes of the files read */
 	long		 lines;		/* the manifest's lines, when a file */
 	long		 lineno;	/* ... and the last read */
 	struct admit_counts n;
 } A = { .fd_fifo = -1 };
 static const struct fopts *fo;	/* set by admit_open */
 
-/* The files that say an id is done: dead.ndjson but with --retry-dead. */
-static const enum rundir_file done_files[] = { RUNDIR_RESULTS, RUNDIR_DEAD };
-#define ndone()	(A.retry_dead ? 1 : 2)
-
 static int held(const char *, long);
-static int cut_only(const json_t *, int);
 static void load_done(void);
-static void dead_seen(const json_t *);
-static int done_grew(void);
 
 
 /*
@@ -157,7 +145,7 @@ line_key(json_t *rec, const char *line, size_t len)
 	n = json_integer_value(json_object_get(A.nth, hex)) + 1;
 	json_object_set_new(A.nth, hex, json_integer(n));
 	snprintf(key, sizeof(key), "%s.%lld", hex, (long long)n);
-	if (A.keys != NULL && json_object_get(A.keys, key) != NULL) {
+	if (A.filed != NULL && !A.retry_dead && filed_keyed(A.filed, key)) {
 		A.n.skipped++;
 		json_decref(rec);
 		return 1;
@@ -174,8 +162,8 @@ line_key(json_t *rec, const char *line, size_t len)
 static int
 filed(const char *id)
 {
-	return id != NULL && A.done != NULL &&
-	    json_is_true(json_object_get(A.done, id));
+	return A.filed != NULL && filed_as(A.filed, id) >=
+	    (A.retry_dead ? FILED_DONE : FILED_DEAD);
 }
 
 /*
@@ -239,7 +227,7 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 {
 	char err[300];
 	const char *id;
-	json_t *rec, *big, *was;
+	json_t *rec, *big;
 	int h;
 
 	if (rrc == REC_TOOLONG) {
@@ -307,11 +295,10 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 		return;
 	}
 	A.n.admitted++;
-	if (A.done != NULL && json_is_false(json_object_get(A.done, id)))
+	if (A.filed != NULL && filed_as(A.filed, id) == FILED_CUT)
 		A.n.resumed_cut++;
-	else if ((was = json_object_get(A.dead, id)) != NULL)
-		*(json_is_true(was) ? &A.n.resumed_cut : &A.n.retried_dead) +=
-		    1;
+	else if (A.filed != NULL && filed_as(A.filed, id) == FILED_DEAD)
+		A.n.retried_dead++;	/* --retry-dead */
 	if (admit_wait(rec, &fo->conf, fo->deadline, err, sizeof(err)) == -1 ||
 	    xfer_admissible(rec, err, sizeof(err)) == -1 ||
 	    admit_key(rec, id, lineno, err, sizeof(err)) == -1) {
@@ -420,138 +407,39 @@ held(const char *id, long lineno)
 	 * (a stat each), never on a timer: an id met a moment after another
 	 * pipeline filed it must not be fetched again.
 	 */
-	if (rc == 2 && A.done != NULL && done_grew()) {
-		json_decref(A.done);
+	if (rc == 2 && A.filed != NULL && filed_changed(A.filed)) {
 		load_done();
 		return filed(id) ? 2 : 0;
 	}
 	return 0;
 }
 
+/* A line of results.ndjson or dead.ndjson that says nothing filed. */
+static void
+passed_over(const char *path, long lineno, int torn, void *arg)
+{
+	(void)arg;
+	if (torn)
+		msg_warn("%s:%ld: torn last line, its document will be "
+		    "fetched again", path, lineno);
+	else
+		msg_warn("%s:%ld: unreadable record, its document will be "
+		    "fetched again", path, lineno);
+}
+
 /*
- * Ids already in results.ndjson (and dead.ndjson unless --retry-dead),
- * and the line keys of dead.ndjson's letters (see line_key).
+ * What the run directory has filed, read again for what was added since:
+ * the ids in results.ndjson and dead.ndjson, and the line keys of
+ * dead.ndjson's letters (see line_key).  With --retry-dead a dead letter
+ * files nothing (filed): it says what is taken up again.
  */
 static void
 load_done(void)
 {
-	struct rec_reader *r;
-	char *path, *line, err[64];
-	size_t len;
-	long lineno;
-	json_t *rec;
-	struct stat st;
-	off_t end;
-	int i, fd, rc;
+	char err[PATH_MAX + 128];
 
-	A.done = json_object();
-	json_decref(A.keys);
-	A.keys = json_object();
-	json_decref(A.dead);
-	A.dead = json_object();
-	A.done_size[0] = A.done_size[1] = 0;
-	/* With --retry-dead, dead.ndjson only says what is taken up again. */
-	for (i = 0; i < 2; i++) {
-		path = rundir_path(fo->run_dir, done_files[i], NULL);
-		if ((fd = files_open(path, O_RDONLY, 0)) == -1) {
-			if (errno != ENOENT)
-				msg_diesys(1, "open %s", path);
-			free(path);
-			continue;
-		}
-		if (fstat(fd, &st) == -1 || (end = files_whole_end(fd)) == -1)
-			msg_diesys(1, "read %s", path);
-		A.done_size[i] = st.st_size;
-		r = rec_reader_new(fd, REC_STREAM_MAX);
-		/*
-		 * A torn last line (a crash mid-write) is never a whole
-		 * record, though it may parse: rfp-sink cuts it, and its
-		 * document is fetched again, never taken for filed.
-		 */
-		if (end < st.st_size)
-			rec_reader_limit(r, end);
-		lineno = 0;
-		while ((rc = rec_next(r, &line, &len, &lineno)) != REC_EOF &&
-		    rc != REC_ERR) {
-			if (rc != REC_LINE)
-				continue;
-			if ((rec = rec_parse(line, len, err, sizeof(err))) ==
-			    NULL) {
-				/* Torn and ended by an older rfp-sink. */
-				msg_warn("%s:%ld: unreadable record, its "
-				    "document will be fetched again", path,
-				    lineno);
-				continue;
-			}
-			if (i >= ndone())
-				dead_seen(rec);
-			/* A result is never a letter, whatever it holds. */
-			else if (done_files[i] == RUNDIR_DEAD &&
-			    rec_str(rec, REC_LINE_KEY) != NULL)
-				json_object_set_new(A.keys, rec_str(rec,
-				    REC_LINE_KEY), json_true());
-			else if (rec_str(rec, "id") != NULL)
-				json_object_set_new(A.done, rec_str(rec, "id"),
-				    json_boolean(!cut_only(rec, i)));
-			json_decref(rec);
-		}
-		if (end < st.st_size)
-			msg_warn("%s:%ld: torn last line, its document will be "
-			    "fetched again", path, lineno + 1);
-		rec_reader_free(r);
-		close(fd);
-		free(path);
-	}
-}
-
-/*
- * Whether rec, a line of done_files[i], is a deadline cut and no letter
- * read before it of its id says more (a result, another dead reason).
- */
-static int
-cut_only(const json_t *rec, int i)
-{
-	const char *why = rec_str(rec, "dead_reason");
-	json_t *was = json_object_get(A.done, rec_str(rec, "id"));
-
-	return done_files[i] == RUNDIR_DEAD && why != NULL &&
-	    fate_reason_of(why) == FATE_DEADLINE_CUT && !json_is_true(was);
-}
-
-/*
- * rec, a letter of dead.ndjson under --retry-dead: its id's documents
- * are taken up again, counted as cut by a deadline only when every letter
- * of it says so, and not at all when it has a result.
- */
-static void
-dead_seen(const json_t *rec)
-{
-	const char *id = rec_str(rec, "id"), *why = rec_str(rec,
-	    "dead_reason");
-	json_t *was;
-
-	if (id == NULL || json_is_true(json_object_get(A.done, id)))
-		return;
-	was = json_object_get(A.dead, id);
-	json_object_set_new(A.dead, id, json_boolean((was == NULL ||
-	    json_is_true(was)) && why != NULL &&
-	    fate_reason_of(why) == FATE_DEADLINE_CUT));
-}
-
-/* Whether the files load_done read have grown since. */
-static int
-done_grew(void)
-{
-	struct stat st;
-	char *path;
-	int i, grew = 0;
-
-	for (i = 0; i < ndone() && !grew; i++) {
-		path = rundir_path(fo->run_dir, done_files[i], NULL);
-		grew = stat(path, &st) == 0 && st.st_size != A.done_size[i];
-		free(path);
-	}
-	return grew;
+	if (filed_read(A.filed, passed_over, NULL, err, sizeof(err)) == -1)
+		msg_die(1, "%s", err);
 }
 
 /*
@@ -603,13 +491,15 @@ admit_open(const struct fopts *o, const char *fifo, int resume,
 
 	fo = o;
 	A.fifo = fifo;
-	A.retry_dead = retry_dead;
 	A.seen = json_object();
 	A.idem = json_object();
 	A.nth = json_object();
 	A.held = json_object();
-	if (resume || retry_dead)
+	A.retry_dead = retry_dead;
+	if (resume || retry_dead) {
+		A.filed = filed_new(fo->run_dir, 0);
 		load_done();
+	}
 	A.in = rec_reader_new(STDIN_FILENO, 0);
 	A.lines = count_lines(STDIN_FILENO);
 	if (fifo != NULL) {
@@ -685,7 +575,7 @@ admit_counts(struct admit_counts *n)
  * The ids left to a live pipeline that it has filed since: filed, not
  * held, when the counts are read at the end.  Of several pipelines on one
  * run directory, the one that ends last finds every id filed, and its
- * run is done, not waiting on the others.  Read when the files grew.
+ * run is done, not waiting on the others.  Read when the files changed.
  */
 void
 admit_settle(void)
@@ -694,10 +584,12 @@ admit_settle(void)
 	json_t *who;
 	void *tmp;
 
-	if (fo->run_dir == NULL || json_object_size(A.held) == 0 ||
-	    (A.done != NULL && !done_grew()))
+	if (fo->run_dir == NULL || json_object_size(A.held) == 0)
 		return;
-	json_decref(A.done);
+	if (A.filed == NULL)
+		A.filed = filed_new(fo->run_dir, 0);
+	else if (!filed_changed(A.filed))
+		return;
 	load_done();
 	json_object_foreach_safe(A.held, tmp, id, who) {
 		if (!filed(id))
@@ -717,13 +609,12 @@ admit_close(void)
 	if (A.fd_fifo != -1)
 		close(A.fd_fifo);
 	json_decref(A.seen);
-	json_decref(A.done);
-	json_decref(A.keys);
 	json_decref(A.held);
-	json_decref(A.dead);
+	filed_free(A.filed);
 	json_decref(A.nth);
 	json_decref(A.idem);
 	A.in = A.back = NULL;
 	A.fd_fifo = -1;
-	A.seen = A.done = A.keys = A.nth = A.idem = NULL;
+	A.filed = NULL;
+	A.seen = A.nth = A.idem = A.held = NULL;
 }
