@@ -480,7 +480,8 @@ fetch() {
 	if [ -n "$queue" ]; then
 		{
 			rfp-queue --state="$queue" --owner="$owner" $batch_opt \
-			    $lease_opt $verbose pull
+			    $lease_opt --run-dir="$run_dir" $retry_dead \
+			    $verbose pull
 			note rfp-queue $?
 		} | rfp-fetch --from-queue "$@" &
 	else

@@ -9,9 +9,12 @@
  * pull claims records with FOR UPDATE SKIP LOCKED (queued ones, and those
  * whose claimant's lease ran out), at most --batch held at a time, and
  * writes them to stdout as a manifest for rfp-fetch; it claims again when
- * file notifies it that some were filed.  While it runs it renews the
- * lease of what it holds, so only a dead or stalled host's records are
- * claimed again.  It ends when nothing in the queue is left to do.
+ * file notifies it that some were filed.  A record whose id --run-dir has
+ * filed already it files itself, as file would, with the run directory's
+ * record: rfp-fetch would skip it, and nothing would ever file it.  While
+ * it runs it renews the lease of what it holds, so only a dead or stalled
+ * host's records are claimed again.  It ends when nothing in the queue is
+ * left to do.
  * file passes records through untouched; each one with fate done or dead
  * is recorded in rfp_results and its queue row closed, a group at a time,
  * while the claim of --owner on the row stands.
@@ -37,6 +40,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "lib/accounts/filed.h"
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
 #include "lib/record/fate.h"
@@ -53,7 +57,8 @@
 
 static const char usage[] =
     "usage: rfp-queue [-hv] [--batch N] [--config FILE] [--lease S]\n"
-    "                 [--owner NAME] [--state URL] [--version]\n"
+    "                 [--owner NAME] [--retry-dead] [--run-dir DIR]\n"
+    "                 [--state URL] [--version]\n"
     "                 load|pull|file|count|summary\n";
 
 /*
@@ -67,6 +72,8 @@ static struct opts {
 	long	 batch;
 	double	 lease;		/* real seconds */
 	char	*owner;
+	const char *run_dir;	/* pull: what it filed is not handed on */
+	int	 retry_dead;	/* ... but for its dead letters */
 } opts;
 
 /* Run sql or die 1 with the server's word. */
@@ -228,7 +235,7 @@ static const char q_claim[] =
     "ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED) "
     "UPDATE rfp_queue SET status = 'claimed', owner = $1, lease_until = "
     "now() + $2::float8 * interval '1 second', claims = claims + 1 WHERE "
-    "id = ANY (ARRAY(SELECT id FROM n)) RETURNING rec::text";
+    "id = ANY (ARRAY(SELECT id FROM n)) RETURNING id, rec::text";
 static const char q_sweep[] =
     "WITH e AS (SELECT id, seq FROM rfp_queue WHERE status = 'claimed' AND "
     "lease_until < now() AND owner <> $1 ORDER BY seq LIMIT $3::int FOR "
@@ -237,7 +244,7 @@ static const char q_sweep[] =
     "UPDATE rfp_queue SET status = 'claimed', owner = $1, lease_until = "
     "now() + $2::float8 * interval '1 second', claims = claims + 1 WHERE id "
     "= ANY (ARRAY(SELECT id FROM (SELECT * FROM e UNION ALL SELECT * FROM "
-    "n) x ORDER BY seq LIMIT $3::int)) RETURNING rec::text";
+    "n) x ORDER BY seq LIMIT $3::int)) RETURNING id, rec::text";
 static const char q_renew[] =
     "UPDATE rfp_queue SET lease_until = now() + $2::float8 * interval "
     "'1 second' WHERE status = 'claimed' AND owner = $1";
@@ -246,8 +253,18 @@ static const char q_left[] =
     "('queued', 'claimed') LIMIT 1) x";
 
 static long held;	/* pull: records claimed and not yet filed */
+static struct filed *run_filed;	/* pull: what --run-dir has filed */
 
-/* A notification from file: what it closed of ours is no longer held. */
+static int file_flush(void *);
+static int grp_put(const char *, const char *, const char *, const char *,
+    size_t, long);
+static void grp_open(void);
+static void grp_close(void);
+
+/*
+ * A notification from file (or from pull, filing what the run directory
+ * had filed): what it closed of ours is no longer held.
+ */
 static void
 filed(const char *channel, const char *payload, void *arg)
 {
@@ -260,11 +277,58 @@ filed(const char *channel, const char *payload, void *arg)
 		held = n < held ? held - n : 0;
 }
 
+/*
+ * Read what the run directory has filed since the last read.  Nothing is
+ * said of a line passed over: rfp-fetch, reading the same files, says it.
+ */
+static void
+read_filed(void)
+{
+	char err[PATH_MAX + 128];
+
+	if (filed_read(run_filed, NULL, NULL, err, sizeof(err)) == -1)
+		msg_die(1, "%s", err);
+}
+
+/*
+ * Whether the record of id, claimed, is one the run directory has filed:
+ * then it joins the group to be filed, with the run directory's record,
+ * as file would file it, and is not written for rfp-fetch, which would
+ * skip it as filed, so that nothing would ever file it in the queue and
+ * pull would renew its lease for ever.
+ */
+static int
+filed_here(const char *id)
+{
+	enum filed_as as = filed_as(run_filed, id);
+	char *text, err[64];
+	json_t *rec;
+	size_t len;
+
+	if (as < FILED_DEAD || (text = filed_record(run_filed, id, &len)) ==
+	    NULL)
+		return 0;
+	rec = rec_parse(text, len, err, sizeof(err));
+	/* Line 0: it comes from no line of standard input (file_flush). */
+	(void)grp_put(id, fate_name(as == FILED_DONE ? FATE_DONE : FATE_DEAD),
+	    as == FILED_DEAD ? rec_str(rec, "dead_reason") : NULL, text, len,
+	    0);
+	json_decref(rec);
+	free(text);
+	return 1;
+}
+
+/*
+ * Claim, write what was claimed for rfp-fetch and file what the run
+ * directory has filed already; how many were claimed.  Those filed here
+ * are held, as any, until file's notification (this one's own, in the
+ * same session) says they are closed.
+ */
 static long
 claim(const char *const *p, int sweep)
 {
 	PGresult *r;
-	long i, n;
+	long i, n, here = 0;
 	char *buf = NULL, err[512];
 	size_t len = 0, cap = 0, l;
 
@@ -272,22 +336,32 @@ claim(const char *const *p, int sweep)
 	    q_claim, 3, p, PGRES_TUPLES_OK, err, sizeof(err))) == NULL)
 		msg_die(1, "%s", err);
 	n = PQntuples(r);
+	if (n > 0 && run_filed != NULL && filed_changed(run_filed))
+		read_filed();
 	for (i = 0; i < n; i++) {
-		l = strlen(PQgetvalue(r, (int)i, 0));
+		if (run_filed != NULL && filed_here(PQgetvalue(r, (int)i, 0))) {
+			here++;
+			continue;
+		}
+		l = strlen(PQgetvalue(r, (int)i, 1));
 		if (len + l + 1 > cap) {
 			cap = (len + l + 1) * 2;
 			buf = xrealloc(buf, cap);
 		}
-		memcpy(buf + len, PQgetvalue(r, (int)i, 0), l);
+		memcpy(buf + len, PQgetvalue(r, (int)i, 1), l);
 		len += l;
 		buf[len++] = '\n';
 	}
 	PQclear(r);
-	if (n > 0 && rec_write_all(STDOUT_FILENO, buf, len) == -1)
+	if (here > 0) {
+		msg_debug("claimed %ld records, %ld of them filed in the run "
+		    "directory", n, here);
+		(void)file_flush(NULL);
+	} else if (n > 0)
+		msg_debug("claimed %ld records", n);
+	if (len > 0 && rec_write_all(STDOUT_FILENO, buf, len) == -1)
 		msg_diesys(1, "write stdout");
 	free(buf);
-	if (n > 0)
-		msg_debug("claimed %ld records", n);
 	return n;
 }
 
@@ -314,6 +388,11 @@ pull(void)
 	 */
 	PQclear(q("SET synchronous_commit = off", 0, NULL, PGRES_COMMAND_OK));
 	PQclear(q("LISTEN " CHANNEL, 0, NULL, PGRES_COMMAND_OK));
+	if (opts.run_dir != NULL) {
+		run_filed = filed_new(opts.run_dir, opts.retry_dead);
+		read_filed();
+		grp_open();
+	}
 	for (;;) {
 		if (clk_mono() >= renew) {
 			/* Also corrects held: a row taken over is not ours. */
@@ -332,7 +411,7 @@ pull(void)
 			held += n = claim(p, swept);
 		}
 		if (n == 0 && held == 0 && q_long(q_left, 0, NULL) == 0)
-			return;
+			break;
 		/*
 		 * pull writes only when it claims, and it claims only when
 		 * file says records were filed: with rfp-fetch gone (stopped
@@ -350,6 +429,10 @@ pull(void)
 			    "and not filed go back to the queue when their "
 			    "lease runs out", held);
 	}
+	if (run_filed != NULL)
+		grp_close();
+	filed_free(run_filed);
+	run_filed = NULL;
 }
 
 /*
@@ -418,11 +501,27 @@ grp_str(const char *s)
 	json_decref(j);
 }
 
+static void
+grp_open(void)
+{
+	grp_add("[", 1);
+	grp.ids = json_object();
+}
+
+static void
+grp_close(void)
+{
+	free(grp.text);
+	json_decref(grp.ids);
+	memset(&grp, 0, sizeof(grp));
+}
+
 static int
 file_flush(void *arg)
 {
-	const char *p[2];
+	const char *p[2], *why;
 	json_t *refused, *v;
+	json_int_t line;
 	PGresult *r;
 	size_t i;
 	char err[512];
@@ -440,17 +539,57 @@ file_flush(void *arg)
 	    sizeof(err))) == NULL)
 		msg_die(1, "%s", err);
 	refused = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
-	json_array_foreach(refused, i, v)
-		msg_line(json_integer_value(json_array_get(v, 0)), "\"%s\": "
-		    "%s; not filed", json_string_value(json_array_get(v, 1)),
-		    json_is_true(json_array_get(v, 2)) ?
-		    "claimed by another host since" : "not in the queue");
+	json_array_foreach(refused, i, v) {
+		line = json_integer_value(json_array_get(v, 0));
+		why = json_is_true(json_array_get(v, 2)) ?
+		    "claimed by another host since" : "not in the queue";
+		/* Line 0: pull's, from the run directory. */
+		if (line > 0)
+			msg_line(line, "\"%s\": %s; not filed",
+			    json_string_value(json_array_get(v, 1)), why);
+		else
+			msg_warn("pull: \"%s\": %s; not filed",
+			    json_string_value(json_array_get(v, 1)), why);
+	}
 	json_decref(refused);
 	PQclear(r);
 	msg_debug("filed %ld records", grp.n);
 	grp.len = 1;		/* "[" */
 	grp.n = 0;
 	json_object_clear(grp.ids);
+	return 0;
+}
+
+/*
+ * Add to the group the filing of id with its fate, dead_reason (or NULL)
+ * and the text of its record (n bytes, no newline), from line lineno of
+ * standard input.  The group is filed before when it holds id already,
+ * and after when it is full.  0, or -1 when rfp-sink's side could not be
+ * written.
+ */
+static int
+grp_put(const char *id, const char *fate, const char *why, const char *t,
+    size_t n, long lineno)
+{
+	char num[48];
+
+	if (json_object_get(grp.ids, id) != NULL && file_flush(NULL) == -1)
+		return -1;
+	if (grp.n++ > 0)
+		grp_add(",", 1);
+	grp_add("{\"id\":", 6);
+	grp_str(id);
+	grp_add(",\"fate\":", 8);
+	grp_str(fate);
+	grp_add(",\"dead_reason\":", 15);
+	grp_str(why);
+	grp_add(",\"rec\":", 7);
+	grp_add(t, n);
+	grp_add(num, (size_t)snprintf(num, sizeof(num), ",\"line\":%ld}",
+	    lineno));
+	json_object_set_new(grp.ids, id, json_true());
+	if (grp.n >= GROUP_MAX && file_flush(NULL) == -1)
+		return -1;
 	return 0;
 }
 
@@ -463,34 +602,17 @@ static int
 file1(struct view *v, long lineno, struct rec_out *out, void *arg)
 {
 	const char *fate = view_str(v, "fate"), *id = view_str(v, "id"), *t;
-	char num[48];
 	size_t n;
 
+	(void)arg;
 	grp.out = out;
 	if (id == NULL || (fate_of(fate) != FATE_DONE &&
 	    fate_of(fate) != FATE_DEAD))
 		return 0;
-	if (json_object_get(grp.ids, id) != NULL &&
-	    file_flush(arg) == -1)
-		return -1;
 	if ((t = view_text(v, &n)) == NULL)
 		return -1;
-	if (grp.n++ > 0)
-		grp_add(",", 1);
-	grp_add("{\"id\":", 6);
-	grp_str(id);
-	grp_add(",\"fate\":", 8);
-	grp_str(fate);
-	grp_add(",\"dead_reason\":", 15);
-	grp_str(view_str(v, "dead_reason"));
-	grp_add(",\"rec\":", 7);
-	grp_add(t, n - 1);	/* without its newline */
-	grp_add(num, (size_t)snprintf(num, sizeof(num), ",\"line\":%ld}",
-	    lineno));
-	json_object_set_new(grp.ids, id, json_true());
-	if (grp.n >= GROUP_MAX && file_flush(arg) == -1)
-		return -1;
-	return 0;
+	/* Without its newline. */
+	return grp_put(id, fate, view_str(v, "dead_reason"), t, n - 1, lineno);
 }
 
 static void
@@ -506,16 +628,14 @@ file(void)
 	 * not sent again, as the ledger's entries are committed durably.
 	 */
 	PQclear(q("SET synchronous_commit = off", 0, NULL, PGRES_COMMAND_OK));
-	grp_add("[", 1);
-	grp.ids = json_object();
+	grp_open();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	rc = loop_run(PROG, STDIN_FILENO, STDOUT_FILENO, &h, file1,
 	    NULL);
 	grp.out = NULL;
 	if (rc == -1 || file_flush(NULL) == -1)
 		msg_die(1, "stopped: output is incomplete");
-	free(grp.text);
-	json_decref(grp.ids);
+	grp_close();
 }
 
 /* sql returns (name, count) rows: an object of them. */
@@ -592,6 +712,8 @@ main(int argc, char *argv[])
 		{ "help", no_argument, NULL, 'h' },
 		{ "lease", required_argument, NULL, 'l' },
 		{ "owner", required_argument, NULL, 'o' },
+		{ "retry-dead", no_argument, NULL, 'R' },
+		{ "run-dir", required_argument, NULL, 'r' },
 		{ "state", required_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
@@ -620,6 +742,12 @@ main(int argc, char *argv[])
 		case 'o':
 			owner = optarg;
 			break;
+		case 'R':
+			opts.retry_dead = 1;
+			break;
+		case 'r':
+			opts.run_dir = optarg;
+			break;
 		case 'S':
 			state = opt_state(optarg);
 			break;
@@ -635,6 +763,8 @@ main(int argc, char *argv[])
 		msg_warn("unexpected argument \"%s\"", argv[argc - 1]);
 		opt_usage(usage);
 	}
+	if (opts.retry_dead && opts.run_dir == NULL)
+		msg_die(2, "option --retry-dead: needs --run-dir");
 	cmd = argv[optind];
 	if (strcmp(cmd, "load") && strcmp(cmd, "pull") && strcmp(cmd,
 	    "file") && strcmp(cmd, "count") && strcmp(cmd, "summary")) {

@@ -506,6 +506,97 @@ filed() {
 	echo "$output" | jq -e '.total == 1 and .done == 1 and .refiled == 1 and (.reconciled | not) and .dead_reasons == {}'
 }
 
+@test "queue: pull --run-dir files what the run directory has filed, as file would, and hands on the rest" {
+	load_unserved 6
+	mkdir "$BATS_TEST_TMPDIR/r"
+	# d1 done and d2 dead there; d3 cut by a deadline alone, d4 a
+	# line's letter (keyed), d5 on a torn last line and d6 nowhere:
+	# not filed, for rfp-fetch.  An unreadable line is passed over.
+	printf '%s\n' '{"id":"d1","fate":"done","status":200,"n":1e5}' '{oops' \
+	    >"$BATS_TEST_TMPDIR/r/results.ndjson"
+	printf '%s\n' '{"id":"d2","fate":"dead","dead_reason":"permanent","status":404}' \
+	    '{"id":"d3","fate":"dead","dead_reason":"deadline_cut"}' \
+	    '{"id":"d4","fate":"dead","dead_reason":"bad_input","line_key":"0123456789abcdef.1"}' \
+	    >"$BATS_TEST_TMPDIR/r/dead.ndjson"
+	printf '{"id":"d5","fate":"dead","dead_reason":"permanent"}' >>"$BATS_TEST_TMPDIR/r/dead.ndjson"
+	timeout 30 rfp-queue --state "$URL" --owner A --lease 3600 \
+	    --run-dir "$BATS_TEST_TMPDIR/r" pull >"$BATS_TEST_TMPDIR/out" \
+	    2>"$BATS_TEST_TMPDIR/err" &
+	p=$!
+	out_reaches 4
+	[ "$(jq -r .id "$BATS_TEST_TMPDIR/out" | paste -sd ' ')" = "d3 d4 d5 d6" ]
+	[ "$(sql "SELECT id || ' ' || fate || ' ' || coalesce(dead_reason, '-') || ' ' || owner FROM rfp_results ORDER BY id" | paste -sd ,)" = \
+	    "d1 done - A,d2 dead permanent A" ]
+	[ "$(sql "SELECT rec::text FROM rfp_results WHERE id = 'd1'" | jq -S -c .)" = '{"fate":"done","id":"d1","n":100000,"status":200}' ]
+	[ "$(sql "SELECT rec->>'status' FROM rfp_results WHERE id = 'd2'")" = 404 ]
+	# What rfp-fetch finishes, file files; then pull ends with the queue.
+	jq -c '. + {fate: "done"}' "$BATS_TEST_TMPDIR/out" |
+	    rfp-queue --state "$URL" --owner A file >/dev/null
+	wait "$p"
+	[ ! -s "$BATS_TEST_TMPDIR/err" ] || fail "pull said: $(cat "$BATS_TEST_TMPDIR/err")"
+	run -0 rfp-queue --state "$URL" summary
+	echo "$output" | jq -e '.total == 6 and .done == 5 and .dead == 1 and .refiled == 0 and .reconciled and .hosts == {"A": 6}'
+}
+
+@test "queue: pull --retry-dead hands on what the run directory dead-lettered; a run directory not there has filed nothing" {
+	load_unserved 3
+	mkdir "$BATS_TEST_TMPDIR/r"
+	printf '{"id":"d1","fate":"done"}\n' >"$BATS_TEST_TMPDIR/r/results.ndjson"
+	printf '{"id":"d2","fate":"dead","dead_reason":"permanent"}\n' >"$BATS_TEST_TMPDIR/r/dead.ndjson"
+	run -124 timeout 2 rfp-queue --state "$URL" --owner A --lease 3600 \
+	    --run-dir "$BATS_TEST_TMPDIR/r" --retry-dead pull
+	[ "$(jq -r .id <<<"$output" | paste -sd ' ')" = "d2 d3" ]
+	[ "$(sql "SELECT id || ' ' || fate FROM rfp_results")" = "d1 done" ]
+	sql "UPDATE rfp_queue SET status = 'queued', owner = NULL, lease_until = NULL WHERE id <> 'd1'"
+	run -124 timeout 2 rfp-queue --state "$URL" --owner B --lease 3600 \
+	    --run-dir "$BATS_TEST_TMPDIR/nowhere" pull
+	[ "$(jq -r .id <<<"$output" | paste -sd ' ')" = "d2 d3" ]
+	run -2 --separate-stderr rfp-queue --state "$URL" --retry-dead pull
+	[ "$stderr" = 'rfp-queue: option --retry-dead: needs --run-dir' ]
+}
+
+@test "pipeline --queue: an id its run directory has filed is closed in the queue from there, not fetched again, and the run ends" {
+	local i
+	mock_start "$FIX/pg/hosts.yaml"
+	# q1 done by a run without the queue; then q1, q2 and q3 through it.
+	printf '{"id":"q1","url":"%s/nih/q1"}\n' "$MOCK_URL" >"$BATS_TEST_TMPDIR/q1"
+	run -0 timeout -k 5 60 "$ROOT/pipeline.sh" -q --run-dir "$BATS_TEST_TMPDIR/qr" "$BATS_TEST_TMPDIR/q1"
+	for i in 1 2 3; do
+		printf '{"id":"q%d","url":"%s/nih/q%d"}\n' "$i" "$MOCK_URL" "$i"
+	done >"$BATS_TEST_TMPDIR/q"
+	# Before, rfp-fetch skipped q1 as filed, nothing filed it in the
+	# queue, and pull renewed its lease for ever: timeout's 124.
+	run -0 --separate-stderr timeout -k 5 20 "$ROOT/pipeline.sh" -q --queue "$URL" \
+	    --lease 5 --run-dir "$BATS_TEST_TMPDIR/qr" "$BATS_TEST_TMPDIR/q"
+	run -0 rfp-queue --state "$URL" summary
+	echo "$output" | jq -e '.total == 3 and .done == 3 and .dead == 0 and .queued == 0 and .claimed == 0 and .refiled == 0 and .reconciled'
+	[ "$(jq -r .id "$BATS_TEST_TMPDIR/qr/results.ndjson" | sort | paste -sd ' ')" = "q1 q2 q3" ]
+	[ ! -s "$BATS_TEST_TMPDIR/qr/dead.ndjson" ]
+	[ "$(requests_for /nih/q1)" -eq 1 ]
+	[ "$(requests_for /nih/q2)" -eq 1 ]
+	[ "$(requests_for /nih/q3)" -eq 1 ]
+	# What rfp_results holds of q1 is the run directory's record of it.
+	[ "$(sql "SELECT rec::text FROM rfp_results WHERE id = 'q1'" | jq -S -c .)" = \
+	    "$(jq -S -c 'select(.id == "q1")' "$BATS_TEST_TMPDIR/qr/results.ndjson")" ]
+	[ "$(sql "SELECT count(DISTINCT owner) FROM rfp_results")" -eq 1 ]
+}
+
+@test "pipeline --queue --retry-dead: an id its run directory dead-lettered is fetched again, one it holds a result of is not" {
+	mock_start "$FIX/pg/hosts.yaml"
+	# q1 503 once, then 200: dead after one attempt the first time.
+	printf '{"id":"q1","url":"%s/nih/flaky/q1"}\n{"id":"q2","url":"%s/nih/q2"}\n' \
+	    "$MOCK_URL" "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
+	run -3 timeout -k 5 60 "$ROOT/pipeline.sh" -q --max-attempts 1 \
+	    --run-dir "$BATS_TEST_TMPDIR/qr" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -r .id "$BATS_TEST_TMPDIR/qr/dead.ndjson")" = q1 ]
+	run -0 --separate-stderr timeout -k 5 20 "$ROOT/pipeline.sh" -q --queue "$URL" \
+	    --lease 5 --retry-dead --run-dir "$BATS_TEST_TMPDIR/qr" "$BATS_TEST_TMPDIR/m"
+	[ "$(requests_for /nih/flaky/q1)" -eq 2 ]
+	[ "$(requests_for /nih/q2)" -eq 1 ]
+	[ "$(sql "SELECT id || ' ' || fate FROM rfp_results ORDER BY id" | paste -sd ,)" = "q1 done,q2 done" ]
+	[ "$(jq -r .id "$BATS_TEST_TMPDIR/qr/results.ndjson" | sort | paste -sd ' ')" = "q1 q2" ]
+}
+
 # wait_for FILE PATTERN: at most 10 s for a line matching PATTERN in FILE.
 wait_for() {
 	local i

@@ -276,7 +276,7 @@ dead_count() {
 	[ ! -e "$RUN" ]
 }
 
-@test "pipeline --queue: --batch and --lease reach rfp-queue pull" {
+@test "pipeline --queue: --batch, --lease, the run directory and --retry-dead reach rfp-queue pull" {
 	# A stand-in rfp-queue that logs its arguments and holds an empty queue.
 	mkdir "$BATS_TEST_TMPDIR/stub"
 	cat >"$BATS_TEST_TMPDIR/stub/rfp-queue" <<-EOF
@@ -291,9 +291,16 @@ dead_count() {
 	chmod +x "$BATS_TEST_TMPDIR/stub/rfp-queue"
 	PATH="$BATS_TEST_TMPDIR/stub:$PATH" run pipeline.sh -q --run-dir "$RUN" \
 	    --queue postgresql:///stub --batch 3 --lease 2m
-	grep -qx -- '--state=postgresql:///stub --owner=.* --batch=3 --lease=2m pull' \
-	    "$BATS_TEST_TMPDIR/queue.args"
+	line=$(grep -- ' pull$' "$BATS_TEST_TMPDIR/queue.args")
+	[[ $line == "--state=postgresql:///stub --owner="*" --batch=3 --lease=2m --run-dir=$RUN pull" ]] ||
+	    fail "pull's arguments: $line"
 	grep -qx -- '--batch=3 --lease=2m --help' "$BATS_TEST_TMPDIR/queue.args"
+	rm "$BATS_TEST_TMPDIR/queue.args"
+	PATH="$BATS_TEST_TMPDIR/stub:$PATH" run pipeline.sh -q --run-dir "$RUN" \
+	    --queue postgresql:///stub --retry-dead
+	line=$(grep -- ' pull$' "$BATS_TEST_TMPDIR/queue.args")
+	[[ $line == "--state=postgresql:///stub --owner="*" --run-dir=$RUN --retry-dead pull" ]] ||
+	    fail "pull's arguments: $line"
 }
 
 @test "pipeline: transfers in flight at the deadline are cut and every unfinished document is deadline_cut" {
