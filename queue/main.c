@@ -4,8 +4,10 @@
  *
  * load reads a manifest on stdin and adds each record under its "id" to
  * rfp_queue, once: loading the same manifest again adds nothing.  It
- * prints {"added":N,"present":N,"bad":N}; a line that is not an object
- * with a string "id" is reported and not loaded.
+ * prints {"added":N,"present":N,"bad":N}: present, the lines whose id the
+ * queue held already, an earlier line's among them; bad, the lines that
+ * are not an object with a string "id", reported and not loaded.  A
+ * duplicate id is reported too, and loaded once, from its first line.
  * pull claims records with FOR UPDATE SKIP LOCKED (queued ones, and those
  * whose claimant's lease ran out), at most --batch held at a time, and
  * writes them to stdout as a manifest for rfp-fetch; it claims again when
@@ -158,7 +160,8 @@ load(void)
 	struct rec_reader *rd = rec_reader_new(STDIN_FILENO, 0);
 	char *dir = manifest_dir();
 	long added = 0, valid = 0, bad = 0, lineno;
-	json_t *rec, *g = json_array();
+	json_t *rec, *g = json_array(), *seen = json_object(), *first;
+	const char *id;
 	enum rec_rc rc;
 	char *line, err[256];
 	size_t len;
@@ -180,6 +183,22 @@ load(void)
 			continue;
 		}
 		/*
+		 * A later line with an earlier line's id is present (the
+		 * queue has the first, or will), and is said: silently, a
+		 * manifest that meant two documents under one id had one
+		 * fetched, and no one knew.
+		 */
+		id = rec_str(rec, "id");
+		if ((first = json_object_get(seen, id)) != NULL) {
+			msg_line(lineno, "duplicate id \"%.*s\" (first on line "
+			    "%lld); loaded once", (int)rec_utf8_prefix(id, 200),
+			    id, (long long)json_integer_value(first));
+			json_decref(rec);
+			valid++;
+			continue;
+		}
+		json_object_set_new(seen, id, json_integer(lineno));
+		/*
 		 * A relative body_file is the manifest's directory's, for
 		 * --check, a run and the queue alike: rfp-fetch --from-queue
 		 * takes it from here.  A line's own is never taken.
@@ -197,6 +216,7 @@ load(void)
 	}
 	rec_reader_free(rd);
 	free(dir);
+	json_decref(seen);
 	if (json_array_size(g) > 0)
 		added += load_group(g);
 	json_decref(g);

@@ -145,6 +145,25 @@ filed() {
 	[ "$stderr" = 'rfp-queue: line 1: missing field "id"; not loaded' ]
 }
 
+@test "queue: a duplicate id is loaded once, from its first line, and each later line is named; present counts it" {
+	printf '%s\n' '{"id":"a","url":"http://127.0.0.1:9/a1"}' '{"id":"b","url":"http://127.0.0.1:9/b"}' \
+	    '' '{"id":"a","url":"http://127.0.0.1:9/a2"}' '{"url":"http://127.0.0.1:9/x"}' \
+	    '{"id":"a","url":"http://127.0.0.1:9/a3"}' >"$BATS_TEST_TMPDIR/m"
+	run -0 --separate-stderr rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m"
+	echo "$output" | jq -e '.added == 2 and .present == 2 and .bad == 1'
+	[ "${#stderr_lines[@]}" -eq 3 ]
+	[ "${stderr_lines[0]}" = 'rfp-queue: line 4: duplicate id "a" (first on line 1); loaded once' ]
+	[ "${stderr_lines[1]}" = 'rfp-queue: line 5: missing field "id"; not loaded' ]
+	[ "${stderr_lines[2]}" = 'rfp-queue: line 6: duplicate id "a" (first on line 1); loaded once' ]
+	[ "$(sql "SELECT rec->>'url' FROM rfp_queue WHERE id = 'a'")" = http://127.0.0.1:9/a1 ]
+	# Loaded again: every line's id is there, the duplicates still named.
+	run -0 --separate-stderr rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m"
+	echo "$output" | jq -e '.added == 0 and .present == 4 and .bad == 1'
+	[ "${#stderr_lines[@]}" -eq 3 ]
+	run -0 rfp-queue --state "$URL" count
+	[ "$output" -eq 2 ]
+}
+
 @test "store: an unreachable server is one line naming the URL without its password, exit 1" {
 	run -1 --separate-stderr rfp-fetch --state "postgresql://u:secret@127.0.0.1:1/x" </dev/null
 	[ "${#stderr_lines[@]}" -eq 1 ]
