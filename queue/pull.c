@@ -1,0 +1,239 @@
+/*
+ * pull: records claimed from rfp_queue, written for rfp-fetch, their
+ * leases renewed while they are held; what --run-dir has filed already
+ * is filed here (file.c's group), not handed on.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "lib/base/clk.h"
+#include "lib/record/fate.h"
+#include "lib/accounts/filed.h"
+#include "cmd/msg.h"
+#include "lib/state/pg.h"
+#include "lib/record/rec.h"
+#include "lib/base/x.h"
+#include "queue/queue.h"
+
+/*
+ * Claim up to $3 records for $1 in load order: queued ones, an index scan
+ * on (status, seq) that SKIP LOCKED lets hosts run side by side; with
+ * q_sweep, first the expired claims of other owners (a dead host's).
+ * Those are looked for once a quarter lease, not at every claim: the scan
+ * of status 'claimed' meets the dead row versions of every record done
+ * since the last vacuum, and cost 3 ms a claim after 5,000 records.
+ * The rows to update are named by an array of ids, so that they are
+ * found through the primary key, not by a hash join over the queue.
+ */
+static const char q_claim[] =
+    "WITH n AS (SELECT id, seq FROM rfp_queue WHERE status = 'queued' "
+    "ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED) "
+    "UPDATE rfp_queue SET status = 'claimed', owner = $1, lease_until = "
+    "now() + $2::float8 * interval '1 second', claims = claims + 1 WHERE "
+    "id = ANY (ARRAY(SELECT id FROM n)) RETURNING id, rec::text";
+static const char q_sweep[] =
+    "WITH e AS (SELECT id, seq FROM rfp_queue WHERE status = 'claimed' AND "
+    "lease_until < now() AND owner <> $1 ORDER BY seq LIMIT $3::int FOR "
+    "UPDATE SKIP LOCKED), n AS (SELECT id, seq FROM rfp_queue WHERE status "
+    "= 'queued' ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED) "
+    "UPDATE rfp_queue SET status = 'claimed', owner = $1, lease_until = "
+    "now() + $2::float8 * interval '1 second', claims = claims + 1 WHERE id "
+    "= ANY (ARRAY(SELECT id FROM (SELECT * FROM e UNION ALL SELECT * FROM "
+    "n) x ORDER BY seq LIMIT $3::int)) RETURNING id, rec::text";
+static const char q_renew[] =
+    "UPDATE rfp_queue SET lease_until = now() + $2::float8 * interval "
+    "'1 second' WHERE status = 'claimed' AND owner = $1";
+static const char q_left[] =
+    "SELECT count(*) FROM (SELECT 1 FROM rfp_queue WHERE status IN "
+    "('queued', 'claimed') LIMIT 1) x";
+
+/* What pull holds as it runs. */
+struct pull {
+	const char	*owner;
+	long		 held;		/* records claimed and not yet filed */
+	struct filed	*run_filed;	/* what --run-dir has filed */
+	struct group	 grp;		/* ... and is filed here */
+};
+
+/*
+ * A notification from file (or from pull, filing what the run directory
+ * had filed): what it closed of ours is no longer held.
+ */
+static void
+filed(const char *channel, const char *payload, void *arg)
+{
+	struct pull *pl = arg;
+	char *end;
+	long n = strtol(payload, &end, 10);
+
+	(void)channel;
+	if (*end == ' ' && strcmp(end + 1, pl->owner) == 0)
+		pl->held = n < pl->held ? pl->held - n : 0;
+}
+
+/*
+ * Read what the run directory has filed since the last read.  Nothing is
+ * said of a line passed over: rfp-fetch, reading the same files, says it.
+ */
+static void
+read_filed(struct filed *run_filed)
+{
+	char err[PATH_MAX + 128];
+
+	if (filed_read(run_filed, NULL, NULL, err, sizeof(err)) == -1)
+		msg_die(1, "%s", err);
+}
+
+/*
+ * Whether the record of id, claimed, is one the run directory has filed:
+ * then it joins the group to be filed, with the run directory's record,
+ * as file would file it, and is not written for rfp-fetch, which would
+ * skip it as filed, so that nothing would ever file it in the queue and
+ * pull would renew its lease for ever.
+ */
+static int
+filed_here(struct pull *pl, const char *id)
+{
+	enum filed_as as = filed_as(pl->run_filed, id);
+	char *text, err[64];
+	json_t *rec;
+	size_t len;
+
+	if (as < FILED_DEAD || (text = filed_record(pl->run_filed, id, &len))
+	    == NULL)
+		return 0;
+	rec = rec_parse(text, len, err, sizeof(err));
+	/* Line 0: it comes from no line of standard input (grp_flush). */
+	(void)grp_put(&pl->grp, id, fate_name(as == FILED_DONE ? FATE_DONE :
+	    FATE_DEAD), as == FILED_DEAD ? rec_str(rec, "dead_reason") : NULL,
+	    text, len, 0);
+	json_decref(rec);
+	free(text);
+	return 1;
+}
+
+/*
+ * Claim, write what was claimed for rfp-fetch and file what the run
+ * directory has filed already; how many were claimed.  Those filed here
+ * are held, as any, until file's notification (this one's own, in the
+ * same session) says they are closed.
+ */
+static long
+claim(struct pull *pl, const char *const *p, int sweep)
+{
+	PGresult *r;
+	long i, n, here = 0;
+	char *buf = NULL, err[512];
+	size_t len = 0, cap = 0, l;
+
+	if ((r = pg_exec_named(sweep ? "sweep" : "claim", sweep ? q_sweep :
+	    q_claim, 3, p, PGRES_TUPLES_OK, err, sizeof(err))) == NULL)
+		msg_die(1, "%s", err);
+	n = PQntuples(r);
+	if (n > 0 && pl->run_filed != NULL && filed_changed(pl->run_filed))
+		read_filed(pl->run_filed);
+	for (i = 0; i < n; i++) {
+		if (pl->run_filed != NULL &&
+		    filed_here(pl, PQgetvalue(r, (int)i, 0))) {
+			here++;
+			continue;
+		}
+		l = strlen(PQgetvalue(r, (int)i, 1));
+		if (len + l + 1 > cap) {
+			cap = (len + l + 1) * 2;
+			buf = xrealloc(buf, cap);
+		}
+		memcpy(buf + len, PQgetvalue(r, (int)i, 1), l);
+		len += l;
+		buf[len++] = '\n';
+	}
+	PQclear(r);
+	if (here > 0) {
+		msg_debug("claimed %ld records, %ld of them filed in the run "
+		    "directory", n, here);
+		(void)grp_flush(&pl->grp);
+	} else if (n > 0)
+		msg_debug("claimed %ld records", n);
+	if (len > 0 && rec_write_all(STDOUT_FILENO, buf, len) == -1)
+		msg_diesys(1, "write stdout");
+	free(buf);
+	return n;
+}
+
+/*
+ * Hold at most --batch claimed records; claim again, a chunk at a time,
+ * when file says it closed some (LISTEN), and renew the leases in one
+ * statement three times per lease.  Without a notification it waits a
+ * quarter of the lease, for a dead host's records to be claimed soon
+ * after the host's lease ran out.
+ */
+void
+pull(const struct qopts *o)
+{
+	struct pull pl;
+	char lease[32], want[32], err[512];
+	const char *p[3] = { o->owner, lease, want };
+	long chunk = o->batch >= 4 ? o->batch / 4 : 1, n;
+	double renew = 0, sweep = 0;
+	int swept, gone;
+
+	memset(&pl, 0, sizeof(pl));
+	pl.owner = o->owner;
+	snprintf(lease, sizeof(lease), "%.3f", o->lease);
+	/*
+	 * A claim or renewal lost to a server crash costs nothing: the
+	 * connection, and with it this host's run, ends in the crash.
+	 */
+	PQclear(q("SET synchronous_commit = off", 0, NULL, PGRES_COMMAND_OK));
+	PQclear(q("LISTEN " CHANNEL, 0, NULL, PGRES_COMMAND_OK));
+	if (o->run_dir != NULL) {
+		pl.run_filed = filed_new(o->run_dir, o->retry_dead);
+		read_filed(pl.run_filed);
+		grp_open(&pl.grp, o->owner);
+	}
+	for (;;) {
+		if (clk_mono() >= renew) {
+			/* Also corrects held: a row taken over is not ours. */
+			PGresult *r = pg_exec_named("renew", q_renew, 2, p,
+			    PGRES_COMMAND_OK, err, sizeof(err));
+			if (r == NULL)
+				msg_die(1, "%s", err);
+			pl.held = affected(r);
+			renew = clk_mono() + o->lease / 3;
+		}
+		n = 0;
+		if (pl.held == 0 || o->batch - pl.held >= chunk) {
+			snprintf(want, sizeof(want), "%ld", o->batch - pl.held);
+			if ((swept = clk_mono() >= sweep))
+				sweep = clk_mono() + o->lease / 4;
+			pl.held += n = claim(&pl, p, swept);
+		}
+		if (n == 0 && pl.held == 0 && q_long(q_left, 0, NULL) == 0)
+			break;
+		/*
+		 * pull writes only when it claims, and it claims only when
+		 * file says records were filed: with rfp-fetch gone (stopped
+		 * by a signal, which the stages upstream of it ignore, or
+		 * dead) nothing is filed, no write fails, and pull waited on,
+		 * renewing its leases, so that neither the pipeline nor the
+		 * records ended.  So the wait watches standard output too.
+		 */
+		if (pg_wait(o->lease / 4, STDOUT_FILENO, &gone, filed, &pl, err,
+		    sizeof(err)) == -1)
+			msg_die(1, "%s", err);
+		if (gone)
+			msg_die(1, "pull: the reader of standard output has "
+			    "gone (rfp-fetch ended); the %ld records claimed "
+			    "and not filed go back to the queue when their "
+			    "lease runs out", pl.held);
+	}
+	if (pl.run_filed != NULL)
+		grp_close(&pl.grp);
+	filed_free(pl.run_filed);
+}
