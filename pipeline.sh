@@ -64,30 +64,42 @@ fi
 # ARG, quoted for a shell when it needs to be.  A control character but
 # the newline (an ESC in a file name) is put as '"$(printf '\033')"', not
 # as itself: printed, it would drive the terminal, and this reads back
-# the same in any POSIX shell (dash has no $'...').
-quote() {
+# the same in any POSIX shell (dash has no $'...').  So is a C1 control
+# in UTF-8 (U+009B, CSI, is \302\233), which a terminal takes as ESC [.
+# Byte by byte, whatever the locale (a subshell, for LC_ALL): bash in a
+# UTF-8 locale would take the two bytes of U+009B for one character, and
+# printf '%o' "'c" give its code point, 233, one byte where there were two.
+quote() (
+	LC_ALL=C
+	export LC_ALL
 	case $1 in
 	''|*[!A-Za-z0-9_./:=@%+,-]*) ;;
-	*)	printf '%s' "$1"; return ;;
+	*)	printf '%s' "$1"; exit 0 ;;
 	esac
 	q_in=$(printf '%sx' "$1" | sed "s/'/'\\\\''/g")
 	q_in=${q_in%x}
 	q_out=
+	q_c2=$(printf '\302')
+	q_c1=$(printf '\200\201\202\203\204\205\206\207\210\211\212\213\214\215\216\217\220\221\222\223\224\225\226\227\230\231\232\233\234\235\236\237')
 	case $q_in in
-	*[[:cntrl:]]*)
+	*[[:cntrl:]]*|*"$q_c2"[$q_c1]*)
 		while [ -n "$q_in" ]; do
 			q_rest=${q_in#?}
 			q_c=${q_in%"$q_rest"}
 			q_in=$q_rest
-			case $q_c in
-			"$nl"|[![:cntrl:]]) q_out=$q_out$q_c ;;
+			case $q_c:$q_in in
+			"$q_c2":[$q_c1]*)
+				q_rest=${q_in#?}
+				q_out=$q_out\'\"\$\(printf\ \'\\302\\$(printf '%03o' "'${q_in%"$q_rest"}")\'\)\"\'
+				q_in=$q_rest ;;
+			"$nl":*|[![:cntrl:]]:*) q_out=$q_out$q_c ;;
 			*) q_out=$q_out\'\"\$\(printf\ \'\\$(printf '%03o' "'$q_c")\'\)\"\' ;;
 			esac
 		done ;;
 	*)	q_out=$q_in ;;
 	esac
 	printf "'%s'" "$q_out"
-}
+)
 nl='
 '
 # A shell without job control starts "&" jobs with SIGINT ignored, and a

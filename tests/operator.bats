@@ -376,11 +376,13 @@ check_interrupted() {
 
 # resume_line ARG...: rfpipe ARG... --run-dir RUN M on the slow portal,
 # stopped by SIGTERM at its first request (the first since the call); the resume line it printed, as
-# words, in the positional parameters of the caller's eval of $line.
+# words, in the positional parameters of the caller's eval of $line.  Run
+# by the shell $via when set (bash: /bin/sh is bash on some systems).
 resume_line() {
 	local n0
 	n0=$(requests_for /slow/doc-1 2>/dev/null || echo 0)
-	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" "$@" \
+	# shellcheck disable=SC2086
+	setsid env --default-signal=INT,TERM ${via:-} "$ROOT/pipeline.sh" "$@" \
 	    --run-dir "$RUN" "$M" 2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
 	for i in $(seq 1 3000); do
@@ -555,6 +557,27 @@ resume_line() {
 	[ "$#" -eq 4 ]
 	[ "$4" = "$M" ]
 	[ "$(dash -c 'eval "set -- $1"; printf "%s" "$4"' _ "$line")" = "$M" ]
+}
+
+@test "operator: a C1 control in UTF-8 in the command line is not printed raw either, and reads back whichever shell runs rfpipe" {
+	start_slow 3
+	local name sh c1
+	# U+009B (CSI, taken as ESC [), U+0085, and U+00A2 (a character).
+	name=$(printf 'm\302\233[31m\302\205x\302\242')
+	cp "$M" "$BATS_TEST_TMPDIR/$name"
+	M="$BATS_TEST_TMPDIR/$name"
+	c1="$(printf '\302')[$(printf '\200-\237')]"
+	for sh in sh bash; do
+		rm -rf "$RUN"
+		LC_ALL=C.UTF-8 via=$sh resume_line
+		[ "$(grep -c 'resume with: ' "$BATS_TEST_TMPDIR/err")" -eq 1 ]
+		[ "$(LC_ALL=C grep -c "$c1" <<<"$line")" -eq 0 ]
+		[ "$(LC_ALL=C grep -c '[[:cntrl:]]' <<<"$line")" -eq 0 ]
+		eval "set -- $line"
+		[ "$#" -eq 4 ]
+		[ "$4" = "$M" ]
+		[ "$(dash -c 'eval "set -- $1"; printf "%s" "$4"' _ "$line")" = "$M" ]
+	done
 }
 
 @test "operator: rfp-sink told by rfp-fetch's report that the run was stopped counts the rest as pending" {
