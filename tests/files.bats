@@ -168,9 +168,9 @@ as_other() {
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 2 >"$M"
 	local d
-	for d in state/owners state/slots state/rate state/breaker logs; do
+	for d in state/owners state/slots state/rate state/breaker logs docs/.part; do
 		rm -rf "$RD"
-		mkdir -p "$RD/state"
+		mkdir -p "$RD/state" "$RD/docs"
 		: >"$RD/$d"
 		run --separate-stderr timeout 20 rfpipe -q --run-dir "$RD" "$M"
 		[ "$status" -eq 2 ]

@@ -205,7 +205,7 @@ files_mkdirs(const char *rundir, char *err, size_t errlen)
 	 * and by rfpipe's check before any: not by one stage mid-run.
 	 */
 	static const enum rundir_file subs[] = { RUNDIR_STATE, RUNDIR_DOCS,
-	    RUNDIR_LOGS, RUNDIR_OWNERS, RUNDIR_SLOTS };
+	    RUNDIR_PART, RUNDIR_LOGS, RUNDIR_OWNERS, RUNDIR_SLOTS };
 	static const char *const kinds[] = { "rate", "breaker" };
 	char path[4096];
 	size_t i;
