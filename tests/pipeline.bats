@@ -669,7 +669,7 @@ dead_count() {
 	[[ $stderr == *'rfp-fetch: 4 documents the deadline cut in an earlier run were taken up again'* ]]
 	[[ $stderr == *'  taken up              4  cut by an earlier deadline, admitted again'* ]]
 	[[ $stderr == *'  cut (deadline)        0'* ]]
-	[[ $stderr == *'  already filed         1  before this run came to them: not admitted, not sent'* ]]
+	[[ $stderr == *'  already filed         1  by an earlier run or another pipeline: not admitted, not sent'* ]]
 	jq -e '.admitted == 4 and .fetch.resumed_cut == 4 and .fetch.skipped == 1 and .run.succeeded == 4 and .run.dead == 0 and .reconciled' "$RUN/summary.json"
 	jq -e '.totals.succeeded == 4 and .totals.dead == 1 and .totals.dead_by_reason.deadline_cut == 0 and .totals.dead_by_reason.exhausted == 1' "$RUN/summary.json"
 	[ "$(jq -r .id "$RUN/results.ndjson" | sort | tr '\n' ' ')" = "ok-1 ok-2 ok-3 ok-4 " ]
@@ -678,7 +678,7 @@ dead_count() {
 	# Nothing is cut now: the run after takes up nothing.
 	run -3 --separate-stderr pipeline.sh --progress none --run-dir "$RUN" "$m"
 	[[ $stderr != *'taken up'* ]]
-	[[ $stderr == *'  already filed         5  before this run came to them: not admitted, not sent'* ]]
+	[[ $stderr == *'  already filed         5  by an earlier run or another pipeline: not admitted, not sent'* ]]
 	jq -e '.admitted == 0 and .fetch.resumed_cut == 0' "$RUN/summary.json"
 	# --retry-dead takes up the letter that stayed, and says so.
 	run -3 --separate-stderr pipeline.sh --progress none --run-dir "$RUN" --retry-dead --max-attempts 2 "$m"

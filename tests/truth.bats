@@ -215,7 +215,8 @@ hold_owner() {
 @test "truth: an id left to a live pipeline that files it before this run ends is counted as filed, not as held" {
 	manifest /ok 2 p >"$BATS_TEST_TMPDIR/m"
 	mkdir -p "$RUN/state" "$RUN/docs" "$RUN/logs"
-	: >"$RUN/results.ndjson"
+	# A corrupt line: said once, however often the files are read.
+	echo 'not a record' >"$RUN/results.ndjson"
 	hold_owner 9.9
 	printf '{"id":"p-1","owner":"9.9"}\n' >"$RUN/state/claims.ndjson"
 	{
@@ -225,8 +226,13 @@ hold_owner() {
 			grep -q 'being processed by another pipeline' "$BATS_TEST_TMPDIR/err" && break
 			sleep 0.01
 		done
-		# ... which files it, still running, before this run ends.
-		printf '{"id":"p-1","status":200,"fate":"done"}\n' >>"$RUN/results.ndjson"
+		# ... which files it, still running, before this run ends (the
+		# file replaced, as a compaction does: read again whole).
+		{
+			cat "$RUN/results.ndjson"
+			printf '{"id":"p-1","status":200,"fate":"done"}\n'
+		} >"$RUN/results.new"
+		mv "$RUN/results.new" "$RUN/results.ndjson"
 		sed -n 2p "$BATS_TEST_TMPDIR/m"
 	} | timeout 60 rfp-fetch --resume --run-dir "$RUN" \
 	    --report "$BATS_TEST_TMPDIR/report.json" >/dev/null 2>"$BATS_TEST_TMPDIR/err"
@@ -235,6 +241,7 @@ hold_owner() {
 	[ "$(requests_for /ok/doc-1)" -eq 0 ]
 	[ "$(requests_for /ok/doc-2)" -eq 1 ]
 	jq -e '.skipped == 1 and .held == 0 and .admitted == 1 and .held_by == {}' "$BATS_TEST_TMPDIR/report.json"
+	[ "$(grep -c 'unreadable record' "$BATS_TEST_TMPDIR/err")" -eq 1 ]
 	! grep -q 'left to' "$BATS_TEST_TMPDIR/err"
 }
 

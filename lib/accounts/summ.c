@@ -328,8 +328,8 @@ summ_table(const struct summ *sm)
 		    "id: no document's fate, kept in %s\n", geti(run,
 		    "stray_lines"), rundir_name(RUNDIR_DEAD));
 	if (geti(json_object_get(s, "fetch"), "skipped") > 0)
-		P("  already filed   %7ld  before this run came to them: not "
-		    "admitted, not sent\n", geti(json_object_get(s, "fetch"),
+		P("  already filed   %7ld  by an earlier run or another "
+		    "pipeline: not admitted, not sent\n", geti(json_object_get(s, "fetch"),
 		    "skipped"));
 	if (geti(json_object_get(s, "fetch"), "resumed_cut") > 0)
 		P("  taken up        %7ld  cut by an earlier deadline, "
