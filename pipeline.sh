@@ -444,6 +444,12 @@ if ! err=$(mkdir -p -- "$state_dir" "$run_dir/docs" "$run_dir/logs" 2>&1); then
 	err=$(printf '%s\n' "$err" | head -n 1)
 	die 2 "mkdir $run_dir: ${err##*: }"
 fi
+# A parser's room in it, found wrong now rather than once documents are
+# on their way (rfp-parse checks it as it would at its start).
+if [ -n "$parse" ]; then
+	rfp-parse --config="$config" --run-dir="$run_dir" --list >/dev/null ||
+		exit 2
+fi
 # The pipeline's name in state/claims.ndjson: rfp-fetch and rfp-sink both
 # hold it, so the ids it claimed stay its while any of them still runs.
 claims_owner=$$.$(date +%s)

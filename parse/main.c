@@ -161,6 +161,23 @@ sweep_parts(void)
  * stage keeps (ours alone, no symbolic link below the run directory), and
  * opened without following one.
  */
+/*
+ * --list --run-dir: the run directory and docs/.parse made or accepted as
+ * open_dirs would, before any stage starts (rfpipe asks), or exit 2.
+ */
+static void
+check_dirs(void)
+{
+	char *p, err[512];
+
+	if (files_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
+		msg_die(2, "%s", err);
+	p = rundir_path(opts.run_dir, RUNDIR_PARSING, NULL);
+	if (files_mkdir(p, err, sizeof(err)) == -1)
+		msg_die(2, "%s", err);
+	free(p);
+}
+
 static void
 open_dirs(void)
 {
@@ -577,6 +594,11 @@ main(int argc, char *argv[])
 	opt_conf(&opts.conf, opts.config);
 	cmds_check(&opts.conf, opts.config, opts.list);
 	if (opts.list) {
+		/* With the run directory, its room for the parsers too. */
+		if (opts.run_dir != NULL) {
+			umask(077);
+			check_dirs();
+		}
 		conf_free(&opts.conf);
 		opt_fshut();
 		return 0;

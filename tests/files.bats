@@ -180,6 +180,19 @@ as_other() {
 	[ "$(requests_for)" -eq 0 ]
 }
 
+@test "files: a file where a parser's room is, with a parser configured, is refused before any stage starts, exit 2, nothing sent" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 2 >"$M"
+	printf 'parse:\n  command: [cat]\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	mkdir -p "$RD/state" "$RD/docs"
+	: >"$RD/docs/.parse"
+	run --separate-stderr timeout 20 rfpipe -q --config "$BATS_TEST_TMPDIR/c.yaml" --run-dir "$RD" "$M"
+	[ "$status" -eq 2 ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == *"run directory $RD/docs/.parse: not a directory" ]]
+	[ "$(requests_for)" -eq 0 ]
+}
+
 @test "files: a read-only run directory exits 2, as rfpipe(1) says, and does not hang (#24)" {
 	local d
 	d=$(mktemp -d /tmp/rfp-files.XXXXXX)

@@ -35,6 +35,14 @@ ids() {
 	check R-2 '.fate == "retry" and .attempt == 2'
 }
 
+@test "sink: a control character in the run directory's name is not written to the terminal in the table" {
+	RD="$BATS_TEST_TMPDIR/run$(printf '\033')[31m"
+	run --separate-stderr rfp-sink --run-dir "$RD" <"$F/fates.ndjson"
+	assert_success
+	[[ $stderr == *"rfpipe: summary of $BATS_TEST_TMPDIR/run?[31m ("* ]]
+	[ "$(LC_ALL=C grep -c $'\033' <<<"$stderr")" -eq 0 ]
+}
+
 @test "sink: filed records are unchanged, unknown fields included" {
 	run --separate-stderr rfp-sink -q --run-dir "$RD" <"$F/fates.ndjson"
 	assert_success

@@ -305,14 +305,17 @@ summ_table(const struct summ *sm)
 	const json_t *tot = json_object_get(s, "totals"), *br, *v;
 	const char *k;
 	struct tbuf t = { NULL, 0, 0 };
-	char b1[128], b2[128];
+	char b1[128], b2[128], *rd;
 	int i;
 
 	if (s == NULL)
 		return NULL;
 #define P(...) tprintf(&t, __VA_ARGS__)
-	P("rfpipe: summary of %s (%.1f s)\n", rundir,
+	/* A control character in its name is not the terminal's. */
+	rd = rec_shown(xstrdup(rundir));
+	P("rfpipe: summary of %s (%.1f s)\n", rd,
 	    json_number_value(json_object_get(s, "wall_s")));
+	free(rd);
 	if (json_is_integer(adm))
 		P("  admitted        %7ld\n", (long)json_integer_value(adm));
 	P("  succeeded       %7ld\n", geti(run, "succeeded"));
