@@ -194,12 +194,13 @@ check_interrupted() {
 	held rfp-sink
 	start_slow 30
 	# Nothing is sent before rfp-sink is up: the signal comes once it is
-	# held, not once a request is in flight (which never comes).
+	# held, not once a request is in flight (which would never come).
+	# (rfp-fetch, slow to set its handler, may send a few once rfp-sink is
+	# let go, before the stop passed on reaches it: they are pending.)
 	sink_held() { [ -e "$BATS_TEST_TMPDIR/held.rfp-sink" ]; }
 	PATH=$BATS_TEST_TMPDIR/shim:$PATH started=sink_held after_signal=release \
 	    interrupt TERM group
 	check_interrupted 143 TERM
-	[ "$(requests_for)" -eq 0 ]
 }
 
 @test "operator: SIGTERM before rfp-fetch has set its handler is passed on until it takes it" {
