@@ -576,10 +576,12 @@ admit_counts(struct admit_counts *n)
 }
 
 /*
- * The ids left to a live pipeline that it has filed since: filed, not
- * held, when the counts are read at the end.  Of several pipelines on one
- * run directory, the one that ends last finds every id filed, and its
- * run is done, not waiting on the others.  Read when the files changed.
+ * The ids left to a live pipeline, as the counts are read at the end:
+ * filed, not held, when it has filed them since (the files read again if
+ * they changed), and orphaned, not held, when it has ended without (cut
+ * by its deadline, or killed): no one holds them, and a re-run takes them
+ * up.  Of several pipelines on one run directory, the one that ends last
+ * finds every id filed, and its run is done, not waiting on the others.
  */
 void
 admit_settle(void)
@@ -587,20 +589,20 @@ admit_settle(void)
 	const char *id;
 	json_t *who;
 	void *tmp;
+	int f;
 
 	if (fo->run_dir == NULL || json_object_size(A.held) == 0)
 		return;
 	if (A.filed == NULL)
 		A.filed = filed_new(fo->run_dir, 0);
-	else if (!filed_changed(A.filed))
-		return;
-	load_done();
+	if (filed_changed(A.filed))
+		load_done();
 	json_object_foreach_safe(A.held, tmp, id, who) {
-		if (!filed(id))
+		if (!(f = filed(id)) && claims_alive(json_string_value(who)))
 			continue;
 		claims_settle(json_string_value(who));
 		A.n.held--;
-		A.n.skipped++;
+		*(f ? &A.n.skipped : &A.n.orphaned) += 1;
 		json_object_del(A.held, id);
 	}
 }

@@ -248,6 +248,13 @@ claims_held(void)
 	return C.held;
 }
 
+int
+claims_alive(const char *owner)
+{
+	json_object_del(C.alive, owner);	/* asked afresh */
+	return alive(owner);
+}
+
 void
 claims_settle(const char *owner)
 {

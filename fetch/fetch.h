@@ -246,6 +246,8 @@ struct admit_counts {
 	long	admitted, skipped, held;
 	long	resumed_cut;	/* admitted again: cut by an earlier deadline */
 	long	retried_dead;	/* ... dead before (--retry-dead) */
+	long	orphaned;	/* left to a pipeline that ended without
+				   filing them */
 };
 void	admit_open(const struct fopts *o, const char *fifo, int resume,
 	    int retry_dead);
@@ -376,6 +378,7 @@ void	claims_begin(void);
 void	claims_end(void);
 json_t	*claims_held(void);
 void	claims_settle(const char *owner);	/* one less left to owner */
+int	claims_alive(const char *owner);	/* a stage of it runs, now */
 void	claims_close(void);
 
 #endif

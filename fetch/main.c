@@ -426,11 +426,11 @@ write_report(int dying)
 	if (S.report == NULL)
 		return;
 	admit_counts(&n);
-	r = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "admitted",
+	r = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "admitted",
 	    (json_int_t)n.admitted, "skipped", (json_int_t)n.skipped, "held",
-	    (json_int_t)n.held, "resumed_cut", (json_int_t)n.resumed_cut,
-	    "retried_dead", (json_int_t)n.retried_dead, "pid",
-	    (json_int_t)getpid());
+	    (json_int_t)n.held, "orphaned", (json_int_t)n.orphaned,
+	    "resumed_cut", (json_int_t)n.resumed_cut, "retried_dead",
+	    (json_int_t)n.retried_dead, "pid", (json_int_t)getpid());
 	if (fo.run_dir != NULL)
 		json_object_set(r, "held_by", claims_held());
 	/* rfp-sink reads it: the records not filed are left, not lost. */
@@ -866,6 +866,10 @@ tidy(void)
 	if (n.held > 0)
 		msg_warn("%ld ids held by other pipelines on this run "
 		    "directory were left to them", n.held);
+	if (n.orphaned > 0)
+		msg_warn("%ld ids left to other pipelines were not filed by "
+		    "them before they ended: a re-run takes them up",
+		    n.orphaned);
 	if (n.resumed_cut > 0)
 		msg_warn("%ld documents the deadline cut in an earlier run "
 		    "were taken up again", n.resumed_cut);

@@ -829,13 +829,15 @@ main(int argc, char *argv[])
 	if (rc != 0)
 		return 1;
 	/*
-	 * Ids left to a pipeline still running, or documents whose records
-	 * were stray lines, are in neither file yet: not done, whatever the
-	 * files say, and a re-run takes them up.  Else the whole run
+	 * Ids left to a pipeline still running, or to one that ended without
+	 * filing them (orphaned), or documents whose records were stray
+	 * lines, are not done, whatever the files say, and a re-run takes
+	 * them up.  Else the whole run
 	 * directory's: dead documents only, never a stray line's letter,
 	 * which is no document's and stays for good.
 	 */
 	if (opts.fate_status && (summ_count(opts.run, "held") > 0 ||
+	    summ_count(opts.run, "orphaned") > 0 ||
 	    summ_unfiled(opts.run) > 0))
 		rc = 5;
 	else if (opts.fate_status && summ_total(opts.run,

@@ -245,6 +245,37 @@ hold_owner() {
 	! grep -q 'left to' "$BATS_TEST_TMPDIR/err"
 }
 
+@test "truth: an id left to a pipeline that ends without filing it is orphaned, not held: exit 5, said, and a re-run files it" {
+	mock_stop
+	printf 'routes:\n  - {match: "/ok/*", endpoint: ok}\n  - {match: "/slow/*", endpoint: slow, delay_ms: 1500}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	{
+		manifest /ok 1 p
+		manifest /slow 1 q
+	} >"$BATS_TEST_TMPDIR/m"
+	hold_owner 3.3
+	printf '{"id":"p-1","owner":"3.3"}\n' >"$RUN/state/claims.ndjson"
+	timeout 60 "$ROOT/pipeline.sh" --progress none --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	for _ in $(seq 1 500); do
+		grep -q 'being processed by another pipeline' "$BATS_TEST_TMPDIR/err" && break
+		sleep 0.01
+	done
+	# The holder ends (its deadline, a kill) without filing p-1.
+	kill "$HOLDER"
+	wait "$HOLDER" 2>/dev/null || :
+	code=0
+	wait "$pid" || code=$?
+	[ "$code" -eq 5 ]
+	grep -q 'rfp-fetch: 1 ids left to other pipelines were not filed by them before they ended: a re-run takes them up' "$BATS_TEST_TMPDIR/err"
+	grep -q '  orphaned              1  left to a pipeline that ended without filing them: a re-run takes them up' "$BATS_TEST_TMPDIR/err"
+	[ "$(grep -c 'held elsewhere' "$BATS_TEST_TMPDIR/err")" -eq 0 ]
+	jq -e '.run.held == 0 and .run.orphaned == 1 and .held_by == {}' "$RUN/summary.json"
+	[ "$(requests_for /ok/doc-1)" -eq 0 ]
+	run -0 timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 2 ]
+}
+
 @test "truth: a run that left ids to a live pipeline exits 5, and its summary says how many and whose" {
 	hold_owner 3.3
 	manifest /ok 3 p >"$BATS_TEST_TMPDIR/m"

@@ -342,6 +342,10 @@ summ_table(const struct summ *sm)
 		P("  retried dead    %7ld  dead in an earlier run, admitted "
 		    "again (--retry-dead)\n", geti(json_object_get(s,
 		    "fetch"), "retried_dead"));
+	if (geti(run, "orphaned") > 0)
+		P("  orphaned        %7ld  left to a pipeline that ended "
+		    "without filing them: a re-run takes them up\n",
+		    geti(run, "orphaned"));
 	if (geti(run, "held") > 0) {
 		P("  held elsewhere  %7ld  left to", geti(run, "held"));
 		json_object_foreach((json_t *)json_object_get(s, "held_by"), k,
@@ -425,6 +429,8 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 		/* Left to a live pipeline: in neither file yet. */
 		json_object_set_new(s->t, "held", json_integer(geti(rep,
 		    "held")));
+		json_object_set_new(s->t, "orphaned", json_integer(geti(rep,
+		    "orphaned")));
 		json_object_set_new(out, "held_by", json_is_object(
 		    json_object_get(rep, "held_by")) ? json_deep_copy(
 		    json_object_get(rep, "held_by")) : json_object());
