@@ -94,7 +94,7 @@ nginx_stop() {
 }
 
 # A throwaway PostgreSQL cluster on a Unix socket (as bench/pg/run.sh and
-# tests/pg.bats start one): initdb in a temporary directory, as nobody
+# tests/pg.bash starts one): initdb in a temporary directory, as nobody
 # when run as root.  Sets pg_dir; pg_url DB gives a database's URL.  On
 # failure, says why in the limiter notes and returns 1.
 pg_start() {
