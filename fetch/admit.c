@@ -40,6 +40,8 @@ static struct {
 	int		 retry_dead;	/* a dead letter files nothing */
 	json_t		*held;		/* id -> the live pipeline it was left to */
 	json_t		*nth;		/* line hash -> keyed lines with it */
+	json_t		*said;		/* file -> the last line passed over
+					 * that was said (passed_over) */
 	long		 lines;		/* the manifest's lines, when a file */
 	long		 lineno;	/* ... and the last read */
 	struct admit_counts n;
@@ -419,6 +421,16 @@ static void
 passed_over(const char *path, long lineno, int torn, void *arg)
 {
 	(void)arg;
+	/*
+	 * Said once: the files read again whole (one was replaced), the
+	 * lines said before are passed over again.  A line found since is
+	 * said.
+	 */
+	if (A.said == NULL)
+		A.said = json_object();
+	if (json_integer_value(json_object_get(A.said, path)) >= lineno)
+		return;
+	json_object_set_new(A.said, path, json_integer(lineno));
 	if (torn)
 		msg_warn("%s:%ld: torn last line, its document will be "
 		    "fetched again", path, lineno);
@@ -436,14 +448,10 @@ passed_over(const char *path, long lineno, int torn, void *arg)
 static void
 load_done(void)
 {
-	static int again;
 	char err[PATH_MAX + 128];
 
-	/* Said once: read again, the same lines would be said again. */
-	if (filed_read(A.filed, again ? NULL : passed_over, NULL, err,
-	    sizeof(err)) == -1)
+	if (filed_read(A.filed, passed_over, NULL, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
-	again = 1;
 }
 
 /*
@@ -616,6 +624,8 @@ admit_close(void)
 		close(A.fd_fifo);
 	json_decref(A.seen);
 	json_decref(A.held);
+	json_decref(A.said);
+	A.said = NULL;
 	filed_free(A.filed);
 	json_decref(A.nth);
 	json_decref(A.idem);

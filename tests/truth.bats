@@ -245,6 +245,36 @@ hold_owner() {
 	! grep -q 'left to' "$BATS_TEST_TMPDIR/err"
 }
 
+@test "truth: a corrupt line that comes after the first read of the files is said too, once, and one said before is not said again" {
+	manifest /ok 2 p >"$BATS_TEST_TMPDIR/m"
+	mkdir -p "$RUN/state" "$RUN/docs" "$RUN/logs"
+	echo 'not a record' >"$RUN/results.ndjson"
+	hold_owner 9.9
+	printf '{"id":"p-1","owner":"9.9"}\n' >"$RUN/state/claims.ndjson"
+	{
+		sed -n 1p "$BATS_TEST_TMPDIR/m"
+		for _ in $(seq 1 500); do
+			grep -q 'being processed by another pipeline' "$BATS_TEST_TMPDIR/err" && break
+			sleep 0.01
+		done
+		# Another corrupt line, and p-1 filed, the file replaced: read
+		# again whole, its line 1 is not said again, its line 2 is.
+		{
+			cat "$RUN/results.ndjson"
+			echo 'not a record either'
+			printf '{"id":"p-1","status":200,"fate":"done"}\n'
+		} >"$RUN/results.new"
+		mv "$RUN/results.new" "$RUN/results.ndjson"
+		sed -n 2p "$BATS_TEST_TMPDIR/m"
+	} | timeout 60 rfp-fetch --resume --run-dir "$RUN" \
+	    --report "$BATS_TEST_TMPDIR/report.json" >/dev/null 2>"$BATS_TEST_TMPDIR/err"
+	kill "$HOLDER"
+	jq -e '.skipped == 1 and .held == 0 and .admitted == 1' "$BATS_TEST_TMPDIR/report.json"
+	[ "$(grep -c 'results.ndjson:1: unreadable record' "$BATS_TEST_TMPDIR/err")" -eq 1 ]
+	[ "$(grep -c 'results.ndjson:2: unreadable record' "$BATS_TEST_TMPDIR/err")" -eq 1 ]
+	[ "$(grep -c 'unreadable record' "$BATS_TEST_TMPDIR/err")" -eq 2 ]
+}
+
 @test "truth: an id left to a pipeline that ends without filing it is orphaned, not held: exit 5, said, and a re-run files it" {
 	mock_stop
 	printf 'routes:\n  - {match: "/ok/*", endpoint: ok}\n  - {match: "/slow/*", endpoint: slow, delay_ms: 1500}\n' >"$BATS_TEST_TMPDIR/s.yaml"
