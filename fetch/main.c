@@ -867,8 +867,8 @@ tidy(void)
 		msg_warn("%ld ids held by other pipelines on this run "
 		    "directory were left to them", n.held);
 	if (n.orphaned > 0)
-		msg_warn("%ld ids left to other pipelines were not filed by "
-		    "them before they ended: a re-run takes them up",
+		msg_warn("%ld ids left to other pipelines were not finished "
+		    "by them before they ended: a re-run takes them up",
 		    n.orphaned);
 	if (n.resumed_cut > 0)
 		msg_warn("%ld documents the deadline cut in an earlier run "

@@ -297,8 +297,8 @@ hold_owner() {
 	code=0
 	wait "$pid" || code=$?
 	[ "$code" -eq 5 ]
-	grep -q 'rfp-fetch: 1 ids left to other pipelines were not filed by them before they ended: a re-run takes them up' "$BATS_TEST_TMPDIR/err"
-	grep -q '  orphaned              1  left to a pipeline that ended without filing them: a re-run takes them up' "$BATS_TEST_TMPDIR/err"
+	grep -q 'rfp-fetch: 1 ids left to other pipelines were not finished by them before they ended: a re-run takes them up' "$BATS_TEST_TMPDIR/err"
+	grep -q '  orphaned              1  left to a pipeline that ended without finishing them: a re-run takes them up' "$BATS_TEST_TMPDIR/err"
 	[ "$(grep -c 'held elsewhere' "$BATS_TEST_TMPDIR/err")" -eq 0 ]
 	jq -e '.run.held == 0 and .run.orphaned == 1 and .held_by == {}' "$RUN/summary.json"
 	[ "$(requests_for /ok/doc-1)" -eq 0 ]

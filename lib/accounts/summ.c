@@ -344,7 +344,7 @@ summ_table(const struct summ *sm)
 		    "fetch"), "retried_dead"));
 	if (geti(run, "orphaned") > 0)
 		P("  orphaned        %7ld  left to a pipeline that ended "
-		    "without filing them: a re-run takes them up\n",
+		    "without finishing them: a re-run takes them up\n",
 		    geti(run, "orphaned"));
 	if (geti(run, "held") > 0) {
 		P("  held elsewhere  %7ld  left to", geti(run, "held"));
