@@ -928,7 +928,9 @@ cls() {
 @test "operator: by hand, an rfp-sink that never starts does not leave rfp-fetch waiting for ever" {
 	printf '{"id":"a","url":"http://127.0.0.1:9/a"}\n' >"$M"
 	mkfifo "$BATS_TEST_TMPDIR/fifo"
-	# A mistyped option: rfp-sink exits before it opens the FIFO.
+	# A mistyped option: rfp-sink exits before it opens the FIFO.  The
+	# wait is 15 logical seconds, never under 2 real ones: 20 s here.
+	export RFPIPE_TIME_SCALE=0.1
 	run --separate-stderr timeout 60 sh -c '
 	    rfp-fetch --run-dir "$1" --retry-fifo "$2" <"$3" |
 	    rfp-classify |
@@ -937,7 +939,7 @@ cls() {
 	    "$BATS_TEST_TMPDIR/fifo" "$M"
 	[ "$status" -eq 2 ]
 	[[ $stderr == *'rfp-sink: unknown option "--bogus"'* ]]
-	[[ $stderr == *"rfp-fetch: rfp-sink has not opened $BATS_TEST_TMPDIR/fifo in 15 s; stopping: a re-run on this run directory fetches what was not filed"* ]]
+	[[ $stderr == *"rfp-fetch: rfp-sink has not opened $BATS_TEST_TMPDIR/fifo in 20 s; stopping: a re-run on this run directory fetches what was not filed"* ]]
 }
 
 @test "operator: rfp-backoff without --admitted grows a multiple budget with the documents it sees" {
