@@ -1,7 +1,7 @@
 # Fuzzing with libFuzzer (included by the top-level Makefile).
 #
 #   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="rec ydoc"]  fuzz each target
-#   make fuzz-check                                        3 s each, for check
+#   make fuzz-check                                        2 s each, for check
 #                                                          (seed 1: a gate, not
 #                                                          a search)
 #   make fuzz FUZZ_ARGS="-fork=2 -ignore_crashes=1"        more libFuzzer flags
@@ -67,7 +67,7 @@ fuzz: fuzz-build
 # time (seed 1, as far as 3 s reach): it gates, and does not fail one run
 # in a hundred on what a search found that day.  Searching is make fuzz.
 fuzz-check: fuzz-build
-	FUZZ_ARGS="-seed=1 $(FUZZ_ARGS)" tests/fuzz/run.sh $(FUZZ_DIR) 3 \
+	FUZZ_ARGS="-seed=1 $(FUZZ_ARGS)" tests/fuzz/run.sh $(FUZZ_DIR) 2 \
 		$(FUZZ_TARGETS)
 
 .PHONY: fuzz fuzz-check fuzz-build fuzz-toolchain
