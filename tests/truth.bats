@@ -212,24 +212,27 @@ hold_owner() {
 	! grep -q 'being processed by another pipeline' "$BATS_TEST_TMPDIR/err"
 }
 
-@test "truth: an id left to a live pipeline that files it before this run ends is counted as filed, not as held" {
+# left_then_filed [LINE...]: rfp-fetch --resume, results.ndjson holding a
+# corrupt line, meets p-1 while pipeline 9.9 (alive) holds it, and leaves
+# it to 9.9; which files it, still running, before this run ends, the
+# file replaced as a compaction does (read again whole), LINE... written
+# before p-1's record; then p-2 comes.  The report in report.json,
+# stderr in err.
+left_then_filed() {
 	manifest /ok 2 p >"$BATS_TEST_TMPDIR/m"
 	mkdir -p "$RUN/state" "$RUN/docs" "$RUN/logs"
-	# A corrupt line: said once, however often the files are read.
 	echo 'not a record' >"$RUN/results.ndjson"
 	hold_owner 9.9
 	printf '{"id":"p-1","owner":"9.9"}\n' >"$RUN/state/claims.ndjson"
 	{
-		# p-1 is met while 9.9 holds it, and left to it ...
 		sed -n 1p "$BATS_TEST_TMPDIR/m"
 		for _ in $(seq 1 500); do
 			grep -q 'being processed by another pipeline' "$BATS_TEST_TMPDIR/err" && break
 			sleep 0.01
 		done
-		# ... which files it, still running, before this run ends (the
-		# file replaced, as a compaction does: read again whole).
 		{
 			cat "$RUN/results.ndjson"
+			[ "$#" -eq 0 ] || printf '%s\n' "$@"
 			printf '{"id":"p-1","status":200,"fate":"done"}\n'
 		} >"$RUN/results.new"
 		mv "$RUN/results.new" "$RUN/results.ndjson"
@@ -237,6 +240,11 @@ hold_owner() {
 	} | timeout 60 rfp-fetch --resume --run-dir "$RUN" \
 	    --report "$BATS_TEST_TMPDIR/report.json" >/dev/null 2>"$BATS_TEST_TMPDIR/err"
 	kill "$HOLDER"
+}
+
+@test "truth: an id left to a live pipeline that files it before this run ends is counted as filed, not as held" {
+	# A corrupt line: said once, however often the files are read.
+	left_then_filed
 	grep -q '"p-1" is being processed by another pipeline' "$BATS_TEST_TMPDIR/err"
 	[ "$(requests_for /ok/doc-1)" -eq 0 ]
 	[ "$(requests_for /ok/doc-2)" -eq 1 ]
@@ -246,29 +254,9 @@ hold_owner() {
 }
 
 @test "truth: a corrupt line that comes after the first read of the files is said too, once, and one said before is not said again" {
-	manifest /ok 2 p >"$BATS_TEST_TMPDIR/m"
-	mkdir -p "$RUN/state" "$RUN/docs" "$RUN/logs"
-	echo 'not a record' >"$RUN/results.ndjson"
-	hold_owner 9.9
-	printf '{"id":"p-1","owner":"9.9"}\n' >"$RUN/state/claims.ndjson"
-	{
-		sed -n 1p "$BATS_TEST_TMPDIR/m"
-		for _ in $(seq 1 500); do
-			grep -q 'being processed by another pipeline' "$BATS_TEST_TMPDIR/err" && break
-			sleep 0.01
-		done
-		# Another corrupt line, and p-1 filed, the file replaced: read
-		# again whole, its line 1 is not said again, its line 2 is.
-		{
-			cat "$RUN/results.ndjson"
-			echo 'not a record either'
-			printf '{"id":"p-1","status":200,"fate":"done"}\n'
-		} >"$RUN/results.new"
-		mv "$RUN/results.new" "$RUN/results.ndjson"
-		sed -n 2p "$BATS_TEST_TMPDIR/m"
-	} | timeout 60 rfp-fetch --resume --run-dir "$RUN" \
-	    --report "$BATS_TEST_TMPDIR/report.json" >/dev/null 2>"$BATS_TEST_TMPDIR/err"
-	kill "$HOLDER"
+	# Another corrupt line, and p-1 filed, the file replaced: read again
+	# whole, its line 1 is not said again, its line 2 is.
+	left_then_filed 'not a record either'
 	jq -e '.skipped == 1 and .held == 0 and .admitted == 1' "$BATS_TEST_TMPDIR/report.json"
 	[ "$(grep -c 'results.ndjson:1: unreadable record' "$BATS_TEST_TMPDIR/err")" -eq 1 ]
 	[ "$(grep -c 'results.ndjson:2: unreadable record' "$BATS_TEST_TMPDIR/err")" -eq 1 ]
