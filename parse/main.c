@@ -157,38 +157,32 @@ sweep_parts(void)
 }
 
 /*
- * The run directory and docs/.parse are made or accepted by the rule every
- * stage keeps (ours alone, no symbolic link below the run directory), and
- * opened without following one.
+ * The run directory and docs/.parse made or accepted by the rule every
+ * stage keeps (ours alone, no symbolic link below the run directory), or
+ * exit status: 2 for --list --run-dir, which rfpipe asks before any stage
+ * starts, 1 at a run's start.  docs/.parse's path, allocated.
  */
-/*
- * --list --run-dir: the run directory and docs/.parse made or accepted as
- * open_dirs would, before any stage starts (rfpipe asks), or exit 2.
- */
-static void
-check_dirs(void)
+static char *
+make_dirs(int status)
 {
 	char *p, err[512];
 
 	if (files_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
-		msg_die(2, "%s", err);
+		msg_die(status, "%s", err);
 	p = rundir_path(opts.run_dir, RUNDIR_PARSING, NULL);
 	if (files_mkdir(p, err, sizeof(err)) == -1)
-		msg_die(2, "%s", err);
-	free(p);
+		msg_die(status, "%s", err);
+	return p;
 }
 
+/* The directories made or accepted, and opened without following a link. */
 static void
 open_dirs(void)
 {
-	char *p, err[512];
+	char *p;
 
 	L.dirs.run_dir = opts.run_dir;
-	if (files_mkdirs(opts.run_dir, err, sizeof(err)) == -1)
-		msg_die(1, "%s", err);
-	p = rundir_path(opts.run_dir, RUNDIR_PARSING, NULL);
-	if (files_mkdir(p, err, sizeof(err)) == -1)
-		msg_die(1, "%s", err);
+	p = make_dirs(1);
 	if ((L.dirs.part = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		msg_diesys(1, "open %s", p);
@@ -597,7 +591,7 @@ main(int argc, char *argv[])
 		/* With the run directory, its room for the parsers too. */
 		if (opts.run_dir != NULL) {
 			umask(077);
-			check_dirs();
+			free(make_dirs(2));
 		}
 		conf_free(&opts.conf);
 		opt_fshut();
