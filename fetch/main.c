@@ -523,6 +523,7 @@ run(void)
 	unsigned int nw, i;
 	int cut = 0, news = 0;
 	char err[512];
+	double wait;
 
 	while (!finished() && !S.stop) {
 		admit_manifest();
@@ -531,12 +532,12 @@ run(void)
 			admit_back();
 		}
 		if (admit_fifo() != NULL && !admit_sink_seen() &&
-		    clk_mono() - S.t0 > fmax(clk_real(SINK_WAIT),
-		    SINK_WAIT_MIN)) {
+		    clk_mono() - S.t0 > (wait = fmax(clk_real(SINK_WAIT),
+		    SINK_WAIT_MIN))) {
 			msg_warn("rfp-sink has not opened %s in %.0f s; "
 			    "stopping: a re-run on this run directory fetches "
-			    "what was not filed", admit_fifo(), fmax(SINK_WAIT,
-			    SINK_WAIT_MIN / clk_scale()));
+			    "what was not filed", admit_fifo(),
+			    wait / clk_scale());
 			S.stop = -1;
 			break;
 		}
