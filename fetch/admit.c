@@ -297,10 +297,16 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 		return;
 	}
 	A.n.admitted++;
-	if (A.filed != NULL && filed_as(A.filed, id) == FILED_CUT)
+	switch (A.filed != NULL ? filed_as(A.filed, id) : FILED_NOT) {
+	case FILED_CUT:
 		A.n.resumed_cut++;
-	else if (A.filed != NULL && filed_as(A.filed, id) == FILED_DEAD)
-		A.n.retried_dead++;	/* --retry-dead */
+		break;
+	case FILED_DEAD:	/* --retry-dead */
+		A.n.retried_dead++;
+		break;
+	default:
+		break;
+	}
 	if (admit_wait(rec, &fo->conf, fo->deadline, err, sizeof(err)) == -1 ||
 	    xfer_admissible(rec, err, sizeof(err)) == -1 ||
 	    admit_key(rec, id, lineno, err, sizeof(err)) == -1) {
