@@ -92,6 +92,8 @@ struct ep {
 	double		 late;		/* how late one may go */
 	int		 lease;		/* 1: a lease, kept from pass to pass;
 				   0: sends for this pass only */
+	int		 counted;	/* ... counted against a RateLimit
+				   remaining: one dropped is told */
 	/* Good for one pass of start_ready only. */
 	double		 pace_wait;	/* the pace granted fewer than asked */
 	int		 brk_closed;	/* the breaker let a request by */
@@ -334,6 +336,56 @@ grant_take(struct ep *e)
 	return e->free ? e->seq : e->seq++;
 }
 
+/* Room for one more outcome, and the held 503s one may tell. */
+static void
+ev_room(struct ep *e)
+{
+	while (e->npev == e->capev || e->nbev + e->nhbev >= e->capev) {
+		e->capev = e->capev ? 2 * e->capev : 16;
+		e->pev = xrealloc(e->pev, e->capev * sizeof(*e->pev));
+		e->bev = xrealloc(e->bev, e->capev * sizeof(*e->bev));
+	}
+}
+
+/*
+ * n grants from seq on dropped unsent, told to the pace where it counts
+ * them against a RateLimit remaining (pace.h, PACE_UNUSED).  Told before
+ * the answers waiting to be told: a send never made is in no answer's
+ * count, and the answer read first would spend the quota on it.
+ */
+static void
+grant_void(struct ep *e, long seq, long n)
+{
+	struct pace_ev *pe;
+	size_t i;
+
+	if (n <= 0 || seq < 0 || e->free || !e->counted)
+		return;
+	for (i = 0; i < e->npev && e->pev[i].ev == PACE_UNUSED; i++)
+		if (e->pev[i].seq + e->pev[i].unused == seq) {
+			e->pev[i].unused += n;
+			return;
+		}
+	ev_room(e);
+	memmove(e->pev + i + 1, e->pev + i, (e->npev - i) * sizeof(*e->pev));
+	e->npev++;
+	pe = &e->pev[i];
+	memset(pe, 0, sizeof(*pe));
+	pe->ev = PACE_UNUSED;
+	pe->now = clk_now();
+	pe->seq = seq;
+	pe->unused = n;
+	pe->retry_after = -1;
+}
+
+/* The grants in hand, dropped. */
+static void
+grant_drop(struct ep *e)
+{
+	grant_void(e, e->seq, e->credit);
+	e->credit = 0;
+}
+
 static void
 grant_back(struct ep *e)
 {
@@ -358,7 +410,7 @@ lease_trim(struct ep *e, double wire)
 {
 	while (e->credit > 0 && fmax(e->due[e->idue] + e->drift, wire) >
 	    e->due_end + e->late)
-		(void)grant_take(e);
+		grant_void(e, grant_take(e), 1);
 }
 
 /*
@@ -371,6 +423,8 @@ told_strict(const struct ep *e)
 	return e->pace.rate > 0 && e->pace.rate < FREE_RATE &&
 	    e->pace.burst <= 1;
 }
+
+static void	ep_tell(struct ep *);
 
 /*
  * Slot, pace, breaker, in that order; before them, a lease whose next send
@@ -460,6 +514,13 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			 * it alone, and no process's next send until it is
 			 * answered (pace_cfg.first).
 			 */
+			/*
+			 * Grants dropped unsent are told first: the pace
+			 * would count them against a remaining it is asked
+			 * to spend.
+			 */
+			if (e->npev > 0 && e->pev[0].ev == PACE_UNUSED)
+				ep_tell(e);
 			e->pace.first = !e->first_done && told_strict(e);
 			if (pace_take_n(fo->run_dir, e->name, &e->pace,
 			    now + e->lag, want, &g, err, sizeof(err)) == -1)
@@ -474,6 +535,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			    g.window, now) == -1)
 				msg_warnsys("write %s", attlog_path(fo->log));
 			e->credit = g.granted;
+			e->counted = g.counted;
 			e->rate = g.rate;
 			memcpy(e->due, g.due, sizeof(e->due));
 			e->seq = g.seq;
@@ -720,12 +782,7 @@ gate_feedback(const struct xfer *x)
 		return;
 	if (st == 429 || st == 503)
 		e->throttled = 1;
-	/* Room for this answer's news, and the held 503s it may tell. */
-	while (e->npev == e->capev || e->nbev + e->nhbev >= e->capev) {
-		e->capev = e->capev ? 2 * e->capev : 16;
-		e->pev = xrealloc(e->pev, e->capev * sizeof(*e->pev));
-		e->bev = xrealloc(e->bev, e->capev * sizeof(*e->bev));
-	}
+	ev_room(e);
 	/*
 	 * Throttling slows the pace: a 429, or a 503 with a Retry-After or
 	 * from an endpoint that had a success a moment ago (nginx's limit_req
@@ -804,6 +861,14 @@ gate_feedback(const struct xfer *x)
 			    fmin(e->rate * clk_real(END_S),
 			    sb_count(e, clk_now())) / END_S);
 		}
+	} else {
+		/*
+		 * No count in it (a reset, a timeout, a proxy's 502): the
+		 * portal counted the send or never saw it.  Told as one
+		 * dropped, it is no longer on its way: a count at 0 waiting
+		 * for its answer would wait RL_SETTLE for nothing.
+		 */
+		grant_void(e, x->job->seq, 1);
 	}
 	be = &hb;
 	be->out = k == CLASS_TRANSIENT && st != 429 && !(st == 503 && up) ?
@@ -829,7 +894,7 @@ gate_feedback(const struct xfer *x)
 		e->fb_now = 1;
 		e->pace_free = 0;
 		if (e->lease)
-			e->credit = 0;
+			grant_drop(e);
 		return;
 	}
 	if (be->out == BREAKER_FAILURE && e->nhbev > 0) {
@@ -845,7 +910,41 @@ gate_feedback(const struct xfer *x)
 	}
 	/* Refused: what the lease holds was granted at a pace now too fast. */
 	if (slow && e->lease)
-		e->credit = 0;
+		grant_drop(e);
+}
+
+/* Tell the shared pace and breaker e's news now, in one locked update each. */
+static void
+ep_tell(struct ep *e)
+{
+	char err[512];
+	size_t i;
+	int news;
+
+	e->fb_now = 0;
+	e->fb_at = clk_mono();
+	/*
+	 * The window as the news leaves it: an endpoint held by its
+	 * window asks the pace for no grant to learn it from.  Read
+	 * from the grant before, it grew by a round trip's lag: 2 s
+	 * to reach a cap of 25 answering in 250 ms, now 1.25 s.
+	 */
+	e->pace.queued = ep_queued(e);
+	if (pace_feedback_n(fo->run_dir, e->name, &e->pace, e->pev,
+	    e->npev, &e->window, err, sizeof(err)) == -1 ||
+	    breaker_record_n(fo->run_dir, e->name, &e->cf->breaker,
+	    e->bev, e->nbev, err, sizeof(err)) == -1)
+		state_fail(err);
+	/* Only a failure or a probe's answer moves a closed breaker. */
+	news = e->seen.brk[0] != '\0';
+	for (i = 0; i < e->nbev && !news; i++)
+		news = e->bev[i].out == BREAKER_FAILURE || e->bev[i].probe;
+	if (news)
+		brk_seen(e);
+	/* What the pace said before this news, it may now say otherwise. */
+	if (e->npev > 0 && e->paced)
+		e->blocked_until = 0;
+	e->npev = e->nbev = 0;
 }
 
 /*
@@ -860,10 +959,7 @@ void
 gate_flush(int force)
 {
 	struct ep *e;
-	char err[512];
 	double now = clk_mono();
-	size_t i;
-	int news;
 
 	for (e = eps; e != NULL; e = e->next) {
 		if (e->npev == 0 && e->nbev == 0)
@@ -874,31 +970,7 @@ gate_flush(int force)
 		    (e->pace_wait == 0 && !(e->paced &&
 		    e->blocked_until > clk_now()))))
 			continue;
-		e->fb_now = 0;
-		e->fb_at = now;
-		/*
-		 * The window as the news leaves it: an endpoint held by its
-		 * window asks the pace for no grant to learn it from.  Read
-		 * from the grant before, it grew by a round trip's lag: 2 s
-		 * to reach a cap of 25 answering in 250 ms, now 1.25 s.
-		 */
-		e->pace.queued = ep_queued(e);
-		if (pace_feedback_n(fo->run_dir, e->name, &e->pace, e->pev,
-		    e->npev, &e->window, err, sizeof(err)) == -1 ||
-		    breaker_record_n(fo->run_dir, e->name, &e->cf->breaker,
-		    e->bev, e->nbev, err, sizeof(err)) == -1)
-			state_fail(err);
-		/* Only a failure or a probe's answer moves a closed breaker. */
-		news = e->seen.brk[0] != '\0';
-		for (i = 0; i < e->nbev && !news; i++)
-			news = e->bev[i].out == BREAKER_FAILURE ||
-			    e->bev[i].probe;
-		if (news)
-			brk_seen(e);
-		/* What the pace said before this news, it may now say otherwise. */
-		if (e->npev > 0 && e->paced)
-			e->blocked_until = 0;
-		e->npev = e->nbev = 0;
+		ep_tell(e);
 	}
 }
 
@@ -1012,7 +1084,7 @@ gate_news(const char *channel, const char *payload, void *arg)
 			if ((seq = pace_news_seq(payload, e->name)) < 0)
 				continue;
 			if (e->lease && !e->free && e->seq < seq)
-				e->credit = 0;
+				grant_drop(e);
 			e->pace_free = 0;
 			continue;
 		}
@@ -1048,7 +1120,7 @@ gate_pass(void)
 			e->hung = wire_hung(e, now - hang_after(e),
 			    &e->hung_next);
 		if (!e->lease)
-			e->credit = 0;
+			grant_drop(e);
 		e->pace_wait = 0;
 		e->brk_closed = 0;
 	}
@@ -1068,7 +1140,7 @@ gate_pass_end(void)
 		if (e->lease)
 			lease_trim(e, now + e->lag);
 		else
-			e->credit = 0;
+			grant_drop(e);
 	}
 }
 

@@ -109,6 +109,14 @@
 #define LATE_MIN	0.0003	/* real seconds a lease's send may go after its
 				   time: this, or a quarter interval; the next
 				   grant comes that much after the lease */
+#define RL_SETTLE	10.0	/* logical s a RateLimit remaining counted to
+				   0 with sends unanswered waits for their
+				   answers before it is taken for a quota's
+				   end: answers lost (a process killed) hold
+				   it no longer ... */
+#define RL_SETTLE_MIN	2.0	/* ... nor less than this many real seconds:
+				   time collapsed, a busy machine's answers
+				   come later than 10 logical s */
 #define STALE		60.0	/* a state nobody used for this long is a
 				   hint: the portal may have changed since */
 #define USERS_MAX	64	/* processes a state names as its users */
@@ -160,6 +168,7 @@ struct pst {
 	double	rl_mend;	/* ... the end that answer put; 0: none */
 	double	rl_ans;		/* ... and how many of them were answered */
 	double	rl_mtakes;	/* the grants made when the least was heard */
+	double	rl_at;		/* when a RateLimit answer was last heard */
 	double	seen;		/* its last use (a grant or an answer) */
 	double	p_at;		/* when the pace started ... */
 	double	p_seq;		/* ... the grants made by then ... */
@@ -204,7 +213,7 @@ static const struct {
 	F(iv_i), F(quota_until), F(takes), F(rl_seq),
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
 	F(rl_rem), F(rl_turn), F(rl_wguess), F(rl_heard), F(rl_tseq),
-	F(rl_min), F(rl_mend), F(rl_ans), F(rl_mtakes),
+	F(rl_min), F(rl_mend), F(rl_ans), F(rl_mtakes), F(rl_at),
 	F(p_at), F(p_seq), F(p_ok), F(p_min), F(p_held), F(p_floor),
 	F(c_ok), F(c_ref), F(k_rate), F(k_seq), F(k_at), F(k_ok), F(k_ref),
 	F(k_cuts), F(nz), F(r_bits), F(r_n), F(r_noise), F(u_at), F(u_ok),
@@ -383,6 +392,7 @@ bad_field(const struct pst *p)
 		B(cuts, 0, HUGE_VAL),
 		B(okh_n, 0, HUGE_VAL),
 		B(rl_mend, 0, HUGE_VAL),
+		B(rl_at, 0, HUGE_VAL),
 		B(seen, 0, HUGE_VAL),
 		B(cut_seq, -HUGE_VAL, 0x1p53),
 		B(p_seq, -HUGE_VAL, 0x1p53),
@@ -544,6 +554,7 @@ age(struct pst *p, const struct pace_cfg *c)
 	p->rl_mend = o.rl_mend;
 	p->rl_ans = o.rl_ans;
 	p->rl_mtakes = o.rl_mtakes;
+	p->rl_at = o.rl_at;
 }
 
 /* This process as a state's users name it: "PID@HOST". */
@@ -718,6 +729,26 @@ window_of(const struct pst *p, const struct pace_cfg *c)
 	return c->rate > 0 ? 0 : (long)p->win;
 }
 
+/*
+ * Whether a RateLimit count at 0 is the portal's word: it said 0, or every
+ * send granted since the count began is answered, or RL_SETTLE has passed
+ * since an answer last said anything.  Until then it is a guess: a send
+ * counted here as on its way may be in the count heard already, when the
+ * portal took it before the one answered (another connection's).
+ */
+static double
+rl_settle(void)
+{
+	return fmax(clk_real(RL_SETTLE), RL_SETTLE_MIN);
+}
+
+static int
+rl_settled(const struct pst *p, double now)
+{
+	return p->rl_rem == 0 || (p->rl_tseq >= 0 && p->takes - p->rl_tseq -
+	    p->rl_ans <= 0) || now - p->rl_at >= rl_settle();
+}
+
 /* Reserve up to o->want sends at o->now, as that many takes in a row. */
 static void
 take(struct pst *p, struct op *o)
@@ -739,9 +770,14 @@ take(struct pst *p, struct op *o)
 		o->want = g->window;
 	if (o->want > PACE_LEASE_MAX)
 		o->want = PACE_LEASE_MAX;
-	/* A reset saved by an earlier run is held to the same bound. */
-	if (p->rl_left == 0 && p->rl_reset > o->now && o->c->quota_after > 0 &&
-	    conf_wait_past(p->rl_reset - o->now, o->c->quota_after))
+	/*
+	 * A reset saved by an earlier run, or a count that has settled at
+	 * 0 since, is held to the same bounds as an answer's (ratelimit).
+	 */
+	if (p->rl_left == 0 && p->rl_reset > o->now && rl_settled(p,
+	    o->now) && ((o->c->deadline > 0 && p->rl_reset >= o->c->deadline) ||
+	    (o->c->quota_after > 0 && conf_wait_past(p->rl_reset - o->now,
+	    o->c->quota_after))))
 		p->quota_until = fmax(p->quota_until, p->rl_reset);
 	if (o->now < p->quota_until) {
 		g->quota_until = p->quota_until;
@@ -843,6 +879,10 @@ take(struct pst *p, struct op *o)
 	while (g->granted < o->want) {
 		if (p->rl_left == 0 && p->rl_reset > o->now) {
 			g->wait = p->rl_reset - o->now;
+			/* A guess: the answers on their way settle it. */
+			if (!rl_settled(p, o->now))
+				g->wait = fmin(g->wait, p->rl_at +
+				    rl_settle() - o->now);
 			break;
 		}
 		late = o->now - p->tat;
@@ -902,10 +942,27 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 * here, is news in any order: sends on several connections reach
 	 * the portal out of the order they were granted in.
 	 */
+	if (rl->remaining < 0)
+		return;
+	/*
+	 * The first count heard with its Limit starts one, from the send
+	 * it answers, as a window's turn does.  Taken as that Remaining less
+	 * every send granted after it, a send the portal had counted before
+	 * it (another connection's, answered later) was counted twice: a
+	 * quota of 30 ended with 4 unspent.
+	 */
+	if (p->rl_tseq < 0 && rl->limit >= 0 && e->seq >= 0 &&
+	    (double)e->seq >= p->rl_seq) {
+		p->rl_tseq = (double)e->seq;
+		p->rl_min = -1;
+		p->rl_mend = 0;
+		p->rl_ans = 0;
+	}
 	ours = e->seq >= 0 && p->rl_tseq >= 0 && e->seq >= p->rl_tseq;
-	if (rl->remaining < 0 || (!ours && e->seq >= 0 && e->seq < p->rl_seq))
-		return;		/* nothing, or older news than we have */
+	if (!ours && e->seq >= 0 && e->seq < p->rl_seq)
+		return;		/* older news than we have */
 	p->rl_seq = fmax(p->rl_seq, (double)e->seq);
+	p->rl_at = e->now;
 	/*
 	 * Sends granted after this one's are not in its count.  Grants go
 	 * unused seldom: no more than the window is granted at once (take).
@@ -999,9 +1056,10 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 * be (conf_wait_past), is a quota: the held work leaves saying when
 	 * to come back, rather than the endpoint freezing.
 	 */
-	if (p->rl_left == 0 && p->rl_reset > e->now && ((c->deadline > 0 &&
-	    p->rl_reset >= c->deadline) || (c->quota_after > 0 &&
-	    conf_wait_past(p->rl_reset - e->now, c->quota_after))))
+	if (p->rl_left == 0 && p->rl_reset > e->now && rl_settled(p, e->now) &&
+	    ((c->deadline > 0 && p->rl_reset >= c->deadline) ||
+	    (c->quota_after > 0 && conf_wait_past(p->rl_reset - e->now,
+	    c->quota_after))))
 		p->quota_until = fmax(p->quota_until, p->rl_reset);
 }
 
@@ -1488,12 +1546,44 @@ ok_most(const struct pst *p)
 	return p->ok_k - NOKH;
 }
 
+/*
+ * Grants the caller dropped unsent (a lease's sends that could no longer
+ * go in their time, a reservation a pass did not use): no answer will
+ * count them, and a RateLimit remaining counted down by the grants is not
+ * spent on them.  Taken for answered: under load, a quota of 30 told by
+ * X-RateLimit headers saved 26 documents, and dead-lettered the rest with
+ * 4 of it unspent.
+ */
+static void
+unused(struct pst *p, const struct pace_ev *e)
+{
+	double lo, hi;
+
+	if (p->rl_tseq < 0 || e->seq < 0 || e->unused <= 0)
+		return;
+	lo = fmax((double)e->seq, p->rl_tseq);
+	hi = fmin((double)e->seq + (double)e->unused, p->takes);
+	if (hi <= lo)
+		return;
+	p->rl_ans += hi - lo;
+	if (p->rl_min >= 0)
+		p->rl_left = fmax(0, p->rl_min - fmax(0, p->takes -
+		    p->rl_tseq - p->rl_ans));
+	else if (p->rl_left >= 0)
+		p->rl_left = p->rl_limit >= 0 ? fmin(p->rl_limit,
+		    p->rl_left + hi - lo) : p->rl_left + hi - lo;
+}
+
 static void
 feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 {
 	int cap, quiet;
 	double k;
 
+	if (e->ev == PACE_UNUSED) {
+		unused(p, e);
+		return;
+	}
 	if (p->t_first == 0)
 		p->t_first = e->now;
 	/* The answer to a process's first send: the portal has read it. */

@@ -43,7 +43,9 @@
 enum pace_event {
 	PACE_OK,	/* a success: grow */
 	PACE_SLOW,	/* a throttling refusal: 429, or 503 while up */
-	PACE_INFO	/* any other answer: its RateLimit fields only */
+	PACE_INFO,	/* any other answer: its RateLimit fields only */
+	PACE_UNUSED	/* grants dropped unsent: pace_ev.seq on, .unused
+			   of them */
 };
 
 struct pace_cfg {
@@ -140,6 +142,7 @@ struct pace_ev {
 	int		ending;		/* the caller's sends to the endpoint
 					   end soon at this pace: nothing is
 					   left to probe a faster one for */
+	long		unused;		/* PACE_UNUSED: how many grants */
 };
 
 /*

@@ -1619,6 +1619,86 @@ rl_order(void)
 }
 
 /*
+ * A quota of a day told by X-RateLimit headers, its count read out of the
+ * portal's order: the answer read first says 4 left, with 9 granted after
+ * it that the portal had counted before it.  No quota yet: the count
+ * settles as they are answered, and the 4 are spent.  Sends never
+ * answered hold it RL_SETTLE at most; grants dropped unsent are not spent.
+ */
+static void
+rl_quota(void)
+{
+	static const struct pace_cfg c = { 0, 0, 3600, 0, 4096, 0, 0, 0 };
+	struct pace_grant g;
+	struct pace_ev e;
+	char err[256];
+	long s, i;
+
+	memset(&e, 0, sizeof(e));
+	e.retry_after = -1;
+	e.rl_seen = 1;
+	e.rl.limit = 30;
+	e.rl.window_s = -1;
+	e.rl.reset_s = 86400;
+	e.ev = PACE_OK;
+#define RQ_ANS(ep, sq, t, rem) do {					\
+	e.seq = (sq);							\
+	e.sent_at = (t) - 0.01;						\
+	e.now = (t);							\
+	e.rl.remaining = (rem);						\
+	pace_feedback_n(NULL, ep, &c, &e, 1, NULL, err, sizeof(err));	\
+} while (0)
+
+	pace_take_n(NULL, "rq", &c, T0, 1, &g, err, sizeof(err));
+	RQ_ANS("rq", g.seq, T0 + 0.01, 14);
+	pace_take_n(NULL, "rq", &c, T0 + 0.02, 10, &g, err, sizeof(err));
+	s = g.seq;
+	ok(g.granted == 10, "14 left: 10 granted (%ld)", g.granted);
+	RQ_ANS("rq", s, T0 + 0.05, 4);
+	pace_take_n(NULL, "rq", &c, T0 + 0.06, 10, &g, err, sizeof(err));
+	ok(g.granted == 0 && g.quota_until == 0 && g.wait > 0 &&
+	    g.wait <= 10, "\"4 left\" read first, 9 granted after it "
+	    "unanswered: held, no quota (granted %ld, quota %.0f, wait %.2f)",
+	    g.granted, g.quota_until - T0, g.wait);
+	for (i = 1; i < 10; i++)
+		RQ_ANS("rq", s + i, T0 + 0.07, 14 - i);
+	pace_take_n(NULL, "rq", &c, T0 + 0.08, 10, &g, err, sizeof(err));
+	ok(g.granted == 4 && g.quota_until == 0, "... which the portal had "
+	    "counted before it: once answered, its 4 are granted (%ld)",
+	    g.granted);
+	for (s = g.seq, i = 0; i < 4; i++)
+		RQ_ANS("rq", s + i, T0 + 0.1, 3 - i);
+	pace_take_n(NULL, "rq", &c, T0 + 0.11, 1, &g, err, sizeof(err));
+	ok(g.granted == 0 && g.quota_until > T0 + 86000, "\"0 left\": a "
+	    "quota (%.0f)", g.quota_until - T0);
+
+	pace_take_n(NULL, "rq-lost", &c, T0, 1, &g, err, sizeof(err));
+	RQ_ANS("rq-lost", g.seq, T0 + 0.01, 5);
+	pace_take_n(NULL, "rq-lost", &c, T0 + 0.02, 10, &g, err, sizeof(err));
+	pace_take_n(NULL, "rq-lost", &c, T0 + 5, 1, &g, err, sizeof(err));
+	ok(g.granted == 0 && g.quota_until == 0, "5 granted, unanswered for "
+	    "5 s: held (quota %.0f)", g.quota_until - T0);
+	pace_take_n(NULL, "rq-lost", &c, T0 + 10.02, 1, &g, err, sizeof(err));
+	ok(g.granted == 0 && g.quota_until > T0 + 86000, "... for 10 s: "
+	    "answers lost, a quota (%.0f)", g.quota_until - T0);
+
+	pace_take_n(NULL, "rq-void", &c, T0, 1, &g, err, sizeof(err));
+	RQ_ANS("rq-void", g.seq, T0 + 0.01, 5);
+	pace_take_n(NULL, "rq-void", &c, T0 + 0.02, 5, &g, err, sizeof(err));
+	memset(&e, 0, sizeof(e));
+	e.ev = PACE_UNUSED;
+	e.seq = g.seq + 2;
+	e.unused = 3;
+	e.now = T0 + 0.03;
+	e.retry_after = -1;
+	pace_feedback_n(NULL, "rq-void", &c, &e, 1, NULL, err, sizeof(err));
+	pace_take_n(NULL, "rq-void", &c, T0 + 0.04, 10, &g, err, sizeof(err));
+	ok(g.granted == 3, "5 left, 5 granted and 3 of them dropped unsent: "
+	    "3 granted again (%ld)", g.granted);
+#undef RQ_ANS
+}
+
+/*
  * A whole-second Reset is an upper bound: within one window (Remaining
  * going down) the earliest answer's bound holds, and a window that turned
  * (Remaining up) has an end of its own.  t: when the ten sends of a window
@@ -2499,6 +2579,7 @@ main(void)
 	ending_start();
 	ratelimit();
 	rl_order();
+	rl_quota();
 	reset_heard();
 	quiet_then_window();
 	corrupt();
