@@ -180,9 +180,12 @@ read_file(struct filed *f, int i, filed_skip_fn *skip, void *arg)
 	rec_reader_limit(r, end - ff->end);
 	while ((rc = rec_next(r, &line, &len, &lineno)) == REC_LINE ||
 	    rc == REC_TOOLONG) {
-		/* Unreadable: torn, and ended by an older rfp-sink. */
-		if (rc == REC_LINE && note(f, i, line, len, ff->end +
-		    rec_reader_at(r)) == -1 && skip != NULL)
+		/*
+		 * Unreadable: torn, and ended by an older rfp-sink; or too
+		 * long to be a record (by hand: rfp-sink writes none).
+		 */
+		if ((rc == REC_TOOLONG || note(f, i, line, len, ff->end +
+		    rec_reader_at(r)) == -1) && skip != NULL)
 			skip(ff->path, ff->lineno + lineno, 0, arg);
 	}
 	rec_reader_free(r);

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "lib/accounts/filed.h"
+#include "lib/base/x.h"
+#include "lib/record/rec.h"
 #include "tests/unit/tap.h"
 
 static char dir[] = "/tmp/unit-filed.XXXXXX";
@@ -191,6 +193,32 @@ test_missing(void)
 	unlink(at("results.ndjson"));
 }
 
+/* A line too long to be a record is passed over, said, and the rest read. */
+static void
+test_toolong(void)
+{
+	struct filed *f;
+	size_t n = REC_STREAM_MAX + 16;
+	char *big = xmalloc(n + 2);
+
+	memset(big, 'x', n);
+	memcpy(big, "{\"id\":\"big\",\"pad\":\"", 19);
+	big[n] = '\n';
+	big[n + 1] = '\0';
+	put("results.ndjson", "{\"id\":\"a\",\"fate\":\"done\"}\n", 0);
+	put("results.ndjson", big, 1);
+	put("results.ndjson", "{\"id\":\"b\",\"fate\":\"done\"}\n", 1);
+	free(big);
+	unlink(at("dead.ndjson"));
+	f = filed_new(dir, 0);
+	ok(read_ok(f), "a line too long: read");
+	is_long(unreadable, 2, "the line too long is passed over, by number");
+	is_long(filed_as(f, "big"), FILED_NOT, "it files nothing");
+	is_long(filed_as(f, "b"), FILED_DONE, "the line after it is read");
+	filed_free(f);
+	unlink(at("results.ndjson"));
+}
+
 int
 main(void)
 {
@@ -200,6 +228,7 @@ main(void)
 	}
 	test_standing();
 	test_missing();
+	test_toolong();
 	rmdir(dir);
 	return tap_done();
 }
