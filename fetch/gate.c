@@ -92,8 +92,6 @@ struct ep {
 	double		 late;		/* how late one may go */
 	int		 lease;		/* 1: a lease, kept from pass to pass;
 				   0: sends for this pass only */
-	int		 counted;	/* ... counted against a RateLimit
-				   remaining: one dropped is told */
 	/* Good for one pass of start_ready only. */
 	double		 pace_wait;	/* the pace granted fewer than asked */
 	int		 brk_closed;	/* the breaker let a request by */
@@ -102,6 +100,8 @@ struct ep {
 	struct breaker_ev	*bev;
 	size_t		 npev, nbev, capev;
 	int		 fb_now;	/* ... one of which may not wait */
+	int		 voids;		/* ... grants dropped unsent among them */
+	int		 rl_known;	/* an answer gave a RateLimit count */
 	double		 fb_at;		/* clk_mono of the last telling */
 	/* clk_mono until which the pace, the breaker, need not be asked. */
 	double		 pace_free, brk_free;
@@ -348,28 +348,26 @@ ev_room(struct ep *e)
 }
 
 /*
- * n grants from seq on dropped unsent, told to the pace where it counts
- * them against a RateLimit remaining (pace.h, PACE_UNUSED).  Told before
- * the answers waiting to be told: a send never made is in no answer's
- * count, and the answer read first would spend the quota on it.
+ * n grants from seq on dropped unsent, or answered with no count, told to
+ * the pace of an endpoint that gives RateLimit counts (pace.h,
+ * PACE_UNUSED), in order with its answers: told before them, an answer
+ * that turned the window started the count again without them.
  */
 static void
 grant_void(struct ep *e, long seq, long n)
 {
 	struct pace_ev *pe;
-	size_t i;
 
-	if (n <= 0 || seq < 0 || e->free || !e->counted)
+	if (n <= 0 || seq < 0 || e->free || !e->rl_known)
 		return;
-	for (i = 0; i < e->npev && e->pev[i].ev == PACE_UNUSED; i++)
-		if (e->pev[i].seq + e->pev[i].unused == seq) {
-			e->pev[i].unused += n;
-			return;
-		}
+	e->voids = 1;
+	pe = e->npev > 0 ? &e->pev[e->npev - 1] : NULL;
+	if (pe != NULL && pe->ev == PACE_UNUSED && pe->seq + pe->unused == seq) {
+		pe->unused += n;
+		return;
+	}
 	ev_room(e);
-	memmove(e->pev + i + 1, e->pev + i, (e->npev - i) * sizeof(*e->pev));
-	e->npev++;
-	pe = &e->pev[i];
+	pe = &e->pev[e->npev++];
 	memset(pe, 0, sizeof(*pe));
 	pe->ev = PACE_UNUSED;
 	pe->now = clk_now();
@@ -519,7 +517,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			 * would count them against a remaining it is asked
 			 * to spend.
 			 */
-			if (e->npev > 0 && e->pev[0].ev == PACE_UNUSED)
+			if (e->voids)
 				ep_tell(e);
 			e->pace.first = !e->first_done && told_strict(e);
 			if (pace_take_n(fo->run_dir, e->name, &e->pace,
@@ -535,7 +533,6 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			    g.window, now) == -1)
 				msg_warnsys("write %s", attlog_path(fo->log));
 			e->credit = g.granted;
-			e->counted = g.counted;
 			e->rate = g.rate;
 			memcpy(e->due, g.due, sizeof(e->due));
 			e->seq = g.seq;
@@ -861,15 +858,17 @@ gate_feedback(const struct xfer *x)
 			    fmin(e->rate * clk_real(END_S),
 			    sb_count(e, clk_now())) / END_S);
 		}
-	} else {
-		/*
-		 * No count in it (a reset, a timeout, a proxy's 502): the
-		 * portal counted the send or never saw it.  Told as one
-		 * dropped, it is no longer on its way: a count at 0 waiting
-		 * for its answer would wait RL_SETTLE for nothing.
-		 */
-		grant_void(e, x->job->seq, 1);
 	}
+	/*
+	 * An answer with no count in it (a reset, a timeout, a proxy's 502
+	 * or 200): the portal counted the send or never saw it.  Told as
+	 * one dropped, it is no longer on its way: a count at 0 waiting for
+	 * its answer would wait RL_SETTLE for nothing.
+	 */
+	if (x->rl_seen)
+		e->rl_known = 1;
+	else
+		grant_void(e, x->job->seq, 1);
 	be = &hb;
 	be->out = k == CLASS_TRANSIENT && st != 429 && !(st == 503 && up) ?
 	    BREAKER_FAILURE : BREAKER_SUCCESS;
@@ -945,6 +944,7 @@ ep_tell(struct ep *e)
 	if (e->npev > 0 && e->paced)
 		e->blocked_until = 0;
 	e->npev = e->nbev = 0;
+	e->voids = 0;
 }
 
 /*

@@ -732,9 +732,12 @@ window_of(const struct pst *p, const struct pace_cfg *c)
 /*
  * Whether a RateLimit count at 0 is the portal's word: it said 0, or every
  * send granted since the count began is answered, or RL_SETTLE has passed
- * since an answer last said anything.  Until then it is a guess: a send
+ * since an answer last gave a count.  Until then it is a guess: a send
  * counted here as on its way may be in the count heard already, when the
- * portal took it before the one answered (another connection's).
+ * portal took it before the one answered (another connection's).  A last
+ * count heard further ahead than that (a host whose clock runs ahead, a
+ * state written by hand) holds nothing: 1e300 held the endpoint until the
+ * deadline, its documents cut, not dead quota.
  */
 static double
 rl_settle(void)
@@ -746,7 +749,7 @@ static int
 rl_settled(const struct pst *p, double now)
 {
 	return p->rl_rem == 0 || (p->rl_tseq >= 0 && p->takes - p->rl_tseq -
-	    p->rl_ans <= 0) || now - p->rl_at >= rl_settle();
+	    p->rl_ans <= 0) || fabs(now - p->rl_at) >= rl_settle();
 }
 
 /* Reserve up to o->want sends at o->now, as that many takes in a row. */
@@ -997,7 +1000,12 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 			p->rl_min = -1;
 			p->rl_ans = 0;
 		}
-		p->rl_ans++;
+		/*
+		 * No more answered than granted: a free pace's sends all
+		 * carry the number of the grant before it, and each answer
+		 * counted as one more let 9 go against a count of 5.
+		 */
+		p->rl_ans = fmin(p->rl_ans + 1, fmax(0, p->takes - p->rl_tseq));
 		if (p->rl_min < 0 || rl->remaining <= p->rl_min) {
 			p->rl_min = (double)rl->remaining;
 			p->rl_mend = end;
@@ -1565,7 +1573,7 @@ unused(struct pst *p, const struct pace_ev *e)
 	hi = fmin((double)e->seq + (double)e->unused, p->takes);
 	if (hi <= lo)
 		return;
-	p->rl_ans += hi - lo;
+	p->rl_ans = fmin(p->rl_ans + hi - lo, p->takes - p->rl_tseq);
 	if (p->rl_min >= 0)
 		p->rl_left = fmax(0, p->rl_min - fmax(0, p->takes -
 		    p->rl_tseq - p->rl_ans));

@@ -1632,7 +1632,7 @@ rl_quota(void)
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
-	long s, i;
+	long s, i, n;
 
 	memset(&e, 0, sizeof(e));
 	e.retry_after = -1;
@@ -1695,7 +1695,76 @@ rl_quota(void)
 	pace_take_n(NULL, "rq-void", &c, T0 + 0.04, 10, &g, err, sizeof(err));
 	ok(g.granted == 3, "5 left, 5 granted and 3 of them dropped unsent: "
 	    "3 granted again (%ld)", g.granted);
+
+	/*
+	 * Told in the order they came: an answer that turns the window (a
+	 * minute's 10), then 3 of the 5 granted before it dropped unsent.
+	 * Told before it, the turn started the count again without them.
+	 */
+	memset(&e, 0, sizeof(e));
+	e.ev = PACE_OK;
+	e.retry_after = -1;
+	e.rl_seen = 1;
+	e.rl.limit = 10;
+	e.rl.window_s = -1;
+	e.rl.reset_s = 60;
+	pace_take_n(NULL, "rq-turn", &c, T0, 1, &g, err, sizeof(err));
+	RQ_ANS("rq-turn", g.seq, T0 + 0.01, 5);
+	pace_take_n(NULL, "rq-turn", &c, T0 + 0.02, 5, &g, err, sizeof(err));
+	s = g.seq;
+	RQ_ANS("rq-turn", s, T0 + 0.03, 9);
+	e.ev = PACE_UNUSED;
+	e.seq = s + 2;
+	e.unused = 3;
+	pace_feedback_n(NULL, "rq-turn", &c, &e, 1, NULL, err, sizeof(err));
+	pace_take_n(NULL, "rq-turn", &c, T0 + 0.04, 20, &g, err, sizeof(err));
+	ok(g.granted == 8, "a turn, 9 left, then 3 of the 4 after it dropped: "
+	    "8 granted (%ld)", g.granted);
+
+	/*
+	 * A free pace's sends all carry the number of the grant before it:
+	 * five answers to "one" send are one answered.
+	 */
+	e.ev = PACE_OK;
+	e.unused = 0;
+	e.rl.reset_s = 86400;
+	pace_take_n(NULL, "rq-free", &c, T0, 1, &g, err, sizeof(err));
+	for (s = g.seq, i = 0; i < 5; i++)
+		RQ_ANS("rq-free", s, T0 + 0.01, 9 - i);
+	pace_take_n(NULL, "rq-free", &c, T0 + 0.02, 20, &g, err, sizeof(err));
+	n = g.granted;
+	RQ_ANS("rq-free", g.seq, T0 + 0.03, 4);
+	pace_take_n(NULL, "rq-free", &c, T0 + 0.04, 20, &g, err, sizeof(err));
+	n += g.granted;
+	ok(n == 5, "five answers numbered alike, 5 left: 5 granted in all, "
+	    "none with 4 on their way (%ld)", n);
 #undef RQ_ANS
+
+	/*
+	 * A last count heard far ahead (a host whose clock runs ahead, a
+	 * hand): 10 granted, 2 answered, the rest lost with a process, none
+	 * left till a reset past the deadline.  A quota at once, as with no
+	 * time at all (a state an older rfp-fetch wrote).
+	 */
+	for (i = 0; i < 3; i++) {
+		static const char *at[] = { "", ", \"rl_at\": 1e300",
+		    ", \"rl_at\": 1000000600" };
+		char name[32], *text;
+
+		snprintf(name, sizeof(name), "rq-ahead-%ld", i);
+		text = xasprintf("{\"takes\": 10, \"rl_seq\": 1, "
+		    "\"rl_left\": 0, \"rl_reset\": %.3f, \"rl_limit\": 30, "
+		    "\"rl_rem\": 5, \"rl_tseq\": 0, \"rl_min\": 5, "
+		    "\"rl_ans\": 2, \"rl_mtakes\": 10, \"seen\": %.3f%s}\n",
+		    T0 + 86400, T0, at[i]);
+		put_state(name, text);
+		free(text);
+		pace_take_n(dir, name, &c, T0 + 1, 1, &g, err, sizeof(err));
+		ok(g.granted == 0 && g.quota_until > T0 + 86000, "%s: a quota "
+		    "(%.0f)", i == 0 ? "no time of the last count" : i == 1 ?
+		    "a last count at 1e300" : "a last count 10 min ahead",
+		    g.quota_until - T0);
+	}
 }
 
 /*
