@@ -365,6 +365,20 @@ trap 'early_stop HUP 129' HUP
 # manifest's records as rfp-fetch admits them (its "manifest: N lines"),
 # bad ones included: the count the budget and the progress line are given
 # before the run, and that rfp-fetch's --report gives rfp-sink after it.
+# The config's deadline, with no --deadline, is resolved once too, from
+# what rfp-fetch --check printed ($1): each stage reading "+2h" for itself
+# would end at its own time, and a resume two hours later.  It goes to the
+# stages, and to the resume line, as the time it resolved to.
+cfg_deadline() {
+	cfg_dl=$(printf '%s\n' "$1" | sed -n 's/^deadline: //p')
+	if [ -z "$deadline" ] && [ -n "$cfg_dl" ]; then
+		at=$(rfp-backoff --resolve-deadline "$cfg_dl" 2>/dev/null) ||
+			die 1 "rfp-fetch --check: cannot read deadline \"$cfg_dl\""
+		dl_opt=--deadline=$at
+		cmd_cfg_dl=$at
+	fi
+}
+
 admitted=
 if [ -n "$manifest" ]; then
 	# shellcheck disable=SC2086
@@ -390,17 +404,13 @@ if [ -n "$manifest" ]; then
 	admitted=$(printf '%s\n' "$checked" |
 	    sed -n 's/^manifest: \([0-9]*\) lines, .*/\1/p')
 	[ -n "$admitted" ] || die 1 "rfp-fetch --check: no count of $manifest"
-	# The config's deadline, with no --deadline, is resolved once too,
-	# here: each stage reading "+2h" for itself would end at its own
-	# time, and a resume two hours later.  It goes to the stages, and to
-	# the resume line, as the time it resolved to.
-	cfg_dl=$(printf '%s\n' "$checked" | sed -n 's/^deadline: //p')
-	if [ -z "$deadline" ] && [ -n "$cfg_dl" ]; then
-		at=$(rfp-backoff --resolve-deadline "$cfg_dl" 2>/dev/null) ||
-			die 1 "rfp-fetch --check: cannot read deadline \"$cfg_dl\""
-		dl_opt=--deadline=$at
-		cmd_cfg_dl=$at
-	fi
+	cfg_deadline "$checked"
+elif [ -n "$config" ]; then
+	# --queue with no manifest: the config's deadline all the same, from
+	# a check of no lines (which warns of endpoints no record reaches).
+	# shellcheck disable=SC2086
+	cfg_deadline "$(rfp-fetch --check "--config=$config" $jobs_opt \
+	    </dev/null 2>/dev/null)"
 fi
 
 umask 077

@@ -216,6 +216,37 @@ load pg
 	grep -q 'interrupted by SIGTERM; resume with' "$BATS_TEST_TMPDIR/h1.err"
 }
 
+@test "pipeline --queue with no manifest: a relative deadline in the config is resolved once, for every stage and the resume line" {
+	local t0 i dls at
+	t0=$(date +%s)
+	printf 'deadline: "+2h"\nbreaker: {failures: 3, cooldown: 1h}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	load_unserved 40
+	host 1
+	for i in $(seq 1 400); do
+		grep -q 'the breaker is open' "$BATS_TEST_TMPDIR/h1.err" 2>/dev/null && break
+		sleep 0.05
+	done
+	grep -q 'the breaker is open' "$BATS_TEST_TMPDIR/h1.err"
+	dls=$(for p in $(pgrep -s "${HOSTS[1]}"); do
+		tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | grep -- '^--deadline=' || :
+	done)
+	kill -TERM "${HOSTS[1]}"
+	gone_within "${HOSTS[1]}" 10
+	echo "$dls"
+	# rfp-fetch and rfp-backoff, given one time, not "+2h" to read.
+	[ "$(wc -l <<<"$dls")" -eq 2 ]
+	[ "$(sort -u <<<"$dls" | wc -l)" -eq 1 ]
+	[[ $dls == --deadline=@* ]]
+	# The resume line says it first.
+	line=$(sed -n 's/.*interrupted by SIGTERM; resume with: //p' "$BATS_TEST_TMPDIR/h1.err")
+	eval "set -- $line"
+	[ "$2" = "--deadline" ]
+	at=${3#@}; at=${at%.*}
+	[ "$at" -ge $((t0 + 7199)) ]
+	[ "$at" -le $((t0 + 7260)) ]
+	[ "--deadline=$3" = "$(sort -u <<<"$dls")" ]
+}
+
 @test "pipeline --queue: an id its run directory has filed is closed in the queue from there, not fetched again, and the run ends" {
 	local i
 	mock_start "$FIX/pg/hosts.yaml"
