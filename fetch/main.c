@@ -107,12 +107,15 @@ static struct {
 	pthread_t	 main;		/* the loop's thread */
 	double		 t0;		/* clk_mono() at start */
 	volatile sig_atomic_t stop;
+	volatile sig_atomic_t done;	/* all read, sent and written out */
 } S;
 
+/* A signal once all is done stops nothing: the run ends as it would. */
 static void
 on_signal(int sig)
 {
-	S.stop = sig;
+	if (!S.done)
+		S.stop = sig;
 }
 
 /*
@@ -975,6 +978,15 @@ main(int argc, char *argv[])
 	S.running = 1;
 	atexit(report_at_exit);
 	run();
+	/*
+	 * A signal that came as the loop found all done (read, sent, written
+	 * out and acknowledged) stopped nothing: said "stopped", rfpipe
+	 * printed a resume line for a run with nothing left to resume.
+	 */
+	if (S.stop >= 0 && finished()) {
+		S.done = 1;
+		S.stop = 0;
+	}
 	finish_filed();
 	gate_flush(1);
 	log_flush();

@@ -777,6 +777,35 @@ redirected() {
 	[ "$(jq -s 'map(select(.t == "req")) | length' "$RD/logs/attempts.ndjson")" -eq 3 ]
 }
 
+@test "fetch: a SIGTERM once all is fetched and written out stops nothing: exit 0, not \"stopped\"" {
+	# strace holds the report's rename 2 s; the signal comes then.  It
+	# exited 1, and rfpipe printed a resume line for a run that had
+	# nothing left to resume.
+	command -v strace >/dev/null || skip "strace is not installed"
+	strace -f -o /dev/null true 2>/dev/null || skip "strace cannot trace here"
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 >"$BATS_TEST_TMPDIR/m"
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+	    strace -f -o /dev/null -P "$BATS_TEST_TMPDIR/rep.tmp" -e trace=rename \
+	    -e inject=rename:delay_enter=2000000 \
+	    rfp-fetch --run-dir "$RD" --report "$BATS_TEST_TMPDIR/rep" \
+	    <"$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	local tracer=$! i rc=0
+	for i in $(seq 1 1000); do
+		[ -e "$BATS_TEST_TMPDIR/rep.tmp" ] && break
+		sleep 0.01
+	done
+	[ -e "$BATS_TEST_TMPDIR/rep.tmp" ]
+	kill -TERM "$(pgrep -P "$tracer" -x rfp-fetch)"
+	timeout 30 tail --pid="$tracer" -f /dev/null
+	wait "$tracer" || rc=$?
+	cat "$BATS_TEST_TMPDIR/err"
+	[ "$rc" -eq 0 ]
+	jq -e 'has("stopped") | not' "$BATS_TEST_TMPDIR/rep"
+	run ! grep -q 'stopped by signal' "$BATS_TEST_TMPDIR/err"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 3 ]
+}
+
 @test "fetch: an answer filed as rfp-fetch stops reaches the breaker too" {
 	# Completed after the last news went to the state, its 500 was
 	# filed and the breaker, told to open at one failure, stayed shut.
