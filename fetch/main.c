@@ -981,9 +981,11 @@ main(int argc, char *argv[])
 	/*
 	 * A signal that came as the loop found all done (read, sent, written
 	 * out and acknowledged) stopped nothing: said "stopped", rfpipe
-	 * printed a resume line for a run with nothing left to resume.
+	 * printed a resume line for a run with nothing left to resume.  Not
+	 * one that came with a failure: a body the disk refused keeps the
+	 * signal's number (complete), its record dropped, pending.
 	 */
-	if (S.stop >= 0 && finished()) {
+	if (S.stop >= 0 && S.wr_failed == 0 && finished()) {
 		S.done = 1;
 		S.stop = 0;
 	}
