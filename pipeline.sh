@@ -406,11 +406,21 @@ if [ -n "$manifest" ]; then
 	[ -n "$admitted" ] || die 1 "rfp-fetch --check: no count of $manifest"
 	cfg_deadline "$checked"
 elif [ -n "$config" ]; then
-	# --queue with no manifest: the config's deadline all the same, from
-	# a check of no lines (which warns of endpoints no record reaches).
+	# --queue with no manifest: the config checked all the same, and its
+	# deadline resolved, from a check of no lines (which says no record
+	# reaches an endpoint: none is read yet).  A deadline past stops it.
 	# shellcheck disable=SC2086
-	cfg_deadline "$(rfp-fetch --check "--config=$config" $jobs_opt \
-	    </dev/null 2>/dev/null)"
+	checked=$(rfp-fetch --check "--config=$config" $jobs_opt \
+	    ${deadline:+"--deadline=$deadline"} </dev/null 2>&1)
+	if [ $? -eq 2 ]; then
+		problems=$(printf '%s\n' "$checked" | grep '^rfp-fetch: ' |
+		    grep -v "matches no record; the records' endpoints are")
+		if [ -n "$problems" ]; then
+			printf '%s\n' "$problems" >&2
+			exit 2
+		fi
+	fi
+	cfg_deadline "$checked"
 fi
 
 umask 077

@@ -522,6 +522,18 @@ resume_line() {
 	[ "$4" = "$M" ]
 }
 
+@test "operator: --queue with no manifest: a config whose deadline is past is refused, exit 2, one line, before anything" {
+	# The check of a manifest refused it; with none, every stage read it
+	# and dead-lettered each record pulled as deadline_cut.
+	printf 'deadline: "2020-01-01T00:00"\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -2 --separate-stderr "$ROOT/pipeline.sh" --queue "postgresql:///none?host=$BATS_TEST_TMPDIR/nosock" \
+	    --config "$BATS_TEST_TMPDIR/c.yaml" --run-dir "$RUN"
+	echo "$stderr"
+	[ "$(wc -l <<<"$stderr")" -eq 1 ]
+	[[ $stderr == *'key "deadline": "2020-01-01T00:00" is in the past'* ]]
+	[ ! -e "$RUN" ]
+}
+
 @test "operator: a SIGTERM that comes as the run finishes, nothing left to stop, ends it as it would have, with no resume line" {
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 3 nih >"$M"
