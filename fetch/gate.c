@@ -506,19 +506,19 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			 * for now: the pace spaces what the portal sees.
 			 */
 			/*
-			 * This process's first send at a told strict rate
-			 * opens a connection, and the portal may read it
-			 * milliseconds after it was written: the pace grants
-			 * it alone, and no process's next send until it is
-			 * answered (pace_cfg.first).
-			 */
-			/*
 			 * Grants dropped unsent are told first: the pace
 			 * would count them against a remaining it is asked
 			 * to spend.
 			 */
 			if (e->voids)
 				ep_tell(e);
+			/*
+			 * This process's first send at a told strict rate
+			 * opens a connection, and the portal may read it
+			 * milliseconds after it was written: the pace grants
+			 * it alone, and no process's next send until it is
+			 * answered (pace_cfg.first).
+			 */
 			e->pace.first = !e->first_done && told_strict(e);
 			if (pace_take_n(fo->run_dir, e->name, &e->pace,
 			    now + e->lag, want, &g, err, sizeof(err)) == -1)

@@ -168,7 +168,7 @@ struct pst {
 	double	rl_mend;	/* ... the end that answer put; 0: none */
 	double	rl_ans;		/* ... and how many of them were answered */
 	double	rl_mtakes;	/* the grants made when the least was heard */
-	double	rl_at;		/* when a RateLimit answer was last heard */
+	double	rl_at;		/* when an answer last gave a count */
 	double	seen;		/* its last use (a grant or an answer) */
 	double	p_at;		/* when the pace started ... */
 	double	p_seq;		/* ... the grants made by then ... */
@@ -1556,11 +1556,11 @@ ok_most(const struct pst *p)
 
 /*
  * Grants the caller dropped unsent (a lease's sends that could no longer
- * go in their time, a reservation a pass did not use): no answer will
- * count them, and a RateLimit remaining counted down by the grants is not
- * spent on them.  Taken for answered: under load, a quota of 30 told by
- * X-RateLimit headers saved 26 documents, and dead-lettered the rest with
- * 4 of it unspent.
+ * go in their time, a reservation a pass did not use), or whose answers
+ * gave no count: no answer will count them, and a RateLimit remaining
+ * counted down by the grants is not spent on them.  Taken for answered,
+ * no more than were granted: counted on their way, they held a count at
+ * 0 until RL_SETTLE, and then it was a quota with them unspent.
  */
 static void
 unused(struct pst *p, const struct pace_ev *e)
