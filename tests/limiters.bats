@@ -197,7 +197,7 @@ noise() {
 	# first 429s were read, and no cap was taken.
 	export RFPIPE_TIME_SCALE=1
 	scenario g '{kind: gcra, per_s: 20, burst: 0}' 'delay_ms: 1000'
-	told_run g 32 150
+	told_run g 32 100
 	jq -c '{win, rate}' "$RUN/state/rate/g.json"
 	jq -e '.win >= 32' "$RUN/state/rate/g.json"
 }
