@@ -49,6 +49,8 @@ static const char q_sweep[] =
 static const char q_renew[] =
     "UPDATE rfp_queue SET lease_until = now() + $2::float8 * interval "
     "'1 second' WHERE status = 'claimed' AND owner = $1";
+static const char q_mine[] =
+    "SELECT id FROM rfp_queue WHERE status = 'claimed' AND owner = $1";
 static const char q_left[] =
     "SELECT count(*) FROM (SELECT 1 FROM rfp_queue WHERE status IN "
     "('queued', 'claimed') LIMIT 1) x";
@@ -116,6 +118,39 @@ filed_here(struct pull *pl, const char *id)
 	json_decref(rec);
 	free(text);
 	return 1;
+}
+
+/*
+ * The records held, looked for again in the run directory when it has
+ * changed: one another pipeline on it files (rfp-fetch left it to that
+ * one, which held it in the run directory: the queue's lease had run out
+ * under it and this host claimed it since) is filed here.  Before, it was
+ * filed by nobody under this host's claim, and pull renewed it for ever.
+ */
+static void
+held_filed(struct pull *pl, const char *const *p)
+{
+	PGresult *r;
+	long i, n, here = 0;
+	char err[512];
+
+	if (pl->run_filed == NULL || pl->held == 0 ||
+	    !filed_changed(pl->run_filed))
+		return;
+	read_filed(pl->run_filed);
+	if ((r = pg_exec_named("mine", q_mine, 1, p, PGRES_TUPLES_OK, err,
+	    sizeof(err))) == NULL)
+		msg_die(1, "%s", err);
+	n = PQntuples(r);
+	for (i = 0; i < n; i++)
+		if (filed_here(pl, PQgetvalue(r, (int)i, 0)))
+			here++;
+	PQclear(r);
+	if (here > 0) {
+		msg_debug("%ld records held were filed in the run directory "
+		    "since they were claimed", here);
+		(void)grp_flush(&pl->grp);
+	}
 }
 
 /*
@@ -206,6 +241,7 @@ pull(const struct qopts *o)
 				msg_die(1, "%s", err);
 			pl.held = affected(r);
 			renew = clk_mono() + o->lease / 3;
+			held_filed(&pl, p);
 		}
 		n = 0;
 		if (pl.held == 0 || o->batch - pl.held >= chunk) {

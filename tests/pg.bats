@@ -224,6 +224,35 @@ load pg
 	echo "$output" | jq -e '.total == 6 and .done == 5 and .dead == 1 and .refiled == 0 and .reconciled and .hosts == {"A": 6}'
 }
 
+@test "queue: pull --run-dir files a record it holds that another pipeline files in the run directory since, and ends" {
+	# Two pipelines on one run directory: the other held d1 there when
+	# the queue's lease on it ran out, and this host claimed it since;
+	# its rfp-fetch left d1 to the other, whose filing the queue refused
+	# (the claim was this host's).  Nothing filed d1 under this claim,
+	# and pull renewed it for ever.
+	load_unserved 2
+	mkdir "$BATS_TEST_TMPDIR/r"
+	RFPIPE_TIME_SCALE=1 timeout 30 rfp-queue --state "$URL" --owner B --lease 3 \
+	    --run-dir "$BATS_TEST_TMPDIR/r" pull >"$BATS_TEST_TMPDIR/out" \
+	    2>"$BATS_TEST_TMPDIR/err" &
+	p=$!
+	out_reaches 2
+	printf '{"id":"d1","fate":"done","status":200}\n' >"$BATS_TEST_TMPDIR/r/results.ndjson"
+	# Within a renewal: a third of the lease, 1 s.
+	for i in $(seq 1 100); do
+		[ "$(sql "SELECT count(*) FROM rfp_results")" -eq 1 ] && break
+		sleep 0.05
+	done
+	[ "$(sql "SELECT id || ' ' || fate || ' ' || owner FROM rfp_results")" = "d1 done B" ]
+	jq -c 'select(.id == "d2") + {fate: "done"}' "$BATS_TEST_TMPDIR/out" |
+	    rfp-queue --state "$URL" --owner B file >/dev/null
+	timeout 10 tail --pid="$p" -f /dev/null
+	wait "$p"
+	[ ! -s "$BATS_TEST_TMPDIR/err" ] || fail "pull said: $(cat "$BATS_TEST_TMPDIR/err")"
+	run -0 rfp-queue --state "$URL" summary
+	echo "$output" | jq -e '.total == 2 and .done == 2 and .refiled == 0 and .reconciled'
+}
+
 @test "queue: pull --retry-dead hands on what the run directory dead-lettered; a run directory not there has filed nothing" {
 	load_unserved 3
 	mkdir "$BATS_TEST_TMPDIR/r"
