@@ -61,6 +61,8 @@ struct pull {
 	long		 held;		/* records claimed and not yet filed */
 	struct filed	*run_filed;	/* what --run-dir has filed */
 	struct group	 grp;		/* ... and is filed here */
+	json_t		*seen;		/* ids held found filed there at the
+					   last renewal */
 };
 
 /*
@@ -121,31 +123,47 @@ filed_here(struct pull *pl, const char *id)
 }
 
 /*
- * The records held, looked for again in the run directory when it has
- * changed: one another pipeline on it files (rfp-fetch left it to that
+ * The records held, looked for again in the run directory at each
+ * renewal: one another pipeline on it files (rfp-fetch left it to that
  * one, which held it in the run directory: the queue's lease had run out
  * under it and this host claimed it since) is filed here.  Before, it was
  * filed by nobody under this host's claim, and pull renewed it for ever.
+ * Only one found there at two renewals in a row, still held: this host's
+ * own records are in the run directory a moment before file closes them
+ * in the queue (rfp-sink has them first), and taken then they would be
+ * filed twice.
  */
 static void
 held_filed(struct pull *pl, const char *const *p)
 {
 	PGresult *r;
+	json_t *seen;
+	const char *id;
 	long i, n, here = 0;
 	char err[512];
 
 	if (pl->run_filed == NULL || pl->held == 0 ||
-	    !filed_changed(pl->run_filed))
+	    (json_object_size(pl->seen) == 0 && !filed_changed(pl->run_filed)))
 		return;
-	read_filed(pl->run_filed);
+	if (filed_changed(pl->run_filed))
+		read_filed(pl->run_filed);
 	if ((r = pg_exec_named("mine", q_mine, 1, p, PGRES_TUPLES_OK, err,
 	    sizeof(err))) == NULL)
 		msg_die(1, "%s", err);
+	seen = json_object();
 	n = PQntuples(r);
-	for (i = 0; i < n; i++)
-		if (filed_here(pl, PQgetvalue(r, (int)i, 0)))
+	for (i = 0; i < n; i++) {
+		id = PQgetvalue(r, (int)i, 0);
+		if (filed_as(pl->run_filed, id) < FILED_DEAD)
+			continue;
+		if (json_object_get(pl->seen, id) == NULL)
+			json_object_set_new(seen, id, json_true());
+		else if (filed_here(pl, id))
 			here++;
+	}
 	PQclear(r);
+	json_decref(pl->seen);
+	pl->seen = seen;
 	if (here > 0) {
 		msg_debug("%ld records held were filed in the run directory "
 		    "since they were claimed", here);
@@ -220,6 +238,7 @@ pull(const struct qopts *o)
 
 	memset(&pl, 0, sizeof(pl));
 	pl.owner = o->owner;
+	pl.seen = json_object();
 	snprintf(lease, sizeof(lease), "%.3f", o->lease);
 	/*
 	 * A claim or renewal lost to a server crash costs nothing: the
@@ -272,4 +291,5 @@ pull(const struct qopts *o)
 	if (pl.run_filed != NULL)
 		grp_close(&pl.grp);
 	filed_free(pl.run_filed);
+	json_decref(pl.seen);
 }

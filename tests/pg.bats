@@ -238,7 +238,9 @@ load pg
 	p=$!
 	out_reaches 2
 	printf '{"id":"d1","fate":"done","status":200}\n' >"$BATS_TEST_TMPDIR/r/results.ndjson"
-	# Within a renewal: a third of the lease, 1 s.
+	# Found at two renewals in a row (a third of the lease apart, 1 s):
+	# this host's own records are in the run directory a moment before
+	# file closes them.
 	for i in $(seq 1 100); do
 		[ "$(sql "SELECT count(*) FROM rfp_results")" -eq 1 ] && break
 		sleep 0.05
