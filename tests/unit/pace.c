@@ -1522,13 +1522,16 @@ ratelimit(void)
 	}
 }
 
-/* rl_order's answers: a success or another (PACE_INFO) saying rem left. */
+/*
+ * rl_order's and rl_quota's answers, under c: a success or another
+ * (PACE_INFO) saying rem left.
+ */
 static struct pace_ev rlo_e;
 static const struct pace_cfg rlo_c = { 0, 0, 0, 0, 4096, 0, 0, 0 };
 
 static void
-rlo_ans(const char *ep, long seq, double now, long rem, double reset,
-    long limit, enum pace_event ev)
+rlo_ans(const struct pace_cfg *c, const char *ep, long seq, double now,
+    long rem, double reset, long limit, enum pace_event ev)
 {
 	char err[256];
 
@@ -1543,7 +1546,24 @@ rlo_ans(const char *ep, long seq, double now, long rem, double reset,
 	rlo_e.now = now;
 	rlo_e.rl.remaining = rem;
 	rlo_e.rl.reset_s = reset;
-	pace_feedback_n(NULL, ep, &rlo_c, &rlo_e, 1, NULL, err, sizeof(err));
+	pace_feedback_n(NULL, ep, c, &rlo_e, 1, NULL, err, sizeof(err));
+}
+
+/* n grants from seq on dropped unsent, told under c at now. */
+static void
+rl_unused(const struct pace_cfg *c, const char *ep, long seq, long n,
+    double now)
+{
+	struct pace_ev e;
+	char err[256];
+
+	memset(&e, 0, sizeof(e));
+	e.ev = PACE_UNUSED;
+	e.seq = seq;
+	e.unused = n;
+	e.now = now;
+	e.retry_after = -1;
+	pace_feedback_n(NULL, ep, c, &e, 1, NULL, err, sizeof(err));
 }
 
 static long
@@ -1573,12 +1593,12 @@ rl_order(void)
 
 	/* Every other answer a 404: still the portal's count, still news. */
 	rlo_take("rlo-c", T0, 1, &s);
-	rlo_ans("rlo-c", s, T0 + 0.01, 0, 1, 10, PACE_OK);
+	rlo_ans(&rlo_c, "rlo-c", s, T0 + 0.01, 0, 1, 10, PACE_OK);
 	for (i = 0, sent = 0, rem = 10, t = T0 + 1.02; i < 20; i++, t += 0.1) {
 		if (rlo_take("rlo-c", t, 1, &s) != 1)
 			break;
 		sent++;
-		rlo_ans("rlo-c", s, t + 0.05, --rem, 9, 10, i % 2 ?
+		rlo_ans(&rlo_c, "rlo-c", s, t + 0.05, --rem, 9, 10, i % 2 ?
 		    PACE_INFO : PACE_OK);
 	}
 	ok(sent == 10, "a window of 10, every other answer neither success "
@@ -1591,28 +1611,28 @@ rl_order(void)
 	 * whole-second reset says.
 	 */
 	rlo_take("rlo-b", T0, 1, &s);
-	rlo_ans("rlo-b", s, T0 + 0.01, 0, 1, 10, PACE_OK);
+	rlo_ans(&rlo_c, "rlo-b", s, T0 + 0.01, 0, 1, 10, PACE_OK);
 	rlo_take("rlo-b", T0 + 1.02, 8, &s);
 	for (i = 0; i < 8; i++)
-		rlo_ans("rlo-b", s + i, T0 + 1.05, 9 - i, 1, 10, PACE_OK);
+		rlo_ans(&rlo_c, "rlo-b", s + i, T0 + 1.05, 9 - i, 1, 10, PACE_OK);
 	rlo_take("rlo-b", T0 + 1.97, 1, &s);
-	rlo_ans("rlo-b", s, T0 + 2.03, 9, 1, 10, PACE_OK);
+	rlo_ans(&rlo_c, "rlo-b", s, T0 + 2.03, 9, 1, 10, PACE_OK);
 	n = rlo_take("rlo-b", T0 + 2.04, 20, NULL);
 	ok(n == 9, "windows of 1 s: an answer sent after the least was heard, "
 	    "saying more, is the portal's turn: 9 granted (%ld)", n);
 
 	/* No Limit: the window is not counted, as before (no shared seq). */
 	rlo_take("rlo-d", T0, 1, &s);
-	rlo_ans("rlo-d", s, T0 + 0.01, 0, 1, -1, PACE_OK);
+	rlo_ans(&rlo_c, "rlo-d", s, T0 + 0.01, 0, 1, -1, PACE_OK);
 	rlo_take("rlo-d", T0 + 1.02, 3, &s);
 	for (i = 0; i < 3; i++)
-		rlo_ans("rlo-d", s + i, T0 + 1.05, 9 - i, 9, -1, PACE_OK);
+		rlo_ans(&rlo_c, "rlo-d", s + i, T0 + 1.05, 9 - i, 9, -1, PACE_OK);
 	rlo_take("rlo-d", T0 + 9.99, 1, &s);
 	for (i = 0; i < 6; i++)
-		rlo_ans("rlo-d", s, T0 + 10.03 + i * 0.001, 9 - i, 10, -1,
+		rlo_ans(&rlo_c, "rlo-d", s, T0 + 10.03 + i * 0.001, 9 - i, 10, -1,
 		    PACE_OK);
 	rlo_take("rlo-d", T0 + 10.05, 20, NULL);
-	rlo_ans("rlo-d", s + 1, T0 + 10.08, 3, 10, -1, PACE_OK);
+	rlo_ans(&rlo_c, "rlo-d", s + 1, T0 + 10.08, 3, 10, -1, PACE_OK);
 	n = rlo_take("rlo-d", T0 + 10.09, 20, NULL);
 	ok(n == 0, "no limit given: the freshest answer's count, none left "
 	    "with 3 on their way (granted %ld)", n);
@@ -1630,24 +1650,12 @@ rl_quota(void)
 {
 	static const struct pace_cfg c = { 0, 0, 3600, 0, 4096, 0, 0, 0 };
 	struct pace_grant g;
-	struct pace_ev e;
 	char err[256];
 	long s, i, n;
 
-	memset(&e, 0, sizeof(e));
-	e.retry_after = -1;
-	e.rl_seen = 1;
-	e.rl.limit = 30;
-	e.rl.window_s = -1;
-	e.rl.reset_s = 86400;
-	e.ev = PACE_OK;
-#define RQ_ANS(ep, sq, t, rem) do {					\
-	e.seq = (sq);							\
-	e.sent_at = (t) - 0.01;						\
-	e.now = (t);							\
-	e.rl.remaining = (rem);						\
-	pace_feedback_n(NULL, ep, &c, &e, 1, NULL, err, sizeof(err));	\
-} while (0)
+	/* A day's quota of 30, X-RateLimit style, answered as a success. */
+#define RQ_ANS(ep, sq, t, rem)	rlo_ans(&c, ep, sq, t, rem, 86400, 30, \
+	PACE_OK)
 
 	pace_take_n(NULL, "rq", &c, T0, 1, &g, err, sizeof(err));
 	RQ_ANS("rq", g.seq, T0 + 0.01, 14);
@@ -1685,13 +1693,7 @@ rl_quota(void)
 	pace_take_n(NULL, "rq-void", &c, T0, 1, &g, err, sizeof(err));
 	RQ_ANS("rq-void", g.seq, T0 + 0.01, 5);
 	pace_take_n(NULL, "rq-void", &c, T0 + 0.02, 5, &g, err, sizeof(err));
-	memset(&e, 0, sizeof(e));
-	e.ev = PACE_UNUSED;
-	e.seq = g.seq + 2;
-	e.unused = 3;
-	e.now = T0 + 0.03;
-	e.retry_after = -1;
-	pace_feedback_n(NULL, "rq-void", &c, &e, 1, NULL, err, sizeof(err));
+	rl_unused(&c, "rq-void", g.seq + 2, 3, T0 + 0.03);
 	pace_take_n(NULL, "rq-void", &c, T0 + 0.04, 10, &g, err, sizeof(err));
 	ok(g.granted == 3, "5 left, 5 granted and 3 of them dropped unsent: "
 	    "3 granted again (%ld)", g.granted);
@@ -1701,22 +1703,12 @@ rl_quota(void)
 	 * minute's 10), then 3 of the 5 granted before it dropped unsent.
 	 * Told before it, the turn started the count again without them.
 	 */
-	memset(&e, 0, sizeof(e));
-	e.ev = PACE_OK;
-	e.retry_after = -1;
-	e.rl_seen = 1;
-	e.rl.limit = 10;
-	e.rl.window_s = -1;
-	e.rl.reset_s = 60;
 	pace_take_n(NULL, "rq-turn", &c, T0, 1, &g, err, sizeof(err));
-	RQ_ANS("rq-turn", g.seq, T0 + 0.01, 5);
+	rlo_ans(&c, "rq-turn", g.seq, T0 + 0.01, 5, 60, 10, PACE_OK);
 	pace_take_n(NULL, "rq-turn", &c, T0 + 0.02, 5, &g, err, sizeof(err));
 	s = g.seq;
-	RQ_ANS("rq-turn", s, T0 + 0.03, 9);
-	e.ev = PACE_UNUSED;
-	e.seq = s + 2;
-	e.unused = 3;
-	pace_feedback_n(NULL, "rq-turn", &c, &e, 1, NULL, err, sizeof(err));
+	rlo_ans(&c, "rq-turn", s, T0 + 0.03, 9, 60, 10, PACE_OK);
+	rl_unused(&c, "rq-turn", s + 2, 3, T0 + 0.03);
 	pace_take_n(NULL, "rq-turn", &c, T0 + 0.04, 20, &g, err, sizeof(err));
 	ok(g.granted == 8, "a turn, 9 left, then 3 of the 4 after it dropped: "
 	    "8 granted (%ld)", g.granted);
@@ -1725,15 +1717,13 @@ rl_quota(void)
 	 * A free pace's sends all carry the number of the grant before it:
 	 * five answers to "one" send are one answered.
 	 */
-	e.ev = PACE_OK;
-	e.unused = 0;
-	e.rl.reset_s = 86400;
 	pace_take_n(NULL, "rq-free", &c, T0, 1, &g, err, sizeof(err));
 	for (s = g.seq, i = 0; i < 5; i++)
-		RQ_ANS("rq-free", s, T0 + 0.01, 9 - i);
+		rlo_ans(&c, "rq-free", s, T0 + 0.01, 9 - i, 86400, 10,
+		    PACE_OK);
 	pace_take_n(NULL, "rq-free", &c, T0 + 0.02, 20, &g, err, sizeof(err));
 	n = g.granted;
-	RQ_ANS("rq-free", g.seq, T0 + 0.03, 4);
+	rlo_ans(&c, "rq-free", g.seq, T0 + 0.03, 4, 86400, 10, PACE_OK);
 	pace_take_n(NULL, "rq-free", &c, T0 + 0.04, 20, &g, err, sizeof(err));
 	n += g.granted;
 	ok(n == 5, "five answers numbered alike, 5 left: 5 granted in all, "
