@@ -752,25 +752,32 @@ redirected() {
 	    "$RD/logs/attempts.ndjson"
 }
 
-@test "fetch: every record rfp-fetch wrote has its attempt line, killed at its very end too" {
-	# The last turn's lines waited for the end, after the records had
-	# gone: killed while its report was being written (strace holds that
-	# rename 3 s), 3 records out and 2 lines.
-	command -v strace >/dev/null || skip "strace is not installed"
-	strace -f -o /dev/null true 2>/dev/null || skip "strace cannot trace here"
+# at_report SECONDS: rfp-fetch over 3 documents of the mock, under strace
+# in the background ($tracer), its report's rename held SECONDS; returns
+# once the report's temporary file is there: rfp-fetch has done all else.
+at_report() {
+	local i
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 3 >"$BATS_TEST_TMPDIR/m"
 	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-	    strace -f -o /dev/null -e trace=rename \
-	    -e inject=rename:delay_enter=3000000 \
+	    strace -f -o /dev/null -P "$BATS_TEST_TMPDIR/rep.tmp" -e trace=rename \
+	    -e inject=rename:delay_enter="$(($1 * 1000000))" \
 	    rfp-fetch --run-dir "$RD" --report "$BATS_TEST_TMPDIR/rep" \
-	    <"$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/out" 2>/dev/null &
-	local tracer=$! i
+	    <"$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	tracer=$!
 	for i in $(seq 1 1000); do
 		[ -e "$BATS_TEST_TMPDIR/rep.tmp" ] && break
 		sleep 0.01
 	done
 	[ -e "$BATS_TEST_TMPDIR/rep.tmp" ]
+}
+
+@test "fetch: every record rfp-fetch wrote has its attempt line, killed at its very end too" {
+	# The last turn's lines waited for the end, after the records had
+	# gone: killed while its report was being written (strace holds that
+	# rename 3 s), 3 records out and 2 lines.
+	need_strace
+	at_report 3
 	kill -KILL "$(pgrep -P "$tracer" -x rfp-fetch)"
 	wait "$tracer" || :
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 3 ]
@@ -781,21 +788,9 @@ redirected() {
 	# strace holds the report's rename 2 s; the signal comes then.  It
 	# exited 1, and rfpipe printed a resume line for a run that had
 	# nothing left to resume.
-	command -v strace >/dev/null || skip "strace is not installed"
-	strace -f -o /dev/null true 2>/dev/null || skip "strace cannot trace here"
-	mock_start "$FIX/mock/ok.yaml"
-	manifest /nih 3 >"$BATS_TEST_TMPDIR/m"
-	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-	    strace -f -o /dev/null -P "$BATS_TEST_TMPDIR/rep.tmp" -e trace=rename \
-	    -e inject=rename:delay_enter=2000000 \
-	    rfp-fetch --run-dir "$RD" --report "$BATS_TEST_TMPDIR/rep" \
-	    <"$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
-	local tracer=$! i rc=0
-	for i in $(seq 1 1000); do
-		[ -e "$BATS_TEST_TMPDIR/rep.tmp" ] && break
-		sleep 0.01
-	done
-	[ -e "$BATS_TEST_TMPDIR/rep.tmp" ]
+	need_strace
+	local rc=0
+	at_report 2
 	kill -TERM "$(pgrep -P "$tracer" -x rfp-fetch)"
 	timeout 30 tail --pid="$tracer" -f /dev/null
 	wait "$tracer" || rc=$?
@@ -809,8 +804,7 @@ redirected() {
 @test "fetch: an answer filed as rfp-fetch stops reaches the breaker too" {
 	# Completed after the last news went to the state, its 500 was
 	# filed and the breaker, told to open at one failure, stayed shut.
-	command -v strace >/dev/null || skip "strace is not installed"
-	strace -f -o /dev/null true 2>/dev/null || skip "strace cannot trace here"
+	need_strace
 	printf 'routes:\n  - {match: "/e/*", endpoint: e, script: [500]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
 	printf 'endpoints:\n  e:\n    breaker: {failures: 1, cooldown: 1h}\n' >"$BATS_TEST_TMPDIR/c.yaml"

@@ -300,8 +300,7 @@ cut_on_the_wire() {
 	# delays that one call 3 s), and rfp-fetch is stopped then.  It
 	# dropped what that thread held: the ledger kept only the intent,
 	# and the re-run filed the submission ambiguous_submit.
-	command -v strace >/dev/null || skip "strace is not installed"
-	strace -f -o /dev/null true 2>/dev/null || skip "strace cannot trace here"
+	need_strace
 	submissions submit 1 >"$BATS_TEST_TMPDIR/m"
 	mkdir -p "$RUN"
 	# LeakSanitizer cannot run under a tracer.

@@ -302,6 +302,13 @@ filed_once() {
 	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/ids"
 }
 
+# need_strace: skip the test where strace is not installed, or cannot
+# trace here (a container without ptrace).
+need_strace() {
+	command -v strace >/dev/null || skip "strace is not installed"
+	strace -f -o /dev/null true 2>/dev/null || skip "strace cannot trace here"
+}
+
 # gone_within PID SECONDS: 0 once PID has ended, looked at every 0.05 s;
 # 1 if it still runs SECONDS from now.
 gone_within() {
