@@ -197,11 +197,7 @@ load pg
 	printf 'breaker: {failures: 3, cooldown: 1h}\n' >"$BATS_TEST_TMPDIR/c.yaml"
 	load_unserved 40
 	host 1
-	for i in $(seq 1 400); do
-		grep -q 'the breaker is open' "$BATS_TEST_TMPDIR/h1.err" 2>/dev/null && break
-		sleep 0.05
-	done
-	grep -q 'the breaker is open' "$BATS_TEST_TMPDIR/h1.err"
+	breaker_opened 1
 	kill -TERM "${HOSTS[1]}"
 	# The driver passes the stop on to rfp-fetch; pull, upstream of it and
 	# ignoring the signal as every stage does, must see it gone.
@@ -217,16 +213,12 @@ load pg
 }
 
 @test "pipeline --queue with no manifest: a relative deadline in the config is resolved once, for every stage and the resume line" {
-	local t0 i dls at
+	local t0 dls at
 	t0=$(date +%s)
 	printf 'deadline: "+2h"\nbreaker: {failures: 3, cooldown: 1h}\n' >"$BATS_TEST_TMPDIR/c.yaml"
 	load_unserved 40
 	host 1
-	for i in $(seq 1 400); do
-		grep -q 'the breaker is open' "$BATS_TEST_TMPDIR/h1.err" 2>/dev/null && break
-		sleep 0.05
-	done
-	grep -q 'the breaker is open' "$BATS_TEST_TMPDIR/h1.err"
+	breaker_opened 1
 	dls=$(for p in $(pgrep -s "${HOSTS[1]}"); do
 		tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | grep -- '^--deadline=' || :
 	done)

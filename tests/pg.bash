@@ -79,6 +79,17 @@ host() {
 	HOSTS[n]=$!
 }
 
+# breaker_opened N: wait (at most 20 s) for host N to say its breaker is
+# open; fails if it has not.
+breaker_opened() {
+	local i
+	for i in $(seq 1 400); do
+		grep -q 'the breaker is open' "$BATS_TEST_TMPDIR/h$1.err" 2>/dev/null && break
+		sleep 0.05
+	done
+	grep -q 'the breaker is open' "$BATS_TEST_TMPDIR/h$1.err"
+}
+
 # finish N: wait (at most 60 s) for host N; its exit status must be 0 or 3.
 finish() {
 	local p=${HOSTS[$1]} i rc=0
