@@ -380,45 +380,38 @@ cfg_deadline() {
 }
 
 admitted=
-if [ -n "$manifest" ]; then
-	# shellcheck disable=SC2086
-	if [ -n "$check" ]; then
-		rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
-		    ${deadline:+"--deadline=$deadline"} <"$manifest"
-		case $? in
-		0) exit 0 ;;
-		*) exit 2 ;;
-		esac
-	fi
+# shellcheck disable=SC2086
+if [ -n "$manifest" ] && [ -n "$check" ]; then
+	rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
+	    ${deadline:+"--deadline=$deadline"} <"$manifest"
+	case $? in
+	0) exit 0 ;;
+	*) exit 2 ;;
+	esac
+fi
+# With --queue and no manifest, the config is checked all the same, and its
+# deadline resolved, from a check of no lines: that none reaches one of its
+# endpoints is then no news (no record is read yet), a deadline past is.
+unmatched="matches no record; the records' endpoints are"
+if [ -n "$manifest" ] || [ -n "$config" ]; then
 	# shellcheck disable=SC2086
 	checked=$(rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
-	    ${deadline:+"--deadline=$deadline"} <"$manifest" 2>&1)
+	    ${deadline:+"--deadline=$deadline"} <"${manifest:-/dev/null}" 2>&1)
 	if [ $? -eq 2 ] && [ -n "$config" ]; then
 		problems=$(printf '%s\n' "$checked" | grep '^rfp-fetch: ' |
 		    grep -v '^rfp-fetch: line [0-9]*: ')
-		printf '%s\n' "$problems" >&2
-		printf '%s\n' "$problems" |
-		    grep -qv "matches no record; the records' endpoints are" &&
-		    exit 2
-	fi
-	admitted=$(printf '%s\n' "$checked" |
-	    sed -n 's/^manifest: \([0-9]*\) lines, .*/\1/p')
-	[ -n "$admitted" ] || die 1 "rfp-fetch --check: no count of $manifest"
-	cfg_deadline "$checked"
-elif [ -n "$config" ]; then
-	# --queue with no manifest: the config checked all the same, and its
-	# deadline resolved, from a check of no lines (which says no record
-	# reaches an endpoint: none is read yet).  A deadline past stops it.
-	# shellcheck disable=SC2086
-	checked=$(rfp-fetch --check "--config=$config" $jobs_opt \
-	    ${deadline:+"--deadline=$deadline"} </dev/null 2>&1)
-	if [ $? -eq 2 ]; then
-		problems=$(printf '%s\n' "$checked" | grep '^rfp-fetch: ' |
-		    grep -v "matches no record; the records' endpoints are")
+		[ -n "$manifest" ] ||
+			problems=$(printf '%s\n' "$problems" | grep -v "$unmatched")
 		if [ -n "$problems" ]; then
 			printf '%s\n' "$problems" >&2
-			exit 2
+			printf '%s\n' "$problems" | grep -qv "$unmatched" && exit 2
 		fi
+	fi
+	if [ -n "$manifest" ]; then
+		admitted=$(printf '%s\n' "$checked" |
+		    sed -n 's/^manifest: \([0-9]*\) lines, .*/\1/p')
+		[ -n "$admitted" ] ||
+			die 1 "rfp-fetch --check: no count of $manifest"
 	fi
 	cfg_deadline "$checked"
 fi
