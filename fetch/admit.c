@@ -611,6 +611,8 @@ admit_settle(void)
 		A.filed = filed_new(fo->run_dir, 0);
 	if (filed_changed(A.filed))
 		load_done();
+	/* Each holder asked once, now: not once an id it holds. */
+	claims_ask_again();
 	json_object_foreach_safe(A.held, tmp, id, who) {
 		if (!(f = filed(id)) && claims_alive(json_string_value(who)))
 			continue;

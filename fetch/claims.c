@@ -248,10 +248,15 @@ claims_held(void)
 	return C.held;
 }
 
+void
+claims_ask_again(void)
+{
+	json_object_clear(C.alive);
+}
+
 int
 claims_alive(const char *owner)
 {
-	json_object_del(C.alive, owner);	/* asked afresh */
 	return alive(owner);
 }
 

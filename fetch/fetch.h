@@ -378,7 +378,8 @@ void	claims_begin(void);
 void	claims_end(void);
 json_t	*claims_held(void);
 void	claims_settle(const char *owner);	/* one less left to owner */
-int	claims_alive(const char *owner);	/* a stage of it runs, now */
+void	claims_ask_again(void);	/* who is alive: asked afresh from now */
+int	claims_alive(const char *owner);	/* a stage of it runs */
 void	claims_close(void);
 
 #endif
