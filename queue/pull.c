@@ -141,11 +141,14 @@ held_filed(struct pull *pl, const char *const *p)
 	const char *id;
 	long i, n, here = 0;
 	char err[512];
+	int changed;
 
-	if (pl->run_filed == NULL || pl->held == 0 ||
-	    (json_object_size(pl->seen) == 0 && !filed_changed(pl->run_filed)))
+	if (pl->run_filed == NULL || pl->held == 0)
 		return;
-	if (filed_changed(pl->run_filed))
+	changed = filed_changed(pl->run_filed);
+	if (json_object_size(pl->seen) == 0 && !changed)
+		return;
+	if (changed)
 		read_filed(pl->run_filed);
 	if ((r = pg_exec_named("mine", q_mine, 1, p, PGRES_TUPLES_OK, err,
 	    sizeof(err))) == NULL)
