@@ -69,6 +69,7 @@ struct xfer {
 	char		*ctype;
 	struct hdr_ratelimit rl;
 	int		 rl_seen;
+	int		 unheard;	/* counted in its ep's unheard */
 	double		 capped_at;	/* deadline that capped the timeout */
 	double		 pace_rate;	/* its endpoint's pace at its send */
 	const char	*brk;		/* ... and breaker ("closed", ...) */
@@ -150,7 +151,7 @@ void	gate_give(struct ep *e, int i);
 /* Give back every slot held with no transfer (before the loop waits). */
 void	gate_release(void);
 /* What x's answer says of its endpoint, for its pace and breaker. */
-void	gate_answered(const struct xfer *x);
+void	gate_answered(struct xfer *x);
 void	gate_feedback(const struct xfer *x);
 /* Tell the shared pace and breaker the news; force: all of it now. */
 void	gate_flush(int force);
@@ -170,6 +171,7 @@ void	gate_admitted(struct ep *e);	/* one of its records read */
 int	gate_blocked(const struct ep *e, double now);
 long	gate_sent(struct ep *e);	/* one more in flight: how many now */
 void	gate_done(struct ep *e);	/* ... one less */
+void	gate_heard(struct xfer *x);	/* its news about to be told */
 long	gate_wire_on(struct ep *e, double t, double granted);
 				/* a request written at t, let by at granted:
 				   how many now */

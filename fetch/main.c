@@ -301,6 +301,7 @@ disk_failed(int e)
 static void
 complete(struct xfer *x)
 {
+	gate_heard(x);
 	xfer_finish(x, x->cc);
 	log_req(x, NULL);
 	msg_debug("%s: %s after %ld ms", rec_str(x->job->rec, "id"),
@@ -372,8 +373,8 @@ finish_done(void)
 		/* Off the wire: its slot is free, whatever filing is left. */
 		gate_give(x->job->ep, x->slot);
 		x->slot = -1;
-		gate_done(x->job->ep);
 		gate_answered(x);
+		gate_done(x->job->ep);
 		S.active--;
 		if (xfer_files_body(x)) {
 			x->bnext = NULL;
