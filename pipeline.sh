@@ -43,7 +43,11 @@ bad_usage() {
 # in PATH, else the tree's bin/.
 # Through a symlink (/usr/local/bin/rfpipe -> /opt/rfp/bin/rfpipe) too.
 self=$(readlink -f -- "$0" 2>/dev/null || printf '%s\n' "$0")
-here=$(CDPATH='' cd -- "$(dirname -- "$self")" && pwd)
+case $self in
+*/*) here=${self%/*} ;;
+*) here=. ;;
+esac
+here=$(CDPATH='' cd -- "${here:-/}" && pwd)
 if [ -x "$here/rfp-fetch" ]; then
 	PATH="$here:$PATH"
 	export PATH
@@ -102,6 +106,17 @@ quote() (
 )
 nl='
 '
+# q_word ARG: ARG as quote gives it, in q; a word with nothing to quote
+# is itself, with no subshell (one a word was a tenth of the time a small
+# run took to start).  The characters are spelled out: a range is the
+# locale's, and [A-Z] may hold more than 26 letters.
+q_safe=ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,-
+q_word() {
+	case $1 in
+	''|*[!$q_safe]*) q=$(quote "$1") ;;
+	*) q=$1 ;;
+	esac
+}
 # A shell without job control starts "&" jobs with SIGINT ignored, and a
 # signal ignored on entry cannot be trapped: start again with SIGINT and
 # SIGTERM at their defaults, so that either, sent to this PID, stops the
@@ -109,7 +124,10 @@ nl='
 # SIGHUP ignored on entry is left so: nohup(1) asked for a run that a
 # hang-up does not stop, and the stages inherit it.
 if [ -z "${RFPIPE_SIGNALS_RESET:-}" ] && [ -r /proc/$$/status ]; then
-	ign=$(sed -n 's/^SigIgn:[[:space:]]*\([0-9a-f]*\)$/\1/p' /proc/$$/status)
+	ign=
+	while read -r k v; do
+		[ "$k" = SigIgn: ] && ign=$v && break
+	done </proc/$$/status
 	if [ -n "$ign" ] && [ $((0x$ign & 0x4002)) -ne 0 ] &&
 	    env --default-signal=INT true 2>/dev/null; then
 		RFPIPE_SIGNALS_RESET=1 exec env --default-signal=INT,TERM \
@@ -139,13 +157,15 @@ dl_word() {
 # "--" or the first other word.
 at=
 cmd_cfg_dl=
-cmdline=$(quote "$0")
+q_word "$0"
+cmdline=$q
 cmd_dl=
 cmd_rest=
 cmd_want=
 cmd_opts=1
 for a in "$@"; do
-	w=$(quote "$a")
+	q_word "$a"
+	w=$q
 	if [ -n "$cmd_opts" ] && [ -z "$cmd_want" ]; then
 		case $a in
 		--deadline=*) w=; dl_word --deadline= ;;
