@@ -70,6 +70,8 @@ struct xfer {
 	struct hdr_ratelimit rl;
 	int		 rl_seen;
 	int		 unheard;	/* counted in its ep's unheard */
+	int		 awaiting;	/* ... in its ep's awaiting */
+	long		 round;		/* ... of its round of this number */
 	double		 capped_at;	/* deadline that capped the timeout */
 	double		 pace_rate;	/* its endpoint's pace at its send */
 	const char	*brk;		/* ... and breaker ("closed", ...) */
@@ -169,7 +171,7 @@ void	gate_ready(struct ep *e, long n);	/* its ready jobs, +n */
 void	gate_waiting(struct ep *e, long n);	/* its jobs held for a time, +n */
 void	gate_admitted(struct ep *e);	/* one of its records read */
 int	gate_blocked(const struct ep *e, double now);
-long	gate_sent(struct ep *e);	/* one more in flight: how many now */
+long	gate_sent(struct xfer *x);	/* one more in flight: how many now */
 void	gate_done(struct ep *e);	/* ... one less */
 void	gate_heard(struct xfer *x);	/* its news about to be told */
 long	gate_wire_on(struct ep *e, double t, double granted);

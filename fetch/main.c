@@ -188,7 +188,7 @@ start_one(struct job *j, void *arg)
 	msg_debug("%s: attempt %ld to %s%s", rec_str(j->rec, "id"),
 	    rec_int(j->rec, "attempt", 0), gate_name(j->ep), probe ?
 	    " (the breaker's probe)" : "");
-	x->inflight = gate_sent(j->ep);
+	x->inflight = gate_sent(x);
 	S.active++;
 	wire_add(x);
 	return 1;

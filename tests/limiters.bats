@@ -471,30 +471,37 @@ stale_run() {
 }
 
 # overlaps FROM TO: of the requests in the attempt log, in the order they
-# were sent, those from FROM to TO sent while one sent 20 ms or more before
+# were sent, those from FROM to TO sent while one sent 5 ms or more before
 # them was still unanswered.
 overlaps() {
 	jq -s --argjson from "$1" --argjson to "$2" '
 		[.[] | select(.t == "req")] | sort_by(.sent) as $r |
 		[range($from - 1; $to) as $i | $r[$i] as $x |
-		 select(any($r[:$i][]; .sent < $x.sent - 0.02 and
+		 select(any($r[:$i][]; .sent < $x.sent - 0.005 and
 		     .at > $x.sent + 0.002))] | length' "$RUN/logs/attempts.ndjson"
 }
 
-@test "limiters: a new endpoint's first 64 successes are sent in rounds, the rest as places free (#18)" {
-	# Half the documents answer in 2 ms, half in 60 (real: the portal's
-	# clock is ten times faster): in a round, the
-	# fast ones' places wait for the slow ones.  A place handed on as
+# two_speeds FAST SLOW N: the mock, /f/* answering in FAST ms and /s/* in
+# SLOW (the portal's, ten times the real), and a manifest of N documents to
+# one endpoint, p, every other one slow.
+two_speeds() {
+	local i d
+	routes "{match: \"/f/*\", endpoint: f, delay_ms: $1}" \
+	    "{match: \"/s/*\", endpoint: s, delay_ms: $2}"
+	for i in $(seq 1 "$3"); do
+		d=f; [ $((i % 2)) -eq 0 ] && d=s
+		printf '{"id":"d-%d","url":"%s/%s/doc-%d","endpoint":"p"}\n' "$i" "$MOCK_URL" "$d" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+}
+
+@test "limiters: a new endpoint's first 64 answers are sent for in rounds, the rest as places free (#18)" {
+	# Half the documents answer in 40 ms, half in 50 (real): in a round,
+	# the fast ones' places wait for the slow ones.  A place handed on as
 	# soon as it was free let a burst allowance's end be refused as
 	# many times as the burst's answers came back (a strict 1 r/s
 	# refused 3 in its first 2 ms, a burst of 10 five).  Rounds for
 	# ever would halve the throughput of a portal with varied answers.
-	routes '{match: "/f/*", endpoint: f, delay_ms: 20}' \
-	    '{match: "/s/*", endpoint: s, delay_ms: 600}'
-	for i in $(seq 1 120); do
-		d=f; [ $((i % 2)) -eq 0 ] && d=s
-		printf '{"id":"d-%d","url":"%s/%s/doc-%d","endpoint":"p"}\n' "$i" "$MOCK_URL" "$d" "$i"
-	done >"$BATS_TEST_TMPDIR/m"
+	two_speeds 400 500 120
 	run -0 pipeline.sh -q -j 8 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 120 ]
 	echo "overlapping: first 64 $(overlaps 1 64), from the 80th $(overlaps 80 120)"
@@ -502,11 +509,24 @@ overlaps() {
 	[ "$(overlaps 80 120)" -gt 10 ]
 }
 
+@test "limiters: a round waits for no answer far slower than its first (#18)" {
+	# Half in 4 ms, half in 600: a round waits twice as long as its
+	# first answer took, and 5 ms more.  Held for every answer, one
+	# request that hung held every other document for 2 s.
+	two_speeds 40 6000 40
+	run -0 pipeline.sh -q -j 8 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 40 ]
+	echo "overlapping: $(overlaps 1 40)"
+	[ "$(overlaps 1 40)" -gt 10 ]
+}
+
 @test "limiters: no request goes before the pace has heard of the refusal answered before it (#18)" {
 	# Eight endpoints, each a strict 1/s with no burst: the first round's
 	# second request is refused.  Its body is filed before its news
 	# reaches the pace; a round granted meanwhile was refused whole (3
-	# refused in the first round trips, at one endpoint in three).
+	# refused in the first round trips, at one endpoint in three).  A
+	# young endpoint's round waits for its answers' news (and an older
+	# one for a refusal's: the next test).
 	local r=() m=$BATS_TEST_TMPDIR/m e
 	for e in 1 2 3 4 5 6 7 8; do
 		r+=("{match: \"/g$e/*\", endpoint: g$e, limits: [{kind: gcra, per_s: 1, burst: 0}]}")
@@ -524,4 +544,28 @@ overlaps() {
 	# 1; 2 where a first round went out before the second document was
 	# read.
 	[ "$early" -le 2 ]
+}
+
+@test "limiters: after its first 64 answers too, no request goes between a refusal's answer and the pace's news of it (#18)" {
+	# A burst of 90, then a strict 1/s, for 100 documents at -j 8, for
+	# each of four endpoints: the 429s come once the rounds are over.
+	# Their bodies are filed before their news reaches the pace; a send
+	# granted meanwhile went at the pace that was just refused.
+	local r=() m=$BATS_TEST_TMPDIR/m e
+	for e in 1 2 3 4; do
+		r+=("{match: \"/b$e/*\", endpoint: b$e, limits: [{kind: gcra, per_s: 1, burst: 90}]}")
+	done
+	routes "${r[@]}"
+	for e in 1 2 3 4; do
+		manifest "/b$e" 100 "b$e"
+	done >"$m"
+	run -0 pipeline.sh -q -j 8 --seed 1 --run-dir "$RUN" "$m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 400 ]
+	between=$(jq -s '[group_by(.ep)[] |
+	    (map(select(.t == "req" and .status == 429)) | min_by(.at).at) as $r |
+	    (map(select(.t == "pace")) | .[0].at) as $p |
+	    [.[] | select(.t == "req" and .sent > $r and .sent < $p)] | length] |
+	    add' "$RUN/logs/attempts.ndjson")
+	echo "sent between a first refusal's answer and the pace's news: $between"
+	[ "$between" -eq 0 ]
 }
