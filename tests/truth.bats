@@ -265,7 +265,11 @@ left_then_filed() {
 
 @test "truth: an id left to a pipeline that ends without filing it is orphaned, not held: exit 5, said, and a re-run files it" {
 	mock_stop
-	printf 'routes:\n  - {match: "/ok/*", endpoint: ok}\n  - {match: "/slow/*", endpoint: slow, delay_ms: 1500}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	# q-1 keeps the run going while the holder is killed: 0.2 s real
+	# (the portal's clock is the suite's, 100 times faster; under its
+	# 30 s timeout).  At 15 ms, the run ended first at times (2 in 8),
+	# the holder still running.
+	printf 'routes:\n  - {match: "/ok/*", endpoint: ok}\n  - {match: "/slow/*", endpoint: slow, delay_ms: 20000}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
 	{
 		manifest /ok 1 p
