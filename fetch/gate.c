@@ -34,6 +34,7 @@
 #define ROUND_X	2.0	/* ... a round waiting for its last answers this
 			   many times as long as its first took ... */
 #define ROUND_S	0.005	/* ... and this many real seconds more */
+#define AGAIN_S	0.005	/* real s before a place not found is looked for again */
 #define LEASE_S	0.025	/* real s of sends a shared pace grants ahead */
 #define END_S	2.0	/* logical s of sends left: the work ends soon */
 #define HANG_S	2.0	/* logical s unanswered that a request is hung, */
@@ -499,7 +500,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 	 * Nor, young, until the round is answered.
 	 */
 	if (e->unheard > 0 || (young(e) && !e->round)) {
-		e->blocked_until = now + 0.005;
+		e->blocked_until = now + AGAIN_S;
 		e->paced = 0;
 		e->slotless = 1;
 		return 0;
@@ -521,7 +522,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 		return 0;
 	}
 	if ((*slot = slot_take(e)) == -1) {
-		e->blocked_until = now + 0.005;
+		e->blocked_until = now + AGAIN_S;
 		e->paced = 0;
 		e->slotless = 1;
 		return 0;
@@ -1115,7 +1116,16 @@ gate_sent(struct xfer *x)
 	return ++e->inflight;
 }
 
-
+/*
+ * An endpoint that found no place, or waits for a refusal's news or its
+ * round, tries again now if none of that holds it any longer.
+ */
+static void
+ep_unhold(struct ep *e)
+{
+	if (e->slotless && e->unheard == 0 && (!young(e) || e->awaiting == 0))
+		e->blocked_until = 0;
+}
 
 /*
  * A transfer of e ended: its place in the window is free, and an endpoint
@@ -1129,8 +1139,7 @@ void
 gate_done(struct ep *e)
 {
 	e->inflight--;
-	if (e->slotless && e->unheard == 0 && !young(e))
-		e->blocked_until = 0;
+	ep_unhold(e);
 }
 
 /*
@@ -1141,7 +1150,6 @@ void
 gate_heard(struct xfer *x)
 {
 	struct ep *e = x->job->ep;
-	int was = e->unheard > 0 || (young(e) && e->awaiting > 0);
 
 	if (x->unheard) {
 		x->unheard = 0;
@@ -1156,9 +1164,7 @@ gate_heard(struct xfer *x)
 				e->round_ans = clk_now();
 		}
 	}
-	if (was && e->slotless && e->unheard == 0 && (!young(e) ||
-	    e->awaiting == 0))
-		e->blocked_until = 0;
+	ep_unhold(e);
 }
 
 long
