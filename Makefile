@@ -37,8 +37,12 @@ endif
 
 PKGS = $(foreach d,$(DEPS),$(firstword $(subst :, ,$d)))
 override CFLAGS += $(shell pkg-config --cflags $(PKGS))
-# libpq is loaded at run time (lib/state/pg.c), only for a postgresql:// state.
-LDLIBS = $(shell pkg-config --libs $(filter-out libpq,$(PKGS))) -lm -pthread
+# libpq is loaded at run time (lib/state/pg.c), only for a postgresql://
+# state; libcurl is linked into rfp-fetch, and loaded by the others only
+# to read an origin (lib/record/hdr.c): it costs each start 13 ms.
+LDLIBS = $(shell pkg-config --libs $(filter-out libpq libcurl,$(PKGS))) \
+	-lm -pthread -ldl
+CURLLIBS = $(shell pkg-config --libs libcurl)
 MOCKLIBS = $(shell pkg-config --libs libmicrohttpd) -lpthread
 
 B ?= .
@@ -98,6 +102,8 @@ objs = $(patsubst %.c,$(B)/obj/%.o,$(wildcard $(1)/*.c))
 $(B)/bin/rfp-%: $$(call objs,$$*) $(CMDA) $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/bin/rfp-fetch: LDLIBS += $(CURLLIBS)
 
 $(MOCK): $(MOCKSRC:%.c=$(B)/obj/%.o) $(CMDA) $(LIBA)
 	@mkdir -p $(@D)

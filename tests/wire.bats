@@ -207,6 +207,28 @@ secret_manifest() {
 	[ "$stderr" = "rfp-fetch: $BATS_TEST_TMPDIR/c.yaml:1: key \"trusted_origins\": expected a list of origins such as \"https://files.example.org\"" ]
 }
 
+@test "wire: every stage reads trusted_origins as rfp-fetch does, and only rfp-fetch links libcurl" {
+	local st dir
+	printf 'trusted_origins: ["ftp://files.example"]\n' >"$BATS_TEST_TMPDIR/bad.yaml"
+	# curl reads "%32" as "2", and then "2" as 0.0.0.2: an origin of its own.
+	printf 'trusted_origins: ["https://files.example.org", "http://%%32:8080"]\n' \
+	    >"$BATS_TEST_TMPDIR/good.yaml"
+	for st in classify backoff parse; do
+		run -2 --separate-stderr "rfp-$st" --config "$BATS_TEST_TMPDIR/bad.yaml" </dev/null
+		[ "$stderr" = "rfp-$st: $BATS_TEST_TMPDIR/bad.yaml:1: key \"trusted_origins\": expected a list of origins such as \"https://files.example.org\"" ]
+		# rfp-parse reads the bodies of a run directory.
+		dir=()
+		[ "$st" = parse ] && dir=(--run-dir "$BATS_TEST_TMPDIR")
+		run -0 "rfp-$st" --config "$BATS_TEST_TMPDIR/good.yaml" \
+		    "${dir[@]}" </dev/null
+		if ldd "$(command -v "rfp-$st")" | grep -q libcurl; then
+			echo "rfp-$st links libcurl" >&2
+			return 1
+		fi
+	done
+	ldd "$(command -v rfp-fetch)" | grep -q libcurl
+}
+
 # --- A redirect of a submission is never followed -------------------------
 
 @test "wire: a 302, 303 or 307 to a submission is its answer: not followed, not sent again, filed dead (#24)" {

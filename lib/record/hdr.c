@@ -3,7 +3,9 @@
  * headers a manifest may set, and which follow a redirect.
  */
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,19 +306,57 @@ hdr_is_credential(const char *name)
 	return 0;
 }
 
+/*
+ * An origin is what curl's own URL parser reads, so that the origin a
+ * redirect is checked against is the one curl connects to.  Every stage
+ * reads the configuration and its trusted_origins, but only rfp-fetch
+ * transfers: the others would pay for loading libcurl and the 35
+ * libraries it needs (13 ms a start, measured, where a stage starts in 5)
+ * on every start, for a key few configurations have.  So the parser is
+ * looked up when an origin is first asked for: in rfp-fetch, which links
+ * libcurl, that finds the library already loaded.
+ */
+static struct {
+	CURLU		*(*url)(void);
+	void		 (*cleanup)(CURLU *);
+	CURLUcode	 (*set)(CURLU *, CURLUPart, const char *, unsigned int);
+	CURLUcode	 (*get)(const CURLU *, CURLUPart, char **,
+			    unsigned int);
+	void		 (*free)(void *);
+} cu;
+static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
+
+static void
+cu_load(void)
+{
+	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+
+	/* Without it (the package depends on it), no URL has an origin. */
+	if (h == NULL)
+		return;
+	*(void **)&cu.cleanup = dlsym(h, "curl_url_cleanup");
+	*(void **)&cu.set = dlsym(h, "curl_url_set");
+	*(void **)&cu.get = dlsym(h, "curl_url_get");
+	*(void **)&cu.free = dlsym(h, "curl_free");
+	if (cu.cleanup != NULL && cu.set != NULL && cu.get != NULL &&
+	    cu.free != NULL)
+		*(void **)&cu.url = dlsym(h, "curl_url");
+}
+
 /* One reading of url's origin (caller frees), or NULL. */
 static char *
 origin_once(const char *url)
 {
-	CURLU *u = curl_url();
+	CURLU *u;
 	char *scheme = NULL, *host = NULL, *port = NULL, *q, *o = NULL;
 
-	if (u == NULL)
+	pthread_once(&cu_once, cu_load);
+	if (cu.url == NULL || (u = cu.url()) == NULL)
 		return NULL;
-	if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) ==
+	if (cu.set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    cu.get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+	    cu.get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+	    cu.get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) ==
 	    CURLUE_OK && (strcmp(scheme, "http") == 0 ||
 	    strcmp(scheme, "https") == 0)) {
 		/*
@@ -334,10 +374,10 @@ origin_once(const char *url)
 		o = xasprintf("%s://%s:%s", scheme, host, port);
 	}
 out:
-	curl_free(scheme);
-	curl_free(host);
-	curl_free(port);
-	curl_url_cleanup(u);
+	cu.free(scheme);
+	cu.free(host);
+	cu.free(port);
+	cu.cleanup(u);
 	return o;
 }
 
