@@ -3,8 +3,28 @@
 # shellcheck shell=bash
 
 bats_require_minimum_version 1.5.0
-bats_load_library bats-support
-bats_load_library bats-assert
+# lib_load NAME: bats-support or bats-assert, their files sourced here.
+# Their load.bash finds each file with "$(dirname ...)": fifteen processes
+# for every test, 7 ms each here, a tenth of the suite's processes.
+lib_load() {
+	local d f
+	local -a path
+	IFS=: read -ra path <<<"${BATS_LIB_PATH:-/usr/lib/bats}"
+	for d in "${path[@]}"; do
+		[ -f "$d/$1/load.bash" ] || continue
+		if [ -f "$d/$1/src/error.bash" ] || [ -f "$d/$1/src/assert.bash" ]; then
+			for f in "$d/$1"/src/*.bash; do
+				# shellcheck disable=SC1090
+				source "$f"
+			done
+			return 0
+		fi
+		break
+	done
+	bats_load_library "$1"
+}
+lib_load bats-support
+lib_load bats-assert
 
 ROOT=${RFPIPE_ROOT:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
 FIX=$ROOT/tests/fixtures
@@ -199,6 +219,9 @@ pipeline.sh() {
 # shellcheck disable=SC2154  # $output is set by bats' run
 check() {
 	local rec
+	# One jq where it holds (a jq starts in 25 ms); the record when not.
+	jq -n -e --arg id "$1" "last(inputs | select(.id == \$id)) | $2" \
+	    <<<"$output" >/dev/null 2>&1 && return 0
 	rec=$(jq -c --arg id "$1" 'select(.id == $id)' <<<"$output")
 	if [ -z "$rec" ] || ! jq -e "$2" <<<"$rec" >/dev/null; then
 		printf 'record %s: %s\ndoes not satisfy: %s\n' "$1" "${rec:-(none)}" "$2" >&2
@@ -210,6 +233,9 @@ check() {
 # shellcheck disable=SC2154  # $output is set by bats' run
 check_line() {
 	local rec
+	jq -n -e --argjson n "$1" "[inputs | select(.line == \$n)] |
+	    if length == 1 then .[0] | $2 else false end" <<<"$output" \
+	    >/dev/null 2>&1 && return 0
 	rec=$(jq -c --argjson n "$1" 'select(.line == $n)' <<<"$output")
 	if [ -z "$rec" ] || [ "$(wc -l <<<"$rec")" -ne 1 ] ||
 	    ! jq -e "$2" <<<"$rec" >/dev/null; then
