@@ -122,13 +122,11 @@ $(B)/bin/unit-%: $(B)/obj/tests/unit/%.o $(CMDA) $(LIBA)
 # of the pass.
 units: $(UNITS)
 
-# The files longest first (each file's tests run one after another, and a
-# long file started among the last sets the length of the whole pass, the
-# other jobs done): by their time alone on a 2-core machine, operator.bats
-# 95 s to mockportal.bats 35 s; the rest follow, 33 s and less.  The
-# twelve crash-and-resume seeds are two files of six (resume, resume-more).
-SLOW_SUITES = operator limiters pipeline pg-hosts truth pg fetch resume \
-	parse pace mockportal
+# The files longest first: a file's tests run one after another, and
+# started among the last, resume.bats (110 s alone) had set the length of
+# the whole pass, with the other jobs done; its twelve seeds are now two
+# files of six (resume, resume-more), run at once.
+SLOW_SUITES = resume resume-more pg-hosts operator pg pipeline limiters fetch
 SUITES = $(SLOW_SUITES:%=tests/%.bats) \
 	$(filter-out $(SLOW_SUITES:%=tests/%.bats),$(sort $(wildcard tests/*.bats)))
 
@@ -159,8 +157,8 @@ NPROC := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 # pages, the version, the package, the test harness): with them the pass
 # took eight of the suite's sixteen minutes on a 2-core machine; without,
 # 3 min 38 s.
-ASAN_SUITES = pg fetch pace parse submit sink files backoff classify \
-	report wire admit options shard fates
+ASAN_SUITES = fetch parse classify backoff sink submit files wire admit \
+	options report fates shard pace pg
 check:
 	$(MAKE) -j$(NPROC) all units fuzz-build
 	$(MAKE) test
