@@ -505,7 +505,11 @@ two_speeds() {
 	run -0 pipeline.sh -q -j 8 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 120 ]
 	echo "overlapping: first 64 $(overlaps 1 64), from the 80th $(overlaps 80 120)"
-	[ "$(overlaps 1 64)" -eq 0 ]
+	# A round waits for no answer slower than twice its first and 5 ms:
+	# on a loaded machine a 50 ms answer can be heard later than that,
+	# and the next round go without it (2 in one run of the suite of 30).
+	# Without rounds, 62 of the first 64 overlap.
+	[ "$(overlaps 1 64)" -le 4 ]
 	[ "$(overlaps 80 120)" -gt 10 ]
 }
 
