@@ -220,7 +220,9 @@ pipeline.sh() {
 check() {
 	local rec
 	# One jq where it holds (a jq starts in 25 ms); the record when not.
-	jq -n -e --arg id "$1" "last(inputs | select(.id == \$id)) | $2" \
+	# (jq 1.6 gives last(empty) as null: a missing record is false here.)
+	jq -n -e --arg id "$1" "[inputs | select(.id == \$id)] |
+	    if length == 0 then false else .[-1] | $2 end" \
 	    <<<"$output" >/dev/null 2>&1 && return 0
 	rec=$(jq -c --arg id "$1" 'select(.id == $id)' <<<"$output")
 	if [ -z "$rec" ] || ! jq -e "$2" <<<"$rec" >/dev/null; then
