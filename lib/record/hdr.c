@@ -313,34 +313,63 @@ hdr_is_credential(const char *name)
  * transfers: the others would pay for loading libcurl and the 35
  * libraries it needs (13 ms a start, measured, where a stage starts in 5)
  * on every start, for a key few configurations have.  So the parser is
- * looked up when an origin is first asked for: in rfp-fetch, which links
- * libcurl, that finds the library already loaded.
+ * looked up when an origin is first asked for: first among what the
+ * program linked (rfp-fetch's libcurl, whatever its soname: the parser
+ * that connects), then in libcurl.so.4.  Without it no URL has an origin,
+ * and hdr_url_error says why.
  */
 static struct {
-	CURLU		*(*url)(void);
-	void		 (*cleanup)(CURLU *);
-	CURLUcode	 (*set)(CURLU *, CURLUPart, const char *, unsigned int);
-	CURLUcode	 (*get)(const CURLU *, CURLUPart, char **,
-			    unsigned int);
-	void		 (*free)(void *);
+	__typeof__(curl_url)		*url;
+	__typeof__(curl_url_cleanup)	*cleanup;
+	__typeof__(curl_url_set)	*set;
+	__typeof__(curl_url_get)	*get;
+	__typeof__(curl_free)		*free;
 } cu;
+static char cu_err[256];
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
+
+/* name from h into *slot (a function pointer), or -1 saying why. */
+static int
+cu_sym(void *h, const char *name, void *slot, size_t len)
+{
+	void *p = dlsym(h, name);
+
+	if (p == NULL) {
+		snprintf(cu_err, sizeof(cu_err), "libcurl.so.4 has no %s",
+		    name);
+		return -1;
+	}
+	memcpy(slot, &p, len);
+	return 0;
+}
 
 static void
 cu_load(void)
 {
-	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+	void *h = RTLD_DEFAULT;
+	const char *e;
 
-	/* Without it (the package depends on it), no URL has an origin. */
-	if (h == NULL)
+	if (dlsym(h, "curl_url") == NULL &&
+	    (h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL)) == NULL) {
+		e = dlerror();
+		snprintf(cu_err, sizeof(cu_err), "libcurl.so.4 (the Debian "
+		    "package libcurl4) could not be loaded: %s",
+		    e != NULL ? e : "no reason given");
 		return;
-	*(void **)&cu.cleanup = dlsym(h, "curl_url_cleanup");
-	*(void **)&cu.set = dlsym(h, "curl_url_set");
-	*(void **)&cu.get = dlsym(h, "curl_url_get");
-	*(void **)&cu.free = dlsym(h, "curl_free");
-	if (cu.cleanup != NULL && cu.set != NULL && cu.get != NULL &&
-	    cu.free != NULL)
-		*(void **)&cu.url = dlsym(h, "curl_url");
+	}
+	if (cu_sym(h, "curl_url_cleanup", &cu.cleanup, sizeof(cu.cleanup)) ||
+	    cu_sym(h, "curl_url_set", &cu.set, sizeof(cu.set)) ||
+	    cu_sym(h, "curl_url_get", &cu.get, sizeof(cu.get)) ||
+	    cu_sym(h, "curl_free", &cu.free, sizeof(cu.free)) ||
+	    cu_sym(h, "curl_url", &cu.url, sizeof(cu.url)))
+		cu.url = NULL;
+}
+
+const char *
+hdr_url_error(void)
+{
+	pthread_once(&cu_once, cu_load);
+	return cu.url == NULL ? cu_err : NULL;
 }
 
 /* One reading of url's origin (caller frees), or NULL. */

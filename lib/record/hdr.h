@@ -45,6 +45,8 @@ int	hdr_is_credential(const char *name);
  * lower case and the port always given, into buf; 0, or -1 when it has none.
  */
 int	hdr_origin(const char *url, char *buf, size_t len);
+/* Why no URL has an origin (curl's URL parser could not be loaded), or NULL. */
+const char *hdr_url_error(void);
 /*
  * 1 when the secrets of a request to first may go with one to next: the
  * same origin, or an origin among trusted (URLs or origins), never from
