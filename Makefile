@@ -125,8 +125,10 @@ units: $(UNITS)
 # The files longest first: a file's tests run one after another, and
 # started among the last, resume.bats (110 s alone) had set the length of
 # the whole pass, with the other jobs done; its twelve seeds are now two
-# files of six (resume, resume-more), run at once.
-SLOW_SUITES = resume resume-more pg-hosts operator pg pipeline limiters fetch
+# files of six (resume, resume-more), run at once.  truth.bats (71 s
+# alone, most of it waiting) had started last, by name.
+SLOW_SUITES = resume resume-more pg-hosts operator pg pipeline limiters fetch \
+	truth
 SUITES = $(SLOW_SUITES:%=tests/%.bats) \
 	$(filter-out $(SLOW_SUITES:%=tests/%.bats),$(sort $(wildcard tests/*.bats)))
 
@@ -148,26 +150,26 @@ NPROC := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 # two to three times slower under it, its suites are the busiest, and the
 # timing-bound tests (a stop within seconds of a signal, the pace's
 # counts) failed at three; at two it took no longer (218 s against 223).
-# The sanitizer pass runs the suites whose subject is one stage's own code
-# (its input, output and bad input), the state's stores (files and
-# PostgreSQL) and the options.  Not the suites of whole runs and of the
-# driver, whose stages take those paths with more processes (pipeline,
-# operator, truth, chaos, the crash-and-resume seeds, the limiters,
-# pipelines standing in for hosts), nor the pace's timed counts (its
-# code is its unit tests', run in this pass), nor what is not the stages'
-# code (the mock, the bench's harness, the examples, the demo, the man
-# pages, the version, the package, the test harness): with them the pass
-# took eight of the suite's sixteen minutes on a 2-core machine; without,
-# under four.
-ASAN_SUITES = fetch parse classify backoff sink submit files wire admit \
-	options report fates shard pg
+# The sanitizer pass runs every suite but these: those of whole runs and
+# of the driver, whose stages take the paths the other suites take, with
+# more processes (pipeline, operator, chaos, the crash-and-resume seeds,
+# the limiters, pipelines standing in for hosts); the pace's timed counts
+# (its code is its unit tests', run in this pass); and what is not the
+# stages' code (the mock, the bench's harness, the examples, the demo,
+# the man pages, the version, the package, the test harness).  With them
+# the pass took eight of the suite's sixteen minutes on a 2-core machine;
+# without, four.  truth.bats stays: it alone runs the claims of another
+# pipeline and the rewrite of results by another sink.  A new suite runs
+# in both passes until it is named here.
+ASAN_SKIP = pipeline operator chaos resume resume-more limiters pg-hosts \
+	pace mockportal bench examples demo man version deb harness
 check:
 	$(MAKE) -j$(NPROC) all units fuzz-build
 	$(MAKE) test
 	$(MAKE) -j$(NPROC) fuzz-check
 	$(ASAN_MAKE) -j$(NPROC) all units
 	BATS_JOBS=$${BATS_JOBS:-2} $(ASAN_MAKE) \
-		SUITES="$(ASAN_SUITES:%=tests/%.bats)" \
+		SUITES="$(filter-out $(ASAN_SKIP:%=tests/%.bats),$(SUITES))" \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 test
 
 install: programs
