@@ -366,6 +366,7 @@ parse(struct ctx *x, const char *path, json_t *v, struct conf_parse *p)
 static int
 origins(struct ctx *x, const char *path, json_t *v)
 {
+	const char *why;
 	char o[512];
 	size_t i;
 	json_t *u;
@@ -376,9 +377,9 @@ origins(struct ctx *x, const char *path, json_t *v)
 	json_array_foreach(v, i, u)
 		if (!json_is_string(u) || hdr_origin(json_string_value(u), o,
 		    sizeof(o)) == -1)
-			return bad(x, path, hdr_url_error() != NULL ?
-			    hdr_url_error() : "expected a list of origins "
-			    "such as \"https://files.example.org\"");
+			return bad(x, path, (why = hdr_url_error()) != NULL ?
+			    why : "expected a list of origins such as "
+			    "\"https://files.example.org\"");
 	while (x->c->ntrusted > 0)
 		free(x->c->trusted[--x->c->ntrusted]);
 	x->c->trusted = xrealloc(x->c->trusted, (json_array_size(v) + 1) *

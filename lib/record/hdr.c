@@ -335,8 +335,7 @@ cu_sym(void *h, const char *name, void *slot, size_t len)
 	void *p = dlsym(h, name);
 
 	if (p == NULL) {
-		snprintf(cu_err, sizeof(cu_err), "libcurl.so.4 has no %s",
-		    name);
+		snprintf(cu_err, sizeof(cu_err), "libcurl has no %s", name);
 		return -1;
 	}
 	memcpy(slot, &p, len);
@@ -379,8 +378,7 @@ origin_once(const char *url)
 	CURLU *u;
 	char *scheme = NULL, *host = NULL, *port = NULL, *q, *o = NULL;
 
-	pthread_once(&cu_once, cu_load);
-	if (cu.url == NULL || (u = cu.url()) == NULL)
+	if (hdr_url_error() != NULL || (u = cu.url()) == NULL)
 		return NULL;
 	if (cu.set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
 	    cu.get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
