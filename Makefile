@@ -114,9 +114,10 @@ $(B)/bin/unit-%: $(B)/obj/tests/unit/%.o $(CMDA) $(LIBA)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Unit tests, then the bats suites with this build's bin/ first in PATH;
-# a test that hangs fails after BATS_TEST_TIMEOUT seconds, even when the
-# hung command runs inside "run", and what it left running is killed
-# (tests/test_helper.bash: hang_guard, strays; tests/harness.bats).
+# a test that hangs fails after RFP_TEST_TIMEOUT seconds (240 unless
+# set), even when the hung command runs inside "run", and what it left
+# running is killed (tests/test_helper.bash: hang_guard, strays;
+# tests/harness.bats).
 # Four files at once on two cores: a file alone waits a third of its time
 # (scaled sleeps, the mock's delays); at four, the cores are busy for 85 %
 # of the pass.
@@ -135,7 +136,6 @@ SUITES = $(SLOW_SUITES:%=tests/%.bats) \
 test: all $(UNITS)
 	@for u in $(UNITS); do echo "# $$u"; $$u || exit 1; done
 	PATH="$(abspath $(B))/bin:$$PATH" RFPIPE_ROOT="$(CURDIR)" \
-		BATS_TEST_TIMEOUT=$${BATS_TEST_TIMEOUT:-240} \
 		bats --jobs $${BATS_JOBS:-4} --no-parallelize-within-files $(SUITES)
 
 ASAN = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \

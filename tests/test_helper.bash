@@ -40,19 +40,18 @@ export RFP_TEST_TAG=${BATS_TEST_TMPDIR:-}
 export RFPIPE_TIME_SCALE=${RFPIPE_TIME_SCALE:-0.01}
 
 # ready_start NAME CMD...: start CMD in the background with its fd 4 on a
-# FIFO and its stderr in NAME.err, and wait (10 s at most) for the line it
+# pipe and its stderr in NAME.err, and wait (10 s at most) for the line it
 # writes on fd 4 once it serves; sets READY_PID and READY_LINE.  Fails,
 # saying why and CMD's stderr, when CMD closes fd 4 (or exits) with no line.
+# (A process substitution: a FIFO would take three processes more.)
 ready_start() {
-	local name=$1 fifo=$BATS_TEST_TMPDIR/$1.ready rc=0 why
+	local name=$1 rc=0 why fd
 	shift
-	rm -f "$fifo"
-	mkfifo "$fifo"
-	"$@" 4>"$fifo" >/dev/null 2>"$BATS_TEST_TMPDIR/$name.err" 3>&- &
+	exec {fd}< <(exec "$@" 4>&1 </dev/null >/dev/null 2>"$BATS_TEST_TMPDIR/$name.err" 3>&-)
 	READY_PID=$!
 	READY_LINE=
-	read -r -t 10 READY_LINE <"$fifo" || rc=$?
-	rm -f "$fifo"
+	read -r -t 10 -u "$fd" READY_LINE || rc=$?
+	exec {fd}<&-
 	if [ "$rc" -ne 0 ] || [ -z "$READY_LINE" ]; then
 		why="fd 4 closed with no line"
 		[ "$rc" -gt 128 ] && why="no line on fd 4 in 10 s"
@@ -131,35 +130,66 @@ kill_tagged() {
 }
 
 # strays: in the teardown of a test that did not complete (failed, or cut
-# short by BATS_TEST_TIMEOUT), kill what it left running: a hung pipeline
-# would hold bats' output open and the suite would wait for it.  bats
-# kills the test's children itself; orphans are no one's children any
-# more, and are found by the RFP_TEST_TAG they inherited.
+# short by the hang guard below), kill what it left running: a hung pipeline
+# would hold bats' output open and the suite would wait for it.  What it
+# started, its children and the orphans that are no one's children any
+# more, is found by the RFP_TEST_TAG it inherited.
 strays() {
 	[ -n "${BATS_TEARDOWN_STARTED:-}" ] && [ -z "${BATS_TEST_COMPLETED:-}" ] ||
 	    return 0
 	kill_tagged
 }
 
-# hang_guard PID SECONDS: when the test PID still runs SECONDS from now,
-# kill what it started.  bats' own timeout kills only the test's children:
-# a command hung inside "run" is a grandchild, and the test would wait on
-# its output for ever.  Once that command is killed, the test fails.
+# A test that hangs fails in RFP_TEST_TIMEOUT seconds (240 unless set),
+# and what it started is killed.  bats' own BATS_TEST_TIMEOUT is not
+# needed: its watchdog kills only the test's children, and costs a
+# process and a sleep a test.
+#
+# hang_guard PID SECONDS: its stdin is the read end of a pipe whose write
+# end the test PID holds, and everything it starts inherits: EOF comes
+# once they have all ended, with no process polling.  Without EOF in
+# SECONDS, fail the test (SIGABRT: on_hang, at its next command) and kill
+# what it started, so that a command hung inside "run" (a grandchild)
+# ends and the test gets to its trap; a test that still runs 10 s later
+# is killed outright.
 hang_guard() {
-	local pid=$1 left=$2
-	while [ "$left" -gt 0 ]; do
-		kill -0 "$pid" 2>/dev/null || return 0
+	local pid=$1 rc=0 i f
+	# Not a descriptor of bats' open here (its output is read to EOF).
+	for f in /proc/"$BASHPID"/fd/*; do
+		f=${f##*/}
+		[ "$f" -gt 2 ] && eval "exec $f>&-"
+	done 2>/dev/null
+	read -r -t "$2" _ || rc=$?
+	[ "$rc" -gt 128 ] || return 0
+	is_test "$pid" && kill -ABRT "$pid"
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		kill_tagged
+		is_test "$pid" || return 0
 		sleep 1
-		left=$((left - 1))
 	done
-	echo "# hang_guard: still running after ${2} s: killing what it started" >&2
+	kill -KILL "$pid"
 	kill_tagged
 }
-if [ -n "${BATS_TEST_TIMEOUT:-}" ] && [ -n "${BATS_TEST_NAME:-}" ] &&
-    [ -n "$RFP_TEST_TAG" ]; then
-	# Not the test's child, or bats' timeout would kill it first.
-	(hang_guard "$$" "$((BATS_TEST_TIMEOUT + 2))" </dev/null >/dev/null \
-	    2>&1 3>&- &)
+# is_test PID: PID still is the test: it holds the guard's pipe (and not
+# some later process given its number).
+is_test() {
+	local f
+	for f in "/proc/$1/fd/"*; do
+		[ "$f" -ef /dev/stdin ] && return 0
+	done
+	return 1
+}
+on_hang() {
+	echo "# hang guard: the test still ran after ${RFP_TEST_TIMEOUT:-240} s: what it started was killed" >&2
+	exit 1
+}
+if [ -n "${BATS_TEST_NAME:-}" ] && [ -n "$RFP_TEST_TAG" ]; then
+	trap on_hang ABRT
+	# The guard is not the test's child: a bare "wait" in a test would
+	# wait for it.  The descriptor is held open, never used.
+	# shellcheck disable=SC2034
+	exec {RFP_GUARD_FD}> >(hang_guard "$$" "${RFP_TEST_TIMEOUT:-240}" \
+	    <&0 >/dev/null 2>&1 &)
 fi
 
 # manifest PREFIX N [ENDPOINT] [EXTRA-JSON]: N GET records for PREFIX/doc-i.
