@@ -65,12 +65,13 @@ ready_start() {
 
 # mock_start SCENARIO [OPTION...]: start the mock portal with OPTIONs, once
 # it said it listens; sets MOCK_PORT, MOCK_URL, MOCK_LOG, MOCK_PID.  It is
-# stopped by mock_stop (the teardown below calls it).
+# stopped by mock_stop (the teardown below calls it).  The mock is
+# $RFP_MOCKPORTAL when set (make check's sanitizer pass: the plain build's).
 mock_start() {
 	local scen=$1
 	shift
 	MOCK_LOG=$BATS_TEST_TMPDIR/mock.log
-	ready_start mock rfp-mockportal --scenario "$scen" --port 0 \
+	ready_start mock "${RFP_MOCKPORTAL:-rfp-mockportal}" --scenario "$scen" --port 0 \
 	    --ready-fd 4 --log "$MOCK_LOG" "$@" || return 1
 	MOCK_PID=$READY_PID
 	MOCK_PORT=$READY_LINE
@@ -82,7 +83,7 @@ mock_start() {
 # sets MOCK2_URL, MOCK2_LOG, MOCK2_PID.  mock_stop stops it too.
 mock2_start() {
 	MOCK2_LOG=$BATS_TEST_TMPDIR/mock2.log
-	ready_start mock2 rfp-mockportal --scenario "$1" --port 0 \
+	ready_start mock2 "${RFP_MOCKPORTAL:-rfp-mockportal}" --scenario "$1" --port 0 \
 	    --ready-fd 4 --log "$MOCK2_LOG" || return 1
 	MOCK2_PID=$READY_PID
 	MOCK2_URL=http://127.0.0.1:$READY_LINE
