@@ -110,10 +110,13 @@ teardown() {
 	mock_stop
 }
 
-# kill_tagged: kill every process that carries this test's RFP_TEST_TAG,
-# but for the caller and bats' own processes (its timeout's watchdog).
+# kill_tagged: kill every process that carries this test's RFP_TEST_TAG in
+# its environment (whatever started it, the test or a subshell of it),
+# but for the caller and the test itself.  Builtins only: a hung test's
+# guard calls it every second.
 kill_tagged() {
-	local f p pp
+	local f p v
+	local -a env
 	[ -n "$RFP_TEST_TAG" ] || return 0
 	for f in /proc/[0-9]*/environ; do
 		p=${f#/proc/}
@@ -121,11 +124,13 @@ kill_tagged() {
 		if [ "$p" = "$$" ] || [ "$p" = "$BASHPID" ]; then
 			continue
 		fi
-		grep -qzx "RFP_TEST_TAG=$RFP_TEST_TAG" "$f" 2>/dev/null || continue
-		pp=$(ps -o ppid= -p "$p" 2>/dev/null) || continue
-		grep -qs bats-exec "/proc/$p/cmdline" "/proc/${pp// /}/cmdline" &&
-		    continue
-		kill -KILL "$p" 2>/dev/null
+		{ mapfile -d '' -t env <"$f"; } 2>/dev/null || continue
+		for v in "${env[@]}"; do
+			if [ "$v" = "RFP_TEST_TAG=$RFP_TEST_TAG" ]; then
+				kill -KILL "$p" 2>/dev/null
+				break
+			fi
+		done
 	done
 	return 0
 }
@@ -141,18 +146,20 @@ strays() {
 	kill_tagged
 }
 
-# A test that hangs fails in RFP_TEST_TIMEOUT seconds (240 unless set),
-# and what it started is killed.  bats' own BATS_TEST_TIMEOUT is not
-# needed: its watchdog kills only the test's children, and costs a
-# process and a sleep a test.
+# A test that hangs fails in RFP_TEST_TIMEOUT seconds (BATS_TEST_TIMEOUT's,
+# or 240, unless set), and what it started is killed.  bats' own watchdog
+# is not started (BATS_TEST_TIMEOUT is unset in the test): it kills only the
+# test's children, and costs a process and a sleep a test.  (setup_file
+# and teardown_file are not a test's, and have no guard.)
 #
 # hang_guard PID SECONDS: its stdin is the read end of a pipe whose write
 # end the test PID holds, and everything it starts inherits: EOF comes
 # once they have all ended, with no process polling.  Without EOF in
-# SECONDS, fail the test (SIGABRT: on_hang, at its next command) and kill
-# what it started, so that a command hung inside "run" (a grandchild)
-# ends and the test gets to its trap; a test that still runs 10 s later
-# is killed outright.
+# SECONDS, fail the test (SIGABRT: on_hang, once the command it waits
+# for has ended) and kill what it started, so that a command hung inside
+# "run" ends and the test gets to its trap; what it starts since is
+# killed every second, and a test that still runs 10 s on is killed
+# outright.
 hang_guard() {
 	local pid=$1 rc=0 i f
 	# Not a descriptor of bats' open here (its output is read to EOF).
@@ -162,7 +169,12 @@ hang_guard() {
 	done 2>/dev/null
 	read -r -t "$2" _ || rc=$?
 	[ "$rc" -gt 128 ] || return 0
-	is_test "$pid" && kill -ABRT "$pid"
+	is_test "$pid" || { kill_tagged; kill_held; return 0; }
+	kill -ABRT "$pid"
+	kill_tagged
+	# The test waits for these: its hung subshells ("run" of a function
+	# looping in builtins).  Only now, not while its EXIT trap runs.
+	kill_held "$pid"
 	for i in 1 2 3 4 5 6 7 8 9 10; do
 		kill_tagged
 		is_test "$pid" || return 0
@@ -170,6 +182,28 @@ hang_guard() {
 	done
 	kill -KILL "$pid"
 	kill_tagged
+	kill_held
+}
+# kill_held [PPID]: in the guard, kill what holds the test's pipe (but the
+# guard), or only those of its holders whose parent is PPID: the test's
+# own subshells, which carry no tag.
+kill_held() {
+	local d f p pp
+	for d in /proc/[0-9]*/fd; do
+		p=${d#/proc/}
+		p=${p%/fd}
+		[ "$p" = "$BASHPID" ] && continue
+		if [ -n "${1:-}" ]; then
+			read -r _ _ _ pp _ <"/proc/$p/stat" || continue
+			[ "$pp" = "$1" ] || continue
+		fi
+		for f in "$d"/*; do
+			if [ "$f" -ef /dev/stdin ]; then
+				kill -KILL "$p" 2>/dev/null
+				break
+			fi
+		done
+	done 2>/dev/null
 }
 # is_test PID: PID still is the test: it holds the guard's pipe (and not
 # some later process given its number).
@@ -181,15 +215,17 @@ is_test() {
 	return 1
 }
 on_hang() {
-	echo "# hang guard: the test still ran after ${RFP_TEST_TIMEOUT:-240} s: what it started was killed" >&2
+	echo "# hang guard: the test still ran after $RFP_TEST_TIMEOUT s: what it started was killed" >&2
 	exit 1
 }
 if [ -n "${BATS_TEST_NAME:-}" ] && [ -n "$RFP_TEST_TAG" ]; then
+	RFP_TEST_TIMEOUT=${RFP_TEST_TIMEOUT:-${BATS_TEST_TIMEOUT:-240}}
+	unset BATS_TEST_TIMEOUT
 	trap on_hang ABRT
 	# The guard is not the test's child: a bare "wait" in a test would
 	# wait for it.  The descriptor is held open, never used.
 	# shellcheck disable=SC2034
-	exec {RFP_GUARD_FD}> >(hang_guard "$$" "${RFP_TEST_TIMEOUT:-240}" \
+	exec {RFP_GUARD_FD}> >(hang_guard "$$" "$RFP_TEST_TIMEOUT" \
 	    <&0 >/dev/null 2>&1 &)
 fi
 
