@@ -470,16 +470,27 @@ stale_run() {
 	jq -e '.p_floor == 20' "$RUN/state/rate/a.json"
 }
 
-# overlaps FROM TO [AGE]: of the requests in the attempt log, in the order
-# they were sent, those from FROM to TO sent while one sent 5 ms or more
-# before them (and less than AGE seconds, if given) was still unanswered.
+# overlaps FROM TO: of the requests in the attempt log, in the order they
+# were sent, those from FROM to TO sent while one sent 5 ms or more before
+# them was still unanswered.
 overlaps() {
-	jq -s --argjson from "$1" --argjson to "$2" --argjson age "${3:-1e9}" '
+	jq -s --argjson from "$1" --argjson to "$2" '
 		[.[] | select(.t == "req")] | sort_by(.sent) as $r |
 		[range($from - 1; $to) as $i | $r[$i] as $x |
 		 select(any($r[:$i][]; .sent < $x.sent - 0.005 and
-		     .sent > $x.sent - $age and
 		     .at > $x.sent + 0.002))] | length' "$RUN/logs/attempts.ndjson"
+}
+
+# stragglers FROM TO AGE: how many requests were still unanswered when one
+# of those from FROM to TO (in the order sent) was sent, 5 ms to AGE
+# seconds after them: each counted once, however many went past it.
+stragglers() {
+	jq -s --argjson from "$1" --argjson to "$2" --argjson age "$3" '
+		[.[] | select(.t == "req")] | sort_by(.sent) as $r |
+		[range($from - 1; $to) as $i | $r[$i] as $x |
+		 $r[:$i][] | select(.sent < $x.sent - 0.005 and
+		     .sent > $x.sent - $age and .at > $x.sent + 0.002) |
+		 .sent] | unique | length' "$RUN/logs/attempts.ndjson"
 }
 
 # two_speeds FAST SLOW N: the mock, /f/* answering in FAST ms and /s/* in
@@ -505,14 +516,16 @@ two_speeds() {
 	# refused 3 in its first 2 ms, a burst of 10 five).  Rounds for
 	# ever would halve the throughput of a portal with varied answers.
 	two_speeds 400 500 120
-	echo "overlapping: first 64 $(overlaps 1 64) ($(overlaps 1 64 0.07) young), from the 80th $(overlaps 80 120)"
+	echo "overlapping: first 64 $(overlaps 1 64), past $(stragglers 1 64 0.07) young stragglers; from the 80th $(overlaps 80 120)"
 	# A round waits for no answer slower than twice its first and 5 ms
 	# (85 ms or more here): on a loaded machine a 50 ms answer can be
 	# heard later than that, and the next round go without it (2 overlaps,
 	# in one CI run of four).  A place handed on as soon as a 40 ms
-	# answer freed it overlaps a request sent less than 70 ms before: so
-	# did 62 of the first 64 without rounds.
-	[ "$(overlaps 1 64 0.07)" -le 1 ]
+	# answer freed it passes a request sent less than 70 ms before: so did
+	# 62 of the first 64 without rounds, past 43 requests.  A round that
+	# goes late in its sends (its process descheduled) and without a late
+	# answer passes one straggler, or two.
+	[ "$(stragglers 1 64 0.07)" -le 2 ]
 	[ "$(overlaps 80 120)" -gt 10 ]
 }
 
