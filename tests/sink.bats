@@ -660,6 +660,18 @@ rfp-sink: line 2: field "fate": not a string' ]
 	    and .pending == 2 and .reconciled == true and .run.endpoints["(none)"].dead == 1' "$RD/summary.json"
 }
 
+@test "sink: a letter whose endpoint is empty (refused by rfp-fetch) is counted under (none), not under a blank row" {
+	printf '%s\n' '{"id":"a","endpoint":"","fate":"dead","dead_reason":"bad_input","dead_detail":"field \"endpoint\": not a string of 1 to 100 bytes"}' \
+	    '{"id":"b","endpoint":"nih","fate":"done","status":200}' >"$BATS_TEST_TMPDIR/in"
+	run -3 --separate-stderr rfp-sink --fate-status --run-dir "$RD" <"$BATS_TEST_TMPDIR/in"
+	jq -e '(.run.endpoints | keys == ["(none)", "nih"]) and
+	    .run.endpoints["(none)"].dead_by_reason.bad_input == 1' "$RD/summary.json" ||
+	    { jq -c .run.endpoints "$RD/summary.json"; false; }
+	# The table's rows: none blank.
+	run ! grep -E '^    +[0-9]+ +[0-9]+' <<<"$stderr"
+	[[ $stderr == *"(none)"* ]]
+}
+
 @test "sink: dead.ndjson keeps an id's last letter, none of an id filed since, a key's last and every stray; with none to drop it is left as it was" {
 	# Three thousand letters of ids seen once: the screen that spares
 	# holding their ids must tell each of x, y and k1 from them.

@@ -122,7 +122,9 @@ count(json_t *t, const char *fate, const char *why, int stray)
 void
 summ_add_in(struct summ *s, const struct summ_in *in)
 {
-	const char *ep = in->endpoint ? in->endpoint : "(none)";
+	/* An empty one is none: rfp-fetch refused it (bad_input). */
+	const char *ep = in->endpoint && *in->endpoint ? in->endpoint :
+	    "(none)";
 	json_t *eps, *e;
 
 	if (in->attempted)
