@@ -114,10 +114,10 @@ $(B)/bin/unit-%: $(B)/obj/tests/unit/%.o $(CMDA) $(LIBA)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Unit tests, then the bats suites with this build's bin/ first in PATH;
-# a test that hangs fails after RFP_TEST_TIMEOUT seconds (240 unless
-# set), even when the hung command runs inside "run", and what it left
-# running is killed (tests/test_helper.bash: hang_guard, strays;
-# tests/harness.bats).
+# a test that hangs fails after RFP_TEST_TIMEOUT seconds (that of
+# BATS_TEST_TIMEOUT, or 240, unless set), even when the hung command runs
+# inside "run", and what it left running is killed
+# (tests/test_helper.bash: hang_guard, strays; tests/harness.bats).
 # Four files at once on two cores: a file alone waits a third of its time
 # (scaled sleeps, the mock's delays); at four, the cores are busy for 85 %
 # of the pass.

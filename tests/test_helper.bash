@@ -162,7 +162,8 @@ strays() {
 # outright.
 hang_guard() {
 	local pid=$1 rc=0 i f
-	# Not a descriptor of bats' open here (its output is read to EOF).
+	# None of bats' descriptors kept open here: it reads its output to
+	# EOF, and would wait for the guard.
 	for f in /proc/"$BASHPID"/fd/*; do
 		f=${f##*/}
 		[ "$f" -gt 2 ] && eval "exec $f>&-"
