@@ -158,8 +158,8 @@ strays() {
 # SECONDS, fail the test (SIGABRT: on_hang, once the command it waits
 # for has ended) and kill what it started, so that a command hung inside
 # "run" ends and the test gets to its trap; what it starts since is
-# killed every second, and a test that still runs 10 s on is killed
-# outright.
+# killed every second, a test that still runs 10 s on is killed outright,
+# and what it left is killed once it is gone.
 hang_guard() {
 	local pid=$1 rc=0 i f
 	# None of bats' descriptors kept open here: it reads its output to
@@ -170,18 +170,21 @@ hang_guard() {
 	done 2>/dev/null
 	read -r -t "$2" _ || rc=$?
 	[ "$rc" -gt 128 ] || return 0
-	is_test "$pid" || { kill_tagged; kill_held; return 0; }
-	kill -ABRT "$pid"
-	kill_tagged
-	# The test waits for these: its hung subshells ("run" of a function
-	# looping in builtins).  Only now, not while its EXIT trap runs.
-	kill_held "$pid"
-	for i in 1 2 3 4 5 6 7 8 9 10; do
+	if holds "$pid"; then
+		kill -ABRT "$pid"
 		kill_tagged
-		is_test "$pid" || return 0
-		sleep 1
-	done
-	kill -KILL "$pid"
+		# The test waits for these: its hung subshells ("run" of a
+		# function looping in builtins).  Only now, not while its EXIT
+		# trap runs.
+		kill_held "$pid"
+		for i in 1 2 3 4 5 6 7 8 9 10; do
+			holds "$pid" || break
+			sleep 1
+			kill_tagged
+		done
+		holds "$pid" && kill -KILL "$pid"
+	fi
+	# The test gone: what it left.
 	kill_tagged
 	kill_held
 }
@@ -189,7 +192,7 @@ hang_guard() {
 # guard), or only those of its holders whose parent is PPID: the test's
 # own subshells, which carry no tag.
 kill_held() {
-	local d f p pp
+	local d p pp
 	for d in /proc/[0-9]*/fd; do
 		p=${d#/proc/}
 		p=${p%/fd}
@@ -198,17 +201,12 @@ kill_held() {
 			read -r _ _ _ pp _ <"/proc/$p/stat" || continue
 			[ "$pp" = "$1" ] || continue
 		fi
-		for f in "$d"/*; do
-			if [ "$f" -ef /dev/stdin ]; then
-				kill -KILL "$p" 2>/dev/null
-				break
-			fi
-		done
+		holds "$p" && kill -KILL "$p"
 	done 2>/dev/null
 }
-# is_test PID: PID still is the test: it holds the guard's pipe (and not
-# some later process given its number).
-is_test() {
+# holds PID: PID holds the guard's pipe (its stdin's other end): the test,
+# or what it started, and not some later process given its number.
+holds() {
 	local f
 	for f in "/proc/$1/fd/"*; do
 		[ "$f" -ef /dev/stdin ] && return 0
