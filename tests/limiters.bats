@@ -470,27 +470,30 @@ stale_run() {
 	jq -e '.p_floor == 20' "$RUN/state/rate/a.json"
 }
 
-# overlaps FROM TO: of the requests in the attempt log, in the order they
-# were sent, those from FROM to TO sent while one sent 5 ms or more before
-# them was still unanswered.
-overlaps() {
-	jq -s --argjson from "$1" --argjson to "$2" '
-		[.[] | select(.t == "req")] | sort_by(.sent) as $r |
-		[range($from - 1; $to) as $i | $r[$i] as $x |
-		 select(any($r[:$i][]; .sent < $x.sent - 0.005 and
-		     .at > $x.sent + 0.002))] | length' "$RUN/logs/attempts.ndjson"
-}
-
-# stragglers FROM TO AGE: how many requests were still unanswered when one
-# of those from FROM to TO (in the order sent) was sent, 5 ms to AGE
-# seconds after them: each counted once, however many went past it.
-stragglers() {
+# passed FROM TO AGE WHAT: of the requests in the attempt log, in the order
+# they were sent, those from FROM to TO sent while one sent 5 ms to AGE
+# seconds before them was still unanswered: how many of them went past
+# one (WHAT .x), or how many they went past, each once (WHAT .r).
+passed() {
 	jq -s --argjson from "$1" --argjson to "$2" --argjson age "$3" '
 		[.[] | select(.t == "req")] | sort_by(.sent) as $r |
 		[range($from - 1; $to) as $i | $r[$i] as $x |
 		 $r[:$i][] | select(.sent < $x.sent - 0.005 and
 		     .sent > $x.sent - $age and .at > $x.sent + 0.002) |
-		 .sent] | unique | length' "$RUN/logs/attempts.ndjson"
+		 {x: $i, r: .sent}] | map('"$4"') | unique | length' \
+	    "$RUN/logs/attempts.ndjson"
+}
+
+# overlaps FROM TO: how many requests from FROM to TO went past one still
+# unanswered, sent 5 ms or more before them.
+overlaps() {
+	passed "$1" "$2" 1e9 .x
+}
+
+# stragglers FROM TO AGE: how many requests, each counted once, those from
+# FROM to TO went past while unanswered, 5 ms to AGE seconds after them.
+stragglers() {
+	passed "$1" "$2" "$3" .r
 }
 
 # two_speeds FAST SLOW N: the mock, /f/* answering in FAST ms and /s/* in
@@ -522,7 +525,7 @@ two_speeds() {
 	# heard later than that, and the next round go without it (2 overlaps,
 	# in one CI run of four).  A place handed on as soon as a 40 ms
 	# answer freed it passes a request sent less than 70 ms before: so did
-	# 62 of the first 64 without rounds, past 43 requests.  A round that
+	# 62 of the first 64 without rounds, past 43 to 45.  A round that
 	# goes late in its sends (its process descheduled) and without a late
 	# answer passes one straggler, or two.
 	[ "$(stragglers 1 64 0.07)" -le 2 ]
