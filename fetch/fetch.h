@@ -209,7 +209,10 @@ void	queue_add(json_t *rec, long lineno, int fresh);
 void	queue_put(struct job *j);
 /* Held jobs whose time has come (at epoch now) become ready. */
 void	queue_due(double now);
-/* Visit the ready jobs in order; a visit that returns 1 took the job. */
+/*
+ * Visit the ready jobs in order; a visit that returns 1 took the job, and
+ * one that returns -1 ends the scan (nothing more can start).
+ */
 void	queue_scan(int (*visit)(struct job *, void *), void *arg);
 long	queue_ready(void);
 long	queue_held(void);

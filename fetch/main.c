@@ -136,7 +136,8 @@ room(void)
 
 /*
  * One ready job: 1 when it left the ready queue (started, settled, handed
- * to a status check or dead), 0 when it waits there.
+ * to a status check or dead), 0 when it waits there, -1 when it and every
+ * job after it wait (no room, or the deadline has come).
  */
 static int
 start_one(struct job *j, void *arg)
@@ -146,8 +147,9 @@ start_one(struct job *j, void *arg)
 	int slot, probe = 0, g;
 
 	(void)arg;
-	if (room() <= 0 || deadline_come(fo.deadline, clk_now()) ||
-	    gate_blocked(j->ep, clk_now()))
+	if (room() <= 0 || deadline_come(fo.deadline, clk_now()))
+		return -1;
+	if (gate_blocked(j->ep, clk_now()))
 		return 0;
 	if (fo.run_dir != NULL && doc_is_submission(j->rec) &&
 	    (g = submit_gate(j)) != 0) {

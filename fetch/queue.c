@@ -137,20 +137,30 @@ queue_scan(int (*visit)(struct job *, void *), void *arg)
 {
 	struct job *j, *next, **pp = &Q.ready;
 	struct ep *ep;
+	int taken = 0, v;
 
 	while ((j = *pp) != NULL) {
 		/* A visit that takes the job may free it, or queue it anew. */
 		next = j->next;
 		ep = j->ep;
-		if (!visit(j, arg)) {
+		if ((v = visit(j, arg)) == -1)
+			break;
+		if (v == 0) {
 			pp = &j->next;
 			continue;
 		}
 		*pp = next;
 		Q.nready--;
 		gate_ready(ep, -1);
+		taken = 1;
 	}
-	/* Re-find the tails after unlinking. */
+	/*
+	 * Re-find the tails after unlinking.  A turn of the loop with no room
+	 * takes nothing: walking the jobs read ahead (up to 4 x -j + 64) each
+	 * turn, twice, was 5 % of rfp-fetch's time on a fast portal.
+	 */
+	if (!taken)
+		return;
 	Q.ready_tail = Q.retry_tail = NULL;
 	for (j = Q.ready; j != NULL; j = j->next) {
 		Q.ready_tail = j;
