@@ -584,7 +584,11 @@ static void
 noise(void)
 {
 	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0, 0 };
-	static const double shares[] = { 0.03, 0.1, 0.2 };
+	/*
+	 * 3 % is found late or not at all: a run of cuts often ends at 32
+	 * successes with no refusal, and starts again (10 x the ideal).
+	 */
+	static const double shares[] = { 0.03, 0.1, 0.2 }, most[] = { 15, 3, 3 };
 	struct lim l;
 	struct out o;
 	char ep[64];
@@ -603,17 +607,22 @@ noise(void)
 		snprintf(ep, sizeof(ep), "%.0f %% refused at random", 100 *
 		    shares[i]);
 		report(ep, &o, ideal);
-		ok(o.makespan <= 15 * ideal, "%.0f %% refused at random, no "
-		    "limit: %.2f s, at most 15 x the %.2f s of -j 32 (finding it "
-		    "noise costs a few cuts at a low pace)", 100 * shares[i], o.makespan, ideal);
+		/*
+		 * 20 %: 6.3 x while a refusal that came first after a cut,
+		 * alone, began the run of cuts again.
+		 */
+		ok(o.makespan <= most[i] * ideal, "%.0f %% refused at random, "
+		    "no limit: %.2f s, at most %.0f x the %.2f s of -j 32 "
+		    "(finding it noise costs a few cuts at a low pace)",
+		    100 * shares[i], o.makespan, most[i], ideal);
 	}
 	/*
 	 * Which refusals come when is chaos here: a seed's makespan moves by
 	 * 10 % or more with any change to the pace.  Each seed is bounded,
-	 * and the three together more tightly (1.87, 1.57 and 6.21 x; 7.03 x
-	 * for the third before noise was found at 3 % once the pace was
-	 * halved; before the start took its floor from the documents held,
-	 * 3.23, 1.68 and 6.41 x).
+	 * and the three together more tightly (1.75, 1.80 and 2.01 x; 1.87,
+	 * 1.57 and 6.21 x while a refusal that came first after a cut, alone,
+	 * began the run of cuts again; 7.03 x for the third before noise was
+	 * found at 3 % once the pace was halved).
 	 */
 	for (s = 1, sum = 0; s <= 3; s++) {
 		srand48(s);
@@ -624,14 +633,14 @@ noise(void)
 		snprintf(ep, sizeof(ep), "50/s strict, 10 %% refused at "
 		    "random, seed %ld", s);
 		report(ep, &o, 749 / 50.0);
-		ok(o.makespan <= 7.5 * 749 / 50.0 && o.refused <= 0.16 *
+		ok(o.makespan <= 3 * 749 / 50.0 && o.refused <= 0.16 *
 		    o.sent, "50/s with 10 %% refused at random, seed %ld: "
-		    "%.2f s, at most 7.5 x the ideal 14.98 s; %ld refusals of "
+		    "%.2f s, at most 3 x the ideal 14.98 s; %ld refusals of "
 		    "%ld, at most 16 %%", s, o.makespan, o.refused, o.sent);
 		sum += o.makespan;
 	}
-	ok(sum / 3 <= 4 * 749 / 50.0, "50/s with 10 %% refused at random: "
-	    "%.2f s on average over the three seeds, at most 4 x the ideal",
+	ok(sum / 3 <= 2.5 * 749 / 50.0, "50/s with 10 %% refused at random: "
+	    "%.2f s on average over the three seeds, at most 2.5 x the ideal",
 	    sum / 3);
 }
 
