@@ -85,7 +85,9 @@ noise() {
 	# requests.  Under the 9 % a run of cuts needed to be noise, each
 	# refusal cut the pace again: one in ten, 8.8 % counted, was cut 28
 	# times from 118 to 10 requests a second, 2.6 x the time of -j 4
-	# (real time, --seed 1).
+	# (real time, --seed 1).  Found under 9 %, the noise holds the pace
+	# where the cuts left it (a strict limit whose arrivals a busy
+	# machine bunched would be refused as rarely), not let go.
 	routes '{match: "/n/flaky/*", endpoint: n, script: [503, 200], retry_after: 1, delay_ms: 100}' \
 	    '{match: "/n/*", endpoint: n, delay_ms: 100}'
 	for i in $(seq 1 300); do
@@ -100,7 +102,7 @@ noise() {
 	# Each refused once, and sent once more.
 	[ "$(logged '.status == 503')" -eq 25 ]
 	[ "$(requests_for)" -eq 325 ]
-	jq -e '.nz > 0.03 and .nz < 0.2' "$RUN/state/rate/n.json"
+	jq -e '.nz > 0.03 and .nz < 0.2 and .paced == 1' "$RUN/state/rate/n.json"
 }
 
 @test "limiters: nginx burst 10 nodelay answering 503: all saved, few refused, the breaker never opened" {
