@@ -7,6 +7,8 @@
  * the quota, RateLimit and state-file rules, on a temporary run directory.
  * PACE_EXPLORE=1 prints a grid of GCRA cells instead (PACE_LAT: the
  * answers' latency, default 0.02 s; PACE_CELL="20/s b10": that cell only;
+ * PACE_STALL=0.3 PACE_STALLP=0.03: the arrivals stalled 0.3 s at one send
+ * in 33, a busy machine; PACE_SEED: the draws' seed;
  * SIMDBG=1: each second's pace and each refusal on stderr), PACE_EXPLORE=noise one of GCRA cells
  * with refusals at random on top, PACE_EXPLORE=conc concurrency caps of 25
  * and 5 with answers in 0.25 s, PACE_EXPLORE=drop GCRA limits that drop
