@@ -393,6 +393,12 @@ bad_field(const struct pst *p)
 		B(n_ok, 0, 0x1p53),
 		B(n_cut, 0, 0x1p53),
 		B(takes, 0, 0x1p53),
+		/* Answers counted since a cut and in a run of cuts. */
+		B(c_ok, 0, 0x1p53),
+		B(c_ref, 0, 0x1p53),
+		B(k_ok, 0, 0x1p53),
+		B(k_ref, 0, 0x1p53),
+		B(k_cuts, 0, 0x1p53),
 		B(s_ref, 0, HUGE_VAL),
 		B(cuts, 0, HUGE_VAL),
 		B(okh_n, 0, HUGE_VAL),

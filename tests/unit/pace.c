@@ -2050,6 +2050,14 @@ corrupt(void)
 	    "a noise share of 0.99 is corrupt: %s", err);
 	ok(refused("{\"r_noise\": -1}\n", "r_noise", err, sizeof(err)),
 	    "a negative pace to start again at is corrupt: %s", err);
+	/* A run's counts: a negative one could pass the noise test. */
+	ok(refused("{\"k_ref\": -3}\n", "k_ref", err, sizeof(err)),
+	    "a negative count of refusals in a run of cuts is corrupt: %s",
+	    err);
+	ok(refused("{\"k_cuts\": 1e300}\n", "k_cuts", err, sizeof(err)),
+	    "1e300 cuts in a run is corrupt: %s", err);
+	ok(refused("{\"c_ok\": -1}\n", "c_ok", err, sizeof(err)),
+	    "a negative count of successes since a cut is corrupt: %s", err);
 	/* Measured intervals: a negative count made the measure infinite. */
 	ok(refused("{\"iv_s\": [-1, 9, 9, 9, 9, 9, 9, 9]}\n", "iv_s", err,
 	    sizeof(err)),
