@@ -102,7 +102,8 @@ noise() {
 	# Each refused once, and sent once more.
 	[ "$(logged '.status == 503')" -eq 25 ]
 	[ "$(requests_for)" -eq 325 ]
-	jq -e '.nz > 0.03 and .nz < 0.2 and .paced == 1' "$RUN/state/rate/n.json"
+	# Found in a few cuts (5 here), not cut for each refusal (24).
+	jq -e '.nz > 0.03 and .nz < 0.2 and .paced == 1 and .cuts <= 10' "$RUN/state/rate/n.json"
 }
 
 @test "limiters: nginx burst 10 nodelay answering 503: all saved, few refused, the breaker never opened" {
