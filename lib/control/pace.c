@@ -1354,7 +1354,7 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 			 * of cuts again, one cut in ten at 10 % refused at
 			 * random, and a 50/s limit with that on top took 6.2 x
 			 * its ideal in simulation (the three seeds: 3.2 x on
-			 * average, now 1.85 x; 20 % with no limit, 6.3 x, now
+			 * average, now 1.83 x; 20 % with no limit, 6.3 x, now
 			 * 1.4 x).  A limit that fell refuses two in a row.
 			 */
 			if (p->c_ref <= p->c_ok ||

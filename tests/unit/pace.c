@@ -459,7 +459,7 @@ shapes(void)
 	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0, 0 }, told = { 100, 10, 0, 0, 0, 0, 0, 0 };
 	struct lim l;
 	struct out o;
-	char ep[64];
+	char ep[128];
 	double sum;
 	long s, sent, refused;
 
