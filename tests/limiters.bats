@@ -90,11 +90,7 @@ noise() {
 	# machine bunched would be refused as rarely), not let go.
 	routes '{match: "/n/flaky/*", endpoint: n, script: [503, 200], retry_after: 1, delay_ms: 100}' \
 	    '{match: "/n/*", endpoint: n, delay_ms: 100}'
-	for i in $(seq 1 300); do
-		p=n
-		[ $((i % 12)) -ne 0 ] || p=n/flaky
-		printf '{"id":"n-%d","url":"%s/%s/doc-%d","endpoint":"n"}\n' "$i" "$MOCK_URL" "$p" "$i"
-	done >"$BATS_TEST_TMPDIR/m"
+	manifest /n 300 n | sed '12~12s|/n/doc-|/n/flaky/doc-|' >"$BATS_TEST_TMPDIR/m"
 	run -0 pipeline.sh -q -j 4 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 300 ]
 	never_opened
