@@ -46,9 +46,25 @@ static const char q_sweep[] =
     "now() + $2::float8 * interval '1 second', claims = claims + 1 WHERE id "
     "= ANY (ARRAY(SELECT id FROM (SELECT * FROM e UNION ALL SELECT * FROM "
     "n) x ORDER BY seq LIMIT $3::int)) RETURNING id, rec::text";
+/*
+ * Renew this owner's leases, and count its claims.  A row another
+ * transaction has locked is passed over, not waited for: file locks its
+ * group's rows in id order, and an UPDATE that waited locked this
+ * owner's rows in the order it met them, so that the two, renewing and
+ * closing the same rows, each held a row the other wanted (PostgreSQL
+ * ended one: "deadlock detected", and the host's run with it).  A row
+ * passed over is being closed by file, or refused by another host's
+ * file, or taken by a sweep once its lease has run out; it is renewed,
+ * if still ours, a third of a lease later.  The count is of the claims
+ * as the statement began, those passed over too: file's notification
+ * takes off what it closed, as it does for the rows it closed before.
+ */
 static const char q_renew[] =
-    "UPDATE rfp_queue SET lease_until = now() + $2::float8 * interval "
-    "'1 second' WHERE status = 'claimed' AND owner = $1";
+    "WITH l AS (SELECT id FROM rfp_queue WHERE status = 'claimed' AND "
+    "owner = $1 FOR UPDATE SKIP LOCKED), u AS (UPDATE rfp_queue SET "
+    "lease_until = now() + $2::float8 * interval '1 second' WHERE id = "
+    "ANY (ARRAY(SELECT id FROM l))) SELECT count(*) FROM rfp_queue WHERE "
+    "status = 'claimed' AND owner = $1";
 static const char q_mine[] =
     "SELECT id FROM rfp_queue WHERE status = 'claimed' AND owner = $1";
 static const char q_left[] =
@@ -258,10 +274,11 @@ pull(const struct qopts *o)
 		if (clk_mono() >= renew) {
 			/* Also corrects held: a row taken over is not ours. */
 			PGresult *r = pg_exec_named("renew", q_renew, 2, p,
-			    PGRES_COMMAND_OK, err, sizeof(err));
+			    PGRES_TUPLES_OK, err, sizeof(err));
 			if (r == NULL)
 				msg_die(1, "%s", err);
-			pl.held = affected(r);
+			pl.held = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+			PQclear(r);
 			renew = clk_mono() + o->lease / 3;
 			held_filed(&pl, p);
 		}

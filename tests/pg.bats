@@ -153,6 +153,42 @@ load pg
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 4 ]
 }
 
+@test "queue: pull renews its leases past a row another transaction holds, and never waits on it: no deadlock with file" {
+	load_unserved 4
+	pull_idle 3
+	# Y takes d1 and then d2, in id order as file does.  A renewal that
+	# waited on d1 holding d2 (it met the rows in the table's order) was
+	# a deadlock, and PostgreSQL ended one of the two.
+	coproc Y { psql -qAt "$URL" 2>&1; }
+	echo "BEGIN; SELECT id FROM rfp_queue WHERE id = 'd1' FOR UPDATE;" >&"${Y[1]}"
+	read -r -t 10 l <&"${Y[0]}"
+	[ "$l" = d1 ]
+	lease() { sql "SELECT lease_until FROM rfp_queue WHERE id = '$1'"; }
+	v1=$(lease d1) v2=$(lease d2)
+	# A renewal every second: d2's lease moves on while d1 is held.
+	for i in $(seq 1 60); do
+		[ "$(lease d2)" != "$v2" ] && break
+		sleep 0.05
+	done
+	[ "$(lease d2)" != "$v2" ]
+	[ "$(lease d1)" = "$v1" ]
+	[ "$(sql "SELECT count(*) FROM pg_locks WHERE NOT granted")" -eq 0 ]
+	echo "SELECT id FROM rfp_queue WHERE id = 'd2' FOR UPDATE; COMMIT; SELECT 'done';" >&"${Y[1]}"
+	read -r -t 10 l <&"${Y[0]}"
+	[ "$l" = d2 ]
+	read -r -t 10 l <&"${Y[0]}"
+	[ "$l" = done ]
+	eval "exec ${Y[1]}>&-"
+	# Let go, d1 is renewed at the next turn; pull never failed.
+	for i in $(seq 1 60); do
+		[ "$(lease d1)" != "$v1" ] && break
+		sleep 0.05
+	done
+	[ "$(lease d1)" != "$v1" ]
+	kill -0 "$p"
+	kill "$p"
+}
+
 @test "queue: pull with its standard output closed is refused before anything is claimed" {
 	load_unserved 2
 	rc=0
