@@ -100,7 +100,8 @@ lim_yaml() {
 	render "$here/scenarios/limiters/$shape.yaml" RATE="$r" BURST="$b" \
 	    STATUS="$st" REFUSAL="$refusal" LIMIT="$(kv limit 1)" \
 	    WINDOW="$(kv window 1)" MAX="$(kv max 1)" \
-	    DELAY_MS="$(kv delay_ms 250)" QUOTA="$(kv quota 1)" \
+	    DELAY_MS="$(kv delay_ms "$([ "$shape" = conc ] && echo 250 ||
+	    echo 0)")" QUOTA="$(kv quota 1)" \
 	    TO="$(kv to 1)" AT="$(kv at 5)"
 }
 
@@ -108,7 +109,8 @@ lim_yaml() {
 lim_desc() {
 	local s
 	case $shape in
-	gcra) s="gcra nodelay · $r r/s · burst $b" ;;
+	gcra) s="gcra nodelay$([ "$(kv delay_ms 0)" = 0 ] ||
+	    echo ", answers in $(kv delay_ms 0) ms") · $r r/s · burst $b" ;;
 	gcra-delay) s="gcra delaying · $r r/s · burst $b" ;;
 	fixed-x) s="fixed window $(kv limit 1)/$(kv window 1) s, X-RateLimit headers · $r r/s · —" ;;
 	fixed-ietf) s="fixed window $(kv limit 1)/$(kv window 1) s, IETF RateLimit headers · $r r/s · —" ;;
