@@ -19,6 +19,8 @@
 #include "queue/queue.h"
 
 #define LOAD_MAX	1000	/* records a statement of load adds */
+#define LOAD_LOCK	"7270003"	/* the advisory lock a load holds (7270001:
+				   the schema's migration, 7270002: ids) */
 
 /* Add the group of records (a JSON array of {id, rec}); how many were new. */
 static long
@@ -76,6 +78,15 @@ load(void)
 	size_t len;
 
 	PQclear(q("BEGIN", 0, NULL, PGRES_COMMAND_OK));
+	/*
+	 * One load at a time: each adds its records in its manifest's order
+	 * and waits on another's rows not yet committed, so two whose
+	 * manifests share ids in another order each held a row the other
+	 * wanted, and PostgreSQL ended one ("deadlock detected", nothing of
+	 * it loaded).  The lock ends with the transaction.
+	 */
+	PQclear(q("SELECT pg_advisory_xact_lock(" LOAD_LOCK ")", 0, NULL,
+	    PGRES_TUPLES_OK));
 	while ((rc = rec_next(rd, &line, &len, &lineno)) != REC_EOF) {
 		if (rc == REC_ERR)
 			msg_diesys(1, "read stdin");

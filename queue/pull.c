@@ -4,6 +4,7 @@
  * is filed here (file.c's group), not handed on.
  */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,16 +56,26 @@ static const char q_sweep[] =
  * ended one: "deadlock detected", and the host's run with it).  A row
  * passed over is being closed by file, or refused by another host's
  * file, or taken by a sweep once its lease has run out; it is renewed,
- * if still ours, a third of a lease later.  The count is of the claims
- * as the statement began, those passed over too: file's notification
- * takes off what it closed, as it does for the rows it closed before.
+ * if still ours, soon after (RENEW_SOON).  The first count is of the
+ * claims as the statement began, those passed over too: file's
+ * notification takes off what it closed, as it does for the rows it
+ * closed before; the second, of those renewed.
  */
 static const char q_renew[] =
     "WITH l AS (SELECT id FROM rfp_queue WHERE status = 'claimed' AND "
     "owner = $1 FOR UPDATE SKIP LOCKED), u AS (UPDATE rfp_queue SET "
     "lease_until = now() + $2::float8 * interval '1 second' WHERE id = "
-    "ANY (ARRAY(SELECT id FROM l))) SELECT count(*) FROM rfp_queue WHERE "
-    "status = 'claimed' AND owner = $1";
+    "ANY (ARRAY(SELECT id FROM l))) SELECT count(*), (SELECT count(*) "
+    "FROM l) FROM rfp_queue WHERE status = 'claimed' AND owner = $1";
+
+/*
+ * A lease is renewed three times a lease, and a row passed over again at
+ * this share of a lease: renewed only at the next third, a lease held by
+ * another host's file that was refusing it, or by a session by hand,
+ * had run out by the time it was (an idle pull woke a quarter lease
+ * apart, and renewed every second wake: half a lease).
+ */
+#define RENEW_SOON	20
 static const char q_mine[] =
     "SELECT id FROM rfp_queue WHERE status = 'claimed' AND owner = $1";
 static const char q_left[] =
@@ -278,8 +289,9 @@ pull(const struct qopts *o)
 			if (r == NULL)
 				msg_die(1, "%s", err);
 			pl.held = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+			renew = clk_mono() + o->lease / (strtol(PQgetvalue(r, 0,
+			    1), NULL, 10) < pl.held ? RENEW_SOON : 3);
 			PQclear(r);
-			renew = clk_mono() + o->lease / 3;
 			held_filed(&pl, p);
 		}
 		n = 0;
@@ -299,8 +311,8 @@ pull(const struct qopts *o)
 		 * renewing its leases, so that neither the pipeline nor the
 		 * records ended.  So the wait watches standard output too.
 		 */
-		if (pg_wait(o->lease / 4, STDOUT_FILENO, &gone, filed, &pl, err,
-		    sizeof(err)) == -1)
+		if (pg_wait(fmax(0, fmin(o->lease / 4, renew - clk_mono())),
+		    STDOUT_FILENO, &gone, filed, &pl, err, sizeof(err)) == -1)
 			msg_die(1, "%s", err);
 		if (gone)
 			msg_die(1, "pull: the reader of standard output has "

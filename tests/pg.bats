@@ -17,6 +17,34 @@ load pg
 	[ "$(sql 'SELECT version FROM rfp_schema')" -eq 1 ]
 }
 
+@test "queue: two loads at once of manifests that share ids in another order both load, no deadlock" {
+	# Each load inserts in its manifest's order in one transaction, and
+	# waits on the other's rows not yet committed: each held a row the
+	# other wanted, and PostgreSQL ended one ("deadlock detected").  The
+	# first load has its first half in, uncommitted, when the second
+	# starts with the same ids the other way round.
+	seq 1 2000 | awk '{ printf "{\"id\":\"d%d\",\"url\":\"http://127.0.0.1:9/d%d\"}\n", $1, $1 }' >"$BATS_TEST_TMPDIR/m1"
+	tac "$BATS_TEST_TMPDIR/m1" >"$BATS_TEST_TMPDIR/m2"
+	mkfifo "$BATS_TEST_TMPDIR/in1"
+	timeout 20 rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/in1" >"$BATS_TEST_TMPDIR/o1" 2>"$BATS_TEST_TMPDIR/e1" &
+	p1=$!
+	exec 4>"$BATS_TEST_TMPDIR/in1"
+	head -n 1000 "$BATS_TEST_TMPDIR/m1" >&4
+	sleep 0.5
+	timeout 20 rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m2" >"$BATS_TEST_TMPDIR/o2" 2>"$BATS_TEST_TMPDIR/e2" 4>&- &
+	p2=$!
+	sleep 0.5
+	tail -n +1001 "$BATS_TEST_TMPDIR/m1" >&4
+	exec 4>&-
+	rc1=0 rc2=0
+	wait "$p1" || rc1=$?
+	wait "$p2" || rc2=$?
+	cat "$BATS_TEST_TMPDIR/e1" "$BATS_TEST_TMPDIR/e2"
+	[ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM rfp_queue")" -eq 2000 ]
+	[ "$(cat "$BATS_TEST_TMPDIR/o1" "$BATS_TEST_TMPDIR/o2" | jq -s 'map(.added) | add')" -eq 2000 ]
+}
+
 @test "queue: a line without an id is reported and not loaded" {
 	printf '{"url":"http://127.0.0.1/x"}\n{"id":"a","url":"http://127.0.0.1/a"}\n' >"$BATS_TEST_TMPDIR/m"
 	run -0 --separate-stderr rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m"
@@ -155,7 +183,7 @@ load pg
 
 @test "queue: pull renews its leases past a row another transaction holds, and never waits on it: no deadlock with file" {
 	load_unserved 4
-	pull_idle 3
+	pull_idle 6
 	# Y takes d1 and then d2, in id order as file does.  A renewal that
 	# waited on d1 holding d2 (it met the rows in the table's order) was
 	# a deadlock, and PostgreSQL ended one of the two.
@@ -165,22 +193,26 @@ load pg
 	[ "$l" = d1 ]
 	lease() { sql "SELECT lease_until FROM rfp_queue WHERE id = '$1'"; }
 	v1=$(lease d1) v2=$(lease d2)
-	# A renewal every second: d2's lease moves on while d1 is held.
-	for i in $(seq 1 60); do
+	# A renewal every third of the lease, 2 s: d2's moves on while d1 is
+	# held, and nothing of this database waits on a lock.
+	for i in $(seq 1 100); do
 		[ "$(lease d2)" != "$v2" ] && break
 		sleep 0.05
 	done
 	[ "$(lease d2)" != "$v2" ]
 	[ "$(lease d1)" = "$v1" ]
-	[ "$(sql "SELECT count(*) FROM pg_locks WHERE NOT granted")" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")" -eq 0 ]
 	echo "SELECT id FROM rfp_queue WHERE id = 'd2' FOR UPDATE; COMMIT; SELECT 'done';" >&"${Y[1]}"
 	read -r -t 10 l <&"${Y[0]}"
 	[ "$l" = d2 ]
 	read -r -t 10 l <&"${Y[0]}"
 	[ "$l" = done ]
 	eval "exec ${Y[1]}>&-"
-	# Let go, d1 is renewed at the next turn; pull never failed.
-	for i in $(seq 1 60); do
+	# Passed over, d1 is renewed a twentieth of the lease later (0.3 s;
+	# a second allowed), not at the next third (2 s): held by another
+	# host's file, or by hand, longer than that, it had run out first.
+	end=$(($(date +%s%N) + 1000000000))
+	while [ "$(date +%s%N)" -lt "$end" ]; do
 		[ "$(lease d1)" != "$v1" ] && break
 		sleep 0.05
 	done
