@@ -46,6 +46,7 @@ struct lim {
 	double	rate;		/* GCRA: per second; SLIDING: limit / window */
 	long	burst;		/* GCRA: nodelay burst */
 	long	cap;		/* CONC: in flight; SLIDING: the limit */
+	int	s429;		/* CONC: refuses with 429, not busy (503) */
 	double	lat;		/* every answer's latency */
 	double	tat;		/* GCRA state */
 	double	drop_at;	/* GCRA: from this second of the run ... */
@@ -212,7 +213,8 @@ sim(const char *ep, struct lim *l, const struct pace_cfg *c0, long n)
 					/* A stalled portal answers after. */
 					now = at;
 					e.ev = PACE_SLOW;
-					e.busy = l->kind == CONC;
+					e.busy = l->kind == CONC && !l->s429 &&
+					    getenv("PACE_CAP429") == NULL;
 					e.sent_at = now;
 					e.now = now + 0.0005;
 					e.inflight = in + 1;
@@ -392,6 +394,20 @@ limiters(void)
 	    "ideal %.2f s", o.makespan, 30 * 0.25);
 
 	/*
+	 * A cap that answers 429: its refusals all come over it, so they
+	 * are a cap's while the pace is still doubling.  Taken for the
+	 * pace's (a 429 before the pace was ever cut, as a strict rate
+	 * behind a slow portal is), 1.15 x the ideal, 1.57 x in the bench.
+	 */
+	memset(&l, 0, sizeof(l));
+	l.kind = CONC, l.cap = 5, l.lat = 0.25, l.s429 = 1;
+	o = sim("c5-429", &l, &none, 300);
+	report("cap 5 answering 429", &o, 15);
+	ok(o.window == 5 && o.makespan <= 1.12 * 15, "a cap of 5 answering "
+	    "429 is found and held: window %ld; %.2f s, at most 1.12 x the "
+	    "ideal 15 s", o.window, o.makespan);
+
+	/*
 	 * A cap of 25 whose answers are read late now and then (a loop busy
 	 * elsewhere): a send made meanwhile is counted with one more in
 	 * flight than the portal has.  The most in flight at a success went
@@ -541,6 +557,29 @@ shapes(void)
 	o = drop_sim("drop3", 20, 3, 130, 0.02, 14.7);
 	ok(o.paced && o.rate >= 0.85 * 3 && o.rate <= 3, "20/s dropping to "
 	    "3/s: the pace ends at %.2f/s, 0.85 to 1 x the limit", o.rate);
+
+	/*
+	 * A strict rate behind a slow portal: answers in 0.5 s, so that the
+	 * limit holds 10 (20/s) or 25 (50/s) in flight.  The first refusals
+	 * came as the window opened, at more in flight than the successes
+	 * before; taken for a concurrency cap, the window was held at 3 to
+	 * 5 and the pace never cut (2.73 and 6.48 x the ideal).  Not taken
+	 * for one, the pace was cut to what got through while the window
+	 * was full, the window's rate (1.43 and 1.70 x).
+	 */
+	for (s = 0; s < 2; s++) {
+		memset(&l, 0, sizeof(l));
+		l.kind = GCRA, l.rate = s == 0 ? 20 : 50, l.lat = 0.5;
+		o = sim(s == 0 ? "slow20" : "slow50", &l, &none,
+		    (long)(15 * l.rate));
+		snprintf(ep, sizeof(ep), "%g/s strict, answers in 0.5 s",
+		    l.rate);
+		report(ep, &o, 15 - 1 / l.rate);
+		ok(o.makespan <= (s == 0 ? 1.35 : 1.5) * 15 && o.refused <=
+		    0.05 * o.sent, "%s: %.2f s, at most %.2f x the ideal 15 s; "
+		    "%ld refusals of %ld requests, at most 5 %%", ep,
+		    o.makespan, s == 0 ? 1.35 : 1.5, o.refused, o.sent);
+	}
 
 	/*
 	 * Followed down from 40/s to a strict 30/s, every other send refused
@@ -2057,6 +2096,9 @@ corrupt(void)
 	/* A noise share past what the rule can learn, a negative rate. */
 	ok(refused("{\"p_held\": 3}\n", "p_held", err, sizeof(err)),
 	    "a held flag of 3 is corrupt: %s", err);
+	ok(refused("{\"r_low\": 0.5}\n", "r_low", err, sizeof(err)),
+	    "a flag of a refusal under the successes' count of 0.5 is "
+	    "corrupt: %s", err);
 	ok(refused("{\"nz\": 0.99}\n", "nz", err, sizeof(err)),
 	    "a noise share of 0.99 is corrupt: %s", err);
 	ok(refused("{\"r_noise\": -1}\n", "r_noise", err, sizeof(err)),
