@@ -164,9 +164,16 @@ NPROC := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 # test tool, its own suite left out) is the plain build's: under the
 # sanitizers each of its starts and exits took 60 ms (40 of them the leak
 # check), and it served every request of the pass two to three times
-# slower (fetch.bats and submit.bats: 65 CPU-seconds, then 52).
+# slower (fetch.bats and submit.bats: 65 CPU-seconds, then 52).  Nor
+# does it run options.bats and files.bats (52 s of the pass's wall time
+# between them, at two at once 26): each stage's refusal of a bad option,
+# configuration or run directory before it reads a line (the option and
+# configuration parsers are fuzz-check's num, conf and ydoc, under the
+# same sanitizers); the whole suite had grown to 10 min 33 s on a 2-core
+# machine.
 ASAN_SKIP = pipeline operator chaos resume resume-more limiters pg-hosts \
-	pace mockportal bench examples demo man version deb harness
+	pace mockportal bench examples demo man version deb harness options \
+	files
 check:
 	$(MAKE) -j$(NPROC) all units fuzz-build
 	$(MAKE) test
