@@ -1291,6 +1291,8 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 			p->r_noise = p->rate;
 			p->u_at = e->now;
 			p->u_ok = p->n_ok;
+			/* Started again, its refusals say again what they are. */
+			p->r_low = 0;
 		}
 		round_start(p, e->now);
 		return;
@@ -1458,8 +1460,8 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 			ds = since_start(p);
 			if (wfull)
 				ds = 0;
-			if (ds == 0 && p->p_ok == 1 && e->now > p->p_at &&
-			    p->p_min > floor_of(p))
+			if (ds == 0 && !wfull && p->p_ok == 1 && e->now >
+			    p->p_at && p->p_min > floor_of(p))
 				ds = 1 / (e->now - p->p_at);
 			if (ds > 0 && ds <= SPACED * p->p_min &&
 			    UNDER * ds < r) {
@@ -1729,7 +1731,7 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 */
 	cap = p->paced && (double)e->inflight > k && k >= 2 &&
 	    (c->conc <= 0 || e->busy) && (p->cuts > 0 || e->busy ||
-	    !p->r_low);
+	    !p->r_low || told(c) > 0);
 	if ((double)e->inflight < k || k < 2)
 		p->r_low = 1;
 	/* A concurrency cap's refusals are never noise. */
