@@ -103,13 +103,15 @@ finish() {
 	    fail "host $1 exited $rc: $(cat "$BATS_TEST_TMPDIR/h$1.err")"
 }
 
-# load_unserved N: load N documents d1...dN whose URLs nothing listens on
-# (port 9) into the queue.
+# unserved N: a manifest of N documents d1...dN whose URLs nothing listens
+# on (port 9).
+unserved() {
+	seq 1 "$1" | awk '{ printf "{\"id\":\"d%d\",\"url\":\"http://127.0.0.1:9/d%d\"}\n", $1, $1 }'
+}
+
+# load_unserved N: load unserved N into the queue.
 load_unserved() {
-	local i
-	for i in $(seq 1 "$1"); do
-		printf '{"id":"d%d","url":"http://127.0.0.1:9/d%d"}\n' "$i" "$i"
-	done >"$BATS_TEST_TMPDIR/m"
+	unserved "$1" >"$BATS_TEST_TMPDIR/m"
 	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
 }
 

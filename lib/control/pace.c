@@ -1457,9 +1457,7 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 			 * the floor's cut and a step back up, would read the
 			 * wait for its first send as the limit's (0.55/s).
 			 */
-			ds = since_start(p);
-			if (wfull)
-				ds = 0;
+			ds = wfull ? 0 : since_start(p);
 			if (ds == 0 && !wfull && p->p_ok == 1 && e->now >
 			    p->p_at && p->p_min > floor_of(p))
 				ds = 1 / (e->now - p->p_at);
