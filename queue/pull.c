@@ -88,8 +88,8 @@ struct pull {
 	long		 held;		/* records claimed and not yet filed */
 	struct filed	*run_filed;	/* what --run-dir has filed */
 	struct group	 grp;		/* ... and is filed here */
-	json_t		*seen;		/* ids held found filed there at the
-					   last renewal */
+	json_t		*seen;		/* ids held found filed there: when
+					   first found (clk_mono) */
 };
 
 /*
@@ -155,18 +155,23 @@ filed_here(struct pull *pl, const char *id)
  * one, which held it in the run directory: the queue's lease had run out
  * under it and this host claimed it since) is filed here.  Before, it was
  * filed by nobody under this host's claim, and pull renewed it for ever.
- * Only one found there at two renewals in a row, still held: this host's
- * own records are in the run directory a moment before file closes them
- * in the queue (rfp-sink has them first), and taken then they would be
- * filed twice.
+ * Only one found there a quarter lease ago or more (at the renewal
+ * before, when renewals are a third of a lease apart), and still held,
+ * is: this host's own records are in the run directory a moment before
+ * file closes them in the queue (rfp-sink has them first), and taken
+ * then they would be filed twice.  Two renewals in a row were not
+ * enough: a renewal that passes over a row file is closing comes again
+ * a twentieth of a lease later (RENEW_SOON), and on a busy machine
+ * file's transaction outlasted two of them.
  */
 static void
-held_filed(struct pull *pl, const char *const *p)
+held_filed(struct pull *pl, const char *const *p, double lease)
 {
 	PGresult *r;
-	json_t *seen;
+	json_t *seen, *at;
 	const char *id;
 	long i, n, here = 0;
+	double now = clk_mono();
 	char err[512];
 	int changed;
 
@@ -186,8 +191,10 @@ held_filed(struct pull *pl, const char *const *p)
 		id = PQgetvalue(r, (int)i, 0);
 		if (filed_as(pl->run_filed, id) < FILED_DEAD)
 			continue;
-		if (json_object_get(pl->seen, id) == NULL)
-			json_object_set_new(seen, id, json_true());
+		if ((at = json_object_get(pl->seen, id)) == NULL)
+			json_object_set_new(seen, id, json_real(now));
+		else if (now - json_real_value(at) < lease / 4)
+			json_object_set(seen, id, at);
 		else if (filed_here(pl, id))
 			here++;
 	}
@@ -292,7 +299,7 @@ pull(const struct qopts *o)
 			renew = clk_mono() + o->lease / (strtol(PQgetvalue(r, 0,
 			    1), NULL, 10) < pl.held ? RENEW_SOON : 3);
 			PQclear(r);
-			held_filed(&pl, p);
+			held_filed(&pl, p, o->lease);
 		}
 		n = 0;
 		if (pl.held == 0 || o->batch - pl.held >= chunk) {

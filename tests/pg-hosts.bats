@@ -252,7 +252,9 @@ load pg
 	# queue, and pull renewed its lease for ever: timeout's 124.
 	run -0 --separate-stderr timeout -k 5 20 "$ROOT/pipeline.sh" -q --queue "$URL" \
 	    --lease 5 --run-dir "$BATS_TEST_TMPDIR/qr" "$BATS_TEST_TMPDIR/q"
+	echo "$stderr"
 	run -0 rfp-queue --state "$URL" summary
+	echo "$output"
 	echo "$output" | jq -e '.total == 3 and .done == 3 and .dead == 0 and .queued == 0 and .claimed == 0 and .refiled == 0 and .reconciled'
 	[ "$(jq -r .id "$BATS_TEST_TMPDIR/qr/results.ndjson" | sort | paste -sd ' ')" = "q1 q2 q3" ]
 	[ ! -s "$BATS_TEST_TMPDIR/qr/dead.ndjson" ]
