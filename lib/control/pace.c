@@ -57,6 +57,8 @@
 				   measure, refusal-free, outdates it */
 #define AGAIN		0.03	/* refused within this share of the pace the
 				   last refusal came at: the same limit */
+#define FALL_GAP	4	/* successes between two refusals that part
+				   two falls (fall_rate()) */
 #define RETURN		1.1	/* a success's step back up to the measure */
 #define HOLD_MAX	5	/* refused with nothing through yet: held 2^k
 				   intervals the k-th time, k at most this */
@@ -209,6 +211,11 @@ struct pst {
 				   told strict pace, not yet answered; -1 */
 	double	f_until;	/* ... no grant after it before its answer,
 				   nor after this */
+	double	e_at;		/* when the refusals of a fall began (one
+				   after FALL_GAP successes); 0: none */
+	double	e_ok;		/* ... and n_ok then */
+	double	e_ref;		/* ... and the refusals of it since that cut
+				   the pace (fall_rate()) */
 };
 
 #define F(f)	{ #f, offsetof(struct pst, f) }
@@ -225,7 +232,7 @@ static const struct {
 	F(p_at), F(p_seq), F(p_ok), F(p_min), F(p_held), F(r_low), F(p_floor),
 	F(c_ok), F(c_ref), F(k_rate), F(k_seq), F(k_at), F(k_ok), F(k_ref),
 	F(k_cuts), F(nz), F(r_bits), F(r_n), F(r_noise), F(u_at), F(u_ok),
-	F(l_end), F(f_seq), F(f_until)
+	F(l_end), F(f_seq), F(f_until), F(e_at), F(e_ok), F(e_ref)
 };
 #undef F
 #define NFIELDS	(sizeof(fields) / sizeof(fields[0]))
@@ -402,6 +409,8 @@ bad_field(const struct pst *p)
 		B(k_ok, 0, 0x1p53),
 		B(k_ref, 0, 0x1p53),
 		B(k_cuts, 0, 0x1p53),
+		B(e_ok, 0, 0x1p53),
+		B(e_ref, 0, 0x1p53),
 		B(s_ref, 0, HUGE_VAL),
 		B(cuts, 0, HUGE_VAL),
 		B(okh_n, 0, HUGE_VAL),
@@ -1198,14 +1207,37 @@ noise(struct pst *p, double now)
 }
 
 /*
- * Slow the pace for refusal e; quiet: no success at all came since the
- * refusal before it.
+ * What got through since the fall that refusal e goes on began, a
+ * second, or 0 when e begins one or none: a refusal after FALL_GAP
+ * successes or more begins a fall, the refusals that follow it with
+ * fewer between go on with it; gap: the successes since the refusal
+ * before e.  Sends in flight count as through: their answers come an
+ * answer's time after the refusals, and counted out, a strict 10/s
+ * with a burst of 10 answering in 1 s read as under half itself and
+ * took 1.55 x its ideal, not 1.32; a 7/s with a burst of 60 answering
+ * in 0.25 s, 1.18 x, not 1.02.
+ */
+static double
+fall_rate(struct pst *p, const struct pace_ev *e, double gap)
+{
+	if (p->e_at > 0 && gap < FALL_GAP && e->now > p->e_at &&
+	    e->now - p->e_at <= clk_real(IV_MAX))
+		return (p->n_ok - p->e_ok + (double)e->inflight) /
+		    (e->now - p->e_at);
+	p->e_at = gap >= FALL_GAP ? e->now : 0;
+	p->e_ok = p->n_ok;
+	return 0;
+}
+
+/*
+ * Slow the pace for refusal e; gap: the successes since the refusal
+ * before it.
  */
 static void
 cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
-    int quiet)
+    double gap)
 {
-	double sc = clk_scale(), est, r, ds, rf, d;
+	double sc = clk_scale(), est, r, ds, rf, d, fall;
 	int nzv, wfull;
 
 	if (!p->paced) {
@@ -1319,6 +1351,7 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 		 * sent before it, doesn't count.
 		 */
 		est = measured(p, e->now);
+		fall = told(c) == 0 ? fall_rate(p, e, gap) : 0;
 		/*
 		 * Sent with the window full, the sends went as answers freed
 		 * it, and what got through was the window's (its size over
@@ -1390,7 +1423,7 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 			return;
 		} else if (p->cuts == 0)
 			r = p->rate * FIRST_CUT;
-		else if (p->p_ok == 0 && quiet) {
+		else if (p->p_ok == 0 && gap == 0) {
 			/*
 			 * Nothing has got through since the pace started, nor
 			 * since the last refusal: the limiter is closed for
@@ -1468,6 +1501,25 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 				p->r_fail = r / NUDGE;
 			}
 		}
+		/*
+		 * Refused more often than served since the fall began: the
+		 * limit fell under what the pace was, and what got through
+		 * since is what it lets through now.  The pace is cut to
+		 * that (halving at the most), not a tenth a refusal: a
+		 * strict 20/s falling to 3/s was followed down in 14
+		 * refusals over 2.3 s, now in 5 over 0.8 s (simulated).
+		 * The intervals measured before the fall are of another
+		 * limit, and dropped; the way back goes no further than just
+		 * under the pace refused.
+		 */
+		if (fall > 0 && p->e_ref + 1 > p->n_ok - p->e_ok &&
+		    UNDER * fall < r) {
+			r = fmax(UNDER * fall, p->rate * FIRST_CUT);
+			p->r_fail = p->rate;
+			memset(p->iv_t, 0, sizeof(p->iv_t));
+			memset(p->iv_s, 0, sizeof(p->iv_s));
+		}
+		p->e_ref = fall > 0 ? p->e_ref + 1 : 0;
 		p->rate = fmax(r, MIN_RATE / sc);
 		p->cuts++;
 	} else
@@ -1666,7 +1718,8 @@ unused(struct pst *p, const struct pace_ev *e)
 static void
 feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 {
-	int cap, quiet;
+	int cap;
+	double gap;
 	double k;
 
 	if (e->ev == PACE_UNUSED) {
@@ -1757,7 +1810,7 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->iv_i = fmod(p->iv_i + 1, NIV);
 	}
 	p->ref_at = e->now;
-	quiet = p->s_ref == 0;
+	gap = p->s_ref;
 	p->s_ref = 0;
 	/*
 	 * More in flight than any success was sent with: the window is to
@@ -1778,7 +1831,7 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		/* Refused within the window: the pace, not the window. */
 		if (e->inflight <= p->win)
 			p->w_held = -1;
-		cut(p, c, e, quiet);
+		cut(p, c, e, gap);
 	}
 	p->ref_rate = p->rate;
 }

@@ -587,6 +587,37 @@ shapes(void)
 	 * 30 after a clean round was cut back to 16.7 and climbed for 8 s
 	 * (1.56 x the ideal).  What the round delivered outdates it.
 	 */
+	/*
+	 * A limit that falls far is followed down at the rate that gets
+	 * through, not a tenth a refusal: 20/s to 3/s drew 18 refusals
+	 * (10 now), 50/s to 10/s 21 (14), 100/s to 20/s 36 (26).
+	 */
+	for (s = 0; s < 3; s++) {
+		static const double from[] = { 20, 50, 100 }, to[] = { 3, 10,
+		    20 };
+		static const long most[] = { 12, 17, 30 };
+
+		snprintf(ep, sizeof(ep), "fall-%ld", s);
+		o = drop_sim(ep, from[s], to[s], (long)(5 * from[s] + 15 *
+		    to[s]), 0.02, 20);
+		ok(o.refused <= most[s], "%g/s falling to %g/s: %ld refusals "
+		    "of %ld requests, at most %ld", from[s], to[s], o.refused,
+		    o.sent, most[s]);
+	}
+
+	/*
+	 * A burst spent behind slow answers is a fall too, from the burst
+	 * to the rate; the sends still in flight at its refusals are not
+	 * yet counted through, and counted out, a 10/s with a burst of 10
+	 * answering in 1 s read as under half itself (1.55 x the ideal).
+	 */
+	memset(&l, 0, sizeof(l));
+	l.kind = GCRA, l.rate = 10, l.burst = 10, l.lat = 1;
+	o = sim("fall-slow", &l, &none, 160);
+	report("10/s burst 10, answers in 1 s", &o, 149 / 10.0);
+	ok(o.makespan <= 1.4 * 14.9, "10/s burst 10, answers in 1 s: %.2f s, "
+	    "at most 1.4 x the ideal 14.9 s", o.makespan);
+
 	o = drop_sim("drop30", 40, 30, 650, 0.02, 20);
 	ok(o.makespan <= 1.35 * 20 && o.rate >= 0.9 * 30, "40/s dropping to "
 	    "30/s: %.2f s, at most 1.35 x the ideal 20 s; the pace ends at "
@@ -2101,6 +2132,8 @@ corrupt(void)
 	    "corrupt: %s", err);
 	ok(refused("{\"nz\": 0.99}\n", "nz", err, sizeof(err)),
 	    "a noise share of 0.99 is corrupt: %s", err);
+	ok(refused("{\"e_ref\": -2}\n", "e_ref", err, sizeof(err)),
+	    "a negative count of a fall's refusals is corrupt: %s", err);
 	ok(refused("{\"r_noise\": -1}\n", "r_noise", err, sizeof(err)),
 	    "a negative pace to start again at is corrupt: %s", err);
 	/* A run's counts: a negative one could pass the noise test. */
