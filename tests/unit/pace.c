@@ -618,6 +618,30 @@ shapes(void)
 	ok(o.makespan <= 1.4 * 14.9, "10/s burst 10, answers in 1 s: %.2f s, "
 	    "at most 1.4 x the ideal 14.9 s", o.makespan);
 
+	/*
+	 * Arrivals bunched by a stall are refused two at once, with nothing
+	 * through between: no fall.  Taken for one at the first refusal
+	 * after, a strict 100/s answering in 0.25 s was halved for a stall,
+	 * measured anew over the stalls, and crawled: 5.99 x the ideal in
+	 * this draw, not 4.00.
+	 */
+	{
+		/* srand48(10)'s draw, the cells after left their own. */
+		unsigned short ten[3] = { 0x330e, 10, 0 }, keep[3];
+
+		memcpy(keep, seed48(ten), sizeof(keep));
+		memset(&l, 0, sizeof(l));
+		l.kind = GCRA, l.rate = 100, l.lat = 0.25;
+		l.stall = 0.3, l.stall_p = 0.03;
+		o = sim("fall-stall", &l, &none, 1500);
+		report("100/s strict, answers in 0.25 s, stalls of 0.3 s", &o,
+		    14.99);
+		ok(o.makespan <= 4.5 * 14.99, "100/s strict, answers in 0.25 "
+		    "s, stalls: %.2f s, at most 4.5 x the ideal 14.99 s",
+		    o.makespan);
+		(void)seed48(keep);
+	}
+
 	o = drop_sim("drop30", 40, 30, 650, 0.02, 20);
 	ok(o.makespan <= 1.35 * 20 && o.rate >= 0.9 * 30, "40/s dropping to "
 	    "30/s: %.2f s, at most 1.35 x the ideal 20 s; the pace ends at "
@@ -2134,6 +2158,9 @@ corrupt(void)
 	    "a noise share of 0.99 is corrupt: %s", err);
 	ok(refused("{\"e_ref\": -2}\n", "e_ref", err, sizeof(err)),
 	    "a negative count of a fall's refusals is corrupt: %s", err);
+	ok(refused("{\"e_ok\": 5, \"n_ok\": 3}\n", "e_ok", err,
+	    sizeof(err)), "a fall begun at more successes than the run has "
+	    "had is corrupt: %s", err);
 	ok(refused("{\"r_noise\": -1}\n", "r_noise", err, sizeof(err)),
 	    "a negative pace to start again at is corrupt: %s", err);
 	/* A run's counts: a negative one could pass the noise test. */
