@@ -47,7 +47,8 @@ static const char q_file[] =
     "d AS (UPDATE rfp_results s SET filings = s.filings + 1 FROM o WHERE "
     "s.id = o.id AND o.owner = $2 AND o.status IN ('done', 'dead') "
     "RETURNING s.id) "
-    "SELECT pg_notify('" CHANNEL "', (SELECT count(*) FROM c) || ' ' || $2), "
+    "SELECT pg_notify('" CHANNEL "', (SELECT count(*) FROM c) || '@' || "
+    "pg_current_xact_id() || ' ' || $2), "
     "(SELECT coalesce(json_agg(json_build_array(line, id, EXISTS (SELECT "
     "FROM o WHERE o.id = f.id))), '[]')::text FROM f WHERE id NOT IN "
     "(SELECT id FROM c) AND id NOT IN (SELECT id FROM d))";

@@ -59,14 +59,16 @@ static const char q_sweep[] =
  * if still ours, soon after (RENEW_SOON).  The first count is of the
  * claims as the statement began, those passed over too: file's
  * notification takes off what it closed, as it does for the rows it
- * closed before; the second, of those renewed.
+ * closed before; the second, of those renewed; then the statement's
+ * snapshot, which says whose filings the first count has seen.
  */
 static const char q_renew[] =
     "WITH l AS (SELECT id FROM rfp_queue WHERE status = 'claimed' AND "
     "owner = $1 FOR UPDATE SKIP LOCKED), u AS (UPDATE rfp_queue SET "
     "lease_until = now() + $2::float8 * interval '1 second' WHERE id = "
     "ANY (ARRAY(SELECT id FROM l))) SELECT count(*), (SELECT count(*) "
-    "FROM l) FROM rfp_queue WHERE status = 'claimed' AND owner = $1";
+    "FROM l), pg_current_snapshot()::text FROM rfp_queue WHERE status = "
+    "'claimed' AND owner = $1";
 
 /*
  * A lease is renewed three times a lease, and a row passed over again at
@@ -90,21 +92,68 @@ struct pull {
 	struct group	 grp;		/* ... and is filed here */
 	json_t		*seen;		/* ids held found filed there: when
 					   first found (clk_mono) */
+	char		*snap;		/* the last renewal's snapshot
+					   (xmin:xmax:xip,...); NULL: none */
 };
 
 /*
+ * Whether snapshot snap (pg_current_snapshot()'s text) sees what
+ * transaction xid committed: xid finished before it began, under xmin,
+ * or under xmax and not among those in progress then.
+ */
+static int
+snap_sees(const char *snap, unsigned long long xid)
+{
+	unsigned long long xmin, xmax, x;
+	const char *s = snap;
+	char *end;
+
+	if (snap == NULL)
+		return 0;
+	xmin = strtoull(s, &end, 10);
+	if (*end != ':')
+		return 0;
+	xmax = strtoull(end + 1, &end, 10);
+	if (*end != ':')
+		return 0;
+	if (xid < xmin)
+		return 1;
+	if (xid >= xmax)
+		return 0;
+	for (s = end + 1; *s != '\0'; s = *end == ',' ? end + 1 : end) {
+		x = strtoull(s, &end, 10);
+		if (end == s)
+			return 0;
+		if (x == xid)
+			return 0;
+	}
+	return 1;
+}
+
+/*
  * A notification from file (or from pull, filing what the run directory
- * had filed): what it closed of ours is no longer held.
+ * had filed), "N@XID OWNER": what it closed of ours is no longer held,
+ * unless the last renewal's count has seen it already.  A filing that
+ * committed while the renewal waited on a lock was counted there, and
+ * its notification came after the renewal's result: taken off again,
+ * pull claimed that many more and held more than --batch until the next
+ * renewal.  Without @XID (a payload by hand), it is taken off.
  */
 static void
 filed(const char *channel, const char *payload, void *arg)
 {
 	struct pull *pl = arg;
+	unsigned long long xid = 0;
 	char *end;
 	long n = strtol(payload, &end, 10);
+	int seen = 0;
 
 	(void)channel;
-	if (*end == ' ' && strcmp(end + 1, pl->owner) == 0)
+	if (*end == '@') {
+		xid = strtoull(end + 1, &end, 10);
+		seen = snap_sees(pl->snap, xid);
+	}
+	if (*end == ' ' && strcmp(end + 1, pl->owner) == 0 && !seen)
 		pl->held = n < pl->held ? pl->held - n : 0;
 }
 
@@ -296,6 +345,8 @@ pull(const struct qopts *o)
 			if (r == NULL)
 				msg_die(1, "%s", err);
 			pl.held = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+			free(pl.snap);
+			pl.snap = xstrdup(PQgetvalue(r, 0, 2));
 			renew = clk_mono() + o->lease / (strtol(PQgetvalue(r, 0,
 			    1), NULL, 10) < pl.held ? RENEW_SOON : 3);
 			PQclear(r);
@@ -331,4 +382,5 @@ pull(const struct qopts *o)
 		grp_close(&pl.grp);
 	filed_free(pl.run_filed);
 	json_decref(pl.seen);
+	free(pl.snap);
 }

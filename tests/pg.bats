@@ -221,6 +221,42 @@ load pg
 	kill "$p"
 }
 
+@test "queue: a filing that commits while pull's renewal waits is counted once: pull holds no more than --batch" {
+	load_unserved 5
+	pull_idle 6
+	# Y files d1 as file does and holds the table; pull's next renewal
+	# (a third of the lease, 2 s) waits on it, then counts d1 filed, and
+	# the notification of the filing comes after: taken off what pull
+	# held a second time, pull claimed two more and held three.
+	coproc Y { psql -qAt "$URL" 2>&1; }
+	cat >&"${Y[1]}" <<-'EOF'
+	BEGIN;
+	UPDATE rfp_queue SET status = 'done', lease_until = NULL WHERE id = 'd1';
+	INSERT INTO rfp_results (id, fate, owner, rec) VALUES ('d1', 'done', 'A', '{"id":"d1","fate":"done"}');
+	SELECT pg_notify('rfp_queue_filed', '1@' || pg_current_xact_id() || ' A');
+	LOCK TABLE rfp_queue IN ACCESS EXCLUSIVE MODE; SELECT 'locked';
+	EOF
+	read -r -t 10 l <&"${Y[0]}"
+	read -r -t 10 l <&"${Y[0]}"
+	[ "$l" = locked ]
+	for i in $(seq 1 100); do
+		[ "$(sql "SELECT count(*) FROM pg_locks WHERE NOT granted")" -gt 0 ] && break
+		sleep 0.05
+	done
+	[ "$(sql "SELECT count(*) FROM pg_locks WHERE NOT granted")" -gt 0 ]
+	echo "COMMIT; SELECT 'done';" >&"${Y[1]}"
+	read -r -t 10 l <&"${Y[0]}"
+	[ "$l" = done ]
+	eval "exec ${Y[1]}>&-"
+	# d1 filed: one more claimed, d3.  Then a moment for a fourth.
+	out_reaches 3
+	sleep 1
+	kill "$p" 2>/dev/null || :
+	jq -r .id "$BATS_TEST_TMPDIR/out" | paste -sd ' '
+	[ "$(jq -r .id "$BATS_TEST_TMPDIR/out" | paste -sd ' ')" = "d1 d2 d3" ]
+	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'claimed' AND owner = 'A'")" -eq 2 ]
+}
+
 @test "queue: pull with its standard output closed is refused before anything is claimed" {
 	load_unserved 2
 	rc=0
