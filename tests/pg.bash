@@ -126,6 +126,17 @@ pull_idle() {
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 2 ]
 }
 
+# lock_waited: wait (5 s at most) for a session to wait on a lock; fail
+# if none does.
+lock_waited() {
+	local i
+	for i in $(seq 1 100); do
+		[ "$(sql "SELECT count(*) FROM pg_locks WHERE NOT granted")" -gt 0 ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # out_reaches N: wait (5 s at most) for N lines in $BATS_TEST_TMPDIR/out.
 out_reaches() {
 	local i

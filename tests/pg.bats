@@ -167,11 +167,7 @@ load pg
 	read -r -t 10 l <&"${Y[0]}"
 	[ "$l" = locked ]
 	sql "SELECT pg_notify('rfp_queue_filed', '1 A')" >/dev/null
-	for i in $(seq 1 100); do
-		[ "$(sql "SELECT count(*) FROM pg_locks WHERE NOT granted")" -gt 0 ] && break
-		sleep 0.05
-	done
-	[ "$(sql "SELECT count(*) FROM pg_locks WHERE NOT granted")" -gt 0 ]
+	lock_waited
 	echo "SELECT pg_notify('rfp_queue_filed', '1 A'); COMMIT;" >&"${Y[1]}"
 	eval "exec ${Y[1]}>&-"
 	# Claimed after the lock (3), and again for the second filing (4):
@@ -239,11 +235,7 @@ load pg
 	read -r -t 10 l <&"${Y[0]}"
 	read -r -t 10 l <&"${Y[0]}"
 	[ "$l" = locked ]
-	for i in $(seq 1 100); do
-		[ "$(sql "SELECT count(*) FROM pg_locks WHERE NOT granted")" -gt 0 ] && break
-		sleep 0.05
-	done
-	[ "$(sql "SELECT count(*) FROM pg_locks WHERE NOT granted")" -gt 0 ]
+	lock_waited
 	echo "COMMIT; SELECT 'done';" >&"${Y[1]}"
 	read -r -t 10 l <&"${Y[0]}"
 	[ "$l" = done ]
