@@ -275,9 +275,16 @@ load pg
 @test "queue: a record its host files twice is counted in refiled; one not in the queue is named, not filed" {
 	printf '{"id":"d1","url":"http://127.0.0.1:9/d1"}\n' >"$BATS_TEST_TMPDIR/m"
 	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
-	jq -c '. + {fate: "done"}' "$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/f"
+	jq -c '. + {fate: "done", elapsed_ms: 5}' "$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/f"
 	run -0 --separate-stderr rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/f"
 	[ -z "$stderr" ]
+	# The same record again (pull's copy from the run directory, and
+	# file's) was filed once: nothing counted, nothing said.
+	run -0 --separate-stderr rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/f"
+	[ -z "$stderr" ]
+	[ "$(sql "SELECT filings FROM rfp_results WHERE id = 'd1'")" -eq 1 ]
+	# Fetched again, it is another record: filed twice.
+	jq -c '. + {fate: "done", elapsed_ms: 7}' "$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/f"
 	run -0 --separate-stderr rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/f"
 	[ -z "$stderr" ]
 	printf '{"id":"zz","fate":"dead","dead_reason":"x"}\n' >"$BATS_TEST_TMPDIR/z"
@@ -386,6 +393,38 @@ load pg
 	read -r -t 15 l <&"${Y[0]}"
 	[ "$l" = done ]
 	eval "exec ${Y[1]}>&-"
+	jq -c 'select(.id == "d2") + {fate: "done"}' "$BATS_TEST_TMPDIR/out" |
+	    rfp-queue --state "$URL" --owner A file >/dev/null
+	timeout 10 tail --pid="$p" -f /dev/null
+	wait "$p"
+	[ ! -s "$BATS_TEST_TMPDIR/err" ] || fail "pull said: $(cat "$BATS_TEST_TMPDIR/err")"
+	run -0 rfp-queue --state "$URL" summary
+	echo "$output"
+	echo "$output" | jq -e '.total == 2 and .done == 2 and .refiled == 0 and .reconciled'
+}
+
+@test "queue: a record of the host's own that pull files from the run directory before file's late statement is filed once" {
+	# rfp-sink has d1 (file passes it on before its statement), and
+	# file's statement comes past a quarter of the lease (a busy
+	# machine, or a short --lease): pull files the run directory's copy
+	# first, then file the same record.  Counted twice before.
+	load_unserved 2
+	mkdir "$BATS_TEST_TMPDIR/r"
+	RFPIPE_TIME_SCALE=1 timeout 30 rfp-queue --state "$URL" --owner A --lease 4 \
+	    --batch 2 --run-dir "$BATS_TEST_TMPDIR/r" pull >"$BATS_TEST_TMPDIR/out" \
+	    2>"$BATS_TEST_TMPDIR/err" &
+	p=$!
+	out_reaches 2
+	jq -c 'select(.id == "d1") + {fate: "done", status: 200}' "$BATS_TEST_TMPDIR/out" \
+	    >"$BATS_TEST_TMPDIR/d1"
+	cp "$BATS_TEST_TMPDIR/d1" "$BATS_TEST_TMPDIR/r/results.ndjson"
+	for i in $(seq 1 100); do
+		[ "$(sql "SELECT count(*) FROM rfp_results")" -eq 1 ] && break
+		sleep 0.05
+	done
+	[ "$(sql "SELECT id || ' ' || owner FROM rfp_results")" = "d1 A" ]
+	run -0 --separate-stderr rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/d1"
+	[ -z "$stderr" ]
 	jq -c 'select(.id == "d2") + {fate: "done"}' "$BATS_TEST_TMPDIR/out" |
 	    rfp-queue --state "$URL" --owner A file >/dev/null
 	timeout 10 tail --pid="$p" -f /dev/null
