@@ -126,6 +126,29 @@ pull_idle() {
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -eq 2 ]
 }
 
+# pull_rundir LEASE: pull as owner A, --batch 2, on the run directory
+# $BATS_TEST_TMPDIR/r (made here), its PID in p; back once it has
+# claimed two records.
+pull_rundir() {
+	mkdir "$BATS_TEST_TMPDIR/r"
+	RFPIPE_TIME_SCALE=1 timeout 30 rfp-queue --state "$URL" --owner A \
+	    --lease "$1" --batch 2 --run-dir "$BATS_TEST_TMPDIR/r" pull \
+	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	p=$!
+	out_reaches 2
+}
+
+# pull_ends_reconciled N: pull $p ends within 10 s having said nothing,
+# and the N records of the queue are done, none filed twice.
+pull_ends_reconciled() {
+	timeout 10 tail --pid="$p" -f /dev/null
+	wait "$p"
+	[ ! -s "$BATS_TEST_TMPDIR/err" ] || fail "pull said: $(cat "$BATS_TEST_TMPDIR/err")"
+	run -0 rfp-queue --state "$URL" summary
+	echo "$output"
+	echo "$output" | jq -e ".total == $1 and .done == $1 and .refiled == 0 and .reconciled"
+}
+
 # lock_waited: wait (5 s at most) for a session to wait on a lock; fail
 # if none does.
 lock_waited() {
