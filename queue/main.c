@@ -158,6 +158,11 @@ main(int argc, char *argv[])
 	if (store_init(state, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	conf_free(&conf);
+	/* pull and file name a filing's transaction (pg_current_xact_id). */
+	if ((strcmp(cmd, "pull") == 0 || strcmp(cmd, "file") == 0) &&
+	    q_long("SELECT current_setting('server_version_num')::int", 0,
+	    NULL) < 130000)
+		msg_die(1, "%s: PostgreSQL 13 or later is needed", cmd);
 	if (strcmp(cmd, "load") == 0)
 		load();
 	else if (strcmp(cmd, "pull") == 0)
