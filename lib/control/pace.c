@@ -1512,9 +1512,13 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 		 * lets through now.  The pace is cut to that (halving at the
 		 * most), not a tenth a refusal: a strict 20/s falling to 3/s
 		 * was followed down in 14 refusals over 2.3 s, now in 5 over
-		 * 0.8 s (simulated).  The intervals measured before the fall
-		 * are of another limit, and dropped; the way back goes no
-		 * further than just under the pace refused.  Cut at the
+		 * 0.8 s (simulated).  Refusals outnumbered: a limit falling
+		 * step by step (50/s to 5/s over 30 s) refuses at each step
+		 * with successes between, and cut at each step's second
+		 * refusal it drew 118 refusals, not 89.  The intervals
+		 * measured before the fall are of another limit, and
+		 * dropped; the way back goes no further than just under the
+		 * pace refused.  Cut at the
 		 * first refusal after the one that began the fall, a strict
 		 * 100/s whose arrivals stall 0.3 s at one send in 33, two of
 		 * them refused together, was halved for a stall, measured

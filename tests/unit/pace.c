@@ -642,6 +642,20 @@ shapes(void)
 		(void)seed48(keep);
 	}
 
+	/*
+	 * A limit that falls step by step, 50/s to 5/s over 30 s, refuses
+	 * now and then at each step, with successes between: no fall.  Cut
+	 * to what got through at each step's second refusal, successes
+	 * outnumbering refusals, it drew 118 refusals, not 89.
+	 */
+	memset(&l, 0, sizeof(l));
+	l.kind = GCRA, l.rate = 50, l.drop_to = 5, l.drop_at = -30;
+	l.lat = 0.02;
+	o = sim("fall-ramp", &l, &none, 1000);
+	report("50/s falling to 5/s over 30 s", &o, 0);
+	ok(o.refused <= 100, "50/s falling to 5/s over 30 s: %ld refusals of "
+	    "%ld requests, at most 100", o.refused, o.sent);
+
 	o = drop_sim("drop30", 40, 30, 650, 0.02, 20);
 	ok(o.makespan <= 1.35 * 20 && o.rate >= 0.9 * 30, "40/s dropping to "
 	    "30/s: %.2f s, at most 1.35 x the ideal 20 s; the pace ends at "
