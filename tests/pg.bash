@@ -144,9 +144,10 @@ pull_ends_reconciled() {
 	timeout 10 tail --pid="$p" -f /dev/null
 	wait "$p"
 	[ ! -s "$BATS_TEST_TMPDIR/err" ] || fail "pull said: $(cat "$BATS_TEST_TMPDIR/err")"
-	run -0 rfp-queue --state "$URL" summary
-	echo "$output"
-	echo "$output" | jq -e ".total == $1 and .done == $1 and .refiled == 0 and .reconciled"
+	local summary
+	summary=$(rfp-queue --state "$URL" summary)
+	echo "$summary"
+	echo "$summary" | jq -e ".total == $1 and .done == $1 and .refiled == 0 and .reconciled"
 }
 
 # lock_waited: wait (5 s at most) for a session to wait on a lock; fail
