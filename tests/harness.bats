@@ -61,3 +61,11 @@ gone_all() {
 	if check a '.x == 1' 2>/dev/null; then return 1; fi
 	check_line 1 '.x == 1'
 }
+
+@test "harness: every shell file of the project passes shellcheck, and every page mandoc's lint (make lint)" {
+	command -v shellcheck >/dev/null 2>&1 || skip "shellcheck is not installed"
+	run make -s -C "$ROOT" lint
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
