@@ -64,7 +64,9 @@ gone_all() {
 
 @test "harness: every shell file of the project passes shellcheck, and every page mandoc's lint (make lint)" {
 	command -v shellcheck >/dev/null 2>&1 || skip "shellcheck is not installed"
-	run make -s -C "$ROOT" lint
+	# Under make check, MAKEFLAGS says -w: the directory, printed.
+	run env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory \
+	    -C "$ROOT" lint
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ -z "$output" ]
