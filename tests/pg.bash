@@ -150,6 +150,32 @@ pull_ends_reconciled() {
 	echo "$summary" | jq -e ".total == $1 and .done == $1 and .refiled == 0 and .reconciled"
 }
 
+# y_open: a psql session Y of its own, for a transaction a test holds
+# open; y_says [SQL] sends it statements (without SQL, its standard
+# input), y_hears WANT [SECS] checks its next line of output (10 s at
+# most), y_close ends its input.
+y_open() {
+	coproc Y { psql -qAt "$URL" 2>&1; }
+}
+
+y_says() {
+	if [ "$#" -gt 0 ]; then
+		echo "$1"
+	else
+		cat
+	fi >&"${Y[1]}"
+}
+
+y_hears() {
+	local l
+	read -r -t "${2:-10}" l <&"${Y[0]}" || :
+	[ "$l" = "$1" ] || fail "Y said \"$l\", not \"$1\""
+}
+
+y_close() {
+	eval "exec ${Y[1]}>&-"
+}
+
 # lock_waited: wait (5 s at most) for a session to wait on a lock; fail
 # if none does.
 lock_waited() {

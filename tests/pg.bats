@@ -162,14 +162,13 @@ load pg
 	# Y holds the table; a filing told wakes pull, whose claim waits on
 	# Y's lock; Y tells another and lets go: that one comes in with the
 	# claim's result, into libpq's buffer, not onto the socket.
-	coproc Y { psql -qAt "$URL" 2>&1; }
-	echo "BEGIN; LOCK TABLE rfp_queue IN ACCESS EXCLUSIVE MODE; SELECT 'locked';" >&"${Y[1]}"
-	read -r -t 10 l <&"${Y[0]}"
-	[ "$l" = locked ]
+	y_open
+	y_says "BEGIN; LOCK TABLE rfp_queue IN ACCESS EXCLUSIVE MODE; SELECT 'locked';"
+	y_hears locked
 	sql "SELECT pg_notify('rfp_queue_filed', '1 A')" >/dev/null
 	lock_waited
-	echo "SELECT pg_notify('rfp_queue_filed', '1 A'); COMMIT;" >&"${Y[1]}"
-	eval "exec ${Y[1]}>&-"
+	y_says "SELECT pg_notify('rfp_queue_filed', '1 A'); COMMIT;"
+	y_close
 	# Claimed after the lock (3), and again for the second filing (4):
 	# missed, pull would wait 100 s.
 	out_reaches 4
@@ -183,10 +182,9 @@ load pg
 	# Y takes d1 and then d2, in id order as file does.  A renewal that
 	# waited on d1 holding d2 (it met the rows in the table's order) was
 	# a deadlock, and PostgreSQL ended one of the two.
-	coproc Y { psql -qAt "$URL" 2>&1; }
-	echo "BEGIN; SELECT id FROM rfp_queue WHERE id = 'd1' FOR UPDATE;" >&"${Y[1]}"
-	read -r -t 10 l <&"${Y[0]}"
-	[ "$l" = d1 ]
+	y_open
+	y_says "BEGIN; SELECT id FROM rfp_queue WHERE id = 'd1' FOR UPDATE;"
+	y_hears d1
 	lease() { sql "SELECT lease_until FROM rfp_queue WHERE id = '$1'"; }
 	v1=$(lease d1) v2=$(lease d2)
 	# A renewal every third of the lease, 2 s: d2's moves on while d1 is
@@ -198,12 +196,10 @@ load pg
 	[ "$(lease d2)" != "$v2" ]
 	[ "$(lease d1)" = "$v1" ]
 	[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")" -eq 0 ]
-	echo "SELECT id FROM rfp_queue WHERE id = 'd2' FOR UPDATE; COMMIT; SELECT 'done';" >&"${Y[1]}"
-	read -r -t 10 l <&"${Y[0]}"
-	[ "$l" = d2 ]
-	read -r -t 10 l <&"${Y[0]}"
-	[ "$l" = done ]
-	eval "exec ${Y[1]}>&-"
+	y_says "SELECT id FROM rfp_queue WHERE id = 'd2' FOR UPDATE; COMMIT; SELECT 'done';"
+	y_hears d2
+	y_hears done
+	y_close
 	# Passed over, d1 is renewed a twentieth of the lease later (0.3 s;
 	# a second allowed), not at the next third (2 s): held by another
 	# host's file, or by hand, longer than that, it had run out first.
@@ -224,22 +220,20 @@ load pg
 	# (a third of the lease, 2 s) waits on it, then counts d1 filed, and
 	# the notification of the filing comes after: taken off what pull
 	# held a second time, pull claimed two more and held three.
-	coproc Y { psql -qAt "$URL" 2>&1; }
-	cat >&"${Y[1]}" <<-'EOF'
+	y_open
+	y_says <<-'EOF'
 	BEGIN;
 	UPDATE rfp_queue SET status = 'done', lease_until = NULL WHERE id = 'd1';
 	INSERT INTO rfp_results (id, fate, owner, rec) VALUES ('d1', 'done', 'A', '{"id":"d1","fate":"done"}');
 	SELECT pg_notify('rfp_queue_filed', '1@' || pg_current_xact_id() || ' A');
 	LOCK TABLE rfp_queue IN ACCESS EXCLUSIVE MODE; SELECT 'locked';
 	EOF
-	read -r -t 10 l <&"${Y[0]}"
-	read -r -t 10 l <&"${Y[0]}"
-	[ "$l" = locked ]
+	y_hears ""
+	y_hears locked
 	lock_waited
-	echo "COMMIT; SELECT 'done';" >&"${Y[1]}"
-	read -r -t 10 l <&"${Y[0]}"
-	[ "$l" = done ]
-	eval "exec ${Y[1]}>&-"
+	y_says "COMMIT; SELECT 'done';"
+	y_hears done
+	y_close
 	# d1 filed: one more claimed, d3.  Then a moment for a fourth.
 	out_reaches 3
 	sleep 1
@@ -366,16 +360,15 @@ load pg
 	# and warned that another host had claimed it.
 	load_unserved 2
 	pull_rundir 12
-	coproc Y { psql -qAt "$URL" 2>&1; }
-	echo "BEGIN; SELECT id FROM rfp_queue WHERE id = 'd1' FOR UPDATE;" >&"${Y[1]}"
-	read -r -t 10 l <&"${Y[0]}"
-	[ "$l" = d1 ]
+	y_open
+	y_says "BEGIN; SELECT id FROM rfp_queue WHERE id = 'd1' FOR UPDATE;"
+	y_hears d1
 	printf '{"id":"d1","fate":"done","status":200}\n' >"$BATS_TEST_TMPDIR/r/results.ndjson"
 	# All in the server, whatever the machine's load: the first renewal
 	# (d2's lease moves, at 4 s) finds d1 there; two more pass over it
 	# in the 1.4 s after; a quarter lease (3 s) is not up when Y closes
 	# d1 and commits.
-	cat >&"${Y[1]}" <<-'EOF'
+	y_says <<-'EOF'
 	DO $$ DECLARE v timestamptz; BEGIN
 	SELECT lease_until INTO v FROM rfp_queue WHERE id = 'd2';
 	WHILE (SELECT lease_until FROM rfp_queue WHERE id = 'd2') = v LOOP
@@ -388,11 +381,9 @@ load pg
 	EOF
 	# No filing of pull's waits on d1 meanwhile (with the same record,
 	# it would be filed once: the test below).
-	read -r -t 15 l <&"${Y[0]}"
-	[ "$l" = 0 ]
-	read -r -t 10 l <&"${Y[0]}"
-	[ "$l" = done ]
-	eval "exec ${Y[1]}>&-"
+	y_hears 0 15
+	y_hears done
+	y_close
 	jq -c 'select(.id == "d2") + {fate: "done"}' "$BATS_TEST_TMPDIR/out" |
 	    rfp-queue --state "$URL" --owner A file >/dev/null
 	pull_ends_reconciled 2
