@@ -345,11 +345,7 @@ load pg
 	[ "$(sql "SELECT id || ' ' || fate || ' ' || owner FROM rfp_results")" = "d1 done B" ]
 	jq -c 'select(.id == "d2") + {fate: "done"}' "$BATS_TEST_TMPDIR/out" |
 	    rfp-queue --state "$URL" --owner B file >/dev/null
-	timeout 10 tail --pid="$p" -f /dev/null
-	wait "$p"
-	[ ! -s "$BATS_TEST_TMPDIR/err" ] || fail "pull said: $(cat "$BATS_TEST_TMPDIR/err")"
-	run -0 rfp-queue --state "$URL" summary
-	echo "$output" | jq -e '.total == 2 and .done == 2 and .refiled == 0 and .reconciled'
+	pull_ends_reconciled 2
 }
 
 @test "queue: pull --run-dir does not file a record of its own that file is closing, however soon it renews" {
