@@ -17,15 +17,17 @@
 #   limiters     only when asked for (--limiters or --only limiters), as it
 #                takes about 13 minutes (--quick: about 3): the limiter
 #                matrix of bench/scenarios/limiters/cells.  rfpipe, not told
-#                the rate and told it in rfpipe.yaml, -j 32, against 29
-#                cells: the mock's limiters (gcra nodelay and delaying,
+#                the rate and told it in rfpipe.yaml, -j 32, against 31
+#                cells: 26 of the mock's limiters (gcra nodelay and delaying,
 #                fixed and sliding windows, a concurrency cap, a daily
 #                quota, a limit that drops mid-run; 429 or 503, with or
 #                without Retry-After; 1 to 100 r/s, bursts 0 to 60) on a
 #                scaled clock (RFPIPE_TIME_SCALE); four portals at once,
 #                each behind its own limiter, judged portal by portal, with
-#                the naive and curl peers; a real nginx limit_req
-#                started here, in real time, with the naive and curl peers
+#                the naive and curl peers; three of a real nginx
+#                limit_req (nodelay, delaying, reloaded to a lower rate
+#                mid-run) started here, in real time, with the naive and
+#                curl peers
 #                beside rfpipe; and three pipelines sharing their state in a
 #                throwaway PostgreSQL.  Its own table and checks, and its
 #                own section at the end of bench/RESULTS.md, which the
