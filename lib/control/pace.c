@@ -1811,22 +1811,13 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 * started: a window the first burst filled, closed for now (cut
 	 * holds the pace then); counted, the 1.1 s a sliding 9 in 3 s stayed
 	 * closed took its measure from 2.9/s to 2.1/s.
-	 *
-	 * Nor are successes fewer than the sends in flight a sign that the
-	 * limiter spaced them: the interval was shorter than an answer's
-	 * time, and what came back in it was sent before, at the pace of
-	 * then.  Taken for one, a strict 20/s answering in 0.25 s, its pace
-	 * still climbing, read 9 successes in 0.84 s as 10.8/s and was cut
-	 * there (1.39 x the ideal in simulation, now 1.11 x); a strict 5/s
-	 * answering in 1 s, 2.23 x, now 1.25 x.
 	 */
 	if (p->ref_at > 0 && e->now > p->ref_at && p->cuts > 0 &&
 	    p->p_ok > 0 &&
 	    e->now - p->ref_at <= clk_real(IV_MAX) &&
 	    p->ref_rate * (e->now - p->ref_at) >= p->s_ref &&
-	    (p->rate <= HELD * p->ref_rate || (p->s_ref <= SPACED *
-	    p->ref_rate * (e->now - p->ref_at) &&
-	    p->s_ref >= (double)e->inflight))) {
+	    (p->rate <= HELD * p->ref_rate || p->s_ref <= SPACED *
+	    p->ref_rate * (e->now - p->ref_at))) {
 		p->iv_s[(int)p->iv_i] = p->s_ref;
 		p->iv_t[(int)p->iv_i] = e->now - p->ref_at;
 		p->iv_e[(int)p->iv_i] = e->now;
