@@ -43,23 +43,24 @@ static const char q_file[] =
     "SELECT f.id, f.fate, f.dead_reason, $2, f.rec FROM f JOIN c USING "
     "(id) ON CONFLICT (id) DO UPDATE SET filings = rfp_results.filings + "
     "1), "
+    /* Closed before by this owner: never refused. */
+    "m AS (SELECT id FROM o WHERE owner = $2 AND status IN ('done', "
+    "'dead')), "
     /*
-     * Filed before by this owner: counted in refiled, unless it is the
-     * record filed then (response_at and elapsed_ms tell a fetch again
-     * from it).  pull files what the run directory has, rfp-sink's copy
-     * of what file files here: whichever of the two came second, the
-     * record was filed once.  Nor is one whose filing this statement
-     * cannot see yet (pull's, which waited on file's lock) counted.
+     * Of those, counted in refiled unless it is the record filed then
+     * (response_at and elapsed_ms tell a fetch again from it).  pull
+     * files what the run directory has, rfp-sink's copy of what file
+     * files here: whichever of the two came second, the record was filed
+     * once.  Nor is one whose filing this statement cannot see yet
+     * (pull's, which waited on file's lock) counted.
      */
-    "d AS (UPDATE rfp_results s SET filings = s.filings + 1 FROM o, f "
-    "WHERE s.id = o.id AND f.id = o.id AND o.owner = $2 AND o.status IN "
-    "('done', 'dead') AND s.rec IS DISTINCT FROM f.rec RETURNING s.id) "
+    "d AS (UPDATE rfp_results s SET filings = s.filings + 1 FROM m, f "
+    "WHERE s.id = m.id AND f.id = m.id AND s.rec IS DISTINCT FROM f.rec) "
     "SELECT pg_notify('" CHANNEL "', (SELECT count(*) FROM c) || '@' || "
     "pg_current_xact_id() || ' ' || $2), "
     "(SELECT coalesce(json_agg(json_build_array(line, id, EXISTS (SELECT "
     "FROM o WHERE o.id = f.id))), '[]')::text FROM f WHERE id NOT IN "
-    "(SELECT id FROM c) AND id NOT IN (SELECT id FROM o WHERE owner = $2 "
-    "AND status IN ('done', 'dead')))";
+    "(SELECT id FROM c) AND id NOT IN (SELECT id FROM m))";
 
 #define GROUP_MAX	256
 
