@@ -1518,13 +1518,13 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 		 * refusal it drew 118 refusals, not 89.  The intervals
 		 * measured before the fall are of another limit, and
 		 * dropped; the way back goes no further than just under the
-		 * pace refused.  Cut at the
-		 * first refusal after the one that began the fall, a strict
-		 * 100/s whose arrivals stall 0.3 s at one send in 33, two of
-		 * them refused together, was halved for a stall, measured
-		 * anew over the stalls, and crawled (answers in 0.25 s, one
-		 * draw: 4.00 x the ideal, 5.99 x so).  Nor is one sent with
-		 * the window full a measure, as above.
+		 * pace refused.  Cut at the first refusal after the one that
+		 * began the fall, a strict 100/s whose arrivals stall 0.3 s
+		 * at one send in 33, two of them refused together, was
+		 * halved for a stall, measured anew over the stalls, and
+		 * crawled (answers in 0.25 s, one draw: 4.00 x the ideal,
+		 * 5.99 x so).  Nor is one sent with the window full a
+		 * measure, as above.
 		 */
 		if (fall > 0 && !wfull && p->e_ref >= 1 &&
 		    p->e_ref + 1 > p->n_ok - p->e_ok && UNDER * fall < r) {

@@ -588,12 +588,6 @@ shapes(void)
 	}
 
 	/*
-	 * Followed down from 40/s to a strict 30/s, every other send refused
-	 * on the way: the measure read 17.5/s, and each probe that reached
-	 * 30 after a clean round was cut back to 16.7 and climbed for 8 s
-	 * (1.56 x the ideal).  What the round delivered outdates it.
-	 */
-	/*
 	 * A limit that falls far is followed down at the rate that gets
 	 * through, not a tenth a refusal: 20/s to 3/s drew 18 refusals
 	 * (10 now), 50/s to 10/s 21 (14), 100/s to 20/s 36 (26).
@@ -662,6 +656,12 @@ shapes(void)
 	ok(o.refused <= 100, "50/s falling to 5/s over 30 s: %ld refusals of "
 	    "%ld requests, at most 100", o.refused, o.sent);
 
+	/*
+	 * Followed down from 40/s to a strict 30/s, every other send refused
+	 * on the way: the measure read 17.5/s, and each probe that reached
+	 * 30 after a clean round was cut back to 16.7 and climbed for 8 s
+	 * (1.56 x the ideal).  What the round delivered outdates it.
+	 */
 	o = drop_sim("drop30", 40, 30, 650, 0.02, 20);
 	ok(o.makespan <= 1.35 * 20 && o.rate >= 0.9 * 30, "40/s dropping to "
 	    "30/s: %.2f s, at most 1.35 x the ideal 20 s; the pace ends at "
