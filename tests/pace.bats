@@ -24,13 +24,16 @@ setup() {
 @test "pace: at a told rate, this process's second send waits for the first one's answer, but not for long" {
 	# The portal may read a new connection's first request late: the
 	# second, written on time, reached a strict limit early.  Portal a
-	# answers in 0.3 s: its second request comes after that answer.
-	# Portal b answers in 20 s: its second waits 0.5 s, not 20.
-	export RFPIPE_TIME_SCALE=0.1
+	# answers in 0.2 s: its second request comes after that answer.
+	# Portal b answers in 8 s: its second waits 0.5 s, not 8.  At a
+	# quarter time the hold ends 0.125 s after the first grant, 0.075 s
+	# after a's answer: a machine that stalled the first send 0.03 s
+	# between grant and wire, at a tenth time, ended the hold before it.
+	export RFPIPE_TIME_SCALE=0.25
 	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF'
 	routes:
-	  - {match: "/a/*", endpoint: a, delay_ms: 300}
-	  - {match: "/b/*", endpoint: b, delay_ms: 20000}
+	  - {match: "/a/*", endpoint: a, delay_ms: 200}
+	  - {match: "/b/*", endpoint: b, delay_ms: 8000}
 	EOF
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
 	{ manifest /a 3 a; manifest /b 3 b; } >"$BATS_TEST_TMPDIR/m"
@@ -42,11 +45,11 @@ setup() {
 	run -0 jq -s -r '[.[] | select(.kind == "request")] | group_by(.endpoint)[] |
 	    sort_by(.t) | "\(.[0].endpoint) \(.[1].t - .[0].t) \(.[0].t_answer - .[0].t)"' "$MOCK_LOG"
 	echo "$output"
-	# a: 0.3 s scaled is 0.03 s after the answer was decided.  Without
-	# the hold the second would come an interval (0.005 s) after the
+	# a: 0.2 s scaled is 0.05 s after the answer was decided.  Without
+	# the hold the second would come an interval (0.0125 s) after the
 	# first; the interval after the answer is timing, not asserted here.
-	awk '$1 == "a" { exit !($2 >= $3 + 0.025 && $2 < 0.5) }' <<<"$output"
-	# b: its answer 2 s off, the hold 0.05 s from the first send's grant.
+	awk '$1 == "a" { exit !($2 >= $3 + 0.045 && $2 < 0.5) }' <<<"$output"
+	# b: its answer 2 s off, the hold 0.125 s from the first send's grant.
 	awk '$1 == "b" { exit !($2 < 1.0) }' <<<"$output"
 }
 
