@@ -219,7 +219,6 @@ struct pst {
 	double	e_ok;		/* ... and n_ok then */
 	double	e_ref;		/* ... and the refusals of it since that cut
 				   the pace (fall_rate()) */
-	double	c_rate;		/* the pace the last cut (or hold) left */
 };
 
 #define F(f)	{ #f, offsetof(struct pst, f) }
@@ -236,7 +235,7 @@ static const struct {
 	F(p_at), F(p_seq), F(p_ok), F(p_min), F(p_held), F(r_low), F(p_floor),
 	F(c_ok), F(c_ref), F(k_rate), F(k_seq), F(k_at), F(k_ok), F(k_ref),
 	F(k_cuts), F(nz), F(r_bits), F(r_n), F(r_noise), F(u_at), F(u_ok),
-	F(l_end), F(f_seq), F(f_until), F(e_at), F(e_ok), F(e_ref), F(c_rate)
+	F(l_end), F(f_seq), F(f_until), F(e_at), F(e_ok), F(e_ref)
 };
 #undef F
 #define NFIELDS	(sizeof(fields) / sizeof(fields[0]))
@@ -399,7 +398,6 @@ bad_field(const struct pst *p)
 		B(hint, -HUGE_VAL, RATE_MAX),
 		B(k_rate, -HUGE_VAL, RATE_MAX),
 		B(ref_rate, -HUGE_VAL, RATE_MAX),
-		B(c_rate, -HUGE_VAL, RATE_MAX),
 		B(r_fail, -HUGE_VAL, RATE_MAX),
 		B(p_min, -HUGE_VAL, RATE_MAX),
 		B(p_floor, 0, RATE_MAX),
@@ -1111,7 +1109,6 @@ round_start(struct pst *p, double now)
 	p->n_cut = p->c_ok = p->c_ref = 0;
 	p->dec_at = now;
 	p->cut_seq = p->takes;
-	p->c_rate = p->rate;
 }
 
 /* e answers a send granted (or, unnumbered, sent) since grant seq, at at. */
@@ -1409,28 +1406,23 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 				r = fmax(r, UNDER * p->rate);
 			/*
 			 * Refused after a whole round got through, one that
-			 * began at the pace the last cut left (c_rate) and
-			 * climbed no more than PROBE_NEAR over it, behind
-			 * answers slow enough that the interval held no more
-			 * than LAGGED times the sends in flight: the limit is
-			 * just under the pace refused.  The measure counts the
-			 * successes answered since the last refusal, sent an
-			 * answer's time before at the slower pace of then.  A
-			 * strict 20/s answering in 0.5 s, refused at 20.1/s
-			 * round after round, was cut each time to under its
-			 * measure (16.6), to 15.7: 1.26 x the ideal in
-			 * simulation, now 1.15 x (50/s: 1.42, now 1.20;
+			 * began at the pace the last refusal left and climbed
+			 * no more than PROBE_NEAR over it, behind answers slow
+			 * enough that the interval held no more than LAGGED
+			 * times the sends in flight: the limit is just under
+			 * the pace refused.  The measure is of the successes
+			 * answered since the last refusal, sent an answer's
+			 * time before at the slower pace of then.  A strict
+			 * 20/s answering in 0.5 s was cut from 20.1/s to its
+			 * measure, 15.7, round after round: 1.26 x the ideal
+			 * in simulation, now 1.15 x (50/s: 1.42, now 1.20;
 			 * answering in 0.25 s, 50/s: 1.32, now 1.11; 100/s:
-			 * 1.35, now 1.13).  The cost: a pace held that near a
-			 * limit that then falls behind answers of 0.1 to 0.3 s
-			 * draws more refusals on the way down (the six falls
-			 * at 0.12 s: 174 in all, now 198; 100/s to 20/s, 32,
-			 * now 67), some runs taking the fall for noise.  Not
-			 * a 503: a concurrency cap refuses whatever the pace,
-			 * and only a cut keeps the sends under it.
+			 * 1.35, now 1.13).  Not a 503: a concurrency cap
+			 * refuses whatever the pace, and only a cut keeps the
+			 * sends under it.
 			 */
-			if (p->c_ok >= EARLY && p->c_rate > 0 && p->rate <=
-			    PROBE_NEAR * p->c_rate && !e->busy &&
+			if (p->c_ok >= EARLY && p->ref_rate > 0 && p->rate <=
+			    PROBE_NEAR * p->ref_rate && !e->busy &&
 			    (double)e->inflight * LAGGED >= gap)
 				r = fmax(r, UNDER * p->rate);
 			/*
