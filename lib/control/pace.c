@@ -57,9 +57,6 @@
 				   measure, refusal-free, outdates it */
 #define AGAIN		0.03	/* refused within this share of the pace the
 				   last refusal came at: the same limit */
-#define LAGGED		15	/* an interval between refusals holding no
-				   more than this many times the sends in
-				   flight at its end: the answers lag it */
 #define FALL_GAP	4	/* successes between two refusals that part
 				   two falls (fall_rate()) */
 #define RETURN		1.1	/* a success's step back up to the measure */
@@ -1403,27 +1400,6 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 			 * condition, 18 or 19 with it or without the rule).
 			 */
 			if (p->rate <= PROBE_NEAR * est && p->c_ok >= EARLY)
-				r = fmax(r, UNDER * p->rate);
-			/*
-			 * Refused after a whole round got through, one that
-			 * began at the pace the last refusal left and climbed
-			 * no more than PROBE_NEAR over it, behind answers slow
-			 * enough that the interval held no more than LAGGED
-			 * times the sends in flight: the limit is just under
-			 * the pace refused.  The measure is of the successes
-			 * answered since the last refusal, sent an answer's
-			 * time before at the slower pace of then.  A strict
-			 * 20/s answering in 0.5 s was cut from 20.1/s to its
-			 * measure, 15.7, round after round: 1.26 x the ideal
-			 * in simulation, now 1.15 x (50/s: 1.42, now 1.20;
-			 * answering in 0.25 s, 50/s: 1.32, now 1.11; 100/s:
-			 * 1.35, now 1.13).  Not a 503: a concurrency cap
-			 * refuses whatever the pace, and only a cut keeps the
-			 * sends under it.
-			 */
-			if (p->c_ok >= EARLY && p->ref_rate > 0 && p->rate <=
-			    PROBE_NEAR * p->ref_rate && !e->busy &&
-			    (double)e->inflight * LAGGED >= gap)
 				r = fmax(r, UNDER * p->rate);
 			/*
 			 * Refused more than served since the last, and the

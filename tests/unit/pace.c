@@ -571,42 +571,21 @@ shapes(void)
 	 * before; taken for a concurrency cap, the window was held at 3 to
 	 * 5 and the pace never cut (2.73 and 6.48 x the ideal).  Not taken
 	 * for one, the pace was cut to what got through while the window
-	 * was full, the window's rate (1.43 and 1.70 x).  Refused just
-	 * over the pace a whole round had got through at, the pace was cut
-	 * to a measure that lagged the answers (1.26 and 1.42 x; now 1.15
-	 * and 1.20 x: cut()).  Answers in 0.25 s: 50/s 1.32 x, 100/s 1.35
-	 * x; now 1.11 and 1.13 x.
+	 * was full, the window's rate (1.43 and 1.70 x).
 	 */
-	for (s = 0; s < 4; s++) {
-		static const double rate[] = { 20, 50, 50, 100 },
-		    lat[] = { 0.5, 0.5, 0.25, 0.25 }, most[] = { 1.2, 1.25,
-		    1.2, 1.2 };
-
+	for (s = 0; s < 2; s++) {
 		memset(&l, 0, sizeof(l));
-		l.kind = GCRA, l.rate = rate[s], l.lat = lat[s];
-		snprintf(ep, sizeof(ep), "slow-%ld", s);
-		o = sim(ep, &l, &none, (long)(15 * l.rate));
-		snprintf(ep, sizeof(ep), "%g/s strict, answers in %g s",
-		    l.rate, l.lat);
+		l.kind = GCRA, l.rate = s == 0 ? 20 : 50, l.lat = 0.5;
+		o = sim(s == 0 ? "slow20" : "slow50", &l, &none,
+		    (long)(15 * l.rate));
+		snprintf(ep, sizeof(ep), "%g/s strict, answers in 0.5 s",
+		    l.rate);
 		report(ep, &o, 15 - 1 / l.rate);
-		ok(o.makespan <= most[s] * 15 && o.refused <= 0.05 * o.sent,
-		    "%s: %.2f s, at most %.2f x the ideal 15 s; %ld refusals "
-		    "of %ld requests, at most 5 %%", ep, o.makespan, most[s],
-		    o.refused, o.sent);
+		ok(o.makespan <= (s == 0 ? 1.35 : 1.5) * 15 && o.refused <=
+		    0.05 * o.sent, "%s: %.2f s, at most %.2f x the ideal 15 s; "
+		    "%ld refusals of %ld requests, at most 5 %%", ep,
+		    o.makespan, s == 0 ? 1.35 : 1.5, o.refused, o.sent);
 	}
-	/*
-	 * A burst lets a whole round through over the limit, on its
-	 * tokens: refused then, the pace is cut to the measure, not to
-	 * under the pace refused, unless that is within PROBE_NEAR of where
-	 * the round began.  With no such bound, 100/s with a burst of 10
-	 * answering in 0.1 s drew 41 refusals, not 29.
-	 */
-	memset(&l, 0, sizeof(l));
-	l.kind = GCRA, l.rate = 100, l.burst = 10, l.lat = 0.1;
-	o = sim("slow-burst", &l, &none, 1510);
-	report("100/s burst 10, answers in 0.1 s", &o, 15);
-	ok(o.refused <= 35, "100/s burst 10, answers in 0.1 s: %ld refusals "
-	    "of %ld requests, at most 35", o.refused, o.sent);
 
 	/*
 	 * A limit that falls far is followed down at the rate that gets
@@ -667,17 +646,15 @@ shapes(void)
 	 * A limit that falls step by step, 50/s to 5/s over 30 s, refuses
 	 * now and then at each step, with successes between: no fall.  Cut
 	 * to what got through at each step's second refusal, successes
-	 * outnumbering refusals, it drew 118 refusals, not 89.  Cut only
-	 * to under the pace at a refusal after a whole round, answers as
-	 * fast as these or not (cut()'s LAGGED), 95.
+	 * outnumbering refusals, it drew 118 refusals, not 89.
 	 */
 	memset(&l, 0, sizeof(l));
 	l.kind = GCRA, l.rate = 50, l.drop_to = 5, l.drop_at = -30;
 	l.lat = 0.02;
 	o = sim("fall-ramp", &l, &none, 1000);
 	report("50/s falling to 5/s over 30 s", &o, 0);
-	ok(o.refused <= 92, "50/s falling to 5/s over 30 s: %ld refusals of "
-	    "%ld requests, at most 92", o.refused, o.sent);
+	ok(o.refused <= 100, "50/s falling to 5/s over 30 s: %ld refusals of "
+	    "%ld requests, at most 100", o.refused, o.sent);
 
 	/*
 	 * Followed down from 40/s to a strict 30/s, every other send refused
