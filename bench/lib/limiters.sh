@@ -105,20 +105,24 @@ lim_yaml() {
 	    TO="$(kv to 1)" AT="$(kv at 5)"
 }
 
+# lim_slow: ", answers in N ms" for a cell whose delay_ms= is set, else
+# nothing.
+lim_slow() {
+	[ "$(kv delay_ms 0)" = 0 ] || echo ", answers in $(kv delay_ms 0) ms"
+}
+
 # lim_desc: the cell in words: shape · rate · burst · status · Retry-After.
 lim_desc() {
 	local s
 	case $shape in
-	gcra) s="gcra nodelay$([ "$(kv delay_ms 0)" = 0 ] ||
-	    echo ", answers in $(kv delay_ms 0) ms") · $r r/s · burst $b" ;;
+	gcra) s="gcra nodelay$(lim_slow) · $r r/s · burst $b" ;;
 	gcra-delay) s="gcra delaying · $r r/s · burst $b" ;;
 	fixed-x) s="fixed window $(kv limit 1)/$(kv window 1) s, X-RateLimit headers · $r r/s · —" ;;
 	fixed-ietf) s="fixed window $(kv limit 1)/$(kv window 1) s, IETF RateLimit headers · $r r/s · —" ;;
 	sliding) s="sliding window $(kv limit 1)/$(kv window 1) s · $r r/s · —" ;;
 	conc) s="concurrency cap $(kv max 1), answers in $(kv delay_ms 250) ms · $r r/s · —" ;;
 	quota) s="daily quota $(kv quota 1) over gcra · $r r/s · burst $b" ;;
-	drop) s="gcra dropping to $(kv to 1) r/s at $(kv at 5) s$([ "$(kv delay_ms 0)" = 0 ] ||
-	    echo ", answers in $(kv delay_ms 0) ms") · $r r/s · burst $b" ;;
+	drop) s="gcra dropping to $(kv to 1) r/s at $(kv at 5) s$(lim_slow) · $r r/s · burst $b" ;;
 	mix) s="four portals at once: gcra 20 r/s 429 Retry-After 1 s; sliding window 9/3 s 503; concurrency cap 5, answers in 250 ms, 429; gcra 3 r/s burst 10 429 · $(mix_eps | awk '{ printf "%s%s %d", (NR > 1 ? ", " : ""), $1, $2 }') documents"
 	   printf '%s' "$s"
 	   return ;;
