@@ -1836,20 +1836,18 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 * holds the pace then); counted, the 1.1 s a sliding 9 in 3 s stayed
 	 * closed took its measure from 2.9/s to 2.1/s.
 	 */
-	if (p->ref_at > 0 && e->now > p->ref_at && p->cuts > 0 &&
-	    p->p_ok > 0 &&
-	    e->now - p->ref_at <= clk_real(IV_MAX) &&
-	    p->ref_rate * (e->now - p->ref_at) >= p->s_ref &&
-	    (p->rate <= HELD * p->ref_rate || p->s_ref <= SPACED *
-	    p->ref_rate * (e->now - p->ref_at))) {
-		p->iv_s[(int)p->iv_i] = p->s_ref;
-		p->iv_t[(int)p->iv_i] = e->now - p->ref_at;
+	span = p->ref_at > 0 ? e->now - p->ref_at : 0;
+	gap = p->s_ref;
+	if (span > 0 && p->cuts > 0 && p->p_ok > 0 &&
+	    span <= clk_real(IV_MAX) && p->ref_rate * span >= gap &&
+	    (p->rate <= HELD * p->ref_rate || gap <= SPACED *
+	    p->ref_rate * span)) {
+		p->iv_s[(int)p->iv_i] = gap;
+		p->iv_t[(int)p->iv_i] = span;
 		p->iv_e[(int)p->iv_i] = e->now;
 		p->iv_i = fmod(p->iv_i + 1, NIV);
 	}
-	span = p->ref_at > 0 ? e->now - p->ref_at : 0;
 	p->ref_at = e->now;
-	gap = p->s_ref;
 	p->s_ref = 0;
 	/*
 	 * More in flight than any success was sent with: the window is to
