@@ -582,12 +582,11 @@ shapes(void)
 		static const double rate[] = { 20, 50, 50, 100 },
 		    lat[] = { 0.5, 0.5, 0.25, 0.25 },
 		    most[] = { 1.2, 1.25, 1.2, 1.2 };
-		static const char *name[] = { "slow20", "slow50", "slow50q",
-		    "slow100q" };
 
 		memset(&l, 0, sizeof(l));
 		l.kind = GCRA, l.rate = rate[s], l.lat = lat[s];
-		o = sim(name[s], &l, &none, (long)(15 * l.rate));
+		snprintf(ep, sizeof(ep), "slow-%ld", s);
+		o = sim(ep, &l, &none, (long)(15 * l.rate));
 		snprintf(ep, sizeof(ep), "%g/s strict, answers in %g s",
 		    l.rate, l.lat);
 		report(ep, &o, 15 - 1 / l.rate);
