@@ -10,8 +10,12 @@
  * answers' latency, default 0.02 s; PACE_CELL="20/s b10": that cell only;
  * PACE_STALL=0.3 PACE_STALLP=0.03: the arrivals stalled 0.3 s at one send
  * in 33, a busy machine; PACE_SEED: the draws' seed;
- * PACE_503=1: the limits refuse with 503, not 429; PACE_KIND=delay: the
- * GCRA delays what is over its rate, burst of them at most;
+ * PACE_LATJ=0.05: each answer's latency give or take up to that, at
+ * random; PACE_503=1: the limits refuse with 503, not 429; PACE_KIND=delay:
+ * the GCRA delays what is over its rate, burst of them at most;
+ * PACE_EXPLORE=free: PACE_N documents (300) to a portal with no limit
+ * whose answers take PACE_LAT (1 s) give or take up to PACE_LATJ, at
+ * random;
  * SIMDBG=1: each second's pace and each refusal on stderr), PACE_EXPLORE=noise one of GCRA cells
  * with refusals at random on top, PACE_EXPLORE=conc concurrency caps of 25
  * and 5 with answers in 0.25 s, PACE_EXPLORE=drop GCRA limits that drop
@@ -53,6 +57,7 @@ struct lim {
 	int	s503;		/* the others: refuse with 503 (busy), as
 				   nginx's limit_req does by default */
 	double	lat;		/* every answer's latency */
+	double	lat_j;		/* ... give or take up to this, at random */
 	double	tat;		/* GCRA and DELAY state */
 	double	queued;		/* DELAY: the last admitted one waits this */
 	double	drop_at;	/* GCRA: from this second of the run ... */
@@ -222,7 +227,8 @@ sim(const char *ep, struct lim *l, const struct pace_cfg *c0, long n)
 				if (acc) {
 					sent_at[in] = now;
 					pend[in] = at + l->lat + (l->kind == DELAY ?
-					    l->queued : 0);
+					    l->queued : 0) + (l->lat_j > 0 ?
+					    (2 * drand48() - 1) * l->lat_j : 0);
 					done[in] = pend[in] + (l->late > 0 &&
 					    drand48() < l->late ? l->late_s : 0);
 					inq[in] = in + 1;
@@ -2725,6 +2731,7 @@ explore(void)
 			    strcmp(getenv("PACE_KIND"), "delay") == 0)
 				l.kind = DELAY;
 			l.lat = getenv("PACE_LAT") ? atof(getenv("PACE_LAT")) : 0.02;
+			l.lat_j = getenv("PACE_LATJ") ? atof(getenv("PACE_LATJ")) : 0;
 			l.stall = getenv("PACE_STALL") ? atof(getenv("PACE_STALL")) : 0;
 			l.stall_p = getenv("PACE_STALLP") ? atof(getenv("PACE_STALLP")) : 0;
 			if (getenv("PACE_SEED") != NULL)
@@ -2859,6 +2866,21 @@ main(void)
 	}
 	if (getenv("PACE_EXPLORE") != NULL && strcmp(getenv("PACE_EXPLORE"), "shapes") == 0) {
 		shapes();
+		return 0;
+	}
+	if (getenv("PACE_EXPLORE") != NULL && strcmp(getenv("PACE_EXPLORE"), "free") == 0) {
+		struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0, 0 };
+		struct lim l;
+		struct out o;
+		long n = getenv("PACE_N") ? atol(getenv("PACE_N")) : 300;
+
+		memset(&l, 0, sizeof(l));
+		l.kind = UNLIMITED;
+		l.lat = getenv("PACE_LAT") ? atof(getenv("PACE_LAT")) : 1;
+		l.lat_j = getenv("PACE_LATJ") ? atof(getenv("PACE_LATJ")) : 0;
+		srand48(getenv("PACE_SEED") ? atol(getenv("PACE_SEED")) : 1);
+		o = sim("free", &l, &none, n);
+		report("no limit", &o, (double)n / J * l.lat);
 		return 0;
 	}
 	if (getenv("PACE_EXPLORE") != NULL && strcmp(getenv("PACE_EXPLORE"), "conc") == 0) {
