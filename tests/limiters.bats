@@ -613,3 +613,27 @@ two_speeds() {
 	echo "sent between a first refusal's answer and the pace's news: $between"
 	[ "$between" -eq 0 ]
 }
+
+@test "limiters: a poison document's retries at a batch's end are its own refusals, not the pace's (#18)" {
+	# Refused (503, Retry-After: 1) at every attempt, sent after 30
+	# others that all got through.  Its first refusal starts the pace;
+	# its retries, each refused after the other with nothing through
+	# between, say nothing of it.  Read as the pace's, the retries of
+	# ten such documents at the end of 1,000 (bench/scenarios/flaky.yaml,
+	# in order, at real time) halved it at each refusal, from 14 to
+	# 0.05 requests a second, until a 60 s deadline cut seven of them.
+	routes '{match: "/p/poison/*", endpoint: p, script: [503], retry_after: 1}' \
+	    '{match: "/p/*", endpoint: p}'
+	{ manifest /p 30 p
+	  printf '{"id":"poison","url":"%s/p/poison/doc-1","endpoint":"p"}\n' "$MOCK_URL"
+	} >"$BATS_TEST_TMPDIR/m"
+	run -3 pipeline.sh -q -j 1 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 30 ]
+	jq -e '.id == "poison" and .dead_reason == "exhausted" and .attempt == 5' "$RUN/dead.ndjson"
+	[ "$(requests_for /p/poison/doc-1)" -eq 5 ]
+	never_opened
+	# The first refusal counted, started the pace, and cut nothing;
+	# the four after it are not among the answers counted.
+	jq -e '.paced == 1 and .cuts == 0 and .r_bits % 32 == 1' "$RUN/state/rate/p.json" ||
+	    { jq -c '{paced, cuts, r_bits, rate}' "$RUN/state/rate/p.json"; false; }
+}

@@ -1797,8 +1797,30 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->quota_until = fmax(p->quota_until, e->now + e->retry_after);
 		return;
 	}
-	count(p, e);
 	k = ok_most(p);
+	/*
+	 * A document refused at its last attempt too, refused again with a
+	 * Retry-After, nothing through since the refusal before, on an
+	 * endpoint that has served (and no more in flight than successes
+	 * have had: a cap's refusal is the window's): a gateway that refuses
+	 * that document whatever the pace, a poison document's 503, says
+	 * nothing of the pace, and is not counted.  Once the rest of a batch
+	 * was done, the retries of its ten poison documents (Retry-After: 1)
+	 * were all it sent, each refused after the other, and each halved
+	 * the pace as a limit that fell: from 14 to 0.05 requests a second
+	 * in 40 s, until a 60 s deadline cut seven of them.  A limit serves
+	 * others between its refusals, or refuses documents sent for the
+	 * first time too; and a document told when to come back comes back
+	 * no sooner.  Without a Retry-After, each retry is counted: the
+	 * backoff's are this client's guess, and a strict 1/s after a burst
+	 * of 90, its last eight documents' retries refused one after another
+	 * and not counted, kept a pace of 10/s, and one was refused five
+	 * times, dead.
+	 */
+	if (e->again && e->retry_after > 0 && p->s_ref == 0 && p->n_ok > 0 &&
+	    ((double)e->inflight <= k || k < 2))
+		return;
+	count(p, e);
 	/*
 	 * Told a concurrency, only a 503 says it is too wide: a strict
 	 * 20/s answered in 1 s, -j 32 and told 32, refused with 429 at more
