@@ -15,15 +15,14 @@
 #                of 5 runs) and rfp-backoff | rfp-sink, against jq
 #                (records/s, peak RSS)
 #   limiters     only when asked for (--limiters or --only limiters), as it
-#                takes about 16 minutes (--quick: about 3): the limiter
+#                takes about 13 minutes (--quick: about 3): the limiter
 #                matrix of bench/scenarios/limiters/cells.  rfpipe, not told
-#                the rate and told it in rfpipe.yaml, -j 32, against 35
-#                cells: 30 of the mock's limiters (gcra nodelay and delaying,
+#                the rate and told it in rfpipe.yaml, -j 32, against 33
+#                cells: 28 of the mock's limiters (gcra nodelay and delaying,
 #                fixed and sliding windows, a concurrency cap, a daily
 #                quota, a limit that drops mid-run; 429 or 503, with or
 #                without Retry-After; 1 to 100 r/s, bursts 0 to 60) on a
-#                scaled clock (RFPIPE_TIME_SCALE), or in real time behind
-#                answers of 0.2 to 0.5 s; four portals at once,
+#                scaled clock (RFPIPE_TIME_SCALE); four portals at once,
 #                each behind its own limiter, judged portal by portal, with
 #                the naive and curl peers; three of a real nginx
 #                limit_req (nodelay, delaying, reloaded to a lower rate
@@ -67,7 +66,7 @@ usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
        bench/run.sh ... --dry-run
 
   --quick        smaller N and fewer scenarios: about 2 minutes (with
-                 --limiters: 10 of the 35 cells, about 4 minutes)
+                 --limiters: 10 of the 33 cells, about 4 minutes)
   --only P       run the scenarios matching the shell pattern(s) P:
                  stampede, stampede-ra, flaky, throughput, stage ('stampede*'),
                  limiters (run only when named)

@@ -23,8 +23,6 @@ struct job {
 	int		 held;		/* held back by an open breaker */
 	int		 retry;		/* a retry told a Retry-After: ready
 					   first */
-	int		 again;		/* a retry of a document refused (429,
-					   503) at its last attempt */
 	int		 confirmed;	/* status_url said: not committed */
 	/* A submission's key in the ledger when it was last looked at. */
 	int		 l_st;		/* enum ledger_state */

@@ -921,7 +921,6 @@ gate_feedback(const struct xfer *x)
 		pe->rl = x->rl;
 		pe->rl_seen = x->rl_seen;
 		pe->busy = st == 503;
-		pe->again = x->job->again;
 		if ((pe->ending = ep_ending(e)) && !e->end_said &&
 		    e->nready + e->nwait > 0) {
 			e->end_said = 1;

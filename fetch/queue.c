@@ -121,9 +121,6 @@ queue_add(json_t *rec, long lineno, int fresh)
 	j->not_before = rec_num(rec, "not_before", 0);
 	j->retry = rec_int(rec, "attempt", 0) > 0 &&
 	    rec_num(rec, "retry_after_s", -1) >= 0;
-	j->again = rec_int(rec, "attempt", 0) > 0 &&
-	    (rec_int(rec, "status", 0) == 429 || rec_int(rec, "status", 0) ==
-	    503);
 	free(ep);
 	queue_put(j);
 }

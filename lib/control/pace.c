@@ -1236,29 +1236,6 @@ fall_rate(struct pst *p, const struct pace_ev *e, double gap)
  * Slow the pace for refusal e; gap: the successes since the refusal
  * before it, span: the seconds since (0: none before it).
  */
-/*
- * 1 when refusal e may be a concurrency cap's: a 503 (a cap answers 503,
- * and so does nginx's limit_req by default), until a refusal has come
- * that no cap makes (r_low: with fewer in flight than a success had, or
- * before two had).  From then on a 503 over what the successes had in
- * flight is taken for the pace's, not a cap's, and one sent with the
- * window full is no measure, as a 429 is: a strict 20/s answering 503
- * in 0.5 s, its refusals taken for a cap's while the window opened, was
- * held at a window of 3 to 5 and its window-bound delivery (12/s)
- * measured as the limit's: 2.73 x the ideal in simulation (50/s at
- * 0.25 s: 3.24 x), 2.43 x in the bench, now 1.15 and 1.11 x as with
- * 429.  A 503 sent behind sends from before the last cut still cuts
- * nothing (cut()): read as a 429's there too, a limit with a burst
- * behind slow answers drew a tenth of the refusals, but random 503s
- * with no limit took 5.6 x their ideal, not 4.5 x, and caps whose
- * answers are read late 20 to 60 % longer.
- */
-static int
-cap_busy(const struct pst *p, const struct pace_ev *e)
-{
-	return e->busy && !p->r_low;
-}
-
 static void
 cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
     double gap, double span)
@@ -1384,10 +1361,10 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 		 * it, and what got through was the window's (its size over
 		 * the answers' time), not the limit's: a strict 50/s
 		 * answering in 0.5 s, window-bound at 7, read 12/s and was
-		 * cut there.  Not a measure, then; a cap's 503 is measured,
-		 * its measure the window's.
+		 * cut there.  Not a measure, then; a 503 is a cap's, whose
+		 * measure is the window's.
 		 */
-		wfull = !cap_busy(p, e) && e->inflight >= (long)p->win;
+		wfull = !e->busy && e->inflight >= (long)p->win;
 		if (wfull)
 			est = 0;
 		/*
@@ -1820,30 +1797,8 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->quota_until = fmax(p->quota_until, e->now + e->retry_after);
 		return;
 	}
-	k = ok_most(p);
-	/*
-	 * A document refused at its last attempt too, refused again with a
-	 * Retry-After, nothing through since the refusal before, on an
-	 * endpoint that has served (and no more in flight than successes
-	 * have had: a cap's refusal is the window's): a gateway that refuses
-	 * that document whatever the pace, a poison document's 503, says
-	 * nothing of the pace, and is not counted.  Once the rest of a batch
-	 * was done, the retries of its ten poison documents (Retry-After: 1)
-	 * were all it sent, each refused after the other, and each halved
-	 * the pace as a limit that fell: from 14 to 0.05 requests a second
-	 * in 40 s, until a 60 s deadline cut seven of them.  A limit serves
-	 * others between its refusals, or refuses documents sent for the
-	 * first time too; and a document told when to come back comes back
-	 * no sooner.  Without a Retry-After, each retry is counted: the
-	 * backoff's are this client's guess, and a strict 1/s after a burst
-	 * of 90, its last eight documents' retries refused one after another
-	 * and not counted, kept a pace of 10/s, and one was refused five
-	 * times, dead.
-	 */
-	if (e->again && e->retry_after > 0 && p->s_ref == 0 && p->n_ok > 0 &&
-	    ((double)e->inflight <= k || k < 2))
-		return;
 	count(p, e);
+	k = ok_most(p);
 	/*
 	 * Told a concurrency, only a 503 says it is too wide: a strict
 	 * 20/s answered in 1 s, -j 32 and told 32, refused with 429 at more
@@ -1861,10 +1816,10 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 * late was counted in flight a moment longer: a cap of 5 answering
 	 * 429, its early refusals taken for the pace's, took up to 1.57 x
 	 * the ideal in the bench, not 1.05.  A 503 is a busy portal's, and
-	 * may be a cap's at once, until such a refusal (cap_busy()).
+	 * may be a cap at once.
 	 */
 	cap = p->paced && (double)e->inflight > k && k >= 2 &&
-	    (c->conc <= 0 || e->busy) && (p->cuts > 0 || cap_busy(p, e) ||
+	    (c->conc <= 0 || e->busy) && (p->cuts > 0 || e->busy ||
 	    !p->r_low || told(c) > 0);
 	if ((double)e->inflight < k || k < 2)
 		p->r_low = 1;

@@ -21,11 +21,8 @@
  * cure (three cuts to under what got through in a row, each refused again
  * within 32 successes) are noise, a flaky gateway's, not a limit: the
  * cuts are undone, the pace let go, and refusals within the share of
- * them learned so leave pace and window alone.  A refusal of a document
- * refused at its last attempt too, with nothing through since the one
- * before, is the document's (a poison document's 503), not the pace's.
- * RateLimit headers and a Retry-After past the quota horizon hold the
- * endpoint.
+ * them learned so leave pace and window alone.  RateLimit headers and a
+ * Retry-After past the quota horizon hold the endpoint.
  *
  * A state left by processes that have all ended (the run before, a
  * moment ago or a night) or that nobody has used for a minute is a hint,
@@ -142,8 +139,6 @@ struct pace_ev {
 	int		rl_seen;	/* rl holds what the answer said */
 	int		busy;		/* a 503, which a concurrency cap may
 					   answer (a 429 is the rate's) */
-	int		again;		/* its document was refused (429, 503)
-					   at its last attempt too */
 	int		ending;		/* the caller's sends to the endpoint
 					   end soon at this pace: nothing is
 					   left to probe a faster one for */
