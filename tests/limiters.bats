@@ -631,3 +631,17 @@ two_speeds() {
 	# 15 (the base, 3 runs); 50 of 80 with the retries not counted.
 	[ "$(logged '.action == "rate_limited"')" -le 30 ]
 }
+
+@test "limiters: a burst spent, then 0.5/s answering 503 with Retry-After: 1: every document saved (#18)" {
+	# The limit lets one through every 2 s and says to come back in 1:
+	# most retries are refused, several one after another.  Counted,
+	# they cut the pace to under the limit; not counted (the rule tried
+	# for poison documents), 100 documents left 3 to 5 dead.
+	scenario g '{kind: gcra, per_s: 0.5, burst: 90, status: 503, retry_after: 1}'
+	manifest /g 100 g >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q -j 8 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 100 ]
+	[ ! -s "$RUN/dead.ndjson" ]
+	never_opened
+	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
+}
