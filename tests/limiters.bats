@@ -38,6 +38,15 @@ told_run() {
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq "$3" ]
 }
 
+# all_saved EP N J: N documents to /EP/* at -j J; exit 0, every one saved,
+# none dead.
+all_saved() {
+	manifest "/$1" "$2" "$1" >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q -j "$3" --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq "$2" ]
+	[ ! -s "$RUN/dead.ndjson" ]
+}
+
 # never_opened: no endpoint's breaker ever left "closed".
 never_opened() {
 	local f
@@ -69,10 +78,7 @@ noise() {
 	      - {weight: 5, script: [503, 200]}
 	EOF2
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
-	manifest /n 300 n >"$BATS_TEST_TMPDIR/m"
-	run -0 pipeline.sh -q -j 32 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
-	[ "$(wc -l <"$RUN/results.ndjson")" -eq 300 ]
-	[ ! -s "$RUN/dead.ndjson" ]
+	all_saved n 300 32
 	never_opened
 	echo "refused $(logged '.status == 429 or .status == 503') of $(requests_for); state: $(jq -c '{paced, nz, rate}' "$RUN/state/rate/n.json")"
 	# Found to be noise: its share learned, near the one in ten.
@@ -104,10 +110,7 @@ noise() {
 
 @test "limiters: nginx burst 10 nodelay answering 503: all saved, few refused, the breaker never opened" {
 	scenario g '{kind: gcra, per_s: 10, burst: 10, status: 503}'
-	manifest /g 100 g >"$BATS_TEST_TMPDIR/m"
-	run -0 pipeline.sh -q -j 32 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
-	[ "$(wc -l <"$RUN/results.ndjson")" -eq 100 ]
-	[ ! -s "$RUN/dead.ndjson" ]
+	all_saved g 100 32
 	never_opened
 	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
 	# The burst spent, the rest paced: not one refusal per document.
@@ -623,10 +626,7 @@ two_speeds() {
 	# refused every time), they went at 15/s and 10 of 40 documents were
 	# refused five times, dead.
 	scenario g '{kind: fixed_window, limit: 30, window_s: 20, retry_after: 1}'
-	manifest /g 40 g >"$BATS_TEST_TMPDIR/m"
-	run -0 pipeline.sh -q -j 8 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
-	[ "$(wc -l <"$RUN/results.ndjson")" -eq 40 ]
-	[ ! -s "$RUN/dead.ndjson" ]
+	all_saved g 40 8
 	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
 	# 15 (the base, 3 runs); 50 of 80 with the retries not counted.
 	[ "$(logged '.action == "rate_limited"')" -le 30 ]
@@ -638,10 +638,7 @@ two_speeds() {
 	# they cut the pace to under the limit; not counted (the rule tried
 	# for poison documents), 100 documents left 3 to 5 dead.
 	scenario g '{kind: gcra, per_s: 0.5, burst: 90, status: 503, retry_after: 1}'
-	manifest /g 100 g >"$BATS_TEST_TMPDIR/m"
-	run -0 pipeline.sh -q -j 8 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
-	[ "$(wc -l <"$RUN/results.ndjson")" -eq 100 ]
-	[ ! -s "$RUN/dead.ndjson" ]
+	all_saved g 100 8
 	never_opened
 	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
 }

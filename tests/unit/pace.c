@@ -132,6 +132,20 @@ admit(struct lim *l, double t, long in)
 	}
 }
 
+/* 1 when the environment's name is set to v. */
+static int
+env_is(const char *name, const char *v)
+{
+	return getenv(name) != NULL && strcmp(getenv(name), v) == 0;
+}
+
+/* The environment's name as a number, or def when it is not set. */
+static double
+env_num(const char *name, double def)
+{
+	return getenv(name) != NULL ? atof(getenv(name)) : def;
+}
+
 /*
  * Send n documents through the pace of ep against l: a refused one goes to
  * the back of the queue.  Refusals answer at once; successes after l->lat.
@@ -149,8 +163,7 @@ sim(const char *ep, struct lim *l, const struct pace_cfg *c0, long n)
 	int acc;
 
 	/* SIMDBG=1 traces every run; SIMDBG=ep only ep's. */
-	if (getenv("SIMDBG") != NULL && (strcmp(getenv("SIMDBG"), "1") == 0 ||
-	    strcmp(getenv("SIMDBG"), ep) == 0))
+	if (env_is("SIMDBG", "1") || env_is("SIMDBG", ep))
 		setenv("SIMDBG_ON", "1", 1);
 	else
 		unsetenv("SIMDBG_ON");
@@ -2726,13 +2739,12 @@ explore(void)
 		for (j = 0; j < 3; j++) {
 			memset(&l, 0, sizeof(l));
 			l.kind = GCRA, l.rate = rates[i], l.burst = bursts[j];
-			if (getenv("PACE_KIND") != NULL &&
-			    strcmp(getenv("PACE_KIND"), "delay") == 0)
+			if (env_is("PACE_KIND", "delay"))
 				l.kind = DELAY;
-			l.lat = getenv("PACE_LAT") ? atof(getenv("PACE_LAT")) : 0.02;
-			l.lat_j = getenv("PACE_LATJ") ? atof(getenv("PACE_LATJ")) : 0;
-			l.stall = getenv("PACE_STALL") ? atof(getenv("PACE_STALL")) : 0;
-			l.stall_p = getenv("PACE_STALLP") ? atof(getenv("PACE_STALLP")) : 0;
+			l.lat = env_num("PACE_LAT", 0.02);
+			l.lat_j = env_num("PACE_LATJ", 0);
+			l.stall = env_num("PACE_STALL", 0);
+			l.stall_p = env_num("PACE_STALLP", 0);
 			if (getenv("PACE_SEED") != NULL)
 				srand48(atol(getenv("PACE_SEED")));
 			n = (long)fmax(60, 15 * rates[i] + (double)bursts[j]);
@@ -2807,8 +2819,7 @@ explore_drop(void)
 		    strcmp(getenv("PACE_CELL"), ep) != 0)
 			continue;
 		(void)drop_sim(ep, from[i], to[i], (long)(5 * from[i] +
-		    15 * to[i]), getenv("PACE_LAT") ? atof(getenv("PACE_LAT")) :
-		    0.02, 5 + 15);
+		    15 * to[i]), env_num("PACE_LAT", 0.02), 5 + 15);
 	}
 }
 
@@ -2854,35 +2865,35 @@ main(void)
 {
 	char *sub, err[256];
 
-	if (getenv("PACE_EXPLORE") != NULL && strcmp(getenv("PACE_EXPLORE"), "drop") == 0) {
+	if (env_is("PACE_EXPLORE", "drop")) {
 		explore_drop();
 		return 0;
 	}
 
-	if (getenv("PACE_EXPLORE") != NULL && strcmp(getenv("PACE_EXPLORE"), "noise") == 0) {
+	if (env_is("PACE_EXPLORE", "noise")) {
 		explore_noise();
 		return 0;
 	}
-	if (getenv("PACE_EXPLORE") != NULL && strcmp(getenv("PACE_EXPLORE"), "shapes") == 0) {
+	if (env_is("PACE_EXPLORE", "shapes")) {
 		shapes();
 		return 0;
 	}
-	if (getenv("PACE_EXPLORE") != NULL && strcmp(getenv("PACE_EXPLORE"), "free") == 0) {
+	if (env_is("PACE_EXPLORE", "free")) {
 		struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0, 0 };
 		struct lim l;
 		struct out o;
-		long n = getenv("PACE_N") ? atol(getenv("PACE_N")) : 300;
+		long n = (long)env_num("PACE_N", 300);
 
 		memset(&l, 0, sizeof(l));
 		l.kind = UNLIMITED;
-		l.lat = getenv("PACE_LAT") ? atof(getenv("PACE_LAT")) : 1;
-		l.lat_j = getenv("PACE_LATJ") ? atof(getenv("PACE_LATJ")) : 0;
-		srand48(getenv("PACE_SEED") ? atol(getenv("PACE_SEED")) : 1);
+		l.lat = env_num("PACE_LAT", 1);
+		l.lat_j = env_num("PACE_LATJ", 0);
+		srand48((long)env_num("PACE_SEED", 1));
 		o = sim("free", &l, &none, n);
 		report("no limit", &o, (double)n / J * l.lat);
 		return 0;
 	}
-	if (getenv("PACE_EXPLORE") != NULL && strcmp(getenv("PACE_EXPLORE"), "conc") == 0) {
+	if (env_is("PACE_EXPLORE", "conc")) {
 		struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0, 0 };
 		struct lim l;
 		struct out o;
