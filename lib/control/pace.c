@@ -107,7 +107,10 @@
 #define SLACK		0.002	/* real seconds a very fast send may come early */
 #define FIRST_LATE	0.005	/* real seconds the first send may arrive late */
 #define FIRST_HOLD	0.5	/* logical s a process's first send at a told
-				   strict pace holds the next grant at most */
+				   strict pace holds the next grant at most,
+				   and no more than ... */
+#define FIRST_HOLD_IV	2	/* ... this many intervals, or ... */
+#define FIRST_HOLD_MIN	0.15	/* ... this many real seconds if more */
 #define LATE_J		0.0005	/* real seconds a told pace's send may be
 				   granted after its time and keep to it */
 #define LEASE_MIN	8	/* sends a lease holds at the least: a slower
@@ -836,8 +839,11 @@ take(struct pst *p, struct op *o)
 	 * another process's perhaps, written on time, reached the limit
 	 * early (three pipelines told 20/s: the second request of all came
 	 * 42 ms after the first, and was refused).  The portal has read it
-	 * by the time it answers: no grant until then, FIRST_HOLD at most,
-	 * and the next an interval after the answer (feedback).
+	 * by the time it answers: no grant until then, and the next an
+	 * interval after the answer (feedback).  Nor longer than a
+	 * connection's delay can be: two intervals, FIRST_HOLD_MIN at the
+	 * least, FIRST_HOLD at the most.  Held for the answer alone, a told
+	 * 20/s answering in 0.5 s lost 0.5 s of 15 (1.052 x the ideal).
 	 */
 	if (p->f_seq >= 0 && (o->now >= p->f_until || p->f_until - o->now >
 	    clk_real(FIRST_HOLD) + o->c->lease + SLACK))
@@ -954,7 +960,8 @@ take(struct pst *p, struct op *o)
 	}
 	if (first_hold(o->c) && g->granted > 0) {
 		p->f_seq = (double)g->seq;
-		p->f_until = g->due[0] + clk_real(FIRST_HOLD);
+		p->f_until = g->due[0] + fmin(clk_real(FIRST_HOLD),
+		    fmax(FIRST_HOLD_IV * iv, FIRST_HOLD_MIN));
 	}
 	g->rate = p->paced ? p->rate : 0;
 	g->counted = p->rl_left >= 0;

@@ -905,6 +905,15 @@ noise(void)
 static void
 told_floor(void)
 {
+	static const struct {
+		const char	*ep;
+		double		 rate, hold;
+	} hc[] = {
+		/* Paced 1 ms under the rate told. */
+		{ "told-hold-20", 20, 0.15 },	/* 2 intervals: 0.102 s */
+		{ "told-hold-5", 5, 2 * (1 / 5.0 + 0.001) },
+		{ "told-hold-3", 3, 0.5 },	/* 2 intervals: 0.668 s */
+	};
 	struct pace_cfg told = { 20, 0, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
@@ -987,15 +996,24 @@ told_floor(void)
 	pace_take_n(NULL, "told-hold", &told, t + 0.3 + g.wait, 1, &g, err,
 	    sizeof(err));
 	ok(g.granted == 1, "... and granted then");
-	told.first = 1;
-	pace_take_n(NULL, "told-hold-max", &told, t, 1, &g, err, sizeof(err));
-	told.first = 0;
-	pace_take_n(NULL, "told-hold-max", &told, t + 0.499, 1, &g, err,
-	    sizeof(err));
-	ok(g.granted == 0, "unanswered, still held at 0.499 s");
-	pace_take_n(NULL, "told-hold-max", &told, t + 0.5, 1, &g, err,
-	    sizeof(err));
-	ok(g.granted == 1, "... and not at 0.5 s");
+	/*
+	 * Unanswered, held two intervals: 0.15 s at the least, 0.5 s at
+	 * the most.
+	 */
+	for (i = 0; i < (int)(sizeof(hc) / sizeof(hc[0])); i++) {
+		told.rate = hc[i].rate;
+		told.first = 1;
+		pace_take_n(NULL, hc[i].ep, &told, t, 1, &g, err, sizeof(err));
+		told.first = 0;
+		pace_take_n(NULL, hc[i].ep, &told, t + hc[i].hold - 0.001, 1,
+		    &g, err, sizeof(err));
+		ok(g.granted == 0, "told %g/s, unanswered: still held at "
+		    "%.3f s", hc[i].rate, hc[i].hold - 0.001);
+		pace_take_n(NULL, hc[i].ep, &told, t + hc[i].hold, 1, &g, err,
+		    sizeof(err));
+		ok(g.granted == 1, "... and not at %.3f s", hc[i].hold);
+	}
+	told.rate = 20;
 	told.burst = 10;
 	told.first = 1;
 	pace_take_n(NULL, "told-hold-burst", &told, t, 1, &g, err, sizeof(err));
