@@ -30,7 +30,8 @@
 #define OK_RARE		0.01	/* ... and a top held by no more than this
 				   share of them is a miscount */
 #define WIN_HOLD	64	/* successes a cut window is held before it
-				   grows again, by 1/window a success */
+				   grows again, by 1/window a success ... */
+#define WIN_GUESS	16	/* ... or this many, cut the first time */
 #define START_RATE	2.0	/* the pace's floor when it starts ... */
 #define START_PER	40	/* ... or one a second for each this many
 				   documents the caller holds ... */
@@ -146,6 +147,8 @@ struct pst {
 	double	okh[NOKH];	/* successes sent with ok_k - i in flight */
 	double	okh_n;		/* ... and in all, since ok_k was 0 */
 	double	w_held;		/* successes since the window was cut; -1 */
+	double	w_guess;	/* 1 while that cut is the first since the
+				   window was free */
 	double	cuts;		/* rate cuts since the pace started */
 	double	r_fail;		/* the pace at the last cut, before it */
 	double	n_cut;		/* successes since the last cut */
@@ -226,7 +229,8 @@ static const struct {
 	const char	*name;
 	size_t		 off;
 } fields[] = {
-	F(tat), F(paced), F(rate), F(win), F(ok_k), F(okh_n), F(w_held), F(cuts),
+	F(tat), F(paced), F(rate), F(win), F(ok_k), F(okh_n), F(w_held), F(w_guess),
+	F(cuts),
 	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
 	F(iv_i), F(quota_until), F(takes), F(rl_seq),
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
@@ -468,6 +472,8 @@ bad_field(const struct pst *p)
 		return "p_held";
 	if (p->r_low != 0 && p->r_low != 1)
 		return "r_low";
+	if (p->w_guess != 0 && p->w_guess != 1)
+		return "w_guess";
 	if (p->paced != 0 && !(p->rate > 0))
 		return "rate";
 	if (p->iv_i >= NIV)
@@ -1616,7 +1622,8 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 			p->win = fmin(p->win + fmin(1, fmax(WIN_GROW, (e->now -
 			    e->sent_at) / clk_real(WIN_SLOW))), WIN_MAX);
 		/* A window cut to a cap probes past it only when full. */
-		else if (p->w_held >= WIN_HOLD && e->inflight >= (long)p->win)
+		else if (p->w_held >= (p->w_guess ? WIN_GUESS : WIN_HOLD) &&
+		    e->inflight >= (long)p->win)
 			p->win = fmin(p->win + 1.0 / p->win, WIN_MAX);
 	}
 	if (!p->paced)
@@ -1870,6 +1877,8 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		if (p->w_held < 0 || p->w_held > 0)
 			p->win = fmax(1, fmin(p->win, p->w_held < 0 ?
 			    fmax(k, (double)e->inflight - 2) : k));
+		if (p->w_held != 0)
+			p->w_guess = p->w_held < 0;
 		p->w_held = 0;
 	} else {
 		/* Refused within the window: the pace, not the window. */

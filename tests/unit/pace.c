@@ -1588,6 +1588,73 @@ cap_fast(void)
 }
 
 /*
+ * A cap met while the window opened is a guess: a strict rate answering
+ * slowly, refused as the window opened, has more in flight at each refusal
+ * than the successes had.  Cut the first time, the window is held for
+ * WIN_GUESS successes (16) before it probes again, by 1/window a success:
+ * 5.1 four successes later.  Cut again, it is a cap, held for 64.
+ */
+static void
+cap_guess(void)
+{
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0, 0 };
+	struct pace_grant g;
+	struct pace_ev e;
+	char err[256];
+	double t = T0;
+	int i, round;
+
+	memset(&e, 0, sizeof(e));
+	e.retry_after = -1;
+	for (i = 1; i <= 40; i++, t += 0.01) {
+		pace_take_n(NULL, "capguess", &none, t, 1, &g, err,
+		    sizeof(err));
+		e.ev = PACE_OK;
+		e.seq = g.seq;
+		e.sent_at = t;
+		e.now = t + 0.005;
+		e.inflight = i < 4 ? i : 4;
+		pace_feedback_n(NULL, "capguess", &none, &e, 1, NULL, err,
+		    sizeof(err));
+	}
+	for (round = 0; round < 2; round++) {
+		/* Refused at 5 in flight: the first starts the pace. */
+		for (i = round; i < 2; i++, t += 0.01) {
+			pace_take_n(NULL, "capguess", &none, t, 1, &g, err,
+			    sizeof(err));
+			e.ev = PACE_SLOW;
+			e.busy = 1;
+			e.seq = g.seq;
+			e.sent_at = t;
+			e.now = t + 0.001;
+			e.inflight = 5;
+			pace_feedback_n(NULL, "capguess", &none, &e, 1, NULL,
+			    err, sizeof(err));
+		}
+		pace_take_n(NULL, "capguess", &none, t, 0, &g, err,
+		    sizeof(err));
+		ok(g.window == 4, "%s cap at 5 in flight: window %ld (4)",
+		    round ? "a second" : "a first", g.window);
+		e.busy = 0;
+		for (i = 0; i < 20; i++, t += 0.5) {
+			pace_take_n(NULL, "capguess", &none, t, 1, &g, err,
+			    sizeof(err));
+			e.ev = PACE_OK;
+			e.seq = g.seq;
+			e.sent_at = t;
+			e.now = t + 0.005;
+			e.inflight = 4;
+			pace_feedback_n(NULL, "capguess", &none, &e, 1, NULL,
+			    err, sizeof(err));
+		}
+		pace_take_n(NULL, "capguess", &none, t, 0, &g, err,
+		    sizeof(err));
+		ok(g.window == (round ? 4 : 5), "... 20 successes at a full "
+		    "window later: window %ld (%d)", g.window, round ? 4 : 5);
+	}
+}
+
+/*
  * The news tells the window it leaves: two slow successes sent with the
  * window full grow it from 2 to 4, and a caller held by its window (who
  * asks for no grant) learns that from the feedback itself.  With a rate
@@ -2954,6 +3021,7 @@ main(void)
 	quota();
 	reset_bound();
 	cap_fast();
+	cap_guess();
 	window_told();
 	ending_start();
 	ratelimit();
