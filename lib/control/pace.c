@@ -31,7 +31,8 @@
 				   share of them is a miscount */
 #define WIN_HOLD	64	/* successes a cut window is held before it
 				   grows again, by 1/window a success ... */
-#define WIN_GUESS	16	/* ... or this many, cut the first time */
+#define WIN_GUESS	4	/* ... or, cut the first time, a window's
+				   successes and this many at the least */
 #define START_RATE	2.0	/* the pace's floor when it starts ... */
 #define START_PER	40	/* ... or one a second for each this many
 				   documents the caller holds ... */
@@ -1622,7 +1623,7 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 			p->win = fmin(p->win + fmin(1, fmax(WIN_GROW, (e->now -
 			    e->sent_at) / clk_real(WIN_SLOW))), WIN_MAX);
 		/* A window cut to a cap probes past it only when full. */
-		else if (p->w_held >= (p->w_guess ? WIN_GUESS : WIN_HOLD) &&
+		else if (p->w_held >= (p->w_guess ? fmax(WIN_GUESS, p->win) : WIN_HOLD) &&
 		    e->inflight >= (long)p->win)
 			p->win = fmin(p->win + 1.0 / p->win, WIN_MAX);
 	}

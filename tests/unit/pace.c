@@ -1590,9 +1590,10 @@ cap_fast(void)
 /*
  * A cap met while the window opened is a guess: a strict rate answering
  * slowly, refused as the window opened, has more in flight at each refusal
- * than the successes had.  Cut the first time, the window is held for
- * WIN_GUESS successes (16) before it probes again, by 1/window a success:
- * 5.1 four successes later.  Cut again, it is a cap, held for 64.
+ * than the successes had.  Cut the first time, to 4, the window is held
+ * for a window's successes (4 at the least) before it probes again, by
+ * 1/window a success sent with it full: 4.92 after seven, 5.13 after
+ * eight.  Cut again, it is a cap, held for 64.
  */
 static void
 cap_guess(void)
@@ -1602,6 +1603,7 @@ cap_guess(void)
 	struct pace_ev e;
 	char err[256];
 	double t = T0;
+	long w[2], at = 0;
 	int i, round;
 
 	memset(&e, 0, sizeof(e));
@@ -1618,8 +1620,14 @@ cap_guess(void)
 		    sizeof(err));
 	}
 	for (round = 0; round < 2; round++) {
-		/* Refused at 5 in flight: the first starts the pace. */
+		/*
+		 * Refused at one over the window (the first refusal of all
+		 * starts the pace).
+		 */
 		for (i = round; i < 2; i++, t += 0.01) {
+			pace_take_n(NULL, "capguess", &none, t, 0, &g, err,
+			    sizeof(err));
+			e.inflight = round ? g.window + 1 : 5;
 			pace_take_n(NULL, "capguess", &none, t, 1, &g, err,
 			    sizeof(err));
 			e.ev = PACE_SLOW;
@@ -1627,30 +1635,39 @@ cap_guess(void)
 			e.seq = g.seq;
 			e.sent_at = t;
 			e.now = t + 0.001;
-			e.inflight = 5;
 			pace_feedback_n(NULL, "capguess", &none, &e, 1, NULL,
 			    err, sizeof(err));
 		}
 		pace_take_n(NULL, "capguess", &none, t, 0, &g, err,
 		    sizeof(err));
-		ok(g.window == 4, "%s cap at 5 in flight: window %ld (4)",
-		    round ? "a second" : "a first", g.window);
+		if (round == 0)
+			ok(g.window == 4, "a first cap, at 5 in flight: window "
+			    "%ld (4)", g.window);
+		at = e.inflight;
 		e.busy = 0;
-		for (i = 0; i < 20; i++, t += 0.5) {
+		for (i = 1; i <= 8; i++, t += 0.5) {
 			pace_take_n(NULL, "capguess", &none, t, 1, &g, err,
 			    sizeof(err));
 			e.ev = PACE_OK;
 			e.seq = g.seq;
 			e.sent_at = t;
 			e.now = t + 0.005;
-			e.inflight = 4;
+			e.inflight = g.window;	/* sent with it full */
 			pace_feedback_n(NULL, "capguess", &none, &e, 1, NULL,
 			    err, sizeof(err));
+			pace_take_n(NULL, "capguess", &none, t, 0, &g, err,
+			    sizeof(err));
+			if (i >= 7)
+				w[i - 7] = g.window;
 		}
-		pace_take_n(NULL, "capguess", &none, t, 0, &g, err,
-		    sizeof(err));
-		ok(g.window == (round ? 4 : 5), "... 20 successes at a full "
-		    "window later: window %ld (%d)", g.window, round ? 4 : 5);
+		if (round == 0)
+			ok(w[0] == 4 && w[1] == 5, "... 7 and 8 successes at "
+			    "a full window later: window %ld, %ld (4, 5)",
+			    w[0], w[1]);
+		else
+			ok(w[0] == 4 && w[1] == 4, "a second cap, at %ld in "
+			    "flight: window 4, held 8 successes later (%ld, "
+			    "%ld)", at, w[0], w[1]);
 	}
 }
 
