@@ -15,13 +15,16 @@
  * reasoning for policers).  A fast first answer or a spent burst is never
  * taken for the rate.  The start's floor is 2 a second, more for a caller
  * holding many documents (cfg.queued); a raised floor refused before
- * anything got through starts again at 2.  A refusal of a request sent with more in flight
- * than any success ever had implicates the window, not the rate: the
- * window is cut to what succeeded and held.  Refusals that cuts do not
- * cure (three cuts to under what got through in a row, each refused again
- * within 32 successes) are noise, a flaky gateway's, not a limit: the
- * cuts are undone, the pace let go, and refusals within the share of
- * them learned so leave pace and window alone.  RateLimit headers and a
+ * anything got through starts again at 2.  A refusal of a request sent
+ * with more in flight than any success ever had implicates the window,
+ * not the rate: the window is cut to what succeeded and held, for a
+ * window's successes the first time since it was free (a rate behind slow
+ * answers makes such refusals too while the window opens), for 64 the
+ * next.  Refusals that cuts do not cure (three cuts to under what got
+ * through in a row, each refused again within 32 successes) are noise, a
+ * flaky gateway's, not a limit: the cuts are undone, the pace let go, and
+ * refusals within the share of them learned so leave pace and window
+ * alone.  RateLimit headers and a
  * Retry-After past the quota horizon hold the endpoint.
  *
  * A state left by processes that have all ended (the run before, a
