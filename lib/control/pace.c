@@ -31,8 +31,9 @@
 				   share of them is a miscount */
 #define WIN_HOLD	64	/* successes a cut window is held before it
 				   grows again, by 1/window a success ... */
-#define WIN_GUESS	4	/* ... or, cut the first time, a window's
-				   successes and this many at the least */
+#define WIN_GUESS	4	/* ... or, cut the first time for a 429, a
+				   window's successes and this many at the
+				   least */
 #define START_RATE	2.0	/* the pace's floor when it starts ... */
 #define START_PER	40	/* ... or one a second for each this many
 				   documents the caller holds ... */
@@ -1873,13 +1874,21 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 * answers in 0.25 s, refused at 27: cut to 17, what had come back,
 	 * and grown back to 25 over five seconds, 1.24 to 1.26 x the ideal,
 	 * now 1.17 to 1.20 x).  Cut again, the successes have caught up.
+	 * A 429 so cut the first time since the window was free is a guess
+	 * (w_guess): a strict rate behind slow answers refuses over what
+	 * succeeded too while the window opens (20/s answering in 0.5 s,
+	 * held at 7 for 64 successes: 14/s for four seconds), so it is held
+	 * a window's successes, WIN_GUESS at the least.  A 503 is a busy
+	 * portal's, a cap's at once: held a window's successes, a cap of 4
+	 * answering in 0.5 s was probed past so often that the sends this
+	 * process made (refusals too) ran at 13/s where 8 got through.
 	 */
 	if (cap) {
 		if (p->w_held < 0 || p->w_held > 0)
 			p->win = fmax(1, fmin(p->win, p->w_held < 0 ?
 			    fmax(k, (double)e->inflight - 2) : k));
 		if (p->w_held != 0)
-			p->w_guess = p->w_held < 0;
+			p->w_guess = p->w_held < 0 && !e->busy;
 		p->w_held = 0;
 	} else {
 		/* Refused within the window: the pace, not the window. */

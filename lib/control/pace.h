@@ -18,9 +18,9 @@
  * anything got through starts again at 2.  A refusal of a request sent
  * with more in flight than any success ever had implicates the window,
  * not the rate: the window is cut to what succeeded and held, for a
- * window's successes the first time since it was free (a rate behind slow
- * answers makes such refusals too while the window opens), for 64 the
- * next.  Refusals that cuts do not cure (three cuts to under what got
+ * window's successes the first time since it was free if a 429 cut it (a
+ * rate behind slow answers makes such refusals too while the window
+ * opens), for 64 otherwise.  Refusals that cuts do not cure (three cuts to under what got
  * through in a row, each refused again within 32 successes) are noise, a
  * flaky gateway's, not a limit: the cuts are undone, the pace let go, and
  * refusals within the share of them learned so leave pace and window
