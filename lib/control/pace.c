@@ -113,7 +113,7 @@
 				   strict pace holds the next grant at most,
 				   and no more than ... */
 #define FIRST_HOLD_IV	2	/* ... this many intervals, or ... */
-#define FIRST_HOLD_MIN	0.15	/* ... this many real seconds if more */
+#define FIRST_HOLD_MIN	0.15	/* ... this many real s, if more */
 #define LATE_J		0.0005	/* real seconds a told pace's send may be
 				   granted after its time and keep to it */
 #define LEASE_MIN	8	/* sends a lease holds at the least: a slower
@@ -231,8 +231,8 @@ static const struct {
 	const char	*name;
 	size_t		 off;
 } fields[] = {
-	F(tat), F(paced), F(rate), F(win), F(ok_k), F(okh_n), F(w_held), F(w_guess),
-	F(cuts),
+	F(tat), F(paced), F(rate), F(win), F(ok_k), F(okh_n), F(w_held),
+	F(w_guess), F(cuts),
 	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
 	F(iv_i), F(quota_until), F(takes), F(rl_seq),
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
@@ -1624,8 +1624,8 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 			p->win = fmin(p->win + fmin(1, fmax(WIN_GROW, (e->now -
 			    e->sent_at) / clk_real(WIN_SLOW))), WIN_MAX);
 		/* A window cut to a cap probes past it only when full. */
-		else if (p->w_held >= (p->w_guess ? fmax(WIN_GUESS, p->win) : WIN_HOLD) &&
-		    e->inflight >= (long)p->win)
+		else if (p->w_held >= (p->w_guess ? fmax(WIN_GUESS, p->win) :
+		    WIN_HOLD) && e->inflight >= (long)p->win)
 			p->win = fmin(p->win + 1.0 / p->win, WIN_MAX);
 	}
 	if (!p->paced)

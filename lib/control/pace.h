@@ -20,12 +20,12 @@
  * not the rate: the window is cut to what succeeded and held, for a
  * window's successes the first time since it was free if a 429 cut it (a
  * rate behind slow answers makes such refusals too while the window
- * opens), for 64 otherwise.  Refusals that cuts do not cure (three cuts to under what got
- * through in a row, each refused again within 32 successes) are noise, a
- * flaky gateway's, not a limit: the cuts are undone, the pace let go, and
- * refusals within the share of them learned so leave pace and window
- * alone.  RateLimit headers and a
- * Retry-After past the quota horizon hold the endpoint.
+ * opens), for 64 otherwise.  Refusals that cuts do not cure (three cuts
+ * to under what got through in a row, each refused again within 32
+ * successes) are noise, a flaky gateway's, not a limit: the cuts are
+ * undone, the pace let go, and refusals within the share of them learned
+ * so leave pace and window alone.  RateLimit headers and a Retry-After
+ * past the quota horizon hold the endpoint.
  *
  * A state left by processes that have all ended (the run before, a
  * moment ago or a night) or that nobody has used for a minute is a hint,

@@ -1596,71 +1596,60 @@ cap_fast(void)
  * seven, 5.13 after eight.  Cut again, it is a cap, held for 64; and so
  * is one a 503 cut the first time (busy: a cap's answer).
  */
-static void
-cap_guess_one(int busy)
+/*
+ * One send to ep at t, granted and answered at once, ev (a refusal busy
+ * or not) with inflight in flight at its send: the window after it.
+ */
+static long
+send_one(const char *ep, double t, enum pace_event ev, long inflight,
+    int busy)
 {
 	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
 	struct pace_ev e;
 	char err[256];
-	double t = T0;
-	long w[2], at = 0;
-	int i, round;
-	const char *ep = busy ? "capguess503" : "capguess";
 
 	memset(&e, 0, sizeof(e));
 	e.retry_after = -1;
-	for (i = 1; i <= 40; i++, t += 0.01) {
-		pace_take_n(NULL, ep, &none, t, 1, &g, err,
-		    sizeof(err));
-		e.ev = PACE_OK;
-		e.seq = g.seq;
-		e.sent_at = t;
-		e.now = t + 0.005;
-		e.inflight = i < 4 ? i : 4;
-		pace_feedback_n(NULL, ep, &none, &e, 1, NULL, err,
-		    sizeof(err));
-	}
+	pace_take_n(NULL, ep, &none, t, 1, &g, err, sizeof(err));
+	e.ev = ev;
+	e.busy = busy;
+	e.seq = g.seq;
+	e.inflight = inflight;
+	e.sent_at = t;
+	e.now = t + (ev == PACE_OK ? 0.005 : 0.001);
+	pace_feedback_n(NULL, ep, &none, &e, 1, NULL, err, sizeof(err));
+	pace_take_n(NULL, ep, &none, t, 0, &g, err, sizeof(err));
+	return g.window;
+}
+
+static void
+cap_guess_one(int busy)
+{
+	double t = T0;
+	long w[2], win = 0, at = 0;
+	int i, round;
+	const char *ep = busy ? "capguess503" : "capguess";
+
+	for (i = 1; i <= 40; i++, t += 0.01)
+		win = send_one(ep, t, PACE_OK, i < 4 ? i : 4, 0);
 	for (round = 0; round < 2; round++) {
 		/*
 		 * Refused at one over the window (the first refusal of all
 		 * starts the pace).
 		 */
 		for (i = round; i < 2; i++, t += 0.01) {
-			pace_take_n(NULL, ep, &none, t, 0, &g, err,
-			    sizeof(err));
-			e.inflight = round ? g.window + 1 : 5;
-			pace_take_n(NULL, ep, &none, t, 1, &g, err,
-			    sizeof(err));
-			e.ev = PACE_SLOW;
-			e.busy = busy;
-			e.seq = g.seq;
-			e.sent_at = t;
-			e.now = t + 0.001;
-			pace_feedback_n(NULL, ep, &none, &e, 1, NULL,
-			    err, sizeof(err));
+			at = round ? win + 1 : 5;
+			win = send_one(ep, t, PACE_SLOW, at, busy);
 		}
-		pace_take_n(NULL, ep, &none, t, 0, &g, err,
-		    sizeof(err));
 		if (round == 0)
-			ok(g.window == 4, "a first cap, a %d at 5 in flight: "
-			    "window %ld (4)", busy ? 503 : 429, g.window);
-		at = e.inflight;
-		e.busy = 0;
+			ok(win == 4, "a first cap, a %d at 5 in flight: "
+			    "window %ld (4)", busy ? 503 : 429, win);
+		/* Successes sent with the window full. */
 		for (i = 1; i <= 8; i++, t += 0.5) {
-			pace_take_n(NULL, ep, &none, t, 1, &g, err,
-			    sizeof(err));
-			e.ev = PACE_OK;
-			e.seq = g.seq;
-			e.sent_at = t;
-			e.now = t + 0.005;
-			e.inflight = g.window;	/* sent with it full */
-			pace_feedback_n(NULL, ep, &none, &e, 1, NULL,
-			    err, sizeof(err));
-			pace_take_n(NULL, ep, &none, t, 0, &g, err,
-			    sizeof(err));
+			win = send_one(ep, t, PACE_OK, win, 0);
 			if (i >= 7)
-				w[i - 7] = g.window;
+				w[i - 7] = win;
 		}
 		if (round == 0 && !busy)
 			ok(w[0] == 4 && w[1] == 5, "... 7 and 8 successes at "
@@ -2867,7 +2856,7 @@ explore(void)
 			snprintf(ep, sizeof(ep), "%g/s b%ld", rates[i],
 			    bursts[j]);
 			if (getenv("PACE_CELL") != NULL &&
-			    strcmp(getenv("PACE_CELL"), ep) != 0)
+			    !env_is("PACE_CELL", ep))
 				continue;
 			snprintf(ep, sizeof(ep), "x%zu-%zu", i, j);
 			o = sim(ep, &l, &none, n);
@@ -2930,7 +2919,7 @@ explore_drop(void)
 	for (i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
 		snprintf(ep, sizeof(ep), "drop-%zu", i);
 		if (getenv("PACE_CELL") != NULL &&
-		    strcmp(getenv("PACE_CELL"), ep) != 0)
+		    !env_is("PACE_CELL", ep))
 			continue;
 		(void)drop_sim(ep, from[i], to[i], (long)(5 * from[i] +
 		    15 * to[i]), env_num("PACE_LAT", 0.02), 5 + 15);
