@@ -1543,6 +1543,34 @@ quota(void)
 }
 
 /*
+ * One send to ep at t, granted and answered ok_lat later if ev is a
+ * success, 1 ms later if a refusal (busy or not), with inflight in
+ * flight at its send: the window after it.
+ */
+static long
+send_one(const char *ep, double t, enum pace_event ev, long inflight,
+    int busy, double ok_lat)
+{
+	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0, 0 };
+	struct pace_grant g;
+	struct pace_ev e;
+	char err[256];
+
+	memset(&e, 0, sizeof(e));
+	e.retry_after = -1;
+	pace_take_n(NULL, ep, &none, t, 1, &g, err, sizeof(err));
+	e.ev = ev;
+	e.busy = busy;
+	e.seq = g.seq;
+	e.inflight = inflight;
+	e.sent_at = t;
+	e.now = t + (ev == PACE_OK ? ok_lat : 0.001);
+	pace_feedback_n(NULL, ep, &none, &e, 1, NULL, err, sizeof(err));
+	pace_take_n(NULL, ep, &none, t, 0, &g, err, sizeof(err));
+	return g.window;
+}
+
+/*
  * A window opening fast meets a cap: the successes heard by the first
  * refusal were sent an answer's time ago, with 17 in flight at most; the
  * refusals come at 27.  The window is cut to 25, not to 17.
@@ -1552,35 +1580,14 @@ cap_fast(void)
 {
 	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0, 0 };
 	struct pace_grant g;
-	struct pace_ev e;
 	char err[256];
 	int i;
 
-	memset(&e, 0, sizeof(e));
-	e.retry_after = -1;
-	for (i = 1; i <= 40; i++) {
-		pace_take_n(NULL, "capfast", &none, T0 + i * 0.01, 1, &g, err,
-		    sizeof(err));
-		e.ev = PACE_OK;
-		e.seq = g.seq;
-		e.sent_at = T0 + i * 0.01;
-		e.now = e.sent_at + 0.25;
-		e.inflight = i < 17 ? i : 17;
-		pace_feedback_n(NULL, "capfast", &none, &e, 1, NULL, err,
-		    sizeof(err));
-	}
-	for (i = 0; i < 2; i++) {
-		pace_take_n(NULL, "capfast", &none, T0 + 0.7, 1, &g, err,
-		    sizeof(err));
-		e.ev = PACE_SLOW;
-		e.busy = 1;
-		e.seq = g.seq;
-		e.sent_at = T0 + 0.7;
-		e.now = T0 + 0.701;
-		e.inflight = 27;
-		pace_feedback_n(NULL, "capfast", &none, &e, 1, NULL, err,
-		    sizeof(err));
-	}
+	for (i = 1; i <= 40; i++)
+		send_one("capfast", T0 + i * 0.01, PACE_OK, i < 17 ? i : 17, 0,
+		    0.25);
+	for (i = 0; i < 2; i++)
+		send_one("capfast", T0 + 0.7, PACE_SLOW, 27, 1, 0);
 	pace_take_n(NULL, "capfast", &none, T0 + 0.8, 1, &g, err, sizeof(err));
 	ok(g.window == 25, "a cap met while the window opened fast: window "
 	    "%ld, two under the refused count, not the 17 successes had",
@@ -1596,33 +1603,6 @@ cap_fast(void)
  * seven, 5.13 after eight.  Cut again, it is a cap, held for 64; and so
  * is one a 503 cut the first time (busy: a cap's answer).
  */
-/*
- * One send to ep at t, granted and answered at once, ev (a refusal busy
- * or not) with inflight in flight at its send: the window after it.
- */
-static long
-send_one(const char *ep, double t, enum pace_event ev, long inflight,
-    int busy)
-{
-	struct pace_cfg none = { 0, 0, 0, 0, 0, 0, 0, 0 };
-	struct pace_grant g;
-	struct pace_ev e;
-	char err[256];
-
-	memset(&e, 0, sizeof(e));
-	e.retry_after = -1;
-	pace_take_n(NULL, ep, &none, t, 1, &g, err, sizeof(err));
-	e.ev = ev;
-	e.busy = busy;
-	e.seq = g.seq;
-	e.inflight = inflight;
-	e.sent_at = t;
-	e.now = t + (ev == PACE_OK ? 0.005 : 0.001);
-	pace_feedback_n(NULL, ep, &none, &e, 1, NULL, err, sizeof(err));
-	pace_take_n(NULL, ep, &none, t, 0, &g, err, sizeof(err));
-	return g.window;
-}
-
 static void
 cap_guess_one(int busy)
 {
@@ -1632,7 +1612,7 @@ cap_guess_one(int busy)
 	const char *ep = busy ? "capguess503" : "capguess";
 
 	for (i = 1; i <= 40; i++, t += 0.01)
-		win = send_one(ep, t, PACE_OK, i < 4 ? i : 4, 0);
+		win = send_one(ep, t, PACE_OK, i < 4 ? i : 4, 0, 0.005);
 	for (round = 0; round < 2; round++) {
 		/*
 		 * Refused at one over the window (the first refusal of all
@@ -1640,14 +1620,14 @@ cap_guess_one(int busy)
 		 */
 		for (i = round; i < 2; i++, t += 0.01) {
 			at = round ? win + 1 : 5;
-			win = send_one(ep, t, PACE_SLOW, at, busy);
+			win = send_one(ep, t, PACE_SLOW, at, busy, 0);
 		}
 		if (round == 0)
 			ok(win == 4, "a first cap, a %d at 5 in flight: "
 			    "window %ld (4)", busy ? 503 : 429, win);
 		/* Successes sent with the window full. */
 		for (i = 1; i <= 8; i++, t += 0.5) {
-			win = send_one(ep, t, PACE_OK, win, 0);
+			win = send_one(ep, t, PACE_OK, win, 0, 0.005);
 			if (i >= 7)
 				w[i - 7] = win;
 		}
