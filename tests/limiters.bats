@@ -642,3 +642,16 @@ two_speeds() {
 	never_opened
 	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
 }
+
+@test "limiters: a delaying limiter's queue is not filled past its burst: answers slower each time hold the window (#18)" {
+	# A GCRA that queues what is over its 3/s, up to a burst of 10, and
+	# refuses past it (nginx limit_req without nodelay, 503).  Each
+	# answer waits a third of a second longer than the one before, and
+	# the window, grown by each, let 17 in flight: 6 of 66 refused at
+	# once, before the pace had started.
+	scenario d '{kind: gcra, per_s: 3, burst: 10, nodelay: false, status: 503, retry_after: 1}'
+	all_saved d 60 32
+	never_opened
+	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
+	[ "$(logged '.action == "rate_limited"')" -le 1 ]
+}

@@ -25,6 +25,11 @@
 #define WIN_GROW	0.25	/* ... grown by this a fast success, */
 #define WIN_SLOW	0.1	/* ... up to 1 for an answer this slow */
 #define WIN_MAX		4096.0
+#define Q_SLACK		0.2	/* logical s an answer may take over twice the
+				   fastest: a success slower is a queue's ... */
+#define Q_RUN		3	/* ... this many of them in a row */
+#define L_FOLLOW	64	/* the fastest follows a slower answer up by
+				   1 / this of the way, but not a queue's */
 #define NOKH		8	/* the most in flight at the successes' sends,
 				   counted for the top NOKH values ... */
 #define OK_RARE		0.01	/* ... and a top held by no more than this
@@ -149,6 +154,11 @@ struct pst {
 	double	okh[NOKH];	/* successes sent with ok_k - i in flight */
 	double	okh_n;		/* ... and in all, since ok_k was 0 */
 	double	w_held;		/* successes since the window was cut; -1 */
+	double	l_min;		/* the fastest answer to a success, following
+				   slowly up; 0: none yet */
+	double	l_up;		/* successes in a row answered over the
+				   queue's mark, Q_RUN at the most: a queue
+				   while there */
 	double	w_guess;	/* 1 while that cut is the first since the
 				   window was free */
 	double	cuts;		/* rate cuts since the pace started */
@@ -232,7 +242,7 @@ static const struct {
 	size_t		 off;
 } fields[] = {
 	F(tat), F(paced), F(rate), F(win), F(ok_k), F(okh_n), F(w_held),
-	F(w_guess), F(cuts),
+	F(l_min), F(l_up), F(w_guess), F(cuts),
 	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
 	F(iv_i), F(quota_until), F(takes), F(rl_seq),
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
@@ -423,6 +433,7 @@ bad_field(const struct pst *p)
 		B(s_ref, 0, HUGE_VAL),
 		B(cuts, 0, HUGE_VAL),
 		B(okh_n, 0, HUGE_VAL),
+		B(l_min, 0, HUGE_VAL),
 		B(rl_mend, 0, HUGE_VAL),
 		B(rl_at, 0, HUGE_VAL),
 		B(seen, 0, HUGE_VAL),
@@ -436,6 +447,7 @@ bad_field(const struct pst *p)
 		B(quota_until, -HUGE_VAL, Y10K),
 		B(rl_reset, -HUGE_VAL, Y10K),
 		B(r_n, 0, RECENT),
+		B(l_up, 0, Q_RUN),
 		B(nz, 0, NZ_MAX),
 		B(r_bits, 0, (double)RECENT_MASK),
 		B(ok_k, 0, WIN_MAX),
@@ -452,6 +464,7 @@ bad_field(const struct pst *p)
 		{ "rl_tseq", offsetof(struct pst, rl_tseq), -1 },
 		{ "rl_min", offsetof(struct pst, rl_min), -1 },
 		{ "rl_ans", offsetof(struct pst, rl_ans), 0 },
+		{ "l_up", offsetof(struct pst, l_up), 0 },
 		{ "rl_mtakes", offsetof(struct pst, rl_mtakes), 0 },
 		{ "rl_left", offsetof(struct pst, rl_left), -1 },
 		{ "rl_limit", offsetof(struct pst, rl_limit), -1 },
@@ -1605,11 +1618,35 @@ static void
 grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 {
 	double est, target, d, cap = told(c) > 0 ? told(c) : HUGE_VAL;
-	double r0 = p->rate, n, w;
+	double r0 = p->rate, n, w, lat;
+	int queued;
 
 	if (p->w_held >= 0)
 		p->w_held++;
-	if (2 * e->inflight >= (long)p->win) {
+	/*
+	 * Answers far slower than the fastest, again and again: a queue at
+	 * the portal (nginx's limit_req without nodelay), which refuses
+	 * once its burst is full.  Each success grew the window all the
+	 * same, to 17 in flight against a queue of 10 at 3/s: 6 refused
+	 * at once, 9 % of the batch, before the pace had started.  Now it
+	 * grows no further while the answers stay that slow, nor does the
+	 * fastest follow them up.  One slow answer, or two, is a slow
+	 * document's; answers anywhere from 0.1 to 1.9 s, each taken for
+	 * a queue's, held the window at half of -j (2 x the ideal, 1.4 x
+	 * as it is).
+	 */
+	lat = fmax(e->now - (e->wrote_at > 0 ? e->wrote_at : e->sent_at),
+	    1e-6);
+	if (p->l_min > 0 && lat > 2 * p->l_min + clk_real(Q_SLACK))
+		p->l_up = fmin(p->l_up + 1, Q_RUN);
+	else
+		p->l_up = 0;
+	queued = p->l_up >= Q_RUN;
+	if (p->l_min <= 0 || lat < p->l_min)
+		p->l_min = lat;
+	else if (!queued)
+		p->l_min += (lat - p->l_min) / L_FOLLOW;
+	if (2 * e->inflight >= (long)p->win && !queued) {
 		/*
 		 * A success sent with half the window or more in flight
 		 * grows it (sends go out in rounds, and only the last of a
