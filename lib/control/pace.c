@@ -27,9 +27,12 @@
 #define WIN_MAX		4096.0
 #define Q_SLACK		0.2	/* logical s an answer may take over twice the
 				   fastest: a success slower is a queue's ... */
-#define Q_RUN		3	/* ... this many of them in a row */
+#define Q_RUN		3	/* ... this many of them in a row, the last
+				   slower than the first ... */
+#define Q_STEP		0.05	/* ... by more than this (logical s) */
 #define L_FOLLOW	64	/* the fastest follows a slower answer up by
-				   1 / this of the way, but not a queue's */
+				   1 / this of the way, */
+#define Q_FOLLOW	256	/* ... a queue's by 1 / this */
 #define NOKH		8	/* the most in flight at the successes' sends,
 				   counted for the top NOKH values ... */
 #define OK_RARE		0.01	/* ... and a top held by no more than this
@@ -157,8 +160,8 @@ struct pst {
 	double	l_min;		/* the fastest answer to a success, following
 				   slowly up; 0: none yet */
 	double	l_up;		/* successes in a row answered over the
-				   queue's mark, Q_RUN at the most: a queue
-				   while there */
+				   queue's mark, Q_RUN at the most ... */
+	double	l_first;	/* ... and the first of them's answer time */
 	double	w_guess;	/* 1 while that cut is the first since the
 				   window was free */
 	double	cuts;		/* rate cuts since the pace started */
@@ -242,7 +245,7 @@ static const struct {
 	size_t		 off;
 } fields[] = {
 	F(tat), F(paced), F(rate), F(win), F(ok_k), F(okh_n), F(w_held),
-	F(l_min), F(l_up), F(w_guess), F(cuts),
+	F(l_min), F(l_up), F(l_first), F(w_guess), F(cuts),
 	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
 	F(iv_i), F(quota_until), F(takes), F(rl_seq),
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
@@ -434,6 +437,7 @@ bad_field(const struct pst *p)
 		B(cuts, 0, HUGE_VAL),
 		B(okh_n, 0, HUGE_VAL),
 		B(l_min, 0, HUGE_VAL),
+		B(l_first, 0, HUGE_VAL),
 		B(rl_mend, 0, HUGE_VAL),
 		B(rl_at, 0, HUGE_VAL),
 		B(seen, 0, HUGE_VAL),
@@ -1624,28 +1628,35 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	if (p->w_held >= 0)
 		p->w_held++;
 	/*
-	 * Answers far slower than the fastest, again and again: a queue at
-	 * the portal (nginx's limit_req without nodelay), which refuses
-	 * once its burst is full.  Each success grew the window all the
-	 * same, to 17 in flight against a queue of 10 at 3/s: 6 refused
-	 * at once, 9 % of the batch, before the pace had started.  Now it
-	 * grows no further while the answers stay that slow, nor does the
-	 * fastest follow them up.  One slow answer, or two, is a slow
-	 * document's; answers anywhere from 0.1 to 1.9 s, each taken for
-	 * a queue's, held the window at half of -j (2 x the ideal, 1.4 x
-	 * as it is).
+	 * Answers far slower than the fastest, again and again, and slower
+	 * as they go: a queue at the portal (nginx's limit_req without
+	 * nodelay), which answers what is over its rate an interval apart
+	 * and refuses once its burst is queued.  Each success grew the
+	 * window all the same, to 17 in flight against a queue of 10 at
+	 * 3/s: 6 refused at once, 9 % of the batch, before the pace had
+	 * started.  Now it grows no further while the answers stay that
+	 * slow.  One slow answer, or two, is a slow document's: answers
+	 * anywhere from 0.1 to 1.9 s, each taken for a queue's, held the
+	 * window at half of -j (2 x the ideal, 1.4 x as it is).  A portal
+	 * that is just slower than its first answers (a small document
+	 * first, then answers of a second) is slow alike at every count
+	 * in flight, where a queue's answers slow with each one more: taken
+	 * for a queue, it was held at 5 in flight, 3.5 x its time.  The
+	 * fastest follows a queue's answers up too, only slower, so that
+	 * no hold is for ever.
 	 */
 	lat = fmax(e->now - (e->wrote_at > 0 ? e->wrote_at : e->sent_at),
 	    1e-6);
-	if (p->l_min > 0 && lat > 2 * p->l_min + clk_real(Q_SLACK))
-		p->l_up = fmin(p->l_up + 1, Q_RUN);
-	else
+	if (p->l_min <= 0 || lat <= 2 * p->l_min + clk_real(Q_SLACK))
 		p->l_up = 0;
-	queued = p->l_up >= Q_RUN;
+	else if (p->l_up++ == 0)
+		p->l_first = lat;
+	p->l_up = fmin(p->l_up, Q_RUN);
+	queued = p->l_up >= Q_RUN && lat > p->l_first + clk_real(Q_STEP);
 	if (p->l_min <= 0 || lat < p->l_min)
 		p->l_min = lat;
-	else if (!queued)
-		p->l_min += (lat - p->l_min) / L_FOLLOW;
+	else
+		p->l_min += (lat - p->l_min) / (queued ? Q_FOLLOW : L_FOLLOW);
 	if (2 * e->inflight >= (long)p->win && !queued) {
 		/*
 		 * A success sent with half the window or more in flight

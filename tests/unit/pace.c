@@ -2387,6 +2387,15 @@ corrupt(void)
 	    "a noise share of 0.99 is corrupt: %s", err);
 	ok(refused("{\"e_ref\": -2}\n", "e_ref", err, sizeof(err)),
 	    "a negative count of a fall's refusals is corrupt: %s", err);
+	/* A run of slow answers in part, or past Q_RUN; a negative time. */
+	ok(refused("{\"l_up\": 1.5}\n", "l_up", err, sizeof(err)),
+	    "a run of 1.5 slow answers is corrupt: %s", err);
+	ok(refused("{\"l_up\": 4}\n", "l_up", err, sizeof(err)),
+	    "a run of slow answers past Q_RUN is corrupt: %s", err);
+	ok(refused("{\"l_min\": -1}\n", "l_min", err, sizeof(err)),
+	    "a negative fastest answer is corrupt: %s", err);
+	ok(refused("{\"l_first\": -0.5}\n", "l_first", err, sizeof(err)),
+	    "a negative first slow answer is corrupt: %s", err);
 	ok(refused("{\"e_ok\": 5, \"n_ok\": 3}\n", "e_ok", err,
 	    sizeof(err)), "a fall begun at more successes than the run has "
 	    "had is corrupt: %s", err);
