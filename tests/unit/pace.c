@@ -341,9 +341,9 @@ limiters(void)
 
 	/*
 	 * Answers of every length from 0.1 to 1.9 s and no limit: one far
-	 * over the fastest is a queue's only in a run of answers each as
-	 * slow as the one before or slower.  Taken for one whenever it was
-	 * over, the window grew by a quarter of them: 1.75 x the ideal.
+	 * over the fastest is a queue's only in a run of three so slow, the
+	 * last slower than the first.  Taken for a queue at each such
+	 * answer alone, the window stayed under -j: 2.0 x the ideal.
 	 */
 	memset(&l, 0, sizeof(l));
 	l.kind = UNLIMITED;
@@ -671,10 +671,10 @@ shapes(void)
 	 * A limit that delays what is over its rate, a burst of it at most
 	 * (nginx's limit_req without nodelay), answering 503: the window
 	 * opens no further than its queue lets through, and what it refuses
-	 * once the queue is full is the rate's.  Answers slower each time
-	 * than the one before, far over the fastest, are a queue: the window
-	 * grew by each all the same, to 11 at 3/s, and the queue refused 2
-	 * (none now, 4 in flight at the most).
+	 * once the queue is full is the rate's.  Answers far over the
+	 * fastest and slowing, three in a row, are a queue: the window grew
+	 * by each all the same, to 11 at 3/s, and the queue refused 2 (none
+	 * now, 4 in flight at the most).
 	 */
 	for (s = 0; s < 2; s++) {
 		static const double rate[] = { 3, 20 }, lat[] = { 0.02, 0.25 };
