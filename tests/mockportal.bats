@@ -192,6 +192,23 @@ header() {
 	[ "$(logged '.limiter == "gcra" and .queued_ms == null and .status == 429')" -eq $((8 - burst - 1)) ]
 }
 
+@test "limits: stall_every reads every nth request stall_ms late, and its limits judge it by then" {
+	# One slot per 100 logical s (1 s real).  The second request, sent
+	# at once after the first, is read 1.2 s late: judged then, the slot
+	# is free again (judged as it came, it was refused).  The third, sent
+	# at once after the second's answer, is refused: the second took the
+	# slot when it was read.
+	limits_scenario '    stall_every: 2' '    stall_ms: 120000' '    limits:' \
+	    '      - {kind: gcra, per_s: 0.01}'
+	[ "$(one /z/a)" = 200 ]
+	[ "$(one /z/b)" = 200 ]
+	[ "$(one /z/c)" = 429 ]
+	run jq -s -c '[.[] | select(.kind == "request") | .stalled]' "$MOCK_LOG"
+	[ "$output" = "[false,true,false]" ]
+	# Logged at the read: 1.2 s after the first.
+	jq -s -e '[.[] | select(.kind == "request") | .t] | .[1] - .[0] >= 1.15' "$MOCK_LOG"
+}
+
 @test "limits: a limiter's status and Retry-After are its own: 503 with none" {
 	limits_scenario '    limits:' \
 	    '      - {kind: gcra, per_s: 0.01, status: 503}'
@@ -546,6 +563,10 @@ ideal_of() {
 	[ "$stderr" = "rfp-mockportal: $f:7: key \"routes.1.limits\": differs from routes.0.limits for endpoint \"e\"" ]
 	scenario $'routes:\n  - match: /a\n    rate: {per_s: 1}\n    ratelimit_headers: true\n    limits: [{kind: quota, limit: 2, headers: draft7}]'
 	[ "$stderr" = "rfp-mockportal: $f:4: key \"routes.0.ratelimit_headers\": endpoint \"/a\" has limits that send headers (routes.0.limits)" ]
+	scenario $'routes:\n  - match: /a\n    stall_every: 1.5'
+	[ "$stderr" = "rfp-mockportal: $f:3: key \"routes.0.stall_every\": expected an integer from 0 to 9223372036854775807" ]
+	scenario $'routes:\n  - match: /a\n    stall_ms: -3'
+	[ "$stderr" = "rfp-mockportal: $f:3: key \"routes.0.stall_ms\": expected a number from 0 to 86400000" ]
 	[ "$status" -eq 2 ]
 }
 

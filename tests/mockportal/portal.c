@@ -74,6 +74,7 @@ struct req {
 	unsigned long long body_bytes;
 	long		 conn_seq;	/* nth request on its connection */
 	int		 held;		/* by --hold-at */
+	int		 stalled;	/* read late, a busy portal's */
 	struct lim_pass	 lp;		/* what the limits said; its slots */
 };
 
@@ -492,6 +493,7 @@ log_write(struct portal *p, struct req *rq, struct MHD_Connection *conn,
 	json_object_set_new(o, "header_names", header_names(conn));
 	json_object_set_new(o, "conn_seq", json_integer(rq->conn_seq));
 	json_object_set_new(o, "held", json_boolean(rq->held));
+	json_object_set_new(o, "stalled", json_boolean(rq->stalled));
 	log_json(p, o);
 }
 
@@ -695,11 +697,25 @@ arrive(struct portal *p, struct req *rq, const char *path)
 				break;
 			}
 	pthread_mutex_lock(&p->mu);
-	if (rq->ep != NULL)
+	if (rq->ep != NULL) {
 		rq->inflight = ++rq->ep->inflight;
+		rq->stalled = rq->route->stall_every > 0 &&
+		    rq->route->stall_ms > 0 &&
+		    ++rq->ep->arrivals % rq->route->stall_every == 0;
+	}
 	rq->inflight_total = ++p->inflight;
 	rq->counted = rq->open = 1;
 	pthread_mutex_unlock(&p->mu);
+	/*
+	 * A busy portal (its event loop on another request, the machine's
+	 * other work) reads this one late, and its limits judge it by when
+	 * it was read: the arrival is stamped again after the stall.
+	 */
+	if (rq->stalled) {
+		nap(p, clk_real(rq->route->stall_ms / 1000));
+		rq->t = clk_now();
+		rq->t_mono = clk_mono();
+	}
 }
 
 static int

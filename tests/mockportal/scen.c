@@ -33,7 +33,8 @@ static const char *route_keys[] = {
 	"body", "body_bytes", "body_file", "dedupe", "delay_ms", "endpoint", "hang_ms",
 	"limits", "location", "match", "methods", "mix", "outage", "rate",
 	"ratelimit_headers",
-	"retry_after", "script", "slow_ms", "submit", NULL
+	"retry_after", "script", "slow_ms", "stall_every", "stall_ms", "submit",
+	NULL
 };
 static const char *mix_keys[] = { "script", "weight", NULL };
 static const char *rate_keys[] = { "burst", "per_s", "retry_after", NULL };
@@ -923,6 +924,9 @@ parse_route(struct ld *ld, struct scen *s, const json_t *v, size_t ri)
 	    get_num(ld, v, prefix, "delay_ms", 0, MS_MAX, &r->delay_ms) == -1 ||
 	    get_num(ld, v, prefix, "hang_ms", 0, MS_MAX, &r->hang_ms) == -1 ||
 	    get_num(ld, v, prefix, "slow_ms", 0, MS_MAX, &r->slow_ms) == -1 ||
+	    get_int(ld, v, prefix, "stall_every", 0, LONG_MAX,
+	    &r->stall_every) == -1 ||
+	    get_num(ld, v, prefix, "stall_ms", 0, MS_MAX, &r->stall_ms) == -1 ||
 	    get_bool(ld, v, prefix, "ratelimit_headers",
 	    &r->rl_headers) == -1 ||
 	    get_bool(ld, v, prefix, "submit", &r->submit) == -1 ||

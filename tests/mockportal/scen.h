@@ -121,6 +121,7 @@ struct endpoint {
 	/* Run-time state, guarded by the portal's mutex. */
 	double		 tat;		/* GCRA, clk_mono() */
 	long		 inflight;
+	long		 arrivals;	/* requests on its routes so far */
 	struct endpoint	*next;
 };
 
@@ -135,6 +136,8 @@ struct route {
 	long		 mixtotal;
 	struct retry	 ra;
 	double		 delay_ms, hang_ms, slow_ms;
+	long		 stall_every;	/* every this many requests one ... */
+	double		 stall_ms;	/* ... is read this much late; 0: none */
 	int		 rl_headers;
 	enum body	 body;
 	char		*blob;		/* pdf/text body */
