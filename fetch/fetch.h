@@ -178,9 +178,6 @@ long	gate_wire_on(struct ep *e, double t, double granted);
 				/* a request written at t, let by at granted:
 				   how many now */
 void	gate_wire_off(struct ep *e);	/* ... answered, or ended unanswered */
-void	gate_status_in(struct ep *e, double wrote, double t);
-				/* the answer to a request written at wrote
-				   began at t */
 void	gate_free(void);
 
 /* wire.c: what is in flight, on one libcurl multi handle. */

@@ -30,7 +30,6 @@
 #define FREE_RATE 2000.0	/* a pace this fast holds nothing back */
 #define UP_S	10.0	/* logical s a success says an endpoint is up */
 #define LAG_MAX	0.005	/* real s: a longer way to the wire counts as this */
-#define ANS_FOLLOW 64	/* the fastest answer follows slower ones up 1/64 */
 #define YOUNG_N	64	/* answers before which sends go in rounds ... */
 #define ROUND_X	2.0	/* ... a round waiting for its last answers this
 			   many times as long as its first took ... */
@@ -65,7 +64,6 @@ struct ep {
 					   failures if no success comes */
 	size_t		 nhbev, caphbev;
 	double		 lag;		/* from the gate to the wire, low */
-	double		 ans_min;	/* from the wire to an answer, low; -1 */
 	struct pace_cfg	 pace;		/* in real seconds */
 	double		 blocked_until;	/* no slot, pace or breaker until then */
 	int		 paced;		/* ... and it was the pace */
@@ -186,7 +184,6 @@ gate_endpoint(const char *name)
 	e->name = xstrdup(name);
 	e->safe = doc_safe_name(name);
 	e->cf = conf_endpoint(&fo->conf, name);
-	e->ans_min = -1;
 	e->ceiling = e->cf->concurrency > 0 ? e->cf->concurrency :
 	    fo->conf.concurrency;
 	e->pace.rate = e->cf->rate / clk_scale();
@@ -1193,39 +1190,6 @@ void
 gate_wire_off(struct ep *e)
 {
 	e->onwire--;
-}
-
-/*
- * The answer to a request written at wrote began at t.  A portal reads a
- * request late when it is busy (its loop on other work, the machine's
- * other processes), and a strict limit judges the request by when it was
- * read: an answer that much slower than the fastest may have been read
- * that much late, and the next, written on time, reached the limit less
- * than an interval after it.  At 100 r/s told, one read 2.5 ms late and
- * the next refused, one run in two; a portal that read every fifth
- * request 30 ms late, at 20 r/s told, refused each one after it: 14 of
- * 74.  So the next is written no sooner than an interval after the
- * latest the portal can have read this one: the pace's interval, which
- * keeps its margin (the told one, and the next came 49.9 ms after a read
- * 30 ms late at 20 r/s, and was refused).  The fastest answer is
- * tracked low, as the lag is, and follows slower ones up 1/64 of the way,
- * so that a portal that slows for good holds no send for long.
- */
-void
-gate_status_in(struct ep *e, double wrote, double t)
-{
-	double lat = t - wrote;
-
-	if (wrote <= 0 || lat < 0)
-		return;
-	if (e->ans_min < 0 || lat < e->ans_min)
-		e->ans_min = lat;
-	else
-		e->ans_min += (lat - e->ans_min) / ANS_FOLLOW;
-	if (told_strict(e) && e->rate > 0 && lat - e->ans_min >
-	    fmax(0, 1 / e->rate - 1 / e->pace.rate))
-		e->wrote_nb = fmax(e->wrote_nb, t - e->ans_min + 1 /
-		    e->rate);
 }
 
 /*

@@ -166,8 +166,6 @@ on_header(char *p, size_t size, size_t n, void *arg)
 	char name[64], *v;
 
 	if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) {
-		if (x->on_wire)
-			gate_status_in(x->job->ep, x->t_wrote, clk_now());
 		xfer_off_wire(x);
 		/* A new response (after a redirect): forget the last one's. */
 		free(x->retry_after);

@@ -311,26 +311,3 @@ retry_place() {
 	echo "$output"
 	awk '{ exit !($1 >= $2 + 0.075) }' <<<"$output"
 }
-
-@test "pace: at a told strict rate, a request the portal read late holds the next one an interval after the read (#18)" {
-	# The portal reads every fifth request 30 ms late (a busy event
-	# loop) and its strict 20/s judges it by then.  The next, written on
-	# time, came 21 ms after that read and was refused: 14 of 74
-	# requests.  Its answer, 30 ms slower than the fastest, says it may
-	# have been read that late: the next waits an interval from then.
-	# In real time: a told rate collapsed to hundreds a second is no
-	# strict one.
-	export RFPIPE_TIME_SCALE=1
-	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF2'
-	routes:
-	  - {match: "/a/*", endpoint: a, stall_every: 5, stall_ms: 30, limits: [{kind: gcra, per_s: 20}]}
-	EOF2
-	mock_start "$BATS_TEST_TMPDIR/s.yaml"
-	manifest /a 60 a >"$BATS_TEST_TMPDIR/m"
-	printf 'endpoints:\n  a: {rate: 20, burst: 0}\n' >"$BATS_TEST_TMPDIR/c.yaml"
-	run -0 pipeline.sh -q -j 32 --seed 1 --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
-	[ "$(wc -l <"$RUN/results.ndjson")" -eq 60 ]
-	echo "stalled $(logged '.stalled') refused $(logged '.status == 429') of $(requests_for)"
-	[ "$(logged '.stalled')" -ge 10 ]
-	[ "$(logged '.status == 429')" -eq 0 ]
-}
