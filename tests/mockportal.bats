@@ -209,6 +209,18 @@ header() {
 	jq -s -e '[.[] | select(.kind == "request") | .t] | .[1] - .[0] >= 1.15' "$MOCK_LOG"
 }
 
+@test "limits: stall_every counts every request of the endpoint, on all its routes" {
+	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF'
+	routes:
+	  - {match: "/x/*", endpoint: e, stall_every: 3, stall_ms: 100}
+	  - {match: "/y/*", endpoint: e}
+	EOF
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	for i in 1 2 3; do one /x/$i >/dev/null; one /y/$i >/dev/null; done
+	run jq -s -c '[.[] | select(.kind == "request") | .stalled]' "$MOCK_LOG"
+	[ "$output" = "[false,false,true,false,false,false]" ]
+}
+
 @test "limits: a limiter's status and Retry-After are its own: 503 with none" {
 	limits_scenario '    limits:' \
 	    '      - {kind: gcra, per_s: 0.01, status: 503}'

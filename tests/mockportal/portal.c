@@ -699,9 +699,10 @@ arrive(struct portal *p, struct req *rq, const char *path)
 	pthread_mutex_lock(&p->mu);
 	if (rq->ep != NULL) {
 		rq->inflight = ++rq->ep->inflight;
+		rq->ep->arrivals++;
 		rq->stalled = rq->route->stall_every > 0 &&
 		    rq->route->stall_ms > 0 &&
-		    ++rq->ep->arrivals % rq->route->stall_every == 0;
+		    rq->ep->arrivals % rq->route->stall_every == 0;
 	}
 	rq->inflight_total = ++p->inflight;
 	rq->counted = rq->open = 1;

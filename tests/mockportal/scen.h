@@ -121,7 +121,7 @@ struct endpoint {
 	/* Run-time state, guarded by the portal's mutex. */
 	double		 tat;		/* GCRA, clk_mono() */
 	long		 inflight;
-	long		 arrivals;	/* requests on its routes so far */
+	long		 arrivals;	/* requests on all its routes so far */
 	struct endpoint	*next;
 };
 
