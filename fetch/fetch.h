@@ -29,6 +29,8 @@ struct job {
 	json_t		*l_seen;	/* ... its latest entry, or NULL */
 	long		 seq;		/* the pace's grant number; -1: none */
 	double		 granted;	/* clk_now when the gate let it go */
+	struct xfer	*hop;		/* a redirect's next hop to the same
+					   authority, waiting for the gate */
 	struct job	*next;		/* in the ready queue */
 };
 
@@ -326,6 +328,8 @@ int	xfer_confirmed(const struct xfer *x, json_t **reply, char *why,
 void	xfer_finish(struct xfer *x, CURLcode cc);
 /* Release everything of x (not the job). */
 void	xfer_free(struct xfer *x);
+/* Its next hop, held for the gate, goes now. */
+void	xfer_hop_resume(struct xfer *x);
 /* Handles kept for reuse: at most this many, freed by xfer_pool_free. */
 #define XFER_POOL	64
 void	xfer_pool_free(void);

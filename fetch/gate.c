@@ -521,7 +521,10 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 		e->slotless = 0;
 		return 0;
 	}
-	if ((*slot = slot_take(e)) == -1) {
+	/* A redirect's next hop holds its attempt's slot already. */
+	if (j->hop != NULL)
+		*slot = -1;
+	else if ((*slot = slot_take(e)) == -1) {
 		e->blocked_until = now + AGAIN_S;
 		e->paced = 0;
 		e->slotless = 1;
@@ -646,6 +649,9 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 		e->first_done = 1;
 		e->first = j;
 	}
+	/* A redirect's next hop: its attempt got by the breaker. */
+	if (j->hop != NULL)
+		return 1;
 	/*
 	 * Closed a moment ago (in this pass, or within FREE_S with no failure
 	 * or probe since): closed still, for this process.

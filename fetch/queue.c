@@ -91,6 +91,11 @@ ready_push(struct job *j)
 void
 job_free(struct job *j)
 {
+	/* A redirect's next hop never sent: its slot goes back. */
+	if (j->hop != NULL) {
+		gate_give(j->ep, j->hop->slot);
+		xfer_free(j->hop);
+	}
 	json_decref(j->rec);
 	json_decref(j->l_seen);
 	free(j);
@@ -201,9 +206,10 @@ queue_cut(void)
 	while ((j = Q.ready) != NULL) {
 		Q.ready = j->next;
 		gate_ready(j->ep, -1);
-		out_kill(j->rec, 0, FATE_DEADLINE_CUT, rec_int(j->rec,
-		    "attempt", 0) > 0 ? "its retry not started by the "
-		    "deadline" : "not started by the deadline");
+		out_kill(j->rec, 0, FATE_DEADLINE_CUT, j->hop != NULL ?
+		    "its redirect not followed by the deadline" :
+		    rec_int(j->rec, "attempt", 0) > 0 ? "its retry not "
+		    "started by the deadline" : "not started by the deadline");
 		job_free(j);
 	}
 	Q.ready_tail = Q.retry_tail = NULL;

@@ -691,6 +691,8 @@ xfer_redirect(struct xfer *x)
 	x->url = xstrdup(loc);
 	x->hops++;
 	x->writes = 0;
+	/* This hop's write is its own: the way to the wire, answer times. */
+	x->t_wrote = 0;
 	/* The next hop's answer replaces this one's body. */
 	x->bytes = 0;
 	x->mlen = 0;
@@ -729,6 +731,20 @@ xfer_redirect(struct xfer *x)
 	curl_easy_setopt(x->easy, CURLOPT_URL, x->url);
 	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)(left * 1000) + 1);
 	return 1;
+}
+
+/*
+ * x's next hop, held for the gate since xfer_redirect, goes now: what is
+ * left of the attempt's time is its timeout (none left: it times out at
+ * once, as it would have on the wire).
+ */
+void
+xfer_hop_resume(struct xfer *x)
+{
+	double left = x->until - clk_mono();
+
+	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, left > 0.001 ?
+	    (long)(left * 1000) + 1 : 1L);
 }
 
 static const char *

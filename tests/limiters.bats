@@ -38,6 +38,16 @@ told_run() {
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq "$3" ]
 }
 
+# told_a20 N: N documents to /a/* at -j 32, endpoint a told a strict
+# 20/s, within 60 s; all saved.
+told_a20() {
+	printf 'endpoints:\n  a: {rate: 20, burst: 0}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	manifest /a "$1" a >"$BATS_TEST_TMPDIR/m"
+	run -0 timeout 60 "$ROOT/pipeline.sh" -q -j 32 --seed 1 --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq "$1" ]
+}
+
 # all_saved EP N J: N documents to /EP/* at -j J; exit 0, every one saved,
 # none dead.
 all_saved() {
@@ -669,4 +679,43 @@ two_speeds() {
 	most=$(jq -s '[.[] | select(.kind == "request") | .inflight] | max' "$MOCK_LOG")
 	echo "most in flight: $most"
 	[ "$most" -ge 24 ]
+}
+
+@test "limiters: a redirect to the same portal asks the pace as a send does: at a strict 20/s told, every hop gets through (#18)" {
+	# /a/doc-N answers 302 to /a/file, both behind one strict 20/s.
+	# Followed at once, every hop came on its 302's heels and was
+	# refused: told, 0 of 30 saved, 120 of 240 requests refused; not
+	# told, the pace held itself 32 s a send and saved none.  In real
+	# time: a told rate collapsed to hundreds a second is no strict one.
+	export RFPIPE_TIME_SCALE=1
+	routes '{match: "/a/doc-*", endpoint: a, script: [302], location: "/a/file", limits: [{kind: gcra, per_s: 20}]}' \
+	    '{match: "/a/file", endpoint: a}'
+	told_a20 30
+	echo "refused $(logged '.status == 429') of $(requests_for)"
+	[ "$(logged '.status == 429')" -eq 0 ]
+	[ "$(requests_for)" -eq 60 ]
+	# Each hop took a grant of the pace, as the first request did.
+	jq -e '.takes == 60' "$RUN/state/rate/a.json"
+}
+
+@test "limiters: a redirect to the same portal, rate not told: all saved, few refused (#18)" {
+	routes '{match: "/a/doc-*", endpoint: a, script: [302], location: "/a/file", limits: [{kind: gcra, per_s: 20}]}' \
+	    '{match: "/a/file", endpoint: a}'
+	manifest /a 60 a >"$BATS_TEST_TMPDIR/m"
+	run -0 timeout 60 "$ROOT/pipeline.sh" -q -j 32 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 60 ]
+	[ ! -s "$RUN/dead.ndjson" ]
+	never_opened
+	echo "refused $(logged '.status == 429') of $(requests_for)"
+	[ "$(logged '.status == 429')" -le 6 ]
+}
+
+@test "limiters: a redirect to another host (a download server) is not the portal's: it takes no grant of its pace (#18)" {
+	export RFPIPE_TIME_SCALE=1
+	routes '{match: "/a/doc-*", endpoint: a, script: [302], location: "http://localhost:{port}/cdn/file", limits: [{kind: gcra, per_s: 20}]}' \
+	    '{match: "/cdn/*", endpoint: cdn}'
+	told_a20 20
+	[ "$(requests_for)" -eq 40 ]
+	[ "$(logged '.status == 429')" -eq 0 ]
+	jq -e '.takes == 20' "$RUN/state/rate/a.json"
 }

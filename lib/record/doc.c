@@ -303,15 +303,23 @@ char *
 doc_endpoint(const json_t *rec)
 {
 	const char *ep = json_string_value(json_object_get(rec, "endpoint"));
-	const char *url, *p;
-	size_t n;
-	char *s;
+	const char *url;
 
 	if (ep != NULL)
 		return xstrdup(ep);
 	url = json_string_value(json_object_get(rec, "url"));
 	if (url == NULL)
 		return xstrdup("none");
+	return doc_authority(url);
+}
+
+char *
+doc_authority(const char *url)
+{
+	const char *p;
+	size_t n;
+	char *s;
+
 	p = strstr(url, "://");
 	p = p ? p + 3 : url;
 	n = strcspn(p, "/?#");

@@ -17,6 +17,8 @@ const char *doc_id_check(const char *id);
 int	doc_check(const json_t *rec, char *err, size_t errlen);
 /* The endpoint key: the "endpoint" field, else the URL's host[:port]. */
 char	*doc_endpoint(const json_t *rec);
+/* url's authority, lower case, the scheme's default port dropped. */
+char	*doc_authority(const char *url);
 /* A file-name-safe form of an endpoint key (caller frees). */
 char	*doc_safe_name(const char *s);
 /* 1 when the record is a submission (non-idempotent method). */
