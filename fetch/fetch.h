@@ -62,6 +62,8 @@ struct xfer {
 					   written, itself included */
 	int		 on_wire;	/* written, its answer not yet begun */
 	double		 t0;
+	double		 t_sent;	/* this hop's send: t0, or when a
+					   redirect's next hop went */
 	double		 t_wrote;	/* when the request went out, 0: not yet */
 	int		 writes;	/* ... how many times on this hop */
 	int		 resent;	/* libcurl would have sent it again */
@@ -180,6 +182,8 @@ long	gate_wire_on(struct ep *e, double t, double granted);
 				/* a request written at t, let by at granted:
 				   how many now */
 void	gate_wire_off(struct ep *e);	/* ... answered, or ended unanswered */
+void	gate_hop_ok(struct xfer *x);	/* its 3xx, a redirect to the same
+					   portal: a success for the pace */
 void	gate_free(void);
 
 /* wire.c: what is in flight, on one libcurl multi handle. */

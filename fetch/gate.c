@@ -915,7 +915,7 @@ gate_feedback(const struct xfer *x)
 	if (slow || k == CLASS_OK || x->rl_seen) {
 		pe = &e->pev[e->npev++];
 		pe->ev = slow ? PACE_SLOW : k == CLASS_OK ? PACE_OK : PACE_INFO;
-		pe->sent_at = x->t0;
+		pe->sent_at = x->t_sent;
 		pe->wrote_at = x->t_wrote;
 		pe->now = now;
 		pe->inflight = x->inflight;
@@ -988,6 +988,45 @@ gate_feedback(const struct xfer *x)
 	/* Refused: what the lease holds was granted at a pace now too fast. */
 	if (slow && e->lease)
 		grant_drop(e);
+}
+
+/*
+ * x's 3xx, a redirect to the same portal: the portal let the request
+ * through, a success for the pace.  Its next hop takes a grant; untold,
+ * half the grants brought no news, and a strict 20/s not told settled at
+ * 11.9/s (1.7 x the ideal for 120 documents and their hops).  Not for the
+ * breaker: the attempt goes on, and its end says how it went.
+ */
+void
+gate_hop_ok(struct xfer *x)
+{
+	struct ep *e = x->job->ep;
+	struct pace_ev *pe;
+
+	ev_room(e);
+	pe = &e->pev[e->npev++];
+	memset(pe, 0, sizeof(*pe));
+	pe->ev = PACE_OK;
+	pe->sent_at = x->t_sent;
+	pe->wrote_at = x->t_wrote;
+	pe->now = clk_now();
+	pe->inflight = x->inflight;
+	pe->seq = x->job->seq;
+	pe->retry_after = -1;
+	pe->rl = x->rl;
+	pe->rl_seen = x->rl_seen;
+	pe->ending = ep_ending(e);
+	if (x->rl_seen)
+		e->rl_known = 1;
+	else
+		grant_void(e, x->job->seq, 1);
+	/* The first send's answer, as gate_answered tells it: at once. */
+	if (e->first == x->job) {
+		e->first = NULL;
+		e->fb_now = 1;
+		e->blocked_until = fmin(e->blocked_until, pe->now + 1 /
+		    e->pace.rate);
+	}
 }
 
 /* Tell the shared pace and breaker e's news now, in one locked update each. */

@@ -385,10 +385,12 @@ hop_next(struct xfer *x)
 	free(a);
 	free(b);
 	if (!same) {
-		j->granted = clk_now();
+		j->granted = x->t_sent = clk_now();
+		x->t_wrote = 0;
 		wire_add(x);
 		return;
 	}
+	gate_hop_ok(x);
 	gate_heard(x);
 	gate_done(j->ep);
 	S.active--;

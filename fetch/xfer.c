@@ -452,6 +452,22 @@ xfer_off_wire(struct xfer *x)
 	}
 }
 
+/* x's timeout from now: the configured one, or the deadline if sooner. */
+static void
+timeout_set(struct xfer *x)
+{
+	double tmo = fo->conf.timeout, left;
+
+	if (fo->deadline > 0 && (left = fo->deadline - clk_now()) <
+	    clk_real(tmo)) {
+		x->capped_at = fo->deadline;
+		tmo = left > 0.001 ? left : 0.001;
+	} else
+		tmo = clk_real(tmo);
+	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)(tmo * 1000) + 1);
+	x->until = clk_mono() + tmo;
+}
+
 /*
  * A handle for x->url with what every request of rfp-fetch has: http and
  * https only, no redirect followed by libcurl, the timeouts (the deadline
@@ -460,7 +476,6 @@ xfer_off_wire(struct xfer *x)
 static void
 easy_setup(struct xfer *x)
 {
-	double tmo = fo->conf.timeout, left;
 
 	if (sha256 == NULL && (sha256 = EVP_MD_fetch(NULL, "SHA256",
 	    NULL)) == NULL)
@@ -481,14 +496,7 @@ easy_setup(struct xfer *x)
 	curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS,
 	    (long)(clk_real(fo->conf.connect_timeout) * 1000));
-	if (fo->deadline > 0 && (left = fo->deadline - clk_now()) <
-	    clk_real(tmo)) {
-		x->capped_at = fo->deadline;
-		tmo = left > 0.001 ? left : 0.001;
-	} else
-		tmo = clk_real(tmo);
-	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)(tmo * 1000) + 1);
-	x->until = clk_mono() + tmo;
+	timeout_set(x);
 	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(x->easy, CURLOPT_HEADERFUNCTION, on_header);
@@ -536,7 +544,7 @@ xfer_confirm_start(struct job *job, const char *url)
 		x->hdrs = NULL;
 	}
 	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
-	x->t0 = clk_now();
+	x->t0 = x->t_sent = clk_now();
 	return x;
 }
 
@@ -651,7 +659,7 @@ xfer_start(struct job *job, char *err, size_t errlen)
 	if (doc_is_submission(rec))
 		curl_easy_setopt(x->easy, CURLOPT_FRESH_CONNECT, 1L);
 	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
-	x->t0 = clk_now();
+	x->t0 = x->t_sent = clk_now();
 	return x;
 }
 
@@ -691,8 +699,6 @@ xfer_redirect(struct xfer *x)
 	x->url = xstrdup(loc);
 	x->hops++;
 	x->writes = 0;
-	/* This hop's write is its own: the way to the wire, answer times. */
-	x->t_wrote = 0;
 	/* The next hop's answer replaces this one's body. */
 	x->bytes = 0;
 	x->mlen = 0;
@@ -734,17 +740,19 @@ xfer_redirect(struct xfer *x)
 }
 
 /*
- * x's next hop, held for the gate since xfer_redirect, goes now: what is
- * left of the attempt's time is its timeout (none left: it times out at
- * once, as it would have on the wire).
+ * x's next hop, held for the gate since xfer_redirect, goes now, with a
+ * timeout of its own: the wait was this process's, not the portal's.
+ * Left with what remained of the attempt's, a hop held longer than that
+ * (a told 1 every 200 s, a RateLimit window of 300 s) was sent with a
+ * millisecond to go, answered, and its answer thrown away as a timeout,
+ * again at each retry.
  */
 void
 xfer_hop_resume(struct xfer *x)
 {
-	double left = x->until - clk_mono();
-
-	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, left > 0.001 ?
-	    (long)(left * 1000) + 1 : 1L);
+	timeout_set(x);
+	x->t_sent = clk_now();
+	x->t_wrote = 0;
 }
 
 static const char *

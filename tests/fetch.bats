@@ -890,3 +890,23 @@ at_report() {
 	jq -e -s 'map(select(.id == "a-1"))[0] | .dead_reason == "deadline_cut" and .dead_detail == "its redirect not followed by the deadline"' "$RD/dead.ndjson"
 	[ "$(requests_for)" -eq 1 ]
 }
+
+@test "fetch: a redirect's next hop that waits longer than the timeout for the pace has a timeout of its own (#18)" {
+	# Told one send every 200 s, timeout 120 s (collapsed): the hop
+	# waits 200 s for its grant, and its answer takes 5 s.  Left with
+	# what remained of the attempt's time, it went with a millisecond
+	# to go, was answered, and its answer was thrown away as a timeout,
+	# at every retry.
+	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF2'
+	routes:
+	  - {match: "/a/doc-*", endpoint: a, script: [302], location: "/a/file"}
+	  - {match: "/a/file", endpoint: a, delay_ms: 5000}
+	EOF2
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	printf 'timeout: 120\nendpoints:\n  a: {rate: 0.005, burst: 0}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	manifest /a 1 a >"$BATS_TEST_TMPDIR/m"
+	run -0 timeout 60 "$ROOT/pipeline.sh" -q --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$RD" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RD/results.ndjson")" -eq 1 ]
+	[ "$(requests_for)" -eq 2 ]
+}

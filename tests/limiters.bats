@@ -701,13 +701,17 @@ two_speeds() {
 @test "limiters: a redirect to the same portal, rate not told: all saved, few refused (#18)" {
 	routes '{match: "/a/doc-*", endpoint: a, script: [302], location: "/a/file", limits: [{kind: gcra, per_s: 20}]}' \
 	    '{match: "/a/file", endpoint: a}'
-	manifest /a 60 a >"$BATS_TEST_TMPDIR/m"
+	manifest /a 120 a >"$BATS_TEST_TMPDIR/m"
 	run -0 timeout 60 "$ROOT/pipeline.sh" -q -j 32 --seed 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
-	[ "$(wc -l <"$RUN/results.ndjson")" -eq 60 ]
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 120 ]
 	[ ! -s "$RUN/dead.ndjson" ]
 	never_opened
-	echo "refused $(logged '.status == 429') of $(requests_for)"
-	[ "$(logged '.status == 429')" -le 6 ]
+	echo "refused $(logged '.status == 429') of $(requests_for); state: $(jq -c '{rate, cuts}' "$RUN/state/rate/a.json")"
+	[ "$(logged '.status == 429')" -le 12 ]
+	# Each 302 is a success for the pace: it learns the limit (200 real
+	# requests a second at this time scale), not the half of it that
+	# final answers alone come at (119/s at the end when untold).
+	jq -e '.rate >= 160' "$RUN/state/rate/a.json"
 }
 
 @test "limiters: a redirect to another host (a download server) is not the portal's: it takes no grant of its pace (#18)" {
