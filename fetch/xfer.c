@@ -476,7 +476,6 @@ timeout_set(struct xfer *x)
 static void
 easy_setup(struct xfer *x)
 {
-
 	if (sha256 == NULL && (sha256 = EVP_MD_fetch(NULL, "SHA256",
 	    NULL)) == NULL)
 		msg_die(1, "EVP_MD_fetch SHA256 failed");
