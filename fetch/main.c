@@ -453,6 +453,18 @@ finish_filed(void)
 }
 
 /*
+ * A redirect's next hop waiting for the gate, dropped (why: "stopped" or
+ * "deadline"): its 3xx was sent, and the attempt log says so.
+ */
+static int
+log_parked(struct job *j, void *why)
+{
+	if (j->hop != NULL)
+		log_req(j->hop, why);
+	return 0;
+}
+
+/*
  * Stopping early: drop what is on the wire or waiting.  Nothing is lost:
  * what was not filed is fetched again by a re-run.
  */
@@ -466,6 +478,7 @@ drop_all(void)
 		job_free(x->job);
 		xfer_free(x);
 	}
+	queue_scan(log_parked, "stopped");
 	queue_drop();
 }
 
@@ -606,6 +619,7 @@ run(void)
 			cut = 1;
 		if (cut && (queue_held() > 0 || queue_ready() > 0 ||
 		    submit_waiting() > 0)) {
+			queue_scan(log_parked, "deadline");
 			queue_cut();
 			submit_cut();
 		}

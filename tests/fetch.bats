@@ -889,6 +889,8 @@ at_report() {
 	    --run-dir "$RD" "$BATS_TEST_TMPDIR/m"
 	jq -e -s 'map(select(.id == "a-1"))[0] | .dead_reason == "deadline_cut" and .dead_detail == "its redirect not followed by the deadline"' "$RD/dead.ndjson"
 	[ "$(requests_for)" -eq 1 ]
+	# Its 302 was sent: the attempt log has its line.
+	jq -e -s 'map(select(.t == "req" and .id == "a-1")) | length == 1 and .[0].error == "deadline" and .[0].hops == 1' "$RD/logs/attempts.ndjson"
 }
 
 @test "fetch: a redirect's next hop that waits longer than the timeout for the pace has a timeout of its own (#18)" {
