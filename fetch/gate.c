@@ -719,6 +719,21 @@ ep_served(struct ep *e, double now)
 }
 
 /*
+ * j, answered at t, was this process's first send at a told strict rate:
+ * the next may go an interval after it.  Told at once: the pace holds
+ * every process until then.
+ */
+static void
+first_answered(struct ep *e, const struct job *j, double t)
+{
+	if (e->first != j)
+		return;
+	e->first = NULL;
+	e->fb_now = 1;
+	e->blocked_until = fmin(e->blocked_until, t + 1 / e->pace.rate);
+}
+
+/*
  * x is answered, its body yet to be filed: a 2xx says the endpoint serves
  * now.  Filing waits on the body thread (the longer on a loaded machine),
  * and a 503 to another request, told before it, was taken for an outage
@@ -740,13 +755,7 @@ gate_answered(struct xfer *x)
 		x->unheard = 1;
 		e->unheard++;
 	}
-	if (e->first == x->job) {
-		e->first = NULL;
-		/* Told at once: the pace holds every process until then. */
-		e->fb_now = 1;
-		e->blocked_until = fmin(e->blocked_until, x->t1 + 1 /
-		    e->pace.rate);
-	}
+	first_answered(e, x->job, x->t1);
 	if (x->cc == CURLE_OK && x->t_wrote > 0 && x->t1 > x->t_wrote)
 		e->slowest = fmax(e->slowest, x->t1 - x->t_wrote);
 	if (ok)
@@ -820,6 +829,45 @@ ep_ending(struct ep *e)
 	 */
 	return admit_eof() && e->rate > 0 && (double)left < e->rate *
 	    clk_real(END_S) && (double)left < sb_count(e, clk_now());
+}
+
+/*
+ * A pace event of kind ev for x's answer at now, its send's times, grant
+ * and RateLimit fields filled in; the caller adds the rest.
+ */
+static struct pace_ev *
+pev_push(struct ep *e, const struct xfer *x, enum pace_event ev, double now)
+{
+	struct pace_ev *pe;
+
+	ev_room(e);
+	pe = &e->pev[e->npev++];
+	memset(pe, 0, sizeof(*pe));
+	pe->ev = ev;
+	pe->sent_at = x->t_sent;
+	pe->wrote_at = x->t_wrote;
+	pe->now = now;
+	pe->inflight = x->inflight;
+	pe->seq = x->job->seq;
+	pe->retry_after = -1;
+	pe->rl = x->rl;
+	pe->rl_seen = x->rl_seen;
+	return pe;
+}
+
+/*
+ * x's answer gave a RateLimit count, or none (a reset, a timeout, a
+ * proxy's 502 or 200): the portal counted the send or never saw it.  Told
+ * as one dropped, it is no longer on its way: a count at 0 waiting for
+ * its answer would wait RL_SETTLE for nothing.
+ */
+static void
+rl_counted(struct ep *e, const struct xfer *x)
+{
+	if (x->rl_seen)
+		e->rl_known = 1;
+	else
+		grant_void(e, x->job->seq, 1);
 }
 
 /* Note what this answer says of the endpoint for its pace and breaker. */
@@ -913,19 +961,11 @@ gate_feedback(const struct xfer *x)
 	 * portal counted it, and a window's count waits for every answer.
 	 */
 	if (slow || k == CLASS_OK || x->rl_seen) {
-		pe = &e->pev[e->npev++];
-		pe->ev = slow ? PACE_SLOW : k == CLASS_OK ? PACE_OK : PACE_INFO;
-		pe->sent_at = x->t_sent;
-		pe->wrote_at = x->t_wrote;
-		pe->now = now;
-		pe->inflight = x->inflight;
-		pe->seq = x->job->seq;
-		pe->retry_after = -1;
+		pe = pev_push(e, x, slow ? PACE_SLOW : k == CLASS_OK ?
+		    PACE_OK : PACE_INFO, now);
 		if (x->retry_after != NULL && hdr_retry_after(x->retry_after,
 		    now, &ra) == 0)
 			pe->retry_after = clk_real(ra);
-		pe->rl = x->rl;
-		pe->rl_seen = x->rl_seen;
 		pe->busy = st == 503;
 		if ((pe->ending = ep_ending(e)) && !e->end_said &&
 		    e->nready + e->nwait > 0) {
@@ -937,16 +977,7 @@ gate_feedback(const struct xfer *x)
 			    sb_count(e, clk_now())) / END_S);
 		}
 	}
-	/*
-	 * An answer with no count in it (a reset, a timeout, a proxy's 502
-	 * or 200): the portal counted the send or never saw it.  Told as
-	 * one dropped, it is no longer on its way: a count at 0 waiting for
-	 * its answer would wait RL_SETTLE for nothing.
-	 */
-	if (x->rl_seen)
-		e->rl_known = 1;
-	else
-		grant_void(e, x->job->seq, 1);
+	rl_counted(e, x);
 	be = &hb;
 	be->out = k == CLASS_TRANSIENT && st != 429 && !(st == 503 && up) ?
 	    BREAKER_FAILURE : BREAKER_SUCCESS;
@@ -1001,32 +1032,11 @@ void
 gate_hop_ok(struct xfer *x)
 {
 	struct ep *e = x->job->ep;
-	struct pace_ev *pe;
+	double now = clk_now();
 
-	ev_room(e);
-	pe = &e->pev[e->npev++];
-	memset(pe, 0, sizeof(*pe));
-	pe->ev = PACE_OK;
-	pe->sent_at = x->t_sent;
-	pe->wrote_at = x->t_wrote;
-	pe->now = clk_now();
-	pe->inflight = x->inflight;
-	pe->seq = x->job->seq;
-	pe->retry_after = -1;
-	pe->rl = x->rl;
-	pe->rl_seen = x->rl_seen;
-	pe->ending = ep_ending(e);
-	if (x->rl_seen)
-		e->rl_known = 1;
-	else
-		grant_void(e, x->job->seq, 1);
-	/* The first send's answer, as gate_answered tells it: at once. */
-	if (e->first == x->job) {
-		e->first = NULL;
-		e->fb_now = 1;
-		e->blocked_until = fmin(e->blocked_until, pe->now + 1 /
-		    e->pace.rate);
-	}
+	pev_push(e, x, PACE_OK, now)->ending = ep_ending(e);
+	rl_counted(e, x);
+	first_answered(e, x->job, now);
 }
 
 /* Tell the shared pace and breaker e's news now, in one locked update each. */
