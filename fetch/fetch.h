@@ -61,8 +61,6 @@ struct xfer {
 	long		 inflight;	/* on its endpoint's wire as it was
 					   written, itself included */
 	int		 on_wire;	/* written, its answer not yet begun */
-	int		 full;		/* its send filled its endpoint's window
-					   (or -j) */
 	double		 t0;
 	double		 t_sent;	/* this hop's send: t0, or when a
 					   redirect's next hop went */

@@ -848,7 +848,6 @@ pev_push(struct ep *e, const struct xfer *x, enum pace_event ev, double now)
 	pe->wrote_at = x->t_wrote;
 	pe->now = now;
 	pe->inflight = x->inflight;
-	pe->full = x->full;
 	pe->seq = x->job->seq;
 	pe->retry_after = -1;
 	pe->rl = x->rl;
@@ -1169,9 +1168,7 @@ gate_sent(struct xfer *x)
 	x->awaiting = 1;
 	x->round = e->round_no;
 	e->awaiting++;
-	e->inflight++;
-	x->full = e->inflight >= ep_base(e);
-	return e->inflight;
+	return ++e->inflight;
 }
 
 /*

@@ -238,19 +238,6 @@ noise() {
 	jq -e '.win >= 32' "$RUN/state/rate/g.json"
 }
 
-@test "limiters: a success whose send filled the window is counted so for the pace (#18)" {
-	# Told a concurrency of 2, answers of 100 ms, no limit reached: the
-	# sends go two at a time as answers free the window, and the second
-	# of each fills it: its success says so.  Between refusals, what
-	# such sends got through is the window's rate, and a 429 is not cut
-	# to it.  No refusal here: the state's open interval holds every
-	# success, the first never sent with the window full.
-	scenario w '{kind: gcra, per_s: 1000, burst: 100}' 'delay_ms: 100'
-	told_run w 2 20
-	jq -c '{s_sent, s_wsent, win}' "$RUN/state/rate/w.json"
-	jq -e '.s_sent == 20 and .s_wsent >= 9 and .s_wsent <= 19' "$RUN/state/rate/w.json"
-}
-
 @test "limiters: a quota below -j told by X-RateLimit headers is spent on documents, not on reservations" {
 	# The first ask reserved -j sends while the window let 2 go: the
 	# 30 unused counted against Remaining, and 48 of 50 left dead.

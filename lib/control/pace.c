@@ -173,17 +173,9 @@ struct pst {
 	double	n_ok;		/* successes in all */
 	double	ref_at;		/* the last refusal; 0: none */
 	double	s_ref;		/* successes since */
-	double	ref_sent;	/* ... and when it was sent; 0: none */
-	double	s_sent;		/* successes sent since ... */
-	double	s_wsent;	/* ... with the window full */
-	double	r_busy;		/* 1: the last refusal was a 503 */
 	double	iv_s[NIV];	/* successes between two refusals ... */
 	double	iv_t[NIV];	/* ... and the seconds between them */
 	double	iv_e[NIV];	/* ... and when it ended */
-	double	iv_p[NIV];	/* ... and the pace it began at, if that grew
-				   more than HELD through it; 0: less */
-	double	iv_w[NIV];	/* ... and its successes sent with the window
-				   full */
 	double	ref_rate;	/* the pace just after the last refusal */
 	double	iv_i;		/* the next interval's place */
 	double	ok_t[NOK];	/* the last p_ok successes' times */
@@ -254,9 +246,7 @@ static const struct {
 } fields[] = {
 	F(tat), F(paced), F(rate), F(win), F(ok_k), F(okh_n), F(w_held),
 	F(l_min), F(l_up), F(l_first), F(w_guess), F(cuts),
-	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok),
-	F(ref_at), F(s_ref), F(ref_sent), F(s_sent), F(s_wsent), F(r_busy),
-	F(ref_rate),
+	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
 	F(iv_i), F(quota_until), F(takes), F(rl_seq),
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
 	F(rl_rem), F(rl_turn), F(rl_wguess), F(rl_heard), F(rl_tseq),
@@ -444,9 +434,6 @@ bad_field(const struct pst *p)
 		B(e_ok, 0, 0x1p53),
 		B(e_ref, 0, 0x1p53),
 		B(s_ref, 0, HUGE_VAL),
-		B(ref_sent, 0, HUGE_VAL),
-		B(s_sent, 0, 0x1p53),
-		B(s_wsent, 0, 0x1p53),
 		B(cuts, 0, HUGE_VAL),
 		B(okh_n, 0, HUGE_VAL),
 		B(l_min, 0, HUGE_VAL),
@@ -506,8 +493,6 @@ bad_field(const struct pst *p)
 		return "r_low";
 	if (p->w_guess != 0 && p->w_guess != 1)
 		return "w_guess";
-	if (p->r_busy != 0 && p->r_busy != 1)
-		return "r_busy";
 	if (p->paced != 0 && !(p->rate > 0))
 		return "rate";
 	if (p->iv_i >= NIV)
@@ -533,11 +518,9 @@ static int
 load(struct pst *p, const json_t *d, const struct pace_cfg *c, char *why,
     size_t n)
 {
-	static const char *arrs[] = { "iv_s", "iv_t", "iv_e", "iv_p", "iv_w",
-	    "ok_t", "okh" };
-	double *av[] = { p->iv_s, p->iv_t, p->iv_e, p->iv_p, p->iv_w, p->ok_t,
-	    p->okh };
-	const size_t an[] = { NIV, NIV, NIV, NIV, NIV, NOK, NOKH };
+	static const char *arrs[] = { "iv_s", "iv_t", "iv_e", "ok_t", "okh" };
+	double *av[] = { p->iv_s, p->iv_t, p->iv_e, p->ok_t, p->okh };
+	const size_t an[] = { NIV, NIV, NIV, NOK, NOKH };
 	const char *bad = NULL;
 	json_t *v;
 	size_t i;
@@ -717,8 +700,6 @@ save(const struct pst *p, const char *ep)
 	json_object_set_new(d, "iv_s", arr_save(p->iv_s, NIV));
 	json_object_set_new(d, "iv_t", arr_save(p->iv_t, NIV));
 	json_object_set_new(d, "iv_e", arr_save(p->iv_e, NIV));
-	json_object_set_new(d, "iv_p", arr_save(p->iv_p, NIV));
-	json_object_set_new(d, "iv_w", arr_save(p->iv_w, NIV));
 	json_object_set_new(d, "ok_t", arr_save(p->ok_t, NOK));
 	json_object_set_new(d, "okh", arr_save(p->okh, NOKH));
 	return d;
@@ -726,25 +707,12 @@ save(const struct pst *p, const char *ep)
 
 /*
  * The delivery rate measured between refusals while the pace was over it
- * (recently), or 0 while too little is.  Each interval runs from one
- * refusal's send to the next's, and its successes are those sent in it,
- * however late their answers came: behind answers of a second, refusals
- * (answered at once) and the successes of the same sends came a second
- * apart, and counted as they were answered, an interval held the
- * successes of sends made a second before it, at the pace of the time,
- * the window opening: a strict 5/s read as 2.3 to 3.1/s (1.60 x the ideal
- * in the bench, now 1.24 x).  Of each interval only the part whose
- * answers are in is measured: up to the fastest answer's time ago.  Nor
- * is one measured where the pace grew by more than HELD through it,
- * unless the limiter spaced its successes (SPACED of the pace it began at
- * or fewer); nor, after a 429, one most of whose successes filled the
- * window: the sends waited for answers, and what got through was the
- * window's (a 503 is a concurrency cap's, whose measure is the window's).
+ * (recently), or 0 while too little is.
  */
 static double
 measured(const struct pst *p, double now)
 {
-	double s = 0, t = 0, w = 0, n = 0, known = now - p->l_min, tt;
+	double s = 0, t = 0, w = 0, n = 0;
 	int i;
 
 	for (i = 0; i < NIV; i++) {
@@ -752,20 +720,11 @@ measured(const struct pst *p, double now)
 		if (now - p->iv_e[i] > clk_real(IV_MAX) || p->iv_t[i] <= 0 ||
 		    p->iv_t[i] > clk_real(IV_MAX))
 			continue;
-		/*
-		 * Its sends answered by now: those up to an answer's time
-		 * ago.
-		 */
-		tt = fmin(p->iv_t[i], known - (p->iv_e[i] - p->iv_t[i]));
-		if (tt <= 0 || (p->iv_p[i] > 0 && p->iv_s[i] > SPACED *
-		    p->iv_p[i] * tt) || (!p->r_busy && 2 * p->iv_w[i] >
-		    p->iv_s[i]))
-			continue;
 		s += p->iv_s[i];
-		t += tt;
+		t += p->iv_t[i];
 		n++;
 		if (p->iv_s[i] > 0)
-			w += tt / (2 * (p->iv_s[i] + 1));
+			w += p->iv_t[i] / (2 * (p->iv_s[i] + 1));
 	}
 	if (t < clk_real(EST_MIN_T) || s < EST_MIN_S)
 		return 0;
@@ -1499,24 +1458,6 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 			if (p->rate <= PROBE_NEAR * est && p->c_ok >= EARLY)
 				r = fmax(r, UNDER * p->rate);
 			/*
-			 * Refused again within a fall (fall_rate()) at the
-			 * mark the measure sets, or under it: the limit is no
-			 * longer what was measured, and the measure is dropped,
-			 * or each success took the pace back up to it.  A
-			 * strict 40/s falling to 30/s, measured at 36/s: cut
-			 * 10 % a refusal and back up to 34/s after a success or
-			 * two, refused every other send, until the run of cuts
-			 * passed for noise and the pace was let go (60 to 80
-			 * refusals in 700, in the bench, in half the runs).
-			 * The ramp from 50/s to 5/s over 30 s: 112 refusals on
-			 * average over six answer times, now 94 (simulated).
-			 */
-			if (fall > 0 && p->e_ref >= 1 && p->rate <= (1 + AGAIN) *
-			    UNDER * est) {
-				memset(p->iv_t, 0, sizeof(p->iv_t));
-				memset(p->iv_s, 0, sizeof(p->iv_s));
-			}
-			/*
 			 * Refused more than served since the last, and the
 			 * answer before refused too: a limit.  The first answer
 			 * since a cut refused alone is as likely noise as the
@@ -1661,13 +1602,6 @@ cut(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e,
 	tat_set(p, e->now + (double)(c->burst > 1 ? c->burst : 1) / p->rate);
 }
 
-/* When e's request went out. */
-static double
-sent_time(const struct pace_ev *e)
-{
-	return e->wrote_at > 0 ? e->wrote_at : e->sent_at;
-}
-
 /*
  * 1 when success e, the pace's first, ends a time the limiter stayed
  * closed after a first burst: a burst there was (a success before it),
@@ -1769,8 +1703,6 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->r_fail = w;
 		p->ref_at = e->now;
 		p->s_ref = 0;
-		p->ref_sent = sent_time(e);
-		p->s_sent = p->s_wsent = 0;
 		p->rate = fmin(p->rate, fmax(UNDER * (p->n_ok - 1) /
 		    (e->sent_at - p->t_first), MIN_RATE / clk_scale()));
 	}
@@ -1815,30 +1747,6 @@ grow(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	/* A faster pace: the next send comes one new interval after the last. */
 	if (p->rate > r0 && p->tat > e->now)
 		tat_set(p, e->now + (p->tat - e->now) * r0 / p->rate);
-}
-
-/*
- * Count success e in the interval between refusals it was sent in: the
- * open one, or one ended already, its answer later than the refusal's.
- */
-static void
-sent_count(struct pst *p, const struct pace_ev *e)
-{
-	double st = sent_time(e);
-	int i, wf = e->full;
-
-	if (st >= p->ref_sent) {
-		p->s_sent++;
-		p->s_wsent += wf;
-		return;
-	}
-	for (i = 0; i < NIV; i++)
-		if (p->iv_t[i] > 0 && st < p->iv_e[i] &&
-		    st >= p->iv_e[i] - p->iv_t[i]) {
-			p->iv_s[i]++;
-			p->iv_w[i] += wf;
-			return;
-		}
 }
 
 /* Count a success sent with n in flight, itself included. */
@@ -1913,7 +1821,7 @@ static void
 feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 {
 	int cap;
-	double gap, span, st;
+	double gap, span;
 	double k;
 
 	if (e->ev == PACE_UNUSED) {
@@ -1944,7 +1852,6 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		count(p, e);
 		p->n_ok++;
 		p->s_ref++;
-		sent_count(p, e);
 		ok_count(p, e->inflight);
 		grow(p, c, e);
 		return;
@@ -1984,39 +1891,28 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	if (within_noise(p) && !cap)
 		return;
 	/*
-	 * A refusal ends an interval, at its send: what was sent since the
-	 * refusal before and got through is the limit's rate, if the pace
-	 * was over it all along (it only grows between refusals, so if it
-	 * started over what was delivered).  Otherwise the interval was the
-	 * pace's, not the limit's, and says nothing (measured() judges it
-	 * once its successes are in, sent_count() counting them as they
-	 * come).  Nor does one while nothing has got through since the pace
+	 * A refusal ends an interval: what got through since is the limit's
+	 * rate, if the pace was over it all along (it only grows between
+	 * refusals, so if it started over what was delivered).  Otherwise
+	 * the interval was the pace's, not the limit's, and says nothing.
+	 * Nor does one while nothing has got through since the pace
 	 * started: a window the first burst filled, closed for now (cut
 	 * holds the pace then); counted, the 1.1 s a sliding 9 in 3 s stayed
 	 * closed took its measure from 2.9/s to 2.1/s.
 	 */
 	span = p->ref_at > 0 ? e->now - p->ref_at : 0;
 	gap = p->s_ref;
-	st = sent_time(e);
 	if (span > 0 && p->cuts > 0 && p->p_ok > 0 &&
 	    span <= clk_real(IV_MAX) && p->ref_rate * span >= gap &&
-	    p->ref_sent > 0 && st > p->ref_sent &&
-	    st - p->ref_sent <= clk_real(IV_MAX)) {
-		p->iv_p[(int)p->iv_i] = p->rate <= HELD * p->ref_rate ? 0 :
-		    p->ref_rate;
-		p->iv_s[(int)p->iv_i] = p->s_sent;
-		p->iv_w[(int)p->iv_i] = p->s_wsent;
-		p->iv_t[(int)p->iv_i] = st - p->ref_sent;
-		p->iv_e[(int)p->iv_i] = st;
+	    (p->rate <= HELD * p->ref_rate || gap <= SPACED *
+	    p->ref_rate * span)) {
+		p->iv_s[(int)p->iv_i] = gap;
+		p->iv_t[(int)p->iv_i] = span;
+		p->iv_e[(int)p->iv_i] = e->now;
 		p->iv_i = fmod(p->iv_i + 1, NIV);
 	}
 	p->ref_at = e->now;
 	p->s_ref = 0;
-	p->r_busy = e->busy != 0;
-	if (st > p->ref_sent) {
-		p->ref_sent = st;
-		p->s_sent = p->s_wsent = 0;
-	}
 	/*
 	 * More in flight than any success was sent with: the window is to
 	 * blame, not the pace.  It is cut to what succeeded and held.  The

@@ -146,9 +146,6 @@ struct pace_ev {
 					   end soon at this pace: nothing is
 					   left to probe a faster one for */
 	long		unused;		/* PACE_UNUSED: how many grants */
-	int		full;		/* it filled the window the caller held
-					   to (or its own most in flight): the
-					   next send waited for an answer */
 };
 
 /*
