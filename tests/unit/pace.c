@@ -767,17 +767,40 @@ shapes(void)
 
 	/*
 	 * A limit that falls step by step, 50/s to 5/s over 30 s, refuses
-	 * now and then at each step, with successes between: no fall.  Cut
-	 * to what got through at each step's second refusal, successes
-	 * outnumbering refusals, it drew 118 refusals, not 89.
+	 * now and then at each step, with successes between.  Which
+	 * refusals come when is chaos here: answers in 20 ms drew 90, and
+	 * 130 with a change to how intervals are measured (README) whose
+	 * mean over six answer times was 112 where this one's is 105; the
+	 * fall's rule that refusals outnumber the successes, once taken
+	 * from the one run (118 without it, 89 with it), moves that mean by
+	 * less.  So six answer times, from 10 to 50 ms, each bounded, and
+	 * their mean more tightly: a pace cut to 99.5 % of the measure, not
+	 * 95 %, drew 146 on average and 179 at one.
 	 */
-	memset(&l, 0, sizeof(l));
-	l.kind = GCRA, l.rate = 50, l.drop_to = 5, l.drop_at = -30;
-	l.lat = 0.02;
-	o = sim("fall-ramp", &l, &none, 1000);
-	report("50/s falling to 5/s over 30 s", &o, 0);
-	ok(o.refused <= 100, "50/s falling to 5/s over 30 s: %ld refusals of "
-	    "%ld requests, at most 100", o.refused, o.sent);
+	{
+		static const double lats[] = { 0.01, 0.015, 0.02, 0.03, 0.04,
+		    0.05 };
+		const size_t nl = sizeof(lats) / sizeof(lats[0]);
+		long nref = 0, most = 0;
+		size_t k;
+		char rep[32];
+
+		for (k = 0; k < nl; k++) {
+			memset(&l, 0, sizeof(l));
+			l.kind = GCRA, l.rate = 50, l.drop_to = 5;
+			l.drop_at = -30;
+			l.lat = lats[k];
+			snprintf(rep, sizeof(rep), "fall-ramp-%zu", k);
+			o = sim(rep, &l, &none, 1000);
+			report("50/s falling to 5/s over 30 s", &o, 0);
+			nref += o.refused;
+			most = o.refused > most ? o.refused : most;
+		}
+		ok(most <= 160 && nref <= 120 * (long)nl, "50/s falling to 5/s "
+		    "over 30 s, answers in 10 to 50 ms: %.1f refusals on "
+		    "average, at most 120; %ld at the most, at most 160",
+		    (double)nref / (double)nl, most);
+	}
 
 	/*
 	 * Followed down from 40/s to a strict 30/s, every other send refused
