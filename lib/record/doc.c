@@ -318,7 +318,7 @@ doc_authority(const char *url)
 {
 	const char *p;
 	size_t n;
-	char *s;
+	char *s, *c;
 
 	p = strstr(url, "://");
 	p = p ? p + 3 : url;
@@ -335,7 +335,12 @@ doc_authority(const char *url)
 	else if (strncasecmp(url, "https://", 8) == 0 && n > 4 &&
 	    strcmp(s + n - 4, ":443") == 0)
 		s[n -= 4] = '\0';
-	if (n > 1 && s[n - 1] == '.')
+	/* The root dot before a port too: h.:8080 is h:8080. */
+	c = strrchr(s, ':');
+	if (c != NULL && c > s + 1 && c[-1] == '.' && c[1] != '\0' &&
+	    strspn(c + 1, "0123456789") == strlen(c + 1))
+		memmove(c - 1, c, strlen(c) + 1);
+	else if (n > 1 && s[n - 1] == '.')
 		s[--n] = '\0';
 	return s;
 }
