@@ -464,6 +464,15 @@ log_parked(struct job *j, void *why)
 	return 0;
 }
 
+/* Count a redirect's next hop waiting for the gate. */
+static int
+count_parked(struct job *j, void *n)
+{
+	if (j->hop != NULL)
+		(*(long *)n)++;
+	return 0;
+}
+
 /*
  * Stopping early: drop what is on the wire or waiting.  Nothing is lost:
  * what was not filed is fetched again by a re-run.
@@ -965,6 +974,7 @@ main(int argc, char *argv[])
 	struct sigaction sa;
 	struct stat st;
 	char err[512];
+	long parked;
 	int c;
 
 	msg_init(PROG);
@@ -1058,9 +1068,16 @@ main(int argc, char *argv[])
 	/* What it takes now; a reader gone is said by the stage that went. */
 	if (S.stop && !S.out_lost && out_flush() == -1 && errno != EPIPE)
 		msg_warnsys("write stdout");
-	if (S.stop > 0)
+	/*
+	 * In flight: on the wire, and the redirects whose next hop waits
+	 * for the gate (their 3xx was sent).
+	 */
+	if (S.stop > 0) {
+		parked = 0;
+		queue_scan(count_parked, &parked);
 		msg_warn("stopped by signal %d with %ld transfers in flight",
-		    (int)S.stop, S.active);
+		    (int)S.stop, S.active + parked);
+	}
 	admit_settle();
 	write_report(0);
 	drop_all();

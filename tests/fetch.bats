@@ -893,6 +893,36 @@ at_report() {
 	jq -e -s 'map(select(.t == "req" and .id == "a-1")) | length == 1 and .[0].error == "deadline" and .[0].hops == 1' "$RD/logs/attempts.ndjson"
 }
 
+@test "fetch: stopped while a redirect's next hop waits for the pace, the hop is counted in flight (#18)" {
+	# Told one send every 5 s: the first document's 302 is answered and
+	# its hop waits for the pace; SIGTERM then.  The stop said "0
+	# transfers in flight" while the hop, its 3xx sent, waited.
+	export RFPIPE_TIME_SCALE=1
+	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF'
+	routes:
+	  - {match: "/a/doc-*", endpoint: a, script: [302], location: "/a/file"}
+	  - {match: "/a/file", endpoint: a}
+	EOF
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	printf 'endpoints:\n  a: {rate: 0.2, burst: 0}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	manifest /a 2 a >"$BATS_TEST_TMPDIR/m"
+	mkdir -p "$RD"
+	rfp-fetch --config "$BATS_TEST_TMPDIR/c.yaml" --run-dir "$RD" \
+	    <"$BATS_TEST_TMPDIR/m" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
+	local pid=$! i
+	for i in $(seq 1 250); do
+		[ "$(requests_for)" -ge 1 ] && break
+		sleep 0.02
+	done
+	[ "$(requests_for)" -eq 1 ]
+	sleep 0.2
+	kill -TERM "$pid"
+	wait "$pid" || :
+	cat "$BATS_TEST_TMPDIR/err"
+	grep -q "stopped by signal 15 with 1 transfers in flight" "$BATS_TEST_TMPDIR/err"
+	[ "$(requests_for)" -eq 1 ]
+}
+
 @test "fetch: a redirect's next hop that waits longer than the timeout for the pace has a timeout of its own (#18)" {
 	# Told one send every 200 s, timeout 120 s (collapsed): the hop
 	# waits 200 s for its grant, and its answer takes 5 s.  Left with
