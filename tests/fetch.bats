@@ -921,6 +921,9 @@ at_report() {
 	cat "$BATS_TEST_TMPDIR/err"
 	grep -q "stopped by signal 15 with 1 transfers in flight" "$BATS_TEST_TMPDIR/err"
 	[ "$(requests_for)" -eq 1 ]
+	# The one in flight was the parked hop, its 302 answered, not the
+	# first request still on the wire.
+	jq -e -s 'map(select(.t == "req" and .id == "a-1")) | length == 1 and .[0].error == "stopped" and .[0].hops == 1' "$RD/logs/attempts.ndjson"
 }
 
 @test "fetch: a redirect's next hop that waits longer than the timeout for the pace has a timeout of its own (#18)" {

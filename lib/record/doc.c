@@ -328,7 +328,12 @@ doc_authority(const char *url)
 	s[n] = '\0';
 	for (p = s; *p; p++)
 		s[p - s] = (char)tolower((unsigned char)*p);
-	/* The scheme's default port and a root dot name no other server. */
+	/*
+	 * An empty port is the default (RFC 3986, 6.2.3); the scheme's
+	 * default port and a root dot name no other server.
+	 */
+	if (n > 1 && s[n - 1] == ':')
+		s[--n] = '\0';
 	if (strncasecmp(url, "http://", 7) == 0 && n > 3 &&
 	    strcmp(s + n - 3, ":80") == 0)
 		s[n -= 3] = '\0';

@@ -243,7 +243,13 @@ test_names(void)
 	json_decref(r);
 	r = json_pack("{s:s}", "url", "http://h.org.:/a");
 	s = doc_endpoint(r);
-	is_str(s, "h.org.:", "endpoint: no port after the colon, the dot kept");
+	is_str(s, "h.org", "endpoint: an empty port is the default, and the "
+	    "root dot before it goes");
+	free(s);
+	json_decref(r);
+	r = json_pack("{s:s}", "url", "http://[::1]:/a");
+	s = doc_endpoint(r);
+	is_str(s, "[::1]", "endpoint: an empty port after an IPv6 literal");
 	free(s);
 	json_decref(r);
 	r = json_pack("{s:s}", "url", "http://[::1.]:8080/a");
