@@ -872,19 +872,25 @@ at_report() {
 	jq -e '.stopped == 15 and .admitted == 1' "$BATS_TEST_TMPDIR/rep"
 }
 
-@test "fetch: a redirect's next hop still waiting for the pace at the deadline is cut, unsent (#18)" {
-	# Told 1/s: the first document's hop to the same portal waits a
-	# second for its grant, and the deadline comes at 0.7 s.  (Under
-	# make check's sanitizers, the hop's transfer is freed too.)
-	export RFPIPE_TIME_SCALE=1
+# hop_portal RATE: the mock, /a/doc-* answering 302 to /a/file on the same
+# endpoint a; c.yaml telling a a strict RATE; m, two documents of /a.
+hop_portal() {
 	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF'
 	routes:
 	  - {match: "/a/doc-*", endpoint: a, script: [302], location: "/a/file"}
 	  - {match: "/a/file", endpoint: a}
 	EOF
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
-	printf 'endpoints:\n  a: {rate: 1, burst: 0}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	printf 'endpoints:\n  a: {rate: %s, burst: 0}\n' "$1" >"$BATS_TEST_TMPDIR/c.yaml"
 	manifest /a 2 a >"$BATS_TEST_TMPDIR/m"
+}
+
+@test "fetch: a redirect's next hop still waiting for the pace at the deadline is cut, unsent (#18)" {
+	# Told 1/s: the first document's hop to the same portal waits a
+	# second for its grant, and the deadline comes at 0.7 s.  (Under
+	# make check's sanitizers, the hop's transfer is freed too.)
+	export RFPIPE_TIME_SCALE=1
+	hop_portal 1
 	run -4 timeout 30 "$ROOT/pipeline.sh" -q --config "$BATS_TEST_TMPDIR/c.yaml" --deadline +700ms \
 	    --run-dir "$RD" "$BATS_TEST_TMPDIR/m"
 	jq -e -s 'map(select(.id == "a-1"))[0] | .dead_reason == "deadline_cut" and .dead_detail == "its redirect not followed by the deadline"' "$RD/dead.ndjson"
@@ -898,14 +904,7 @@ at_report() {
 	# its hop waits for the pace; SIGTERM then.  The stop said "0
 	# transfers in flight" while the hop, its 3xx sent, waited.
 	export RFPIPE_TIME_SCALE=1
-	cat >"$BATS_TEST_TMPDIR/s.yaml" <<-'EOF'
-	routes:
-	  - {match: "/a/doc-*", endpoint: a, script: [302], location: "/a/file"}
-	  - {match: "/a/file", endpoint: a}
-	EOF
-	mock_start "$BATS_TEST_TMPDIR/s.yaml"
-	printf 'endpoints:\n  a: {rate: 0.2, burst: 0}\n' >"$BATS_TEST_TMPDIR/c.yaml"
-	manifest /a 2 a >"$BATS_TEST_TMPDIR/m"
+	hop_portal 0.2
 	mkdir -p "$RD"
 	rfp-fetch --config "$BATS_TEST_TMPDIR/c.yaml" --run-dir "$RD" \
 	    <"$BATS_TEST_TMPDIR/m" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &

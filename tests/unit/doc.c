@@ -203,6 +203,18 @@ test_check(void)
 	}
 }
 
+/* The endpoint of a record with only url: want, as what says. */
+static void
+endpoint_is(const char *url, const char *want, const char *what)
+{
+	json_t *r = json_pack("{s:s}", "url", url);
+	char *s = doc_endpoint(r);
+
+	is_str(s, want, what);
+	free(s);
+	json_decref(r);
+}
+
 static void
 test_names(void)
 {
@@ -220,48 +232,23 @@ test_names(void)
 	is_str(s, "NIH", "endpoint: the endpoint field wins");
 	free(s);
 	json_decref(r);
-	r = json_pack("{s:s}", "url", "https://h.org?x=1");
-	s = doc_endpoint(r);
-	is_str(s, "h.org", "endpoint: stops at ?");
-	free(s);
-	json_decref(r);
+	endpoint_is("https://h.org?x=1", "h.org", "endpoint: stops at ?");
 	/* One server, one key: its limits are not doubled by a spelling. */
-	r = json_pack("{s:s}", "url", "http://H.org:80/a");
-	s = doc_endpoint(r);
-	is_str(s, "h.org", "endpoint: http's default port is dropped");
-	free(s);
-	json_decref(r);
-	r = json_pack("{s:s}", "url", "HTTPS://h.org.:443/a");
-	s = doc_endpoint(r);
-	is_str(s, "h.org", "endpoint: https's default port and a root dot");
-	free(s);
-	json_decref(r);
-	r = json_pack("{s:s}", "url", "http://h.org.:8080/a");
-	s = doc_endpoint(r);
-	is_str(s, "h.org:8080", "endpoint: a root dot before a port");
-	free(s);
-	json_decref(r);
-	r = json_pack("{s:s}", "url", "http://h.org.:/a");
-	s = doc_endpoint(r);
-	is_str(s, "h.org", "endpoint: an empty port is the default, and the "
-	    "root dot before it goes");
-	free(s);
-	json_decref(r);
-	r = json_pack("{s:s}", "url", "http://[::1]:/a");
-	s = doc_endpoint(r);
-	is_str(s, "[::1]", "endpoint: an empty port after an IPv6 literal");
-	free(s);
-	json_decref(r);
-	r = json_pack("{s:s}", "url", "http://[::1.]:8080/a");
-	s = doc_endpoint(r);
-	is_str(s, "[::1.]:8080", "endpoint: no dot dropped inside brackets");
-	free(s);
-	json_decref(r);
-	r = json_pack("{s:s}", "url", "https://[::1]:80/a");
-	s = doc_endpoint(r);
-	is_str(s, "[::1]:80", "endpoint: another scheme's default is a port");
-	free(s);
-	json_decref(r);
+	endpoint_is("http://H.org:80/a", "h.org",
+	    "endpoint: http's default port is dropped");
+	endpoint_is("HTTPS://h.org.:443/a", "h.org",
+	    "endpoint: https's default port and a root dot");
+	endpoint_is("http://h.org.:8080/a", "h.org:8080",
+	    "endpoint: a root dot before a port");
+	endpoint_is("http://h.org.:/a", "h.org",
+	    "endpoint: an empty port is the default, and the root dot "
+	    "before it goes");
+	endpoint_is("http://[::1]:/a", "[::1]",
+	    "endpoint: an empty port after an IPv6 literal");
+	endpoint_is("http://[::1.]:8080/a", "[::1.]:8080",
+	    "endpoint: no dot dropped inside brackets");
+	endpoint_is("https://[::1]:80/a", "[::1]:80",
+	    "endpoint: another scheme's default is a port");
 
 	s = doc_safe_name("nih");
 	is_str(s, "nih", "safe_name: a plain name is kept");
