@@ -15,10 +15,10 @@
 #                of 5 runs) and rfp-backoff | rfp-sink, against jq
 #                (records/s, peak RSS)
 #   limiters     only when asked for (--limiters or --only limiters), as it
-#                takes about 13 minutes (--quick: about 3): the limiter
+#                takes about 16 minutes (--quick: about 3): the limiter
 #                matrix of bench/scenarios/limiters/cells.  rfpipe, not told
-#                the rate and told it in rfpipe.yaml, -j 32, against 33
-#                cells: 28 of the mock's limiters (gcra nodelay and delaying,
+#                the rate and told it in rfpipe.yaml, -j 32, against 34
+#                cells: 29 of the mock's limiters (gcra nodelay and delaying,
 #                fixed and sliding windows, a concurrency cap, a daily
 #                quota, a limit that drops mid-run; 429 or 503, with or
 #                without Retry-After; 1 to 100 r/s, bursts 0 to 60) on a
