@@ -861,7 +861,8 @@ check(const json_t *expect, const struct xfer *x)
 		if ((doc = path == NULL ? json_loadb(x->mem ? x->mem : "",
 		    x->mlen, JSON_DECODE_ANY, &je) : files_load(path,
 		    JSON_DECODE_ANY, &je)) == NULL)
-			return xasprintf("json: body is not JSON (%s)", je.text);
+			return xasprintf("json: body is not JSON (%s at "
+			    "column %d)", rec_json_why(&je), je.column);
 		json_decref(doc);
 	}
 	return NULL;

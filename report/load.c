@@ -293,7 +293,8 @@ rep_load(struct rep *r, const char *dir)
 	path = rundir_path(dir, RUNDIR_SUMMARY, NULL);
 	if ((r->summary = files_load(path, 0, &je)) == NULL &&
 	    access(path, F_OK) == 0) {
-		msg_warn("%s: %s", path, je.text);
+		msg_warn("%s: %s at line %d, column %d", path,
+		    rec_json_why(&je), je.line, je.column);
 		rc = -1;
 	}
 	free(path);

@@ -185,6 +185,28 @@ keyed() {
 	jq -s -e '[.[] | .dead_reason] == ["bad_input","bad_input","bad_input"]' "$RUN/dead.ndjson"
 }
 
+@test "admit: a malformed line never quotes a header's value: not on stderr, nor in --check, the dead letter's detail or the report" {
+	mock_start "$FIX/mock/ok.yaml"
+	{
+		printf '{"id":"s1","url":"%s/nih/s1","headers":{"Authorization":"Bearer TOPSECRET1\001"}}\n' "$MOCK_URL"
+		printf '{"id":"s2","url":"%s/nih/s2","headers":{"Authorization":"Bearer TOPSECRET2\\x"}}\n' "$MOCK_URL"
+		printf '{"id":"s3","url":"%s/nih/s3","headers":{"Authorization":"Bearer TOPSECRET3\377"}}\n' "$MOCK_URL"
+		printf '{"id":"s4","url":"%s/nih/s4","headers":{"Authorization":"Bearer TOPSECRET4\n' "$MOCK_URL"
+		printf '{"id":"ok","url":"%s/nih/ok"}\n' "$MOCK_URL"
+	} >"$M"
+	run -2 --separate-stderr pipeline.sh --check "$M"
+	[[ $output$stderr != *TOPSECRET* ]]
+	[ "$(grep -c '^rfp-fetch: line [1-4]: malformed JSON at column [0-9]*: [a-z]' <<<"$stderr")" -eq 4 ]
+	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$M"
+	[[ $output$stderr != *TOPSECRET* ]]
+	[ "$(grep -c '^rfp-fetch: line [1-4]: malformed JSON' <<<"$stderr")" -eq 4 ]
+	jq -s -e '[.[] | .dead_reason] == ["bad_input","bad_input","bad_input","bad_input"]' "$RUN/dead.ndjson"
+	jq -s -e 'all(.dead_detail | test("TOPSECRET") | not)' "$RUN/dead.ndjson"
+	run -0 timeout 60 rfp-report --html "$BATS_TEST_TMPDIR/r.html" "$RUN"
+	! grep -q TOPSECRET "$BATS_TEST_TMPDIR/r.html"
+	[ "$(requests_for /nih/ok)" -eq 1 ]
+}
+
 @test "admit: an id that names a file the stages derive from another id (ID.parsed, ID.parsed.PID) is bad_input at admission, never sent, and --check refuses it" {
 	mock_start "$FIX/mock/submit.yaml"
 	{

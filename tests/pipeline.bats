@@ -724,7 +724,9 @@ mangle() {
 	# Not 3: no document is dead; one is pending, to be run again.
 	PATH=$BATS_TEST_TMPDIR/shim:$PATH run -5 --separate-stderr timeout 60 "$ROOT/pipeline.sh" --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	# Which line it is depends on the order the transfers ended in.
-	[[ $stderr =~ "rfp-classify: line "[1-5]": malformed JSON at column 7: '[' or '{' expected near 'garbage'" ]]
+	[[ $stderr =~ "rfp-classify: line "[1-5]": malformed JSON at column 7: '[' or '{' expected" ]]
+	# The line's text is not quoted back: it may be a header's secret.
+	[[ $stderr != *"near 'garbage'"* ]]
 	[[ $stderr == *"rfp-sink: 1 stray line between the stages (no id; kept in dead.ndjson): 1 document admitted and not filed, pending: run again to take it up"* ]]
 	[[ $stderr == *"stray lines           1  lines between the stages with no id: no document's fate, kept in dead.ndjson"* ]]
 	[[ $stderr == *"check: admitted 5 = succeeded 4 + dead 0 + pending 1 (its record a stray line): ok"* ]]

@@ -422,7 +422,7 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 		rep = files_load(admitted_from, 0, &je);
 		if (!json_is_integer(json_object_get(rep, "admitted"))) {
 			problem(s, "%s: no admitted count (%s)", admitted_from,
-			    rep ? "field \"admitted\" missing" : je.text);
+			    rep ? "field \"admitted\" missing" : rec_json_why(&je));
 			rc = -1;
 		} else
 			admitted = geti(rep, "admitted");

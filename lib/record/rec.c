@@ -202,6 +202,19 @@ rec_next(struct rec_reader *r, char **line, size_t *len, long *lineno)
 	}
 }
 
+const char *
+rec_json_why(json_error_t *je)
+{
+	char *near;
+
+	/* Not jansson's flag, which no one here can set. */
+	if (strstr(je->text, "JSON_ALLOW_NUL") != NULL)
+		return "\\u0000 (a NUL) in a string";
+	if ((near = strstr(je->text, " near ")) != NULL)
+		*near = '\0';
+	return je->text;
+}
+
 json_t *
 rec_parse(const char *line, size_t len, char *err, size_t errlen)
 {
@@ -230,10 +243,8 @@ rec_parse(const char *line, size_t len, char *err, size_t errlen)
 	}
 	v = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
 	if (v == NULL) {
-		/* Not jansson's flag, which no one here can set. */
 		snprintf(err, errlen, "malformed JSON at column %d: %s",
-		    je.column, strstr(je.text, "JSON_ALLOW_NUL") != NULL ?
-		    "\\u0000 (a NUL) in a string" : je.text);
+		    je.column, rec_json_why(&je));
 		return NULL;
 	}
 	if (!json_is_object(v)) {

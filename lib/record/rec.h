@@ -79,6 +79,12 @@ void	rec_reader_free(struct rec_reader *r);
 
 /* Parse a line into an object; NULL and a message in err otherwise. */
 json_t	*rec_parse(const char *line, size_t len, char *err, size_t errlen);
+/*
+ * jansson's reason for text it could not parse, without the "near '...'"
+ * it quotes from the text: a line cut short in a header's value quoted
+ * the secret.  The column says where.  je's text is cut in place.
+ */
+const char *rec_json_why(json_error_t *je);
 /* Write the record text s plus '\n' with one writev(2); 0 or -1 with errno. */
 int	rec_write_line(int fd, const char *s, size_t len);
 /* Write all len bytes of s to fd, through EINTR and short writes; 0 or -1. */

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "lib/state/rundir.h"
+#include "lib/record/rec.h"
 #include "lib/state/files.h"
 #include "lib/base/x.h"
 
@@ -352,7 +353,7 @@ parse(const char *path, int fd, json_t **doc, size_t *len, char *err,
 	if (*len > 0) {
 		*doc = json_loadb(buf, *len, 0, &je);
 		if (*doc == NULL || !json_is_object(*doc)) {
-			files_corrupt(path, *doc ? "not an object" : je.text, err,
+			files_corrupt(path, *doc ? "not an object" : rec_json_why(&je), err,
 			    errlen);
 			json_decref(*doc);
 			*doc = NULL;
