@@ -16,6 +16,7 @@
  *
  * Exit: 0 at EOF, 1 when stdout fails, 2 on a usage error.
  */
+#include <ctype.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -77,17 +78,6 @@ over(const char *ep, int has_status, long status)
 	}
 }
 
-/* Whether raw is delta-seconds, only too long a number to read. */
-static int
-toolong(const char *raw)
-{
-	size_t n;
-
-	raw += strspn(raw, " ");
-	n = strspn(raw, "0123456789");
-	return n > 9 && raw[n + strspn(raw + n, " ")] == '\0';
-}
-
 /*
  * Read the raw Retry-After against the response's date (or response_at),
  * clamping and saying so.
@@ -113,11 +103,9 @@ ra_derive(const char *raw, const char *date, double response_at,
 	if (date == NULL || hdr_date(date, &now) == -1)
 		now = response_at;
 	rc = hdr_retry_after(raw, now, d);
-	if (rc == -1 && toolong(raw)) {
-		rc = 0;
-		*d = RA_MAX + 1;	/* valid, and past any bound */
-	}
-	if (rc == -1 || (now == 0 && *d > 1e6)) {
+	/* A date, and no time to take it from. */
+	if (rc == -1 || (now == 0 && isalpha((unsigned char)raw[strspn(raw,
+	    " ")]))) {
 		msg_line(lineno, "warning: %sbad Retry-After \"%.40s\", using "
 		    "backoff", who, raw);
 		return RA_BAD;

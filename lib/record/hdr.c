@@ -131,18 +131,24 @@ hdr_retry_after(const char *s, double now, double *delay)
 		char buf[32];
 		size_t n = strcspn(s, " ");
 
-		if (n >= sizeof(buf) || s[n + strspn(s + n, " ")] != '\0')
+		if (s[n + strspn(s + n, " ")] != '\0')
+			return -1;
+		if (n > 9 && strspn(s, "0123456789") == n) {
+			*delay = HDR_RA_MAX;
+			return 0;
+		}
+		if (n >= sizeof(buf))
 			return -1;
 		memcpy(buf, s, n);
 		buf[n] = '\0';
 		if (num_long(buf, -999999999L, 999999999L, &v) == -1)
 			return -1;
-		*delay = (double)v;
+		*delay = v > HDR_RA_MAX ? HDR_RA_MAX : (double)v;
 		return 0;
 	}
 	if (hdr_date(s, &t) == -1)
 		return -1;
-	*delay = t - now;
+	*delay = t - now > HDR_RA_MAX ? HDR_RA_MAX : t - now;
 	return 0;
 }
 

@@ -10,7 +10,10 @@ int	hdr_date(const char *s, double *epoch);
 /*
  * Retry-After: delta-seconds, or an HTTP-date taken relative to now.  The
  * result may be negative (a date in the past); 0 or -1 if unparseable.
+ * No wait is longer than HDR_RA_MAX: a date further off, or more digits
+ * than a long holds, is that far (a quota's end, not a bad header).
  */
+#define HDR_RA_MAX	(366 * 86400.0)
 int	hdr_retry_after(const char *s, double now, double *delay);
 
 struct hdr_ratelimit {

@@ -115,6 +115,18 @@ test_retry_after(void)
 	/* A date in the past is a negative delay, for the caller to clamp. */
 	ra_ok("Sun, 06 Nov 1994 08:49:27 GMT", T1994, -10);
 	ra_ok("Sun, 06 Nov 1994 08:49:37 GMT", T1994, 0);
+	/*
+	 * Further off than a year, or more digits than a long reads: a
+	 * quota's end, a year away (the fetch gate held no endpoint for
+	 * 9999999999 while rfp-classify read it as past a day; a date in
+	 * 9999 held one 8,000 years).
+	 */
+	ra_ok("1000000000", 0, HDR_RA_MAX);
+	ra_ok("99999999999999999999", 0, HDR_RA_MAX);
+	ra_ok(" 99999999999999999999999999999999999999 ", 0, HDR_RA_MAX);
+	ra_ok("31622400", 0, HDR_RA_MAX);
+	ra_ok("31622399", 0, 31622399);
+	ra_ok("Fri, 31 Dec 9999 23:59:59 GMT", T1994, HDR_RA_MAX);
 
 	ra_bad(NULL);
 	ra_bad("");
@@ -124,7 +136,8 @@ test_retry_after(void)
 	ra_bad("1 2");
 	ra_bad("+5");
 	ra_bad("0x10");
-	ra_bad("99999999999999999999");
+	ra_bad("-99999999999999999999");
+	ra_bad("99999999999999999999x");
 	ra_bad("Sun, 06 Nov 1994 08:49:47 PST");
 
 	/* delta-seconds is 1*DIGIT: a negative one never means "wait". */
