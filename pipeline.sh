@@ -216,8 +216,14 @@ seed=
 state=
 verbose=
 
+# An empty value is refused as a missing one: --config "$CONF" with CONF
+# unset in a cron line ran every portal with no limits at all.
 need_arg() {
 	[ "$2" -ge 2 ] || bad_usage "option $1: needs a value"
+	[ -n "$3" ] || bad_usage "option $1: needs a value, not an empty one"
+}
+nonempty() {
+	[ -n "${1#*=}" ] || bad_usage "option ${1%%=*}: needs a value, not an empty one"
 }
 
 while [ $# -gt 0 ]; do
@@ -226,33 +232,33 @@ while [ $# -gt 0 ]; do
 	--version) print_version; exit 0 ;;
 	-q|--quiet) quiet=-q ;;
 	-v|--verbose) verbose=-v ;;
-	-j|--jobs) need_arg "$1" $#; jobs_name=$1; jobs=$2; shift ;;
+	-j|--jobs) need_arg "$1" $# "${2-}"; jobs_name=$1; jobs=$2; shift ;;
 	-j*) jobs_name=-j; jobs=${1#-j} ;;
 	--jobs=*) jobs_name=--jobs; jobs=${1#*=} ;;
-	--batch) need_arg "$1" $#; batch=$2; shift ;;
-	--batch=*) batch=${1#*=} ;;
-	--budget) need_arg "$1" $#; budget=$2; shift ;;
-	--budget=*) budget=${1#*=} ;;
+	--batch) need_arg "$1" $# "${2-}"; batch=$2; shift ;;
+	--batch=*) nonempty "$1"; batch=${1#*=} ;;
+	--budget) need_arg "$1" $# "${2-}"; budget=$2; shift ;;
+	--budget=*) nonempty "$1"; budget=${1#*=} ;;
 	--check) check=1 ;;
-	--config) need_arg "$1" $#; config=$2; shift ;;
-	--config=*) config=${1#*=} ;;
-	--deadline) need_arg "$1" $#; deadline=$2; shift ;;
-	--deadline=*) deadline=${1#*=} ;;
-	--lease) need_arg "$1" $#; lease=$2; shift ;;
-	--lease=*) lease=${1#*=} ;;
-	--max-attempts) need_arg "$1" $#; max_attempts=$2; shift ;;
-	--max-attempts=*) max_attempts=${1#*=} ;;
-	--progress) need_arg "$1" $#; progress=$2; shift ;;
+	--config) need_arg "$1" $# "${2-}"; config=$2; shift ;;
+	--config=*) nonempty "$1"; config=${1#*=} ;;
+	--deadline) need_arg "$1" $# "${2-}"; deadline=$2; shift ;;
+	--deadline=*) nonempty "$1"; deadline=${1#*=} ;;
+	--lease) need_arg "$1" $# "${2-}"; lease=$2; shift ;;
+	--lease=*) nonempty "$1"; lease=${1#*=} ;;
+	--max-attempts) need_arg "$1" $# "${2-}"; max_attempts=$2; shift ;;
+	--max-attempts=*) nonempty "$1"; max_attempts=${1#*=} ;;
+	--progress) need_arg "$1" $# "${2-}"; progress=$2; shift ;;
 	--progress=*) progress=${1#*=} ;;
-	--queue) need_arg "$1" $#; queue=$2; shift ;;
-	--queue=*) queue=${1#*=} ;;
+	--queue) need_arg "$1" $# "${2-}"; queue=$2; shift ;;
+	--queue=*) nonempty "$1"; queue=${1#*=} ;;
 	--retry-dead) retry_dead=--retry-dead ;;
-	--run-dir) need_arg "$1" $#; run_dir=$2; shift ;;
-	--run-dir=*) run_dir=${1#*=} ;;
-	--seed) need_arg "$1" $#; seed=$2; shift ;;
-	--seed=*) seed=${1#*=} ;;
-	--state) need_arg "$1" $#; state=$2; shift ;;
-	--state=*) state=${1#*=} ;;
+	--run-dir) need_arg "$1" $# "${2-}"; run_dir=$2; shift ;;
+	--run-dir=*) nonempty "$1"; run_dir=${1#*=} ;;
+	--seed) need_arg "$1" $# "${2-}"; seed=$2; shift ;;
+	--seed=*) nonempty "$1"; seed=${1#*=} ;;
+	--state) need_arg "$1" $# "${2-}"; state=$2; shift ;;
+	--state=*) nonempty "$1"; state=${1#*=} ;;
 	--) shift; break ;;
 	-*) bad_usage "unknown option \"$1\"" ;;
 	*) break ;;

@@ -190,6 +190,22 @@ EOF
 	[ "$had" -eq 1 ] || [ ! -e /state ]
 }
 
+@test "options: an empty value of any rfpipe option is refused naming it, exit 2, nothing run (--config \"\$CONF\" with CONF unset ran with no limits)" {
+	mkdir "$BATS_TEST_TMPDIR/w" && cd "$BATS_TEST_TMPDIR/w"
+	printf '{"id":"a","url":"http://127.0.0.1:1/a"}\n' >m
+	local o
+	for o in batch budget config deadline lease max-attempts queue seed state; do
+		run -2 --separate-stderr pipeline.sh "--$o" '' m
+		[ "${stderr_lines[0]}" = "rfpipe: option --$o: needs a value, not an empty one" ] || fail "--$o '': $stderr"
+		run -2 --separate-stderr pipeline.sh "--$o=" m
+		[ "${stderr_lines[0]}" = "rfpipe: option --$o: needs a value, not an empty one" ] || fail "--$o=: $stderr"
+	done
+	run -2 --separate-stderr pipeline.sh -j '' m
+	[ "${stderr_lines[0]}" = "rfpipe: option -j: needs a value, not an empty one" ]
+	# Nothing started: no run directory.
+	[ "$(ls -A)" = m ]
+}
+
 @test "options: the unknown letter of a cluster is the one named" {
 	run -2 --separate-stderr rfp-sink -qz
 	[ "${stderr_lines[0]}" = 'rfp-sink: unknown option "-z"' ]
