@@ -308,9 +308,14 @@ dead_count() {
 	{ manifest /ok 4 ok; manifest /glacial 6 glacial; } >"$BATS_TEST_TMPDIR/m"
 	# Transfers would time out after 10 scaled minutes: only the deadline cuts them.
 	printf 'timeout: 10m\nconcurrency: 8\nendpoints:\n  glacial: {concurrency: 3}\n' >"$BATS_TEST_TMPDIR/c.yaml"
-	run -4 pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" --deadline +3s "$BATS_TEST_TMPDIR/m"
+	run -4 --separate-stderr pipeline.sh --progress none --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" --deadline +3s "$BATS_TEST_TMPDIR/m"
 	jq -c '{id, dead_reason, dead_detail}' "$RUN/dead.ndjson"
 	[ "$(dead_count "$RUN" deadline_cut)" -eq 6 ]
+	# The table counts each document once: a cut is not dead-lettered too.
+	grep -Fx '  dead-lettered         0' <<<"$stderr"
+	grep -Fx '  cut (deadline)        6' <<<"$stderr"
+	! grep -F '    deadline_cut' <<<"$stderr"
+	grep -Fx '  check: admitted 10 = succeeded 4 + dead 0 + cut 6: ok' <<<"$stderr"
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 4 ]
 	jq -e '.reconciled == true and .run.dead_by_reason.deadline_cut == 6' "$RUN/summary.json"
 	# Three were on the wire and were cut; three never started.  What the
