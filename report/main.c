@@ -219,11 +219,15 @@ int
 main(int argc, char *argv[])
 {
 	struct rep r;
+	struct stat st;
 	int rc = 0;
 
 	msg_init(PROG);
 	options(argc, argv);
 	/* Not a run directory at all: nothing to report, not a report of 0. */
+	if (stat(argv[optind], &st) == 0 && !S_ISDIR(st.st_mode))
+		msg_die(1, "%s: not a directory: give the run directory "
+		    "(--run-dir), not a file in it", argv[optind]);
 	if (access(argv[optind], R_OK | X_OK) == -1)
 		msg_diesys(1, "open %s", argv[optind]);
 	if (!is_run_dir(argv[optind]))

@@ -181,6 +181,10 @@ YAML
 	[ -z "$(ls -A "$BATS_TEST_TMPDIR/empty")" ]
 	[ ! -e "$BATS_TEST_TMPDIR/e.prom" ]
 	run -1 timeout 30 rfp-report /etc
+	# A file in it named instead, as a tired admin does: said as such,
+	# not "Permission denied".
+	run -1 --separate-stderr timeout 30 rfp-report "$RUN/summary.json"
+	[ "$stderr" = "rfp-report: $RUN/summary.json: not a directory: give the run directory (--run-dir), not a file in it" ]
 }
 
 @test "report: --metrics writes the Prometheus text format, each sample name{labels} value" {
