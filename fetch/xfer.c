@@ -25,6 +25,13 @@
 #include "lib/base/x.h"
 #include "fetch/fetch.h"
 
+/*
+ * libcurl's words for an answer whose header line is over its 100 KB
+ * (CURL_MAX_HTTP_HEADER), with nothing in its error buffer to tell it
+ * from the rare true case.
+ */
+#define OOM_DETAIL	"a response header over libcurl's 100 KB, or out of memory"
+
 static const char *attempt_fields[] = { "status", "error", "error_detail",
 	"retry_after", "retry_after_s", "retry_after_clamped", "date",
 	"ratelimit", "sent", "elapsed_ms", "response_at", "body_path",
@@ -898,6 +905,7 @@ xfer_finish(struct xfer *x, CURLcode cc)
 		json_object_set_new(rec, "error_detail", json_string(cc ==
 		    CURLE_OK && x->wr_err != 0 ? strerror(x->wr_err) :
 		    x->resent ? "connection closed with no answer" :
+		    cc == CURLE_OUT_OF_MEMORY ? OOM_DETAIL :
 		    curl_easy_strerror(cc)));
 	json_object_set_new(rec, "elapsed_ms", json_integer((long)((now -
 	    x->t0) * 1000)));

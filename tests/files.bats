@@ -405,6 +405,16 @@ raw_server() {
 	done
 }
 
+@test "files: fetch: a response header over libcurl's 100 KB is said to be one, not only \"Out of memory\"" {
+	raw_server "HTTP/1.1 200 OK\\r\\nX-Big: $(head -c 120000 /dev/zero | tr '\0' a)\\r\\nContent-Length: 0\\r\\n\\r\\n"
+	run --separate-stderr timeout 20 rfp-fetch <<<"{\"id\":\"x\",\"url\":\"http://127.0.0.1:$RAW_PORT/x\"}"
+	kill "$RAW_PID"
+	wait "$RAW_PID" 2>/dev/null || true
+	assert_success
+	jq -c '{error, error_detail}' <<<"$output"
+	check x '.status == null and .error == "protocol" and (.error_detail | startswith("a response header over"))'
+}
+
 @test "files: sink: a file size limit fails loudly and leaves no torn line (#24)" {
 	mkdir -p "$RD"
 	for i in $(seq 1 400); do
