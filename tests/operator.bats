@@ -698,6 +698,25 @@ mistake() {
 	[ "$stderr" = "${want/rfp-backoff/rfp-fetch}" ]
 }
 
+@test "operator: a configured rate under one a day is refused naming the key, exit 2, nothing made (1e-300 ran until killed)" {
+	printf '{"id":"a","url":"http://127.0.0.1:1/a","endpoint":"nih"}\n' >"$M"
+	c=$BATS_TEST_TMPDIR/c.yaml
+	local r
+	for r in 1e-300 0.00001; do
+		printf 'endpoints:\n  nih: {rate: %s}\n' "$r" >"$c"
+		mistake --config "$c" "$M"
+		[ "$stderr" = "rfp-backoff: $c:2: key \"rate\": out of range: 0 (none), or from one a day (0.0000116) to 1e6" ]
+		printf 'rate: %s\n' "$r" >"$c"
+		run -2 --separate-stderr rfp-fetch --config "$c" </dev/null
+		[ "$stderr" = "rfp-fetch: $c:1: key \"rate\": out of range: 0 (none), or from one a day (0.0000116) to 1e6" ]
+	done
+	# One a day, and none, are rates.
+	for r in 0 0.0000116; do
+		printf 'endpoints:\n  nih: {rate: %s}\n' "$r" >"$c"
+		run -0 --separate-stderr pipeline.sh --check --config "$c" "$M"
+	done
+}
+
 @test "operator: -j abc is reported as -j before the run directory is made" {
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 3 nih >"$M"

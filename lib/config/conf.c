@@ -14,11 +14,12 @@
 #include "lib/base/num.h"
 #include "lib/base/x.h"
 
-enum kind { K_LONG, K_DOUBLE, K_DUR, K_BOOL, K_STR, K_BUDGET, K_ONOPEN,
+enum kind { K_LONG, K_DOUBLE, K_RATE, K_DUR, K_BOOL, K_STR, K_BUDGET, K_ONOPEN,
 	K_BREAKER, K_ENDPOINTS, K_SEED, K_PARSE, K_ARGV, K_TRANSIENT,
 	K_PERMANENT, K_ORIGINS, K_DEADLINE };
 
 #define ARGV_MAX	256	/* words of a parse command */
+#define RATE_LEAST	(1 / 86400.0)	/* a told rate's least: one a day */
 
 struct key {
 	const char	*name;
@@ -52,7 +53,7 @@ static const struct key top[] = {
 	{ "on_open", K_ONOPEN, C(on_open_dead), 0, 0 },
 	{ "parse", K_PARSE, C(defaults.parse), 0, 0 },
 	{ "permanent", K_PERMANENT, C(defaults.status_class), 0, 0 },
-	{ "rate", K_DOUBLE, C(defaults.rate), 0, 1e6 },
+	{ "rate", K_RATE, C(defaults.rate), 0, 1e6 },
 	{ "seed", K_SEED, C(seed), 0, 0 },
 	{ "state", K_STR, C(state), 0, 0 },
 	{ "timeout", K_DUR, C(timeout), 0.001, 86400 },
@@ -68,7 +69,7 @@ static const struct key ep_keys[] = {
 	{ "idempotency_keys", K_BOOL, E(idempotency_keys), 0, 0 },
 	{ "parse", K_PARSE, E(parse), 0, 0 },
 	{ "permanent", K_PERMANENT, E(status_class), 0, 0 },
-	{ "rate", K_DOUBLE, E(rate), 0, 1e6 },
+	{ "rate", K_RATE, E(rate), 0, 1e6 },
 	{ "transient", K_TRANSIENT, E(status_class), 0, 0 },
 	{ NULL, 0, 0, 0, 0 }
 };
@@ -414,6 +415,7 @@ one(struct ctx *x, const struct key *k, const char *path, json_t *v,
 		*(unsigned long *)p = (unsigned long)json_integer_value(v);
 		return 0;
 	case K_DOUBLE:
+	case K_RATE:
 	case K_DUR:
 		if (json_is_number(v))
 			d = json_number_value(v);
@@ -426,6 +428,13 @@ one(struct ctx *x, const struct key *k, const char *path, json_t *v,
 			    "expected a number");
 		if (d < k->min || d > k->max)
 			return bad(x, path, "out of range");
+		/*
+		 * 0 is none; a rate under one a day is a slip (1e-300 ran,
+		 * with no deadline, until it was killed).
+		 */
+		if (k->kind == K_RATE && d > 0 && d < RATE_LEAST)
+			return bad(x, path, "out of range: 0 (none), or from "
+			    "one a day (0.0000116) to 1e6");
 		*(double *)p = d;
 		return 0;
 	case K_BOOL:
