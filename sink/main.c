@@ -213,7 +213,7 @@ open_fifo(const char *path)
 
 	while ((fd = files_open(path, O_WRONLY | O_NONBLOCK, 0)) == -1) {
 		if (errno != ENXIO || clk_mono() - t0 > 10)
-			msg_diesys(1, "open %s", path);
+			msg_die(1, "open %s: %s", path, files_why(errno));
 		if (opts.fetch_ended != NULL &&
 		    access(opts.fetch_ended, F_OK) == 0) {
 			if (!FETCH_FAILED(fetch_status()))
@@ -540,7 +540,7 @@ open_out(enum rundir_file f)
 
 	fd = files_open(path, O_RDWR | O_APPEND | O_CREAT, 0600);
 	if (fd == -1)
-		msg_diesys(1, "open %s", path);
+		msg_die(1, "open %s: %s", path, files_why(errno));
 	/*
 	 * A line torn by an earlier run (a crash, a full disk) that
 	 * cut_torn could not cut is ended here, so this run's first record
@@ -578,7 +578,8 @@ cut_torn(void)
 			path = rundir_path(opts.run_dir, f[i], NULL);
 			if ((fd = files_open(path, O_RDWR, 0)) == -1) {
 				if (errno != ENOENT)
-					msg_diesys(1, "open %s", path);
+					msg_die(1, "open %s: %s", path,
+					    files_why(errno));
 				free(path);
 				continue;
 			}

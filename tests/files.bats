@@ -145,15 +145,15 @@ as_other() {
 	echo precious >"$BATS_TEST_TMPDIR/target"
 	ln -s "$BATS_TEST_TMPDIR/target" "$RD/results.ndjson"
 	run --separate-stderr timeout 20 rfpipe --run-dir "$RD" -q "$M"
-	[ "$status" -eq 1 ]
-	[[ "$stderr" == *"open $RD/results.ndjson: Too many levels of symbolic links"* ]]
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"$RD/results.ndjson: a symbolic link (the run directory's files are never followed: put the file itself there)"* ]]
 	[ "$(cat "$BATS_TEST_TMPDIR/target")" = precious ]
 	rm "$RD/results.ndjson"
 	ln -s "$BATS_TEST_TMPDIR/target" "$RD/state/ledger.ndjson"
 	printf '{"id":"s1","url":"%s/nih/s1","method":"POST","body":{}}\n' "$MOCK_URL" >"$M"
 	run --separate-stderr timeout 20 rfp-fetch --run-dir "$RD" <"$M"
 	[ "$status" -eq 1 ]
-	[[ "$stderr" == *"open $RD/state/ledger.ndjson: Too many levels of symbolic links"* ]]
+	[[ "$stderr" == *"open $RD/state/ledger.ndjson: a symbolic link (the run directory's files are never followed"* ]]
 	[ "$(cat "$BATS_TEST_TMPDIR/target")" = precious ]
 	rm "$RD/state/ledger.ndjson"
 	ln -s "$BATS_TEST_TMPDIR/target" "$RD/summary.json"
@@ -176,6 +176,28 @@ as_other() {
 		[ "$status" -eq 2 ]
 		[ "${#stderr_lines[@]}" -eq 1 ]
 		[[ "$stderr" == *"run directory $RD/$d: not a directory" ]]
+	done
+	[ "$(requests_for)" -eq 0 ]
+}
+
+@test "files: a symbolic link for state/, results.ndjson or dead.ndjson is refused as one before any stage starts, exit 2, one line, nothing sent" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 2 >"$M"
+	local f want
+	for f in state results.ndjson dead.ndjson; do
+		rm -rf "$RD" "$BATS_TEST_TMPDIR/real"
+		mkdir -p "$RD/state" "$BATS_TEST_TMPDIR/real"
+		if [ "$f" = state ]; then
+			rmdir "$RD/state"
+			want="run directory $RD/state: a symbolic link, never followed (put the directory itself there)"
+		else
+			want="$RD/$f: a symbolic link (the run directory's files are never followed: put the file itself there)"
+		fi
+		ln -s "$BATS_TEST_TMPDIR/real" "$RD/$f"
+		run --separate-stderr timeout 20 rfpipe -q --run-dir "$RD" "$M"
+		[ "$status" -eq 2 ] || fail "$f: $status: $stderr"
+		[ "${#stderr_lines[@]}" -eq 1 ] || fail "$f: $stderr"
+		[[ "$stderr" == *": $want" ]] || fail "$f: $stderr"
 	done
 	[ "$(requests_for)" -eq 0 ]
 }

@@ -213,7 +213,7 @@ filed_read(struct filed *f, filed_skip_fn *skip, void *arg, char *err,
 		if (read_file(f, i, skip, arg) == -1) {
 			snprintf(err, errlen, "%s %s: %s", f->file[i].fd == -1 ?
 			    "open" : "read", f->file[i].path, errno == EINVAL ?
-			    "not a regular file" : strerror(errno));
+			    "not a regular file" : files_why(errno));
 			return -1;
 		}
 	return 0;

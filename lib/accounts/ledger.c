@@ -258,7 +258,7 @@ ledger_open(const char *rundir, const char *path, char *err, size_t errlen)
 	    rundir_path(rundir, RUNDIR_LEDGER, NULL);
 	l->fd = files_open(l->path, O_RDWR | O_APPEND | O_CREAT, 0600);
 	if (l->fd == -1)
-		snprintf(err, errlen, "open %s: %s", l->path, strerror(errno));
+		snprintf(err, errlen, "open %s: %s", l->path, files_why(errno));
 	/* Vetted again as opened: what rfp-fetch checked may have moved. */
 	else if (files_vet("ledger", l->path, l->fd, err, errlen) == -1 ||
 	    first_entry(l->fd, l->path, err, errlen) == -1) {

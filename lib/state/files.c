@@ -27,6 +27,13 @@ files_open(const char *path, int flags, mode_t mode)
 	return open(path, flags | O_NOFOLLOW | O_CLOEXEC, mode);
 }
 
+const char *
+files_why(int e)
+{
+	return e == ELOOP ? "a symbolic link (the run directory's files are "
+	    "never followed: put the file itself there)" : strerror(e);
+}
+
 int
 files_open_read(const char *path)
 {
@@ -107,8 +114,9 @@ mkdir_ours(const char *path, int follow, char *err, size_t errlen)
 		return -1;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "run directory %s: not a directory",
-		    path);
+		snprintf(err, errlen, "run directory %s: %s", path,
+		    S_ISLNK(st.st_mode) ? "a symbolic link, never followed "
+		    "(put the directory itself there)" : "not a directory");
 		errno = ENOTDIR;
 		return -1;
 	}
@@ -609,12 +617,29 @@ files_check_state(const char *rundir, files_valid_fn *valid, char *err,
     size_t errlen)
 {
 	static const char *kinds[] = { "rate", "breaker" };
+	static const enum rundir_file filed[] = { RUNDIR_RESULTS, RUNDIR_DEAD };
 	struct dirent *de;
+	struct stat st;
 	char *path, *dir;
 	size_t i, n;
 	DIR *d;
-	int rc;
+	int rc = 0;
 
+	/*
+	 * The two files a run appends to, never followed: a link there
+	 * stopped rfp-fetch and rfp-sink each, mid-start, exit 1.
+	 */
+	for (i = 0; rc == 0 && i < sizeof(filed) / sizeof(filed[0]); i++) {
+		path = rundir_path(rundir, filed[i], NULL);
+		if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+			snprintf(err, errlen, "%s: %s", path, S_ISLNK(st.st_mode) ?
+			    files_why(ELOOP) : "not a regular file");
+			rc = -1;
+		}
+		free(path);
+	}
+	if (rc != 0)
+		return rc;
 	path = rundir_state(rundir, "budget", NULL);
 	rc = check_one(path, "budget", NULL, err, errlen);
 	free(path);

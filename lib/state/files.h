@@ -55,6 +55,12 @@ int	files_mkdir(const char *path, char *err, size_t errlen);
  */
 int	files_open(const char *path, int flags, mode_t mode);
 /*
+ * What errno e says of a run directory's file files_open (or
+ * files_open_read) failed on: ELOOP is a symbolic link there, never
+ * followed, not "Too many levels of symbolic links".
+ */
+const char *files_why(int e);
+/*
  * Open path to read, as files_open: a regular file only (a FIFO or a
  * device is -1 with errno EINVAL, never waited on).
  */
