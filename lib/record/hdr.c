@@ -129,13 +129,20 @@ hdr_retry_after(const char *s, double now, double *delay)
 		s++;
 	if (isdigit((unsigned char)*s) || *s == '-') {
 		char buf[32];
-		size_t n = strcspn(s, " ");
+		size_t n = strcspn(s, " "), z;
 
 		if (s[n + strspn(s + n, " ")] != '\0')
 			return -1;
-		if (n > 9 && strspn(s, "0123456789") == n) {
-			*delay = HDR_RA_MAX;
-			return 0;
+		/* Leading zeros read as nothing: 0000000000001 is 1 s. */
+		if (strspn(s, "0123456789") == n) {
+			z = strspn(s, "0");
+			z = z == n ? n - 1 : z;
+			s += z;
+			n -= z;
+			if (n > 9) {
+				*delay = HDR_RA_MAX;
+				return 0;
+			}
 		}
 		if (n >= sizeof(buf))
 			return -1;
