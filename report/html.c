@@ -120,7 +120,9 @@ summary(const struct rep *r, FILE *f)
 	fprintf(f, "<section id=\"summary\">\n<h2>Summary</h2>\n"
 	    "<table class=\"figs\">\n");
 	fig(f, "succeeded", "succeeded", r->succeeded);
-	fig(f, "dead", "dead-lettered", r->dead);
+	/* Cuts apart from the dead, as rfp-sink's table has them. */
+	fig(f, "dead", "dead-lettered", r->dead - rep_cut(r->all));
+	fig(f, "cut", "cut by the deadline", rep_cut(r->all));
 	fig(f, "pending", "pending", (long)json_array_size(r->pending));
 	if (r->stray > 0)
 		fig(f, "stray", "stray lines (no document's)", r->stray);
@@ -143,6 +145,8 @@ reconciliation(const struct rep *r, FILE *f)
 	const json_t *ok = json_object_get(s, "reconciled");
 	const char *v = json_is_true(ok) ? "true" : json_is_false(ok) ?
 	    "false" : "unknown";
+	long cut = geti(json_object_get(run, "dead_by_reason"),
+	    fate_reason(FATE_DEADLINE_CUT));
 
 	fprintf(f, "<section id=\"reconciliation\" data-reconciled=\"%s\"", v);
 	if (json_is_integer(json_object_get(s, "admitted")))
@@ -153,7 +157,9 @@ reconciliation(const struct rep *r, FILE *f)
 	if (json_is_integer(json_object_get(s, "admitted"))) {
 		fprintf(f, "<p>The last pipeline admitted %ld = succeeded %ld "
 		    "+ dead %ld", geti(s, "admitted"), geti(run, "succeeded"),
-		    geti(run, "dead"));
+		    geti(run, "dead") - cut);
+		if (cut > 0)
+			fprintf(f, " + cut %ld", cut);
 		if (json_is_true(json_object_get(s, "interrupted")))
 			fprintf(f, " + pending %ld (it was interrupted)",
 			    geti(s, "pending"));

@@ -51,10 +51,17 @@ last_check(const json_t *s, FILE *f)
 	const json_t *run = json_object_get(s, "run");
 	const json_t *ok = json_object_get(s, "reconciled");
 
+	long cut = geti(json_object_get(run, "dead_by_reason"),
+	    fate_reason(FATE_DEADLINE_CUT));
+
 	if (!json_is_integer(json_object_get(s, "admitted")))
 		return;
+	/* Cuts apart from the dead, as rfp-sink's table has them. */
 	fprintf(f, "  last run: admitted %ld = succeeded %ld + dead %ld",
-	    geti(s, "admitted"), geti(run, "succeeded"), geti(run, "dead"));
+	    geti(s, "admitted"), geti(run, "succeeded"), geti(run, "dead") -
+	    cut);
+	if (cut > 0)
+		fprintf(f, " + cut %ld", cut);
 	if (json_is_true(json_object_get(s, "interrupted")) ||
 	    geti(s, "pending") > 0)
 		fprintf(f, " + pending %ld", geti(s, "pending"));
@@ -73,11 +80,13 @@ rep_text(const struct rep *r, FILE *f)
 
 	fprintf(f, "rfp-report: %s\n", shown(r->dir, b, sizeof(b)));
 	fprintf(f, "  succeeded       %7ld\n", r->succeeded);
-	fprintf(f, "  dead-lettered   %7ld\n", r->dead);
+	fprintf(f, "  dead-lettered   %7ld\n", r->dead - rep_cut(r->all));
 	for (k = 0; k < FATE_NREASONS; k++)
-		if (summ_count(r->all, fate_reason(k)) > 0)
+		if (k != FATE_DEADLINE_CUT && summ_count(r->all,
+		    fate_reason(k)) > 0)
 			fprintf(f, "    %-16s%5ld\n", fate_reason(k),
 			    summ_count(r->all, fate_reason(k)));
+	fprintf(f, "  cut (deadline)  %7ld\n", rep_cut(r->all));
 	fprintf(f, "  pending         %7zu\n", json_array_size(r->pending));
 	if (r->stray > 0)
 		fprintf(f, "  stray lines     %7ld  lines between the stages with "
@@ -90,13 +99,14 @@ rep_text(const struct rep *r, FILE *f)
 		fprintf(f, "  no attempt log\n");
 	last_check(r->summary, f);
 	if (r->eps != NULL)
-		fprintf(f, "  %-24s %6s %6s %8s %6s  %s\n", "endpoint", "ok",
-		    "dead", "requests", "429s", "top errors");
+		fprintf(f, "  %-24s %6s %6s %6s %8s %6s  %s\n", "endpoint",
+		    "ok", "dead", "cut", "requests", "429s", "top errors");
 	for (e = r->eps; e != NULL; e = e->next) {
-		fprintf(f, "  %-24.24s %6ld %6ld %8ld %6ld ",
+		fprintf(f, "  %-24.24s %6ld %6ld %6ld %8ld %6ld ",
 		    shown(e->name, b, sizeof(b)),
 		    summ_count(e->summ, "succeeded"), summ_count(e->summ,
-		    "dead"), e->reqs, e->http_429);
+		    "dead") - rep_cut(e->summ), rep_cut(e->summ), e->reqs,
+		    e->http_429);
 		top = rep_top_errors(e);
 		json_array_foreach(top, i, p) {
 			if (i == TOP_SHOWN)

@@ -341,14 +341,21 @@ progress_text(char *buf, size_t len, double now)
 	long ok = summ_count(opts.run, "succeeded");
 	long dead = summ_count(opts.run, "dead");
 	long filed = ok + dead, pending;
+	long cut = summ_count(opts.run, fate_reason(FATE_DEADLINE_CUT));
 	double el = now - opts.p_start;
 	/* Over less than a second a rate means little: assume a second. */
 	double rate = filed / (el > 1 ? el : 1);
-	char eta[32];
+	char eta[32], cuts[32];
 
+	/* Cuts apart from the dead, as the table has them. */
+	dead -= cut;
+	if (cut > 0)
+		snprintf(cuts, sizeof(cuts), ", cut %ld", cut);
+	else
+		cuts[0] = '\0';
 	if (opts.total < 0) {
-		snprintf(buf, len, "progress: %ld done, ok %ld, dead %ld, "
-		    "%.1f/s", filed, ok, dead, rate);
+		snprintf(buf, len, "progress: %ld done, ok %ld, dead %ld%s, "
+		    "%.1f/s", filed, ok, dead, cuts, rate);
 		return;
 	}
 	/* A resumed run files fewer than it was told to expect. */
@@ -359,8 +366,8 @@ progress_text(char *buf, size_t len, double now)
 		fmt_eta(eta, sizeof(eta), pending / rate);
 	else
 		snprintf(eta, sizeof(eta), "unknown");
-	snprintf(buf, len, "progress: %ld/%ld done, ok %ld, dead %ld, "
-	    "pending %ld, %.1f/s, eta %s", filed, opts.total, ok, dead,
+	snprintf(buf, len, "progress: %ld/%ld done, ok %ld, dead %ld%s, "
+	    "pending %ld, %.1f/s, eta %s", filed, opts.total, ok, dead, cuts,
 	    pending, rate, eta);
 }
 

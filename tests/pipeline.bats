@@ -316,6 +316,16 @@ dead_count() {
 	grep -Fx '  cut (deadline)        6' <<<"$stderr"
 	! grep -F '    deadline_cut' <<<"$stderr"
 	grep -Fx '  check: admitted 10 = succeeded 4 + dead 0 + cut 6: ok' <<<"$stderr"
+	grep -Eq '^  glacial +0 +0 +6  ' <<<"$stderr"
+	# rfp-report counts them alike, in its text and its page.
+	run -0 --separate-stderr rfp-report --html "$BATS_TEST_TMPDIR/r.html" "$RUN"
+	grep -Fx '  dead-lettered         0' <<<"$output"
+	grep -Fx '  cut (deadline)        6' <<<"$output"
+	grep -Fx '  last run: admitted 10 = succeeded 4 + dead 0 + cut 6: ok' <<<"$output"
+	grep -Eq '^  glacial +0 +0 +6 +[0-9]+ ' <<<"$output"
+	grep -qF 'id="n-dead" data-n="0"' "$BATS_TEST_TMPDIR/r.html"
+	grep -qF 'id="n-cut" data-n="6"' "$BATS_TEST_TMPDIR/r.html"
+	grep -qF 'admitted 10 = succeeded 4 + dead 0 + cut 6' "$BATS_TEST_TMPDIR/r.html"
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 4 ]
 	jq -e '.reconciled == true and .run.dead_by_reason.deadline_cut == 6' "$RUN/summary.json"
 	# Three were on the wire and were cut; three never started.  What the

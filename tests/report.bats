@@ -156,7 +156,7 @@ YAML
 	assert_line --regexp '^  pending +2$'
 	assert_line "  requests 21, retries 7, 429s 3, breaker openings 0"
 	assert_line "  last run: admitted 12 = succeeded 11 + dead 1: ok"
-	assert_line --regexp '^  p +11 +1 +21 +3  http_503 4, http_429 3, http_404 1$'
+	assert_line --regexp '^  p +11 +1 +0 +21 +3  http_503 4, http_429 3, http_404 1$'
 	[ "${lines[-3]}" = "pending ids:" ]
 	# In the order they were seen: their answers may cross.
 	[ "$(printf '%s\n' "${lines[-2]}" "${lines[-1]}" | sort | tr '\n' ' ')" = "  q-1   q-2 " ]
@@ -249,7 +249,9 @@ dom_sum() {
 	grep -q '<section id="summary">' "$dom"
 	! grep -qi '<script' "$dom" || false
 	[ "$(dom_attr "$dom" n-succeeded data-n)" -eq "$(jq .totals.succeeded "$s")" ]
-	[ "$(dom_attr "$dom" n-dead data-n)" -eq "$(jq .totals.dead "$s")" ]
+	# Cuts apart from the dead, as rfp-sink's table has them.
+	[ "$(dom_attr "$dom" n-dead data-n)" -eq "$(jq '.totals.dead - .totals.dead_by_reason.deadline_cut' "$s")" ]
+	[ "$(dom_attr "$dom" n-cut data-n)" -eq "$(jq .totals.dead_by_reason.deadline_cut "$s")" ]
 	[ "$(dom_attr "$dom" n-requests data-n)" -eq "$(jq .run.attempts "$s")" ]
 	[ "$(dom_attr "$dom" n-retries data-n)" -eq "$(jq .run.retries "$s")" ]
 	[ "$(dom_attr "$dom" n-http429 data-n)" -eq "$(jq .run.http_429 "$s")" ]
@@ -350,7 +352,7 @@ NDJSON
 	run -0 --separate-stderr rfp-report --html "$BATS_TEST_TMPDIR/r.html" "$RUN"
 	[ "$stderr" = "rfp-report: $LOG:11: unreadable line, skipped" ]
 	assert_line "  requests 2, retries 1, 429s 0, breaker openings 1"
-	assert_line --regexp '^  e&1 +0 +1 +2 +0  http_503 1, timeout 1$'
+	assert_line --regexp '^  e&1 +0 +0 +1 +2 +0  http_503 1, timeout 1$'
 	local h=$BATS_TEST_TMPDIR/r.html
 	grep -qF '<rect class="brk-open" ' "$h"
 	grep -F '<rect class="brk-open" ' "$h" | grep -qF 'data-from="2.000" data-to="10.000"'

@@ -308,7 +308,7 @@ summ_table(const struct summ *sm)
 	const char *k;
 	struct tbuf t = { NULL, 0, 0 };
 	char b1[128], b2[128], cuts[32], *rd;
-	long cut, dead;
+	long cut, dead, ecut;
 	int i;
 
 	if (s == NULL)
@@ -373,13 +373,17 @@ summ_table(const struct summ *sm)
 		    geti(b, "total"));
 	P("\n");
 	if (json_object_size(eps) > 0) {
-		P("  %-24s %8s %8s  %s\n", "endpoint", "ok", "dead",
+		P("  %-24s %8s %8s %8s  %s\n", "endpoint", "ok", "dead", "cut",
 		    "last error");
-		json_object_foreach((json_t *)eps, k, e)
-			P("  %-24.24s %8ld %8ld  %.40s\n", shown(b1,
+		json_object_foreach((json_t *)eps, k, e) {
+			ecut = geti(json_object_get(e, "dead_by_reason"),
+			    fate_reason(FATE_DEADLINE_CUT));
+			P("  %-24.24s %8ld %8ld %8ld  %.40s\n", shown(b1,
 			    sizeof(b1), k), geti(e, "succeeded"), geti(e,
-			    "dead"), shown(b2, sizeof(b2), json_string_value(
-			    json_object_get(e, "last_error"))) ?: "-");
+			    "dead") - ecut, ecut, shown(b2, sizeof(b2),
+			    json_string_value(json_object_get(e,
+			    "last_error"))) ?: "-");
+		}
 	}
 	br = json_object_get(s, "breakers");
 	json_object_foreach((json_t *)br, k, v)
