@@ -234,7 +234,7 @@ while [ $# -gt 0 ]; do
 	-v|--verbose) verbose=-v ;;
 	-j|--jobs) need_arg "$1" $# "${2-}"; jobs_name=$1; jobs=$2; shift ;;
 	-j*) jobs_name=-j; jobs=${1#-j} ;;
-	--jobs=*) jobs_name=--jobs; jobs=${1#*=} ;;
+	--jobs=*) nonempty "$1"; jobs_name=--jobs; jobs=${1#*=} ;;
 	--batch) need_arg "$1" $# "${2-}"; batch=$2; shift ;;
 	--batch=*) nonempty "$1"; batch=${1#*=} ;;
 	--budget) need_arg "$1" $# "${2-}"; budget=$2; shift ;;
@@ -249,7 +249,7 @@ while [ $# -gt 0 ]; do
 	--max-attempts) need_arg "$1" $# "${2-}"; max_attempts=$2; shift ;;
 	--max-attempts=*) nonempty "$1"; max_attempts=${1#*=} ;;
 	--progress) need_arg "$1" $# "${2-}"; progress=$2; shift ;;
-	--progress=*) progress=${1#*=} ;;
+	--progress=*) nonempty "$1"; progress=${1#*=} ;;
 	--queue) need_arg "$1" $# "${2-}"; queue=$2; shift ;;
 	--queue=*) nonempty "$1"; queue=${1#*=} ;;
 	--retry-dead) retry_dead=--retry-dead ;;
@@ -277,6 +277,9 @@ else
 	[ -z "$batch" ] || bad_usage "option --batch: needs --queue"
 	[ -z "$lease" ] || bad_usage "option --lease: needs --queue"
 fi
+# rfpipe "$MANIFEST" with MANIFEST unset made the run directory, then
+# failed in three stages at once.
+[ $# -eq 0 ] || [ -n "$1" ] || bad_usage "MANIFEST: an empty name, not a file"
 manifest=${1:-}
 if [ -n "$manifest" ] && { [ ! -r "$manifest" ] || [ -d "$manifest" ]; }; then
 	die 2 "open $manifest: not a readable file"

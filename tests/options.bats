@@ -202,6 +202,15 @@ EOF
 	done
 	run -2 --separate-stderr pipeline.sh -j '' m
 	[ "${stderr_lines[0]}" = "rfpipe: option -j: needs a value, not an empty one" ]
+	for o in --jobs= --progress=; do
+		run -2 --separate-stderr pipeline.sh "$o" m
+		[ "${stderr_lines[0]}" = "rfpipe: option ${o%=}: needs a value, not an empty one" ] || fail "$o: $stderr"
+	done
+	# Nor an empty MANIFEST ("$MANIFEST" unset), with or without --queue.
+	run -2 --separate-stderr pipeline.sh ''
+	[ "${stderr_lines[0]}" = "rfpipe: MANIFEST: an empty name, not a file" ]
+	run -2 --separate-stderr pipeline.sh --queue postgresql://127.0.0.1:1/x ''
+	[ "${stderr_lines[0]}" = "rfpipe: MANIFEST: an empty name, not a file" ]
 	# Nothing started: no run directory.
 	[ "$(ls -A)" = m ]
 }
