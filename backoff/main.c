@@ -21,6 +21,7 @@
  * Exit: 0 at EOF, 1 on a write or state-file error, 2 on a usage or
  * configuration error.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -422,8 +423,8 @@ options(int argc, char *argv[])
 		msg_die(1, "%s", err);
 	if (opts.run_dir != NULL && (opts.log = attlog_open(opts.run_dir)) ==
 	    NULL)
-		msg_diesys(1, "open %s/%s", opts.run_dir,
-		    rundir_name(RUNDIR_ATTEMPTS));
+		msg_die(1, "open %s/%s: %s", opts.run_dir,
+		    rundir_name(RUNDIR_ATTEMPTS), files_why(errno));
 	if (renew && (budget == NULL || opts.run_dir == NULL ||
 	    (opts.conf.budget < 0 && opts.admitted < 0)))
 		msg_die(2, "option --renew-budget: needs --budget, --run-dir "

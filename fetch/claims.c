@@ -164,7 +164,7 @@ claims_open(const char *rundir, const char *owner)
 	path = rundir_path(rundir, RUNDIR_CLAIMS, NULL);
 	if ((C.fd = files_open(path, O_RDWR | O_APPEND | O_CREAT, 0600)) ==
 	    -1)
-		msg_diesys(1, "open %s", path);
+		msg_die(1, "open %s: %s", path, files_why(errno));
 	free(path);
 	lock();
 	json_object_foreach(C.by, id, o)

@@ -912,8 +912,8 @@ run_dir_open(void)
 		msg_diesys(1, "open %s", path);
 	free(path);
 	if ((fo.log = attlog_open(fo.run_dir)) == NULL)
-		msg_diesys(1, "open %s/%s", fo.run_dir,
-		    rundir_name(RUNDIR_ATTEMPTS));
+		msg_die(1, "open %s/%s: %s", fo.run_dir,
+		    rundir_name(RUNDIR_ATTEMPTS), files_why(errno));
 	/* The deadline and time scale, for a report to draw the run by. */
 	if (attlog_write(fo.log, ATTLOG_START, clk_now(), json_pack(
 	    "{s:s,s:I,s:f,s:f}", "prog", PROG, "pid", (json_int_t)getpid(),

@@ -27,10 +27,23 @@
 
 /*
  * libcurl's words for an answer whose header line is over its 100 KB
- * (CURL_MAX_HTTP_HEADER), with nothing in its error buffer to tell it
- * from the rare true case.
+ * (CURL_MAX_HTTP_HEADER): "Out of memory" before 8.6, with nothing in its
+ * error buffer to tell it from the rare true case; CURLE_TOO_LARGE since.
  */
 #define OOM_DETAIL	"a response header over libcurl's 100 KB, or out of memory"
+
+static const char *
+curl_why(CURLcode cc)
+{
+	if (cc == CURLE_OUT_OF_MEMORY)
+		return OOM_DETAIL;
+#if LIBCURL_VERSION_NUM >= 0x080600
+	if (cc == CURLE_TOO_LARGE)
+		return "a response header over libcurl's 100 KB, or a value "
+		    "too large for it";
+#endif
+	return curl_easy_strerror(cc);
+}
 
 static const char *attempt_fields[] = { "status", "error", "error_detail",
 	"retry_after", "retry_after_s", "retry_after_clamped", "date",
@@ -868,8 +881,10 @@ check(const json_t *expect, const struct xfer *x)
 		if ((doc = path == NULL ? json_loadb(x->mem ? x->mem : "",
 		    x->mlen, JSON_DECODE_ANY, &je) : files_load(path,
 		    JSON_DECODE_ANY, &je)) == NULL)
-			return xasprintf("json: body is not JSON (%s at "
-			    "column %d)", rec_json_why(&je), je.column);
+			return je.column > 0 ? xasprintf("json: body is not "
+			    "JSON (%s at column %d)", rec_json_why(&je),
+			    je.column) : xasprintf("json: body is not JSON "
+			    "(%s)", rec_json_why(&je));
 		json_decref(doc);
 	}
 	return NULL;
@@ -905,8 +920,7 @@ xfer_finish(struct xfer *x, CURLcode cc)
 		json_object_set_new(rec, "error_detail", json_string(cc ==
 		    CURLE_OK && x->wr_err != 0 ? strerror(x->wr_err) :
 		    x->resent ? "connection closed with no answer" :
-		    cc == CURLE_OUT_OF_MEMORY ? OOM_DETAIL :
-		    curl_easy_strerror(cc)));
+		    curl_why(cc)));
 	json_object_set_new(rec, "elapsed_ms", json_integer((long)((now -
 	    x->t0) * 1000)));
 	json_object_set_new(rec, "response_at", json_real(now));

@@ -83,7 +83,7 @@ each_line(struct rep *r, const char *path, line_fn *fn, int dead)
 		if (errno == EINVAL)
 			msg_warn("%s: not a regular file", path);
 		else
-			msg_warnsys("open %s", path);
+			msg_warn("open %s: %s", path, files_why(errno));
 		return -1;
 	}
 	rd = rec_reader_new(fd, REC_STREAM_MAX);
@@ -293,8 +293,11 @@ rep_load(struct rep *r, const char *dir)
 	path = rundir_path(dir, RUNDIR_SUMMARY, NULL);
 	if ((r->summary = files_load(path, 0, &je)) == NULL &&
 	    access(path, F_OK) == 0) {
-		msg_warn("%s: %s at line %d, column %d", path,
-		    rec_json_why(&je), je.line, je.column);
+		if (je.line > 0)
+			msg_warn("%s: %s at line %d, column %d", path,
+			    rec_json_why(&je), je.line, je.column);
+		else
+			msg_warn("%s: %s", path, rec_json_why(&je));
 		rc = -1;
 	}
 	free(path);

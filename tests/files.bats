@@ -180,13 +180,13 @@ as_other() {
 	[ "$(requests_for)" -eq 0 ]
 }
 
-@test "files: a symbolic link for state/, results.ndjson or dead.ndjson is refused as one before any stage starts, exit 2, one line, nothing sent" {
+@test "files: a symbolic link for state/, results.ndjson, dead.ndjson, state/claims.ndjson or logs/attempts.ndjson is refused as one before any stage starts, exit 2, one line, nothing sent" {
 	mock_start "$FIX/mock/ok.yaml"
 	manifest /nih 2 >"$M"
 	local f want
-	for f in state results.ndjson dead.ndjson; do
+	for f in state results.ndjson dead.ndjson state/claims.ndjson logs/attempts.ndjson; do
 		rm -rf "$RD" "$BATS_TEST_TMPDIR/real"
-		mkdir -p "$RD/state" "$BATS_TEST_TMPDIR/real"
+		mkdir -p "$RD/state" "$RD/logs" "$BATS_TEST_TMPDIR/real"
 		if [ "$f" = state ]; then
 			rmdir "$RD/state"
 			want="run directory $RD/state: a symbolic link, never followed (put the directory itself there)"

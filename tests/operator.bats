@@ -705,13 +705,13 @@ mistake() {
 	for r in 1e-300 0.00001; do
 		printf 'endpoints:\n  nih: {rate: %s}\n' "$r" >"$c"
 		mistake --config "$c" "$M"
-		[ "$stderr" = "rfp-backoff: $c:2: key \"rate\": out of range: 0 (none), or from one a day (0.0000116) to 1e6" ]
+		[ "$stderr" = "rfp-backoff: $c:2: key \"rate\": out of range: 0 (none), or from one a day (1/86400, 0.0000115741) to 1e6" ]
 		printf 'rate: %s\n' "$r" >"$c"
 		run -2 --separate-stderr rfp-fetch --config "$c" </dev/null
-		[ "$stderr" = "rfp-fetch: $c:1: key \"rate\": out of range: 0 (none), or from one a day (0.0000116) to 1e6" ]
+		[ "$stderr" = "rfp-fetch: $c:1: key \"rate\": out of range: 0 (none), or from one a day (1/86400, 0.0000115741) to 1e6" ]
 	done
 	# One a day, and none, are rates.
-	for r in 0 0.0000116; do
+	for r in 0 0.0000115741 0.0000116; do
 		printf 'endpoints:\n  nih: {rate: %s}\n' "$r" >"$c"
 		run -0 --separate-stderr pipeline.sh --check --config "$c" "$M"
 	done

@@ -25,7 +25,7 @@ dead_hold(const char *rundir, char *err, size_t errlen)
 
 	if ((fd = files_open(path, O_RDWR | O_CREAT, 0600)) == -1 ||
 	    flock(fd, LOCK_SH) == -1) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		snprintf(err, errlen, "%s: %s", path, files_why(errno));
 		if (fd != -1)
 			close(fd);
 		fd = -1;

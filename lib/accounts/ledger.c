@@ -235,7 +235,7 @@ ledger_vet(const char *path, char *err, size_t errlen)
 		if (errno == ENOENT)
 			return 0;
 		snprintf(err, errlen, "ledger %s: %s", path, errno == EINVAL ?
-		    "not a regular file" : strerror(errno));
+		    "not a regular file" : files_why(errno));
 		return -1;
 	}
 	rc = first_entry(fd, path, err, errlen);

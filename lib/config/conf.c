@@ -434,7 +434,7 @@ one(struct ctx *x, const struct key *k, const char *path, json_t *v,
 		 */
 		if (k->kind == K_RATE && d > 0 && d < RATE_LEAST)
 			return bad(x, path, "out of range: 0 (none), or from "
-			    "one a day (0.0000116) to 1e6");
+			    "one a day (1/86400, 0.0000115741) to 1e6");
 		*(double *)p = d;
 		return 0;
 	case K_BOOL:

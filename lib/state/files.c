@@ -282,9 +282,11 @@ files_load(const char *path, size_t flags, json_error_t *je)
 
 	if ((fd = files_open_read(path)) == -1) {
 		if (je != NULL)
+			memset(je, 0, sizeof(*je));
+		if (je != NULL)
 			snprintf(je->text, sizeof(je->text), "%s",
 			    errno == EINVAL ? "not a regular file" :
-			    strerror(errno));
+			    files_why(errno));
 		return NULL;
 	}
 	doc = json_loadfd(fd, flags, je);
@@ -617,7 +619,8 @@ files_check_state(const char *rundir, files_valid_fn *valid, char *err,
     size_t errlen)
 {
 	static const char *kinds[] = { "rate", "breaker" };
-	static const enum rundir_file filed[] = { RUNDIR_RESULTS, RUNDIR_DEAD };
+	static const enum rundir_file filed[] = { RUNDIR_RESULTS, RUNDIR_DEAD,
+	    RUNDIR_CLAIMS, RUNDIR_ATTEMPTS };
 	struct dirent *de;
 	struct stat st;
 	char *path, *dir;
@@ -626,7 +629,7 @@ files_check_state(const char *rundir, files_valid_fn *valid, char *err,
 	int rc = 0;
 
 	/*
-	 * The two files a run appends to, never followed: a link there
+	 * The files every run appends to, never followed: a link there
 	 * stopped rfp-fetch and rfp-sink each, mid-start, exit 1.
 	 */
 	for (i = 0; rc == 0 && i < sizeof(filed) / sizeof(filed[0]); i++) {

@@ -44,7 +44,7 @@ owner_hold(const char *rundir, const char *name, const char *who, char *err,
 		if ((fd = files_open(path, O_RDWR | O_APPEND | O_CREAT,
 		    0600)) == -1 || flock(fd, LOCK_SH) == -1) {
 			snprintf(err, errlen, "open %s: %s", path,
-			    strerror(errno));
+			    files_why(errno));
 			if (fd != -1)
 				close(fd);
 			free(path);

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "lib/record/doc.h"
+#include "lib/state/files.h"
 #include "lib/state/pg.h"
 #include "lib/state/rundir.h"
 #include "lib/state/store.h"
@@ -200,7 +201,7 @@ file_slot_take(const char *rundir, const char *ep, long i, char *err,
 		fd = files_open(path, O_RDWR | O_CREAT, 0600);
 		if (fd == -1) {
 			snprintf(err, errlen, "open %s: %s", path,
-			    strerror(errno));
+			    files_why(errno));
 			free(path);
 			free(name);
 			return -1;
