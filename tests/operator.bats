@@ -1002,7 +1002,7 @@ cls() {
 	jq -e '.run.endpoints["127.0.0.1:9"].last_error == "unreachable"' "$RUN/summary.json"
 	# And the table says so.
 	run -3 --separate-stderr timeout 60 "$ROOT/pipeline.sh" --progress none --run-dir "$RUN.2" --seed 1 "$M"
-	grep -Eq '^  127\.0\.0\.1:9 +0 +3  unreachable$' <<<"$stderr"
+	grep -Eq '^  127\.0\.0\.1:9 +0 +3 +0  unreachable$' <<<"$stderr"
 }
 
 @test "operator: a host that does not resolve is warned of once, as dns, and its dead letters say unreachable (dns)" {
