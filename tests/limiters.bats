@@ -704,6 +704,11 @@ two_speeds() {
 }
 
 @test "limiters: a redirect to the same portal, rate not told: all saved, few refused (#18)" {
+	# 40 r/s in real time, not this file's 200: at 200 a machine busy
+	# with two other processes bunched the arrivals, and the refusals
+	# went from 5 to 8 to as many as 20 of 268; at 40, 5 to 7 of 247
+	# either way.
+	export RFPIPE_TIME_SCALE=0.5
 	routes '{match: "/a/doc-*", endpoint: a, script: [302], location: "/a/file", limits: [{kind: gcra, per_s: 20}]}' \
 	    '{match: "/a/file", endpoint: a}'
 	manifest /a 120 a >"$BATS_TEST_TMPDIR/m"
@@ -715,7 +720,7 @@ two_speeds() {
 	[ "$(logged '.status == 429')" -le 12 ]
 	# Each 302 is a success for the pace, as the answer after it is:
 	# untold, the pace heard of half the requests that got through, and
-	# ended at 119/s where the limit is 200 (at this time scale).
+	# ended at 119/s where the limit was 200 (at a time scale of 0.1).
 	jq -e --argjson n "$(logged '.status == 200 or .status == 302')" '.n_ok == $n' "$RUN/state/rate/a.json"
 }
 
