@@ -19,6 +19,24 @@ load pg
 	[ ! -e "$BATS_TEST_TMPDIR/r/state/ledger.ndjson" ]
 }
 
+@test "pipeline --state: a ledger row edited by hand so that it cannot be read stops the run before its submission is sent again" {
+	mock_start "$FIX/pg/hosts.yaml"
+	for i in 1 2 3; do
+		printf '{"id":"app-%d","url":"%s/grants/submit/app-%d","method":"POST","body":{"n":%d},"endpoint":"grants","cycle":"2026-A"}\n' \
+		    "$i" "$MOCK_URL" "$i" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	run -0 pipeline.sh -q --run-dir "$BATS_TEST_TMPDIR/r1" --state "$URL" "$BATS_TEST_TMPDIR/m"
+	[ "$(requests_for)" -eq 3 ]
+	# Taken for no entry, each was sent again and committed twice.
+	sql "UPDATE rfp_ledger SET entry = 'null' WHERE event = 'success' AND id = 'app-1'"
+	sql "UPDATE rfp_ledger SET entry = jsonb_set(entry, '{t}', '1e30') WHERE event = 'success' AND id = 'app-3'"
+	run --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$BATS_TEST_TMPDIR/r2" --state "$URL" "$BATS_TEST_TMPDIR/m"
+	[ "$status" -ne 0 ]
+	[[ $stderr == *'rfp_ledger key "'*'": an entry that cannot be read ('* ]] || fail "$stderr"
+	jq -s -e '[.[] | select(.committed and .duplicate)] | length == 0' "$MOCK_LOG"
+	[ "$(requests_for)" -eq 3 ]
+}
+
 @test "pipeline --state: two run directories on one database at the same time send each key once (#19)" {
 	printf 'routes:\n  - {match: "/n/*", endpoint: n, submit: true}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "lib/base/proc.h"
+#include "lib/record/rec.h"
 #include "lib/state/pg.h"
 #include "lib/base/x.h"
 
@@ -713,6 +714,34 @@ static const char q_ledger_latest[] =
     "SELECT entry::text FROM rfp_ledger WHERE key = $1 ORDER BY seq DESC "
     "LIMIT 1";
 
+/*
+ * The latest entry of r (one row of q_ledger_latest), or NULL when there
+ * is none; -1 with err when the row cannot be read as an entry: taken for
+ * none, a row edited by hand to null (or a number jsonb prints past what
+ * jansson reads) let the submission be sent again.
+ */
+static int
+ledger_row(PGresult *r, const char *key, json_t **entry, char *err,
+    size_t errlen)
+{
+	json_error_t je;
+
+	*entry = NULL;
+	if (PQntuples(r) != 1)
+		return 0;
+	*entry = json_loads(PQgetvalue(r, 0, 0), 0, &je);
+	if (json_is_object(*entry) && json_is_string(json_object_get(*entry,
+	    "event")))
+		return 0;
+	snprintf(err, errlen, "rfp_ledger key \"%.80s\": an entry that "
+	    "cannot be read (%s); no submission of it is sent until the row "
+	    "is put right", key, *entry == NULL ? rec_json_why(&je) :
+	    "not an entry");
+	json_decref(*entry);
+	*entry = NULL;
+	return -1;
+}
+
 /* q_ledger_add's parameters for entry (t and *s, to free, hold two). */
 static void
 ledger_params(const json_t *entry, const char **p, char *t, size_t tlen,
@@ -775,9 +804,10 @@ pg_ledger_append_if(const json_t *entry, const json_t *seen, json_t **now,
 	ledger_params(entry, p, t, sizeof(t), &s);
 	if (pipe_run(look, 3, &r, err, errlen) == -1)
 		goto fail;
-	if (PQntuples(r) == 1)
-		cur = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	rc = ledger_row(r, p[0], &cur, err, errlen);
 	PQclear(r);
+	if (rc == -1)
+		goto fail;
 	if (!(cur == NULL ? seen == NULL : seen != NULL &&
 	    json_equal(cur, seen))) {
 		rollback();
@@ -803,13 +833,13 @@ pg_ledger_lookup(const char *key, json_t **entry, char *err, size_t errlen)
 {
 	const char *p[1] = { key };
 	PGresult *r;
+	int rc;
 
 	*entry = NULL;
 	if ((r = pg_exec_named("ledger_latest", q_ledger_latest, 1, p,
 	    PGRES_TUPLES_OK, err, errlen)) == NULL)
 		return -1;
-	if (PQntuples(r) == 1)
-		*entry = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	rc = ledger_row(r, key, entry, err, errlen);
 	PQclear(r);
-	return 0;
+	return rc;
 }
