@@ -163,7 +163,17 @@ cmd_dl=
 cmd_rest=
 cmd_want=
 cmd_opts=1
+cmd_secret=
 for a in "$@"; do
+	# A database URL's password is not printed (the stages say the URL
+	# as user:***@ too): the resume line leaves it out, and says so.
+	case $cmd_want:$a in
+	--queue:*|--state:*|:--queue=*|:--state=*)
+		r=$(printf '%s\n' "$a" | sed -e 's#^\([^:/]*://[^:@/]*\):[^/]*@#\1:***@#' \
+		    -e 's#\([?&]password=\)[^&]*#\1***#g')
+		[ "$r" = "$a" ] || cmd_secret=1
+		a=$r ;;
+	esac
 	q_word "$a"
 	w=$q
 	if [ -n "$cmd_opts" ] && [ -z "$cmd_want" ]; then
@@ -753,6 +763,8 @@ if [ -n "$caught" ]; then
 	fi
 	printf '%s: interrupted by SIG%s; resume with: %s\n' "$prog" \
 	    "$caught" "$cmdline" >&2
+	[ -z "$cmd_secret" ] || printf '%s: the password in the database URL is shown as ***: put it back, or keep it in ~/.pgpass\n' \
+	    "$prog" >&2
 	case $caught in
 	HUP) exit 129 ;;
 	INT) exit 130 ;;

@@ -213,6 +213,9 @@ load pg
 	# Nothing listens on port 9: the breaker opens and the documents wait
 	# for it (--on-open wait, the default).
 	printf 'breaker: {failures: 3, cooldown: 1h}\n' >"$BATS_TEST_TMPDIR/c.yaml"
+	# A password in the URL (the server trusts; it is not checked) is
+	# not printed in the resume line.
+	URL="postgresql://rfp:S3cretPW@/$DB?host=$PGDIR"
 	load_unserved 40
 	host 1
 	breaker_opened 1
@@ -228,6 +231,10 @@ load pg
 	[ "$rc" -eq 143 ]
 	[ -z "$(pgrep -g "${HOSTS[1]}" || :)" ]
 	grep -q 'interrupted by SIGTERM; resume with' "$BATS_TEST_TMPDIR/h1.err"
+	grep -qF -- "--queue 'postgresql://rfp:***@/$DB?host=$PGDIR'" "$BATS_TEST_TMPDIR/h1.err" ||
+	    fail "$(cat "$BATS_TEST_TMPDIR/h1.err")"
+	grep -q 'the password in the database URL is shown as \*\*\*' "$BATS_TEST_TMPDIR/h1.err"
+	! grep -q S3cretPW "$BATS_TEST_TMPDIR/h1.err"
 }
 
 @test "pipeline --queue with no manifest: a relative deadline in the config is resolved once, for every stage and the resume line" {
