@@ -551,7 +551,7 @@ fetch() {
 		{
 			rfp-queue --state="$queue" --owner="$owner" $batch_opt \
 			    $lease_opt --run-dir="$run_dir" $retry_dead \
-			    $verbose pull
+			    $dl_opt $verbose pull
 			note rfp-queue $?
 		} | rfp-fetch --from-queue "$@" &
 	else

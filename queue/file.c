@@ -26,6 +26,8 @@
  * the group is full.  A row is closed only while this owner's claim on it
  * stands (or it was never claimed); the others are refused and named.
  */
+#define CUT	"deadline_cut"	/* fate_reason(FATE_DEADLINE_CUT) */
+
 static const char q_file[] =
     "WITH f AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS f(id text, "
     "fate text, dead_reason text, rec jsonb, line bigint)), "
@@ -36,13 +38,21 @@ static const char q_file[] =
      */
     "o AS (SELECT id, status, owner FROM rfp_queue WHERE id = ANY "
     "(ARRAY(SELECT id FROM f)) ORDER BY id FOR UPDATE), "
-    "c AS (UPDATE rfp_queue q SET status = f.fate, owner = $2, lease_until "
-    "= NULL FROM f, o WHERE q.id = f.id AND o.id = f.id AND (o.status = "
-    "'queued' OR (o.status = 'claimed' AND o.owner = $2)) RETURNING q.id), "
+    /*
+     * A document the deadline cut never failed: its row goes back to the
+     * queue for the next run or another host, not dead (filed dead, no
+     * host ever took it up again, and the queue said it reconciled).
+     */
+    "c AS (UPDATE rfp_queue q SET status = CASE WHEN f.dead_reason = "
+    "'" CUT "' THEN 'queued' ELSE f.fate END, owner = CASE WHEN "
+    "f.dead_reason = '" CUT "' THEN NULL ELSE $2 END, lease_until = NULL "
+    "FROM f, o WHERE q.id = f.id AND o.id = f.id AND (o.status = "
+    "'queued' OR (o.status = 'claimed' AND o.owner = $2)) RETURNING q.id, "
+    "q.status), "
     "r AS (INSERT INTO rfp_results (id, fate, dead_reason, owner, rec) "
     "SELECT f.id, f.fate, f.dead_reason, $2, f.rec FROM f JOIN c USING "
-    "(id) ON CONFLICT (id) DO UPDATE SET filings = rfp_results.filings + "
-    "1), "
+    "(id) WHERE c.status <> 'queued' ON CONFLICT (id) DO UPDATE SET "
+    "filings = rfp_results.filings + 1), "
     /* Closed before by this owner: never refused. */
     "m AS (SELECT id FROM o WHERE owner = $2 AND status IN ('done', "
     "'dead')), "

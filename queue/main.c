@@ -47,9 +47,9 @@
 #define PROG	"rfp-queue"
 
 static const char usage[] =
-    "usage: rfp-queue [-hv] [--batch N] [--config FILE] [--lease S]\n"
-    "                 [--owner NAME] [--retry-dead] [--run-dir DIR]\n"
-    "                 [--state URL] [--version]\n"
+    "usage: rfp-queue [-hv] [--batch N] [--config FILE] [--deadline WHEN]\n"
+    "                 [--lease S] [--owner NAME] [--retry-dead]\n"
+    "                 [--run-dir DIR] [--state URL] [--version]\n"
     "                 load|pull|file|count|summary\n";
 
 static struct qopts opts;
@@ -79,6 +79,7 @@ main(int argc, char *argv[])
 	static const struct option longopts[] = {
 		{ "batch", required_argument, NULL, 'b' },
 		{ "config", required_argument, NULL, 'C' },
+		{ "deadline", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "lease", required_argument, NULL, 'l' },
 		{ "owner", required_argument, NULL, 'o' },
@@ -90,6 +91,7 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *config = NULL, *state = NULL, *cmd, *owner = NULL;
+	const char *deadline = NULL;
 	struct conf conf;
 	char err[512], host[256];
 	int c;
@@ -106,8 +108,18 @@ main(int argc, char *argv[])
 		case 'C':
 			config = optarg;
 			break;
+		case 'D':
+			deadline = optarg;
+			break;
 		case 'l':
 			opts.lease = opt_duration("lease", optarg);
+			/*
+			 * A lease of 0 runs out as it is granted: two hosts
+			 * took each other's records, and fetched 416 of 300.
+			 */
+			if (opts.lease < LEASE_LEAST)
+				msg_die(2, "option --lease: at least %g s, not "
+				    "\"%s\"", LEASE_LEAST, optarg);
 			break;
 		case 'o':
 			owner = optarg;
@@ -142,6 +154,12 @@ main(int argc, char *argv[])
 		opt_usage(usage);
 	}
 	opt_conf(&conf, config);
+	if (deadline == NULL)
+		deadline = conf.deadline;
+	if (deadline != NULL && clk_deadline(deadline, clk_now(),
+	    &opts.deadline) == -1)
+		msg_die(2, "option --deadline: cannot read \"%s\" as a time",
+		    deadline);
 	state = opt_state_pick(state, &conf, config);
 	if (state == NULL)
 		msg_die(2, "needs --state URL (or the config's state: key)");

@@ -320,7 +320,7 @@ pull(const struct qopts *o)
 	const char *p[3] = { o->owner, lease, want };
 	long chunk = o->batch >= 4 ? o->batch / 4 : 1, n;
 	double renew = 0, sweep = 0;
-	int swept, gone;
+	int swept, gone, late;
 
 	memset(&pl, 0, sizeof(pl));
 	pl.owner = o->owner;
@@ -353,7 +353,16 @@ pull(const struct qopts *o)
 			held_filed(&pl, p, o->lease);
 		}
 		n = 0;
-		if (pl.held == 0 || o->batch - pl.held >= chunk) {
+		/*
+		 * Past the deadline nothing is claimed, and once nothing is
+		 * held pull ends: what rfp-fetch cut goes back to the queue
+		 * (file.c), for the next run or another host, and claimed
+		 * again here it was a duplicate id to rfp-fetch.
+		 */
+		late = o->deadline > 0 && clk_now() >= o->deadline;
+		if (late && pl.held == 0)
+			break;
+		if (!late && (pl.held == 0 || o->batch - pl.held >= chunk)) {
 			snprintf(want, sizeof(want), "%ld", o->batch - pl.held);
 			if ((swept = clk_mono() >= sweep))
 				sweep = clk_mono() + o->lease / 4;

@@ -23,7 +23,10 @@ struct qopts {
 	char	*owner;
 	const char *run_dir;	/* pull: what it filed is not handed on */
 	int	 retry_dead;	/* ... but for its dead letters */
+	double	 deadline;	/* pull: none claimed from then (epoch); 0 */
 };
+
+#define LEASE_LEAST	1.0	/* logical seconds a lease is at the least */
 
 /*
  * A group of filings, in one statement (file.c): the text q_file reads,

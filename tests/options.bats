@@ -206,6 +206,11 @@ EOF
 		run -2 --separate-stderr pipeline.sh "$o" m
 		[ "${stderr_lines[0]}" = "rfpipe: option ${o%=}: needs a value, not an empty one" ] || fail "$o: $stderr"
 	done
+	# A lease of 0 runs out as it is granted.
+	run -2 --separate-stderr rfp-queue --lease 0 count
+	[ "${stderr_lines[0]}" = 'rfp-queue: option --lease: at least 1 s, not "0"' ]
+	run -2 --separate-stderr pipeline.sh --queue postgresql://127.0.0.1:1/x --lease 0.5
+	[ "${stderr_lines[0]}" = 'rfp-queue: option --lease: at least 1 s, not "0.5"' ]
 	# Nor an empty MANIFEST ("$MANIFEST" unset), with or without --queue.
 	run -2 --separate-stderr pipeline.sh ''
 	[ "${stderr_lines[0]}" = "rfpipe: MANIFEST: an empty name, not a file" ]

@@ -37,6 +37,29 @@ load pg
 	[ "$(requests_for)" -eq 3 ]
 }
 
+@test "pipeline --queue: documents the deadline cut go back to the queue, and the next run does them" {
+	mock_start "$FIX/pg/hosts.yaml"
+	docs 270 >"$BATS_TEST_TMPDIR/m"
+	: >"$BATS_TEST_TMPDIR/c.yaml"
+	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	# Answers take 2 logical s (20 ms), two at a time: 3 s for all.
+	run -4 timeout 60 "$ROOT/pipeline.sh" -q -j 2 --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$BATS_TEST_TMPDIR/r" --queue "$URL" --deadline +1s
+	cut=$(jq -s 'map(select(.dead_reason == "deadline_cut")) | length' "$BATS_TEST_TMPDIR/r/dead.ndjson")
+	[ "$cut" -gt 0 ]
+	# Filed dead, no host ever took them up again; pulled on past the
+	# deadline, they came back to rfp-fetch as duplicate ids, bad_input.
+	sql "SELECT q.status, r.dead_reason, count(*) FROM rfp_queue q LEFT JOIN rfp_results r USING (id) GROUP BY 1, 2"
+	[ "$(sql "SELECT count(*) FROM rfp_results WHERE dead_reason = 'bad_input'")" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'dead'")" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM rfp_results WHERE dead_reason = 'deadline_cut'")" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE status <> 'done'")" -ge "$cut" ]
+	run -0 timeout 120 "$ROOT/pipeline.sh" -q --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$BATS_TEST_TMPDIR/r" --queue "$URL"
+	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'done'")" -eq 300 ]
+	jq -s -e '[.[] | select(.committed and .duplicate)] | length == 0' "$MOCK_LOG"
+}
+
 @test "pipeline --state: two run directories on one database at the same time send each key once (#19)" {
 	printf 'routes:\n  - {match: "/n/*", endpoint: n, submit: true}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
@@ -250,8 +273,9 @@ load pg
 	kill -TERM "${HOSTS[1]}"
 	gone_within "${HOSTS[1]}" 10
 	echo "$dls"
-	# rfp-fetch and rfp-backoff, given one time, not "+2h" to read.
-	[ "$(wc -l <<<"$dls")" -eq 2 ]
+	# rfp-fetch, rfp-backoff and rfp-queue pull, given one time, not
+	# "+2h" to read.
+	[ "$(wc -l <<<"$dls")" -eq 3 ]
 	[ "$(sort -u <<<"$dls" | wc -l)" -eq 1 ]
 	[[ $dls == --deadline=@* ]]
 	# The resume line says it first.
