@@ -526,7 +526,10 @@ if [ -n "$queue" ]; then
 	fi
 	admitted=$(rfp-queue --state="$queue" count) ||
 		die 1 "rfp-queue count failed"
-	owner=$(uname -n).$$
+	# The start time too: a host restarted (a container) runs again with
+	# the PID it had, and a pull under a dead one's name counted its
+	# claims as held and never took them back.
+	owner=$(uname -n).$$.$(date +%s)
 fi
 
 # note STAGE CODE: a stage's exit status, for the driver to read once the

@@ -167,7 +167,8 @@ main(int argc, char *argv[])
 		if (gethostname(host, sizeof(host) - 1) == -1)
 			strcpy(host, "localhost");
 		host[sizeof(host) - 1] = '\0';
-		opts.owner = xasprintf("%s.%ld", host, (long)getpid());
+		opts.owner = xasprintf("%s.%ld.%ld", host, (long)getpid(),
+		    (long)clk_now());
 	} else
 		opts.owner = xstrdup(owner);
 	opts.lease = clk_real(opts.lease);

@@ -25,7 +25,9 @@
 /*
  * Claim up to $3 records for $1 in load order: queued ones, an index scan
  * on (status, seq) that SKIP LOCKED lets hosts run side by side; with
- * q_sweep, first the expired claims of other owners (a dead host's).
+ * q_sweep, first the expired claims of other owners (a dead host's; a
+ * claim with no lease or no owner, a row edited by hand, is expired: it
+ * was waited on for ever).
  * Those are looked for once a quarter lease, not at every claim: the scan
  * of status 'claimed' meets the dead row versions of every record done
  * since the last vacuum, and cost 3 ms a claim after 5,000 records.
@@ -40,7 +42,8 @@ static const char q_claim[] =
     "id = ANY (ARRAY(SELECT id FROM n)) RETURNING id, rec::text";
 static const char q_sweep[] =
     "WITH e AS (SELECT id, seq FROM rfp_queue WHERE status = 'claimed' AND "
-    "lease_until < now() AND owner <> $1 ORDER BY seq LIMIT $3::int FOR "
+    "(lease_until IS NULL OR lease_until < now()) AND owner IS DISTINCT "
+    "FROM $1 ORDER BY seq LIMIT $3::int FOR "
     "UPDATE SKIP LOCKED), n AS (SELECT id, seq FROM rfp_queue WHERE status "
     "= 'queued' ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED) "
     "UPDATE rfp_queue SET status = 'claimed', owner = $1, lease_until = "

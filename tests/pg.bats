@@ -124,6 +124,32 @@ load pg
 	echo "$output" | jq -e '.done == 3 and .refiled == 0 and .hosts == {"B": 3} and .reconciled'
 }
 
+@test "queue: a pull started again after a kill -9 takes the dead one's claims back after their lease, and so a claim with no lease or no owner" {
+	load_unserved 12
+	# Not under timeout(1): the kill is for rfp-queue itself.
+	RFPIPE_TIME_SCALE=1 rfp-queue --state "$URL" --lease 2 --batch 4 pull >"$BATS_TEST_TMPDIR/out" &
+	p=$!
+	out_reaches 4
+	kill -KILL "$p"
+	wait "$p" || :
+	# Two rows edited by hand: claimed with no owner, and with no lease.
+	sql "UPDATE rfp_queue SET status = 'claimed', owner = NULL, lease_until = now() - interval '1 day' WHERE id = 'd11'"
+	sql "UPDATE rfp_queue SET status = 'claimed', owner = 'g', lease_until = NULL WHERE id = 'd12'"
+	# A name of its own (host.pid.start): under the dead one's name it
+	# counted those 4 as held, renewed them and claimed nothing, for ever.
+	RFPIPE_TIME_SCALE=1 timeout 60 rfp-queue --state "$URL" --lease 2 --batch 100 pull >"$BATS_TEST_TMPDIR/out" &
+	p=$!
+	for i in $(seq 1 200); do
+		[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -ge 12 ] && break
+		sleep 0.05
+	done
+	kill "$p"
+	wait "$p" || :
+	[ "$(jq -r .id "$BATS_TEST_TMPDIR/out" | sort -u | wc -l)" -eq 12 ]
+	[ "$(sql "SELECT count(DISTINCT owner) FROM rfp_queue WHERE status = 'claimed'")" -eq 1 ]
+	[[ $(sql "SELECT owner FROM rfp_queue WHERE id = 'd1'") =~ \.[0-9]+\.[0-9]{10}$ ]]
+}
+
 @test "queue: pull, idle, asks nothing until a filing wakes it; then it claims again, and ends with the queue" {
 	load_unserved 4
 	# Real time, and a lease of an hour: without a wake-up pull would wait
