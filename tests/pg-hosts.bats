@@ -153,7 +153,7 @@ load pg
 		    fail "host 3 ended before it was killed: $(cat "$BATS_TEST_TMPDIR/h3.err")"
 		if [ "$(cat "$BATS_TEST_TMPDIR/h3/results.ndjson" 2>/dev/null | wc -l)" -ge 20 ]; then
 			kill -STOP -- "-${HOSTS[3]}"
-			claimed=$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'claimed' AND owner LIKE '%.${HOSTS[3]}'")
+			claimed=$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'claimed' AND owner LIKE '%.${HOSTS[3]}.%'")
 			[ "$claimed" -gt 0 ] && break
 			kill -CONT -- "-${HOSTS[3]}"
 		fi
@@ -169,8 +169,8 @@ load pg
 	run -0 rfp-queue --state "$URL" summary
 	echo "$output" | jq -e '.total == 300 and .done + .dead == 300 and .refiled == 0 and .reconciled'
 	# What host 3 held was claimed again, by the others, and finished.
-	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE claims > 1 AND owner NOT LIKE '%.${HOSTS[3]}'")" -gt 0 ]
-	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE owner LIKE '%.${HOSTS[3]}' AND status NOT IN ('done', 'dead')")" -eq 0 ]
+	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE claims > 1 AND owner NOT LIKE '%.${HOSTS[3]}.%'")" -gt 0 ]
+	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE owner LIKE '%.${HOSTS[3]}.%' AND status NOT IN ('done', 'dead')")" -eq 0 ]
 	# No document in two hosts' files, but for what host 3 had passed to
 	# its rfp-sink and not yet filed in the queue when it was killed (the
 	# run directory has a record before the queue says it is done): done
@@ -183,7 +183,7 @@ load pg
 	    jq -r .id | sort | comm -12 - "$BATS_TEST_TMPDIR/ids12" >"$BATS_TEST_TMPDIR/again"
 	echo "done again after the kill: $(paste -sd ' ' "$BATS_TEST_TMPDIR/again")"
 	while read -r id; do
-		[ "$(sql "SELECT count(*) FROM rfp_queue WHERE id = '$id' AND owner NOT LIKE '%.${HOSTS[3]}'")" -eq 1 ]
+		[ "$(sql "SELECT count(*) FROM rfp_queue WHERE id = '$id' AND owner NOT LIKE '%.${HOSTS[3]}.%'")" -eq 1 ]
 	done <"$BATS_TEST_TMPDIR/again"
 	[ "$(jq -s '[.[] | select(.committed and .duplicate)] | length' "$MOCK_LOG")" -eq 0 ]
 }
@@ -202,7 +202,7 @@ load pg
 		if [ "$(cat "$BATS_TEST_TMPDIR/h3/results.ndjson" 2>/dev/null | wc -l)" -ge 10 ]; then
 			q3=$(ps -s "${HOSTS[3]}" -o pid=,comm= | awk '$2 == "rfp-queue" { print $1 }')
 			kill -STOP $q3
-			claimed=$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'claimed' AND owner LIKE '%.${HOSTS[3]}'")
+			claimed=$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'claimed' AND owner LIKE '%.${HOSTS[3]}.%'")
 			[ "$claimed" -gt 0 ] && break
 			kill -CONT $q3
 		fi
@@ -222,13 +222,13 @@ load pg
 	refused=$(grep -c 'claimed by another host since; not filed$' "$BATS_TEST_TMPDIR/h3.err" || true)
 	[ "$refused" -gt 0 ]
 	cat "$BATS_TEST_TMPDIR"/h3/results.ndjson "$BATS_TEST_TMPDIR"/h3/dead.ndjson | jq -r .id | sort >"$BATS_TEST_TMPDIR/h3.ids"
-	sql "SELECT id FROM rfp_results WHERE owner LIKE '%.${HOSTS[3]}'" >"$BATS_TEST_TMPDIR/h3.filed"
+	sql "SELECT id FROM rfp_results WHERE owner LIKE '%.${HOSTS[3]}.%'" >"$BATS_TEST_TMPDIR/h3.filed"
 	sed -n 's/^rfp-queue: line [0-9]*: "\(.*\)": claimed by another host since; not filed$/\1/p' "$BATS_TEST_TMPDIR/h3.err" >"$BATS_TEST_TMPDIR/h3.refused"
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/h3.refused")" -eq "$refused" ]
 	run diff "$BATS_TEST_TMPDIR/h3.ids" <(sort "$BATS_TEST_TMPDIR/h3.filed" "$BATS_TEST_TMPDIR/h3.refused")
 	[ "$status" -eq 0 ] || fail "host 3 finished but neither filed nor refused: $output"
 	# What host 3 was refused, host 1 filed.
-	[ "$(sql "SELECT count(*) FROM rfp_results WHERE owner LIKE '%.${HOSTS[1]}' AND id IN ($(sed "s/.*/'&'/" "$BATS_TEST_TMPDIR/h3.refused" | paste -sd,))")" -eq "$refused" ]
+	[ "$(sql "SELECT count(*) FROM rfp_results WHERE owner LIKE '%.${HOSTS[1]}.%' AND id IN ($(sed "s/.*/'&'/" "$BATS_TEST_TMPDIR/h3.refused" | paste -sd,))")" -eq "$refused" ]
 	[ "$(jq -s '[.[] | select(.committed and .duplicate)] | length' "$MOCK_LOG")" -eq 0 ]
 }
 
