@@ -80,6 +80,21 @@ load pg
 	[[ $stderr == "rfp-queue: postgresql://127.0.0.1:1/x?password=***&user=u: cannot connect: "* ]]
 }
 
+@test "store: a server that accepts and never answers is given up on after 10 s, one line, exit 1, not waited on for ever" {
+	ready_start silent perl -MIO::Socket::INET -e '
+	    my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1:0",
+	        Listen => 16, ReuseAddr => 1) or die;
+	    open(my $f, ">&=", 4) or die; print $f $s->sockport, "\n"; close $f;
+	    my @held; while (my $c = $s->accept) { push @held, $c }'
+	local port=$READY_LINE t0
+	t0=$(date +%s)
+	run -1 --separate-stderr env -u PGCONNECT_TIMEOUT timeout 60 rfp-queue --state "postgresql://u@127.0.0.1:$port/x" count
+	kill "$READY_PID"
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr == "rfp-queue: postgresql://u@127.0.0.1:$port/x: cannot connect: "*"timeout expired"* ]]
+	[ $(($(date +%s) - t0)) -le 30 ]
+}
+
 @test "store: a schema newer than the tool is refused, exit 1" {
 	run -0 rfp-queue --state "$URL" count
 	sql 'UPDATE rfp_schema SET version = 99'

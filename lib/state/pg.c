@@ -21,6 +21,8 @@ static json_t *tells;		/* [channel, payload] for pg_update to send */
 static int slot_ear = 1;	/* 0: listening for slots given back */
 
 #define LIBPQ	"libpq.so.5"	/* Debian's libpq5 */
+#define CONNECT_TIMEOUT	"10"	/* s a connection may take, unless told */
+#define LOCK_TIMEOUT	"60s"	/* a lock waited for, unless told */
 
 struct pg_lib pg_lib;
 
@@ -462,6 +464,12 @@ pg_open(const char *url, int want, char *err, size_t errlen)
 		return -1;
 	free(where);
 	where = pg_redact(url);
+	/*
+	 * A server that accepts and never answers held every stage, and the
+	 * run past its deadline, for as long as it stayed silent.  The URL's
+	 * connect_timeout, or the environment's, still rules.
+	 */
+	setenv("PGCONNECT_TIMEOUT", CONNECT_TIMEOUT, 0);
 	conn = PQconnectdb(url);
 	if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
 		pgerr(err, errlen, "cannot connect", conn ? PQerrorMessage(
@@ -469,8 +477,16 @@ pg_open(const char *url, int want, char *err, size_t errlen)
 		pg_close();
 		return -1;
 	}
+	/*
+	 * Nor does a lock held by hand (a session's LOCK TABLE) hold the run
+	 * for ever: it ends naming the wait, to be run again.  Unless the
+	 * URL's options, or PGOPTIONS, set one of their own.
+	 */
 	if (run1("SET client_min_messages = warning", err, errlen) == -1 ||
-	    migrate(want, err, errlen) == -1 || hold_id(err, errlen) == -1) {
+	    run1("SELECT set_config('lock_timeout', '" LOCK_TIMEOUT "', false) "
+	    "WHERE current_setting('lock_timeout') = '0'", err, errlen) ==
+	    -1 || migrate(want, err, errlen) == -1 || hold_id(err, errlen) ==
+	    -1) {
 		pg_close();
 		return -1;
 	}
