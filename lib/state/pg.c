@@ -2,6 +2,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,22 +393,61 @@ fail:
 char *
 pg_redact(const char *url)
 {
-	const char *s = strstr(url, "://"), *at, *colon, *pw, *end;
-	char *r, *t;
+	const char *s = strstr(url, "://"), *a, *at = NULL, *colon, *k;
+	size_t alen, klen, i, n, off;
+	char *r, *t, key[16];
+	unsigned x;
+	int long_key;
 
-	/* scheme://user:password@host/... */
-	if (s == NULL || (at = strchr(s + 3, '@')) == NULL ||
-	    (colon = memchr(s + 3, ':', (size_t)(at - s - 3))) == NULL)
-		r = xstrdup(url);
-	else
-		r = xasprintf("%.*s:***%s", (int)(colon - url), url, at);
-	/* ...?password=secret&... */
-	if ((pw = strstr(r, "password=")) != NULL && (pw == r ||
-	    pw[-1] == '?' || pw[-1] == '&')) {
-		end = pw + strcspn(pw, "&");
-		t = xasprintf("%.*spassword=***%s", (int)(pw - r), r, end);
+	r = xstrdup(url);
+	if (s == NULL)
+		return r;
+	/*
+	 * scheme://user:password@host/...: the userinfo ends at the last @
+	 * of the authority (a raw @ in a password showed what followed it).
+	 */
+	a = s + 3;
+	alen = strcspn(a, "/?#");
+	for (i = 0; i < alen; i++)
+		if (a[i] == '@')
+			at = a + i;
+	if (at != NULL && (colon = memchr(a, ':', (size_t)(at - a))) != NULL) {
 		free(r);
-		r = t;
+		r = xasprintf("%.*s:***%s", (int)(colon - url), url, at);
+	}
+	/*
+	 * ...?password=secret&...: each parameter's name read as libpq reads
+	 * it, percent-decoded (pass%77ord is password).
+	 */
+	if ((k = strchr(r, '?')) == NULL)
+		return r;
+	for (k++;; k += klen + 1) {
+		klen = strcspn(k, "&");
+		n = 0;
+		long_key = 0;
+		for (i = 0; i < klen && k[i] != '='; i++) {
+			x = (unsigned char)k[i];
+			if (k[i] == '%' && i + 2 < klen &&
+			    isxdigit((unsigned char)k[i + 1]) &&
+			    isxdigit((unsigned char)k[i + 2]) &&
+			    sscanf(k + i + 1, "%2x", &x) == 1)
+				i += 2;
+			if (n < sizeof(key) - 1)
+				key[n++] = (char)x;
+			else
+				long_key = 1;
+		}
+		key[n] = '\0';
+		if (i < klen && !long_key && strcmp(key, "password") == 0) {
+			off = (size_t)(k - r) + i + 1;
+			t = xasprintf("%.*s***%s", (int)off, r, k + klen);
+			free(r);
+			r = t;
+			k = r + off;
+			klen = 3;
+		}
+		if (k[klen] == '\0')
+			break;
 	}
 	return r;
 }

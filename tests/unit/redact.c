@@ -1,0 +1,58 @@
+/*
+ * Unit tests of pg_redact (lib/state/pg.c): a database URL as every
+ * message shows it, its password, however written, as ***.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/state/pg.h"
+#include "tests/unit/tap.h"
+
+static void
+redacts(const char *url, const char *want)
+{
+	char *got = pg_redact(url);
+
+	is_str(got, want, url);
+	ok(strstr(got, "secret") == NULL && strstr(got, "S3") == NULL,
+	    "no part of the password is left: %s", got);
+	free(got);
+}
+
+static void
+keeps(const char *url)
+{
+	char *got = pg_redact(url);
+
+	is_str(got, url, url);
+	free(got);
+}
+
+int
+main(void)
+{
+	redacts("postgresql://u:secret@h:5432/db", "postgresql://u:***@h:5432/db");
+	/* A raw @ in the password: the userinfo ends at the last one. */
+	redacts("postgresql://u:p@secret@h/db", "postgresql://u:***@h/db");
+	redacts("postgresql://u:secret@/db?host=/run/pg",
+	    "postgresql://u:***@/db?host=/run/pg");
+	redacts("postgresql://h/db?password=secret&user=u",
+	    "postgresql://h/db?password=***&user=u");
+	redacts("postgresql://h/db?user=u&password=secret",
+	    "postgresql://h/db?user=u&password=***");
+	/* libpq decodes a parameter's name: pass%77ord is password. */
+	redacts("postgresql://h/db?pass%77ord=secret&user=u",
+	    "postgresql://h/db?pass%77ord=***&user=u");
+	redacts("postgresql://h/db?%70%61%73%73%77%6f%72%64=S3",
+	    "postgresql://h/db?%70%61%73%73%77%6f%72%64=***");
+	redacts("postgresql://u:secret@h/db?password=S3&x=1",
+	    "postgresql://u:***@h/db?password=***&x=1");
+	/* No password: as it was; an @ in a path is no userinfo. */
+	keeps("postgresql://u@h/db");
+	keeps("postgresql://h/db?user=u&passwordx=1&apassword=2");
+	keeps("postgresql:///db?host=/tmp/a@b");
+	keeps("postgresql://h/db?");
+	keeps("postgresql://h/db?&&");
+	keeps("not a url");
+	return tap_done();
+}
