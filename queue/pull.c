@@ -293,6 +293,47 @@ held_filed(struct pull *pl, const char *const *p, double lease)
 }
 
 /*
+ * Whether row id's rec (text) cannot be handed on: not an object, its id
+ * not the row's, or longer than a line rfp-fetch reads.  Handed on, such
+ * a record was dead bad_input with no id (or another row's), which file
+ * cannot close: the row stayed claimed, and pull, and the run, waited on
+ * it for ever.  It is filed dead bad_input here, its first 200 bytes kept
+ * as rfp-fetch keeps a bad line's.
+ */
+static int
+unusable(struct pull *pl, const char *id, const char *text)
+{
+	json_t *rec, *letter;
+	char *t, why[160];
+	size_t len = strlen(text);
+
+	rec = len < REC_LINE_MAX ? json_loads(text, 0, NULL) : NULL;
+	if (len >= REC_LINE_MAX)
+		snprintf(why, sizeof(why), "longer than %d bytes",
+		    REC_LINE_MAX);
+	else if (!json_is_object(rec))
+		snprintf(why, sizeof(why), "not a JSON object");
+	else if (!json_is_string(json_object_get(rec, "id")) || strcmp(
+	    json_string_value(json_object_get(rec, "id")), id) != 0)
+		snprintf(why, sizeof(why), "its field \"id\" is not the row's");
+	else {
+		json_decref(rec);
+		return 0;
+	}
+	json_decref(rec);
+	msg_warn("pull: row \"%.80s\": its rec is %s; filed dead bad_input, "
+	    "not handed on", id, why);
+	letter = json_pack("{s:s,s:s,s:s,s:s,s:s%}", "id", id, "fate",
+	    "dead", "dead_reason", "bad_input", "dead_detail", why, "raw",
+	    text, (size_t)rec_utf8_prefix(text, 200));
+	t = json_dumps(letter, JSON_COMPACT);
+	(void)grp_put(&pl->grp, id, "dead", "bad_input", t, strlen(t), 0);
+	free(t);
+	json_decref(letter);
+	return 1;
+}
+
+/*
  * Claim, write what was claimed for rfp-fetch and file what the run
  * directory has filed already; how many were claimed.  Those filed here
  * are held, as any, until file's notification (this one's own, in the
@@ -319,8 +360,10 @@ claim(struct pull *pl, const char *const *p, int sweep)
 	if (n > 0 && pl->run_filed != NULL && filed_changed(pl->run_filed))
 		read_filed(pl->run_filed);
 	for (i = 0; i < n; i++) {
-		if (pl->run_filed != NULL &&
-		    filed_here(pl, PQgetvalue(r, (int)i, 0))) {
+		if ((pl->run_filed != NULL &&
+		    filed_here(pl, PQgetvalue(r, (int)i, 0))) ||
+		    unusable(pl, PQgetvalue(r, (int)i, 0), PQgetvalue(r,
+		    (int)i, 1))) {
 			here++;
 			continue;
 		}
@@ -374,10 +417,10 @@ pull(const struct qopts *o)
 	 */
 	PQclear(q("SET synchronous_commit = off", 0, NULL, PGRES_COMMAND_OK));
 	PQclear(q("LISTEN " CHANNEL, 0, NULL, PGRES_COMMAND_OK));
+	grp_open(&pl.grp, o->owner);
 	if (o->run_dir != NULL) {
 		pl.run_filed = filed_new(o->run_dir, o->retry_dead);
 		read_filed(pl.run_filed);
-		grp_open(&pl.grp, o->owner);
 	}
 	for (;;) {
 		if (clk_mono() >= renew) {
@@ -429,8 +472,7 @@ pull(const struct qopts *o)
 			    "and not filed go back to the queue when their "
 			    "lease runs out", pl.held);
 	}
-	if (pl.run_filed != NULL)
-		grp_close(&pl.grp);
+	grp_close(&pl.grp);
 	filed_free(pl.run_filed);
 	json_decref(pl.seen);
 	free(pl.snap);

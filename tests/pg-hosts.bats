@@ -60,6 +60,27 @@ load pg
 	jq -s -e '[.[] | select(.committed and .duplicate)] | length == 0' "$MOCK_LOG"
 }
 
+@test "pipeline --queue: a row whose rec was edited by hand into no record is filed dead bad_input by pull, and the run ends" {
+	mock_start "$FIX/pg/hosts.yaml"
+	for i in 1 2 3 4 5 6; do
+		printf '{"id":"d%d","url":"%s/nih/d%d"}\n' "$i" "$MOCK_URL" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	sql "UPDATE rfp_queue SET rec = 'null' WHERE id = 'd1'"
+	sql "UPDATE rfp_queue SET rec = '[1]' WHERE id = 'd2'"
+	sql "UPDATE rfp_queue SET rec = '{\"id\": 7}' WHERE id = 'd3'"
+	# Another row's id: handed on, it closed d1's row, and d4's stayed.
+	sql "UPDATE rfp_queue SET rec = jsonb_set(rec, '{id}', '\"d6\"') WHERE id = 'd4'"
+	: >"$BATS_TEST_TMPDIR/c.yaml"
+	# It waited on them for ever: the timeout is the test's.
+	run -0 --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$BATS_TEST_TMPDIR/r" --queue "$URL"
+	[ "$(grep -c '^rfp-queue: pull: row "d[1-4]": its rec is .*; filed dead bad_input, not handed on$' <<<"$stderr")" -eq 4 ] || fail "$stderr"
+	[ "$(sql "SELECT string_agg(id || ' ' || status, ',' ORDER BY id) FROM rfp_queue")" = "d1 dead,d2 dead,d3 dead,d4 dead,d5 done,d6 done" ]
+	[ "$(sql "SELECT count(*) FROM rfp_results WHERE dead_reason = 'bad_input' AND rec ? 'raw'")" -eq 4 ]
+	[ "$(requests_for)" -eq 2 ]
+}
+
 @test "pipeline --state: two run directories on one database at the same time send each key once (#19)" {
 	printf 'routes:\n  - {match: "/n/*", endpoint: n, submit: true}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
