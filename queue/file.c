@@ -68,9 +68,10 @@ static const char q_file[] =
     "WHERE s.id = m.id AND f.id = m.id AND s.rec IS DISTINCT FROM f.rec) "
     "SELECT pg_notify('" CHANNEL "', (SELECT count(*) FROM c) || '@' || "
     "pg_current_xact_id() || ' ' || $2), "
-    "(SELECT coalesce(json_agg(json_build_array(line, id, EXISTS (SELECT "
-    "FROM o WHERE o.id = f.id))), '[]')::text FROM f WHERE id NOT IN "
-    "(SELECT id FROM c) AND id NOT IN (SELECT id FROM m))";
+    "(SELECT coalesce(json_agg(json_build_array(line, id, (SELECT status "
+    "FROM o WHERE o.id = f.id), (SELECT owner FROM o WHERE o.id = f.id))), "
+    "'[]')::text FROM f WHERE id NOT IN (SELECT id FROM c) AND id NOT IN "
+    "(SELECT id FROM m))";
 
 #define GROUP_MAX	256
 
@@ -117,7 +118,8 @@ grp_close(struct group *g)
 int
 grp_flush(struct group *g)
 {
-	const char *p[2], *why;
+	const char *p[2], *st, *by;
+	char why[160];
 	json_t *refused, *v;
 	json_int_t line;
 	PGresult *r;
@@ -138,8 +140,16 @@ grp_flush(struct group *g)
 	refused = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
 	json_array_foreach(refused, i, v) {
 		line = json_integer_value(json_array_get(v, 0));
-		why = json_is_true(json_array_get(v, 2)) ?
-		    "claimed by another host since" : "not in the queue";
+		st = json_string_value(json_array_get(v, 2));
+		by = json_string_value(json_array_get(v, 3));
+		if (st == NULL)
+			snprintf(why, sizeof(why), "not in the queue");
+		else if (strcmp(st, "claimed") == 0)
+			snprintf(why, sizeof(why), "claimed by another host "
+			    "since (%.80s)", by ? by : "?");
+		else
+			snprintf(why, sizeof(why), "filed %s already by "
+			    "%.80s", st, by ? by : "?");
 		/* Line 0: pull's, from the run directory. */
 		if (line > 0)
 			msg_line(line, "\"%s\": %s; not filed",

@@ -130,11 +130,14 @@ load pg
 	run -0 --separate-stderr rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/f"
 	[ "$output" = "$(cat "$BATS_TEST_TMPDIR/f")" ]
 	[ "${#stderr_lines[@]}" -eq 3 ]
-	[ "${stderr_lines[1]}" = 'rfp-queue: line 2: "d2": claimed by another host since; not filed' ]
+	[ "${stderr_lines[1]}" = 'rfp-queue: line 2: "d2": claimed by another host since (B); not filed' ]
 	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'claimed' AND owner = 'B'")" -eq 3 ]
 	# B files them, once.
 	run -0 --separate-stderr rfp-queue --state "$URL" --owner B file <"$BATS_TEST_TMPDIR/f"
 	[ -z "$stderr" ]
+	# A again: refused as filed, not as claimed (it was said so).
+	run -0 --separate-stderr rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/f"
+	[ "${stderr_lines[0]}" = 'rfp-queue: line 1: "d1": filed done already by B; not filed' ]
 	run -0 rfp-queue --state "$URL" summary
 	echo "$output" | jq -e '.done == 3 and .refiled == 0 and .hosts == {"B": 3} and .reconciled'
 }
