@@ -95,6 +95,15 @@ load pg
 	[ $(($(date +%s) - t0)) -le 30 ]
 }
 
+@test "store: a state row whose number cannot be read is named as such, not as not an object" {
+	run -0 rfp-queue --state "$URL" count
+	sql "INSERT INTO rfp_state (kind, key, doc) VALUES ('rate', 'e', '{\"tat\": 1e19}')"
+	run --separate-stderr timeout 30 rfp-fetch --state "$URL" <<<'{"id":"a","url":"http://127.0.0.1:9/a","endpoint":"e"}'
+	[ "$status" -ne 0 ]
+	[[ $stderr == *"rfp_state rate/e: "*"; delete the row to start afresh"* ]] || fail "$stderr"
+	[[ $stderr != *"not an object"* ]]
+}
+
 @test "store: a schema newer than the tool is refused, exit 1" {
 	run -0 rfp-queue --state "$URL" count
 	sql 'UPDATE rfp_schema SET version = 99'

@@ -628,9 +628,15 @@ pg_update(const char *kind, const char *key, files_fn *fn, void *arg,
 	if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)) {
 		doc = json_loads(PQgetvalue(r, 0, 0), 0, &je);
 		if (!json_is_object(doc)) {
-			snprintf(err, errlen, "%s: rfp_state %s/%s: not an "
-			    "object; delete the row to start afresh", where,
-			    kind, p[1]);
+			/*
+			 * Unreadable is not "not an object": a number past
+			 * what jansson reads ({"tat":1e19}, which jsonb
+			 * prints as a 20-digit integer) was said to be one.
+			 */
+			snprintf(err, errlen, "%s: rfp_state %s/%s: %s; "
+			    "delete the row to start afresh", where, kind,
+			    p[1], doc == NULL ? rec_json_why(&je) :
+			    "not an object");
 			json_decref(doc);
 			PQclear(r);
 			goto fail;
