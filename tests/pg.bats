@@ -111,6 +111,19 @@ load pg
 	[ "$stderr" = "rfp-backoff: $URL: schema version 99 is newer than this rfpipe (1)" ]
 }
 
+@test "store: rfpipe's tables with their schema version gone, by hand, are said to be so, exit 1, nothing changed" {
+	run -0 rfp-queue --state "$URL" count
+	local how
+	for how in 'DELETE FROM rfp_schema' 'DROP TABLE rfp_schema'; do
+		sql "$how"
+		run -1 --separate-stderr rfp-backoff --state "$URL" </dev/null
+		[ "$stderr" = "rfp-backoff: $URL: rfpipe's tables are there but rfp_schema holds no version: put the row back (INSERT INTO rfp_schema VALUES (1), if the tables are this rfpipe's), or drop the rfp_ tables to start afresh" ] || fail "$how: $stderr"
+	done
+	# Put back as it says, it is used again.
+	sql 'CREATE TABLE rfp_schema (version int NOT NULL); INSERT INTO rfp_schema VALUES (1)'
+	run -0 rfp-queue --state "$URL" count
+}
+
 @test "store: --state that is not a postgresql:// URL is a usage error" {
 	run -2 --separate-stderr rfp-fetch --state /tmp/x </dev/null
 	[ "$stderr" = 'rfp-fetch: option --state: expected a postgresql:// URL' ]

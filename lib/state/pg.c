@@ -369,6 +369,26 @@ migrate(int want, char *err, size_t errlen)
 		    "rfpipe (%d)", where, have, want);
 		goto fail;
 	}
+	/*
+	 * No version, and rfpipe's tables there: rfp_schema was dropped or
+	 * emptied by hand.  Made again from version 0, the first migration
+	 * failed on "relation rfp_state already exists".
+	 */
+	if (have == 0) {
+		if ((r = pg_exec("SELECT to_regclass('rfp_state') IS NOT NULL",
+		    0, NULL, PGRES_TUPLES_OK, err, errlen)) == NULL)
+			goto fail;
+		v = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+		PQclear(r);
+		if (v) {
+			snprintf(err, errlen, "%s: rfpipe's tables are there "
+			    "but rfp_schema holds no version: put the row back "
+			    "(INSERT INTO rfp_schema VALUES (%d), if the tables "
+			    "are this rfpipe's), or drop the rfp_ tables to "
+			    "start afresh", where, want);
+			goto fail;
+		}
+	}
 	for (v = have; v < want && v < NMIG; v++)
 		if (run1(migrations[v], err, errlen) == -1)
 			goto fail;
