@@ -15,7 +15,7 @@ q(const char *sql, int n, const char *const *p, ExecStatusType want)
 	PGresult *r;
 
 	if ((r = pg_exec(sql, n, p, want, err, sizeof(err))) == NULL)
-		msg_die(1, "%s", err);
+		msg_die(1, "%s: %s", q_cmd, err);
 	return r;
 }
 

@@ -136,7 +136,7 @@ grp_flush(struct group *g)
 	p[1] = g->owner;
 	if ((r = pg_exec_named("file", q_file, 2, p, PGRES_TUPLES_OK, err,
 	    sizeof(err))) == NULL)
-		msg_die(1, "%s", err);
+		msg_die(1, "%s: %s", q_cmd, err);
 	refused = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
 	json_array_foreach(refused, i, v) {
 		line = json_integer_value(json_array_get(v, 0));

@@ -36,7 +36,7 @@ load_group(json_t *g)
 	    "WITH ORDINALITY AS f(e, i) ORDER BY i ON CONFLICT (id) DO "
 	    "NOTHING", 1, p, PGRES_COMMAND_OK, err,
 	    sizeof(err))) == NULL)
-		msg_die(1, "%s", err);
+		msg_die(1, "%s: %s", q_cmd, err);
 	free(s);
 	json_array_clear(g);
 	return affected(r);

@@ -53,6 +53,7 @@ static const char usage[] =
     "                 load|pull|file|count|summary\n";
 
 static struct qopts opts;
+const char *q_cmd = "";
 
 /*
  * Standard input and error, closed, read and write /dev/null; standard
@@ -147,7 +148,7 @@ main(int argc, char *argv[])
 	}
 	if (opts.retry_dead && opts.run_dir == NULL)
 		msg_die(2, "option --retry-dead: needs --run-dir");
-	cmd = argv[optind];
+	cmd = q_cmd = argv[optind];
 	if (strcmp(cmd, "load") && strcmp(cmd, "pull") && strcmp(cmd,
 	    "file") && strcmp(cmd, "count") && strcmp(cmd, "summary")) {
 		msg_warn("unknown command \"%s\"", cmd);

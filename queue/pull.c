@@ -202,7 +202,7 @@ read_filed(struct filed *run_filed)
 	char err[PATH_MAX + 128];
 
 	if (filed_read(run_filed, NULL, NULL, err, sizeof(err)) == -1)
-		msg_die(1, "%s", err);
+		msg_die(1, "%s: %s", q_cmd, err);
 }
 
 /*
@@ -268,7 +268,7 @@ held_filed(struct pull *pl, const char *const *p, double lease)
 		read_filed(pl->run_filed);
 	if ((r = pg_exec_named("mine", q_mine, 1, p, PGRES_TUPLES_OK, err,
 	    sizeof(err))) == NULL)
-		msg_die(1, "%s", err);
+		msg_die(1, "%s: %s", q_cmd, err);
 	seen = json_object();
 	n = PQntuples(r);
 	for (i = 0; i < n; i++) {
@@ -355,7 +355,7 @@ claim(struct pull *pl, const char *const *p, int sweep)
 	    q_claim, 4, q4, PGRES_TUPLES_OK, err, sizeof(err));
 	free(ids);
 	if (r == NULL)
-		msg_die(1, "%s", err);
+		msg_die(1, "%s: %s", q_cmd, err);
 	n = PQntuples(r);
 	if (n > 0 && pl->run_filed != NULL && filed_changed(pl->run_filed))
 		read_filed(pl->run_filed);
@@ -428,7 +428,7 @@ pull(const struct qopts *o)
 			PGresult *r = pg_exec_named("renew", q_renew, 2, p,
 			    PGRES_TUPLES_OK, err, sizeof(err));
 			if (r == NULL)
-				msg_die(1, "%s", err);
+				msg_die(1, "%s: %s", q_cmd, err);
 			pl.held = strtol(PQgetvalue(r, 0, 0), NULL, 10);
 			free(pl.snap);
 			pl.snap = xstrdup(PQgetvalue(r, 0, 2));
@@ -465,7 +465,7 @@ pull(const struct qopts *o)
 		 */
 		if (pg_wait(fmax(0, fmin(o->lease / 4, renew - clk_mono())),
 		    STDOUT_FILENO, &gone, filed, &pl, err, sizeof(err)) == -1)
-			msg_die(1, "%s", err);
+			msg_die(1, "%s: %s", q_cmd, err);
 		if (gone)
 			msg_die(1, "pull: the reader of standard output has "
 			    "gone (rfp-fetch ended); the %ld records claimed "

@@ -28,6 +28,9 @@ struct qopts {
 
 #define LEASE_LEAST	1.0	/* logical seconds a lease is at the least */
 
+/* The command run (pull, file, ...): a database's error names it. */
+extern const char *q_cmd;
+
 /*
  * A group of filings, in one statement (file.c): the text q_file reads,
  * and the ids in it.  A struct group starts zeroed, for grp_open.

@@ -104,6 +104,13 @@ load pg
 	[[ $stderr != *"not an object"* ]]
 }
 
+@test "queue: a database error mid-command names the command" {
+	run -0 rfp-queue --state "$URL" count
+	sql 'DROP TABLE rfp_queue CASCADE'
+	run -1 --separate-stderr rfp-queue --state "$URL" count
+	[[ ${stderr_lines[0]} == "rfp-queue: count: $URL: "*'relation "rfp_queue" does not exist'* ]] || fail "$stderr"
+}
+
 @test "store: a schema newer than the tool is refused, exit 1" {
 	run -0 rfp-queue --state "$URL" count
 	sql 'UPDATE rfp_schema SET version = 99'
