@@ -41,11 +41,12 @@ static const char q_file[] =
     /*
      * A document the deadline cut never failed: its row goes back to the
      * queue for the next run or another host, not dead (filed dead, no
-     * host ever took it up again, and the queue said it reconciled).
+     * host ever took it up again, and the queue said it reconciled).  It
+     * keeps the cutter's name, which pull of that name passes over.
      */
     "c AS (UPDATE rfp_queue q SET status = CASE WHEN f.dead_reason = "
-    "'" CUT "' THEN 'queued' ELSE f.fate END, owner = CASE WHEN "
-    "f.dead_reason = '" CUT "' THEN NULL ELSE $2 END, lease_until = NULL "
+    "'" CUT "' THEN 'queued' ELSE f.fate END, owner = $2, lease_until = "
+    "NULL "
     "FROM f, o WHERE q.id = f.id AND o.id = f.id AND (o.status = "
     "'queued' OR (o.status = 'claimed' AND o.owner = $2)) RETURNING q.id, "
     "q.status), "

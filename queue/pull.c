@@ -23,10 +23,10 @@
 #include "queue/queue.h"
 
 /*
- * Claim up to $3 records for $1 in load order, none of the ids in $4
- * (those this pull has written for rfp-fetch already: a row the deadline
- * cut goes back to the queue, and written again it was a duplicate id,
- * dead bad_input): queued ones, an index scan
+ * Claim up to $3 records for $1 in load order, none that $1 put back in
+ * the queue (file.c: a row the deadline cut is queued again under its
+ * cutter's name; written again to the same rfp-fetch it was a duplicate
+ * id, dead bad_input): queued ones, an index scan
  * on (status, seq) that SKIP LOCKED lets hosts run side by side; with
  * q_sweep, first the expired claims of other owners (a dead host's; a
  * claim with no lease or no owner, a row edited by hand, is expired: it
@@ -39,7 +39,7 @@
  */
 static const char q_claim[] =
     "WITH n AS (SELECT id, seq FROM rfp_queue WHERE status = 'queued' "
-    "AND NOT (id = ANY ($4::text[])) "
+    "AND owner IS DISTINCT FROM $1 "
     "ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED) "
     "UPDATE rfp_queue SET status = 'claimed', owner = $1, lease_until = "
     "now() + $2::float8 * interval '1 second', claims = claims + 1 WHERE "
@@ -47,10 +47,9 @@ static const char q_claim[] =
 static const char q_sweep[] =
     "WITH e AS (SELECT id, seq FROM rfp_queue WHERE status = 'claimed' AND "
     "(lease_until IS NULL OR lease_until < now()) AND owner IS DISTINCT "
-    "FROM $1 AND NOT (id = ANY ($4::text[])) ORDER BY seq LIMIT $3::int "
-    "FOR UPDATE SKIP LOCKED), n AS (SELECT id, seq FROM rfp_queue WHERE "
-    "status = 'queued' AND NOT (id = ANY ($4::text[])) ORDER BY seq LIMIT "
-    "$3::int FOR UPDATE SKIP LOCKED) "
+    "FROM $1 ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED), n AS "
+    "(SELECT id, seq FROM rfp_queue WHERE status = 'queued' AND owner IS "
+    "DISTINCT FROM $1 ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED) "
     "UPDATE rfp_queue SET status = 'claimed', owner = $1, lease_until = "
     "now() + $2::float8 * interval '1 second', claims = claims + 1 WHERE id "
     "= ANY (ARRAY(SELECT id FROM (SELECT * FROM e UNION ALL SELECT * FROM "
@@ -88,9 +87,14 @@ static const char q_renew[] =
 #define RENEW_SOON	20
 static const char q_mine[] =
     "SELECT id FROM rfp_queue WHERE status = 'claimed' AND owner = $1";
+/*
+ * Whether anything is left for $1: claimed by anyone, or queued and not
+ * put back by $1 itself (it would wait on those for ever).
+ */
 static const char q_left[] =
-    "SELECT count(*) FROM (SELECT 1 FROM rfp_queue WHERE status IN "
-    "('queued', 'claimed') LIMIT 1) x";
+    "SELECT count(*) FROM (SELECT 1 FROM rfp_queue WHERE status = "
+    "'claimed' OR (status = 'queued' AND owner IS DISTINCT FROM $1) LIMIT "
+    "1) x";
 
 /* What pull holds as it runs. */
 struct pull {
@@ -102,34 +106,7 @@ struct pull {
 					   first found (clk_mono) */
 	char		*snap;		/* the last renewal's snapshot
 					   (xmin:xmax:xip,...); NULL: none */
-	char		*sent;		/* the ids written for rfp-fetch, as
-					   an array's text without its "}" */
-	size_t		 slen, scap;
 };
-
-/* Add id to what pull has written, as an element of sent's array. */
-static void
-sent_add(struct pull *pl, const char *id)
-{
-	size_t n = 2 * strlen(id) + 4;
-
-	if (pl->slen + n + 2 > pl->scap) {
-		pl->scap = 2 * (pl->slen + n + 2);
-		pl->sent = xrealloc(pl->sent, pl->scap);
-	}
-	if (pl->slen == 0)
-		pl->sent[pl->slen++] = '{';
-	else
-		pl->sent[pl->slen++] = ',';
-	pl->sent[pl->slen++] = '"';
-	for (; *id != '\0'; id++) {
-		if (*id == '"' || *id == '\\')
-			pl->sent[pl->slen++] = '\\';
-		pl->sent[pl->slen++] = *id;
-	}
-	pl->sent[pl->slen++] = '"';
-	pl->sent[pl->slen] = '\0';
-}
 
 /*
  * Whether snapshot snap (pg_current_snapshot()'s text) sees what
@@ -346,14 +323,9 @@ claim(struct pull *pl, const char *const *p, int sweep)
 	long i, n, here = 0;
 	char *buf = NULL, err[512];
 	size_t len = 0, cap = 0, l;
-	const char *q4[4];
-	char *ids;
 
-	ids = pl->slen > 0 ? xasprintf("%s}", pl->sent) : xstrdup("{}");
-	q4[0] = p[0], q4[1] = p[1], q4[2] = p[2], q4[3] = ids;
 	r = pg_exec_named(sweep ? "sweep" : "claim", sweep ? q_sweep :
-	    q_claim, 4, q4, PGRES_TUPLES_OK, err, sizeof(err));
-	free(ids);
+	    q_claim, 3, p, PGRES_TUPLES_OK, err, sizeof(err));
 	if (r == NULL)
 		msg_die(1, "%s: %s", q_cmd, err);
 	n = PQntuples(r);
@@ -374,7 +346,6 @@ claim(struct pull *pl, const char *const *p, int sweep)
 		}
 		memcpy(buf + len, PQgetvalue(r, (int)i, 1), l);
 		len += l;
-		sent_add(pl, PQgetvalue(r, (int)i, 0));
 		buf[len++] = '\n';
 	}
 	PQclear(r);
@@ -453,7 +424,7 @@ pull(const struct qopts *o)
 				sweep = clk_mono() + o->lease / 4;
 			pl.held += n = claim(&pl, p, swept);
 		}
-		if (n == 0 && pl.held == 0 && q_long(q_left, 0, NULL) == 0)
+		if (n == 0 && pl.held == 0 && q_long(q_left, 1, p) == 0)
 			break;
 		/*
 		 * pull writes only when it claims, and it claims only when
@@ -476,5 +447,4 @@ pull(const struct qopts *o)
 	filed_free(pl.run_filed);
 	json_decref(pl.seen);
 	free(pl.snap);
-	free(pl.sent);
 }

@@ -60,6 +60,26 @@ load pg
 	jq -s -e '[.[] | select(.committed and .duplicate)] | length == 0' "$MOCK_LOG"
 }
 
+@test "pipeline --queue: a document cut long before the deadline goes back to the queue, and the run does not wait for the deadline" {
+	# a's Retry-After (3000 logical s, 30 s real) lands past the deadline:
+	# cut at once.  Passed over by this pipeline's pull, but counted as
+	# left, it held the run until the deadline.
+	printf 'routes:\n  - {match: "/r/*", endpoint: r, script: [503, 200], retry_after: 3000}\n  - {match: "/f/*", endpoint: f}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	printf '{"id":"a","url":"%s/r/a"}\n{"id":"b","url":"%s/f/b"}\n' "$MOCK_URL" "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
+	: >"$BATS_TEST_TMPDIR/c.yaml"
+	local t0=$SECONDS
+	run -4 timeout 60 "$ROOT/pipeline.sh" -q --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$BATS_TEST_TMPDIR/r" --queue "$URL" --deadline +20s "$BATS_TEST_TMPDIR/m"
+	[ $((SECONDS - t0)) -lt 15 ]
+	jq -e 'select(.id == "a") | .dead_reason == "deadline_cut"' "$BATS_TEST_TMPDIR/r/dead.ndjson"
+	[ "$(sql "SELECT string_agg(id || ' ' || status, ',' ORDER BY id) FROM rfp_queue")" = "a queued,b done" ]
+	# The next run takes it up (the 503 is spent).
+	run -0 timeout 60 "$ROOT/pipeline.sh" -q --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$BATS_TEST_TMPDIR/r" --queue "$URL"
+	[ "$(sql "SELECT string_agg(id || ' ' || status, ',' ORDER BY id) FROM rfp_queue")" = "a done,b done" ]
+}
+
 @test "pipeline --queue: a row whose rec was edited by hand into no record is filed dead bad_input by pull, and the run ends" {
 	mock_start "$FIX/pg/hosts.yaml"
 	for i in 1 2 3 4 5 6; do

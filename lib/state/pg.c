@@ -23,7 +23,6 @@ static int slot_ear = 1;	/* 0: listening for slots given back */
 
 #define LIBPQ	"libpq.so.5"	/* Debian's libpq5 */
 #define CONNECT_TIMEOUT	"10"	/* s a connection may take, unless told */
-#define LOCK_TIMEOUT	"60s"	/* a lock waited for, unless told */
 
 struct pg_lib pg_lib;
 
@@ -424,10 +423,12 @@ pg_redact(const char *url)
 		return r;
 	/*
 	 * scheme://user:password@host/...: the userinfo ends at the last @
-	 * of the authority (a raw @ in a password showed what followed it).
+	 * of the authority (a raw @ in a password showed what followed it),
+	 * which ends at the first / as libpq reads it (a raw ? or # in a
+	 * password is the password's).
 	 */
 	a = s + 3;
-	alen = strcspn(a, "/?#");
+	alen = strcspn(a, "/");
 	for (i = 0; i < alen; i++)
 		if (a[i] == '@')
 			at = a + i;
@@ -439,7 +440,8 @@ pg_redact(const char *url)
 	 * ...?password=secret&...: each parameter's name read as libpq reads
 	 * it, percent-decoded (pass%77ord is password).
 	 */
-	if ((k = strchr(r, '?')) == NULL)
+	a = strstr(r, "://") + 3;
+	if ((k = strchr(a + strcspn(a, "/"), '?')) == NULL)
 		return r;
 	for (k++;; k += klen + 1) {
 		klen = strcspn(k, "&");
@@ -538,15 +540,13 @@ pg_open(const char *url, int want, char *err, size_t errlen)
 		return -1;
 	}
 	/*
-	 * Nor does a lock held by hand (a session's LOCK TABLE) hold the run
-	 * for ever: it ends naming the wait, to be run again.  Unless the
-	 * URL's options, or PGOPTIONS, set one of their own.
+	 * No lock_timeout of its own: a host's load waits on another's, for
+	 * as long as a large manifest takes, on an advisory lock that it
+	 * would cut.  A lock held by hand (LOCK TABLE) is ended by the URL's
+	 * options=-c lock_timeout=... or PGOPTIONS.
 	 */
 	if (run1("SET client_min_messages = warning", err, errlen) == -1 ||
-	    run1("SELECT set_config('lock_timeout', '" LOCK_TIMEOUT "', false) "
-	    "WHERE current_setting('lock_timeout') = '0'", err, errlen) ==
-	    -1 || migrate(want, err, errlen) == -1 || hold_id(err, errlen) ==
-	    -1) {
+	    migrate(want, err, errlen) == -1 || hold_id(err, errlen) == -1) {
 		pg_close();
 		return -1;
 	}

@@ -34,6 +34,11 @@ main(void)
 	redacts("postgresql://u:secret@h:5432/db", "postgresql://u:***@h:5432/db");
 	/* A raw @ in the password: the userinfo ends at the last one. */
 	redacts("postgresql://u:p@secret@h/db", "postgresql://u:***@h/db");
+	/* Nor does a raw ? or # end it: libpq's userinfo ends at @ or /. */
+	redacts("postgresql://u:se?cret@h:1/x", "postgresql://u:***@h:1/x");
+	redacts("postgresql://u:se#cret@h:1/x", "postgresql://u:***@h:1/x");
+	redacts("postgresql://u:se?cret@h/x?password=S3",
+	    "postgresql://u:***@h/x?password=***");
 	redacts("postgresql://u:secret@/db?host=/run/pg",
 	    "postgresql://u:***@/db?host=/run/pg");
 	redacts("postgresql://h/db?password=secret&user=u",
