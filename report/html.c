@@ -121,8 +121,8 @@ summary(const struct rep *r, FILE *f)
 	    "<table class=\"figs\">\n");
 	fig(f, "succeeded", "succeeded", r->succeeded);
 	/* Cuts apart from the dead, as rfp-sink's table has them. */
-	fig(f, "dead", "dead-lettered", r->dead - rep_cut(r->all));
-	fig(f, "cut", "cut by the deadline", rep_cut(r->all));
+	fig(f, "dead", "dead-lettered", r->dead - summ_cut(r->all));
+	fig(f, "cut", "cut by the deadline", summ_cut(r->all));
 	fig(f, "pending", "pending", (long)json_array_size(r->pending));
 	if (r->stray > 0)
 		fig(f, "stray", "stray lines (no document's)", r->stray);
@@ -145,8 +145,7 @@ reconciliation(const struct rep *r, FILE *f)
 	const json_t *ok = json_object_get(s, "reconciled");
 	const char *v = json_is_true(ok) ? "true" : json_is_false(ok) ?
 	    "false" : "unknown";
-	long cut = geti(json_object_get(run, "dead_by_reason"),
-	    fate_reason(FATE_DEADLINE_CUT));
+	long cut = summ_tally_cut(run);
 
 	fprintf(f, "<section id=\"reconciliation\" data-reconciled=\"%s\"", v);
 	if (json_is_integer(json_object_get(s, "admitted")))

@@ -329,12 +329,6 @@ by_count(const void *a, const void *b)
 	    json_string_value(json_array_get(y, 0)));
 }
 
-long
-rep_cut(const struct summ *s)
-{
-	return summ_count(s, fate_reason(FATE_DEADLINE_CUT));
-}
-
 json_t *
 rep_top_errors(const struct rep_ep *e)
 {

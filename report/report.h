@@ -66,11 +66,6 @@ void	rep_free(struct rep *r);
 const char *rep_error_key(const json_t *line, char *buf, size_t len);
 /* The endpoint's errors, most frequent first: a new array of [key, n]. */
 json_t	*rep_top_errors(const struct rep_ep *e);
-/*
- * The documents of s the deadline cut: in dead.ndjson (deadline_cut), but
- * shown apart from the dead-lettered, as rfp-sink's table shows them.
- */
-long	rep_cut(const struct summ *s);
 
 /* text.c: the summary, the pending ids and the top errors on f. */
 void	rep_text(const struct rep *r, FILE *f);

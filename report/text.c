@@ -50,9 +50,7 @@ last_check(const json_t *s, FILE *f)
 {
 	const json_t *run = json_object_get(s, "run");
 	const json_t *ok = json_object_get(s, "reconciled");
-
-	long cut = geti(json_object_get(run, "dead_by_reason"),
-	    fate_reason(FATE_DEADLINE_CUT));
+	long cut = summ_tally_cut(run);
 
 	if (!json_is_integer(json_object_get(s, "admitted")))
 		return;
@@ -80,13 +78,13 @@ rep_text(const struct rep *r, FILE *f)
 
 	fprintf(f, "rfp-report: %s\n", shown(r->dir, b, sizeof(b)));
 	fprintf(f, "  succeeded       %7ld\n", r->succeeded);
-	fprintf(f, "  dead-lettered   %7ld\n", r->dead - rep_cut(r->all));
+	fprintf(f, "  dead-lettered   %7ld\n", r->dead - summ_cut(r->all));
 	for (k = 0; k < FATE_NREASONS; k++)
 		if (k != FATE_DEADLINE_CUT && summ_count(r->all,
 		    fate_reason(k)) > 0)
 			fprintf(f, "    %-16s%5ld\n", fate_reason(k),
 			    summ_count(r->all, fate_reason(k)));
-	fprintf(f, "  cut (deadline)  %7ld\n", rep_cut(r->all));
+	fprintf(f, "  cut (deadline)  %7ld\n", summ_cut(r->all));
 	fprintf(f, "  pending         %7zu\n", json_array_size(r->pending));
 	if (r->stray > 0)
 		fprintf(f, "  stray lines     %7ld  lines between the stages with "
@@ -105,7 +103,7 @@ rep_text(const struct rep *r, FILE *f)
 		fprintf(f, "  %-24.24s %6ld %6ld %6ld %8ld %6ld ",
 		    shown(e->name, b, sizeof(b)),
 		    summ_count(e->summ, "succeeded"), summ_count(e->summ,
-		    "dead") - rep_cut(e->summ), rep_cut(e->summ), e->reqs,
+		    "dead") - summ_cut(e->summ), summ_cut(e->summ), e->reqs,
 		    e->http_429);
 		top = rep_top_errors(e);
 		json_array_foreach(top, i, p) {

@@ -341,7 +341,7 @@ progress_text(char *buf, size_t len, double now)
 	long ok = summ_count(opts.run, "succeeded");
 	long dead = summ_count(opts.run, "dead");
 	long filed = ok + dead, pending;
-	long cut = summ_count(opts.run, fate_reason(FATE_DEADLINE_CUT));
+	long cut = summ_cut(opts.run);
 	double el = now - opts.p_start;
 	/* Over less than a second a rate means little: assume a second. */
 	double rate = filed / (el > 1 ? el : 1);

@@ -326,7 +326,7 @@ summ_table(const struct summ *sm)
 	 * run.dead, but the table keeps the two apart, each once: listed
 	 * under dead-lettered too, 45 cuts read as 125 documents of 80.
 	 */
-	cut = geti(by, fate_reason(FATE_DEADLINE_CUT));
+	cut = summ_tally_cut(run);
 	dead = geti(run, "dead") - cut;
 	P("  succeeded       %7ld\n", geti(run, "succeeded"));
 	P("  dead-lettered   %7ld\n", dead);
@@ -376,8 +376,7 @@ summ_table(const struct summ *sm)
 		P("  %-24s %8s %8s %8s  %s\n", "endpoint", "ok", "dead", "cut",
 		    "last error");
 		json_object_foreach((json_t *)eps, k, e) {
-			ecut = geti(json_object_get(e, "dead_by_reason"),
-			    fate_reason(FATE_DEADLINE_CUT));
+			ecut = summ_tally_cut(e);
 			P("  %-24.24s %8ld %8ld %8ld  %.40s\n", shown(b1,
 			    sizeof(b1), k), geti(e, "succeeded"), geti(e,
 			    "dead") - ecut, ecut, shown(b2, sizeof(b2),
@@ -539,6 +538,19 @@ void
 summ_stopped(struct summ *s, int sig)
 {
 	s->stopped = sig;
+}
+
+long
+summ_cut(const struct summ *s)
+{
+	return summ_count(s, fate_reason(FATE_DEADLINE_CUT));
+}
+
+long
+summ_tally_cut(const json_t *tally)
+{
+	return geti(json_object_get(tally, "dead_by_reason"),
+	    fate_reason(FATE_DEADLINE_CUT));
 }
 
 long

@@ -56,6 +56,14 @@ const char *summ_problems(const struct summ *s);
 char	*summ_table(const struct summ *s);
 /* This run's count of "succeeded", "dead" or a dead reason. */
 long	summ_count(const struct summ *s, const char *what);
+/*
+ * The documents the deadline cut: of this run, or of a tally as
+ * summary.json holds one (its run, an endpoint).  Filed in dead.ndjson
+ * (deadline_cut) and counted in "dead", they are shown apart from the
+ * dead-lettered wherever a person reads the counts, each document once.
+ */
+long	summ_cut(const struct summ *s);
+long	summ_tally_cut(const json_t *tally);
 /* The same of the whole run directory, after summ_finish. */
 long	summ_total(const struct summ *s, const char *what);
 /*
