@@ -322,8 +322,8 @@ dead_compact(const char *rundir, int fd, char *err, size_t errlen)
 	}
 	switch (screen(dead, done, l.v)) {
 	case -1:
-		snprintf(err, errlen, "read %s: %s", unread, errno ==
-		    EINVAL ? "not a regular file" : strerror(errno));
+		snprintf(err, errlen, "read %s: %s", unread,
+		    files_why(errno));
 		dropped = -1;
 		goto out;
 	case 0:
@@ -332,8 +332,8 @@ dead_compact(const char *rundir, int fd, char *err, size_t errlen)
 	/* The letters first: only their ids are looked for in the results. */
 	if (each(dead, l.v, 1, note_dead, &l) == -1 ||
 	    each(done, l.v, 0, note_done, &l) == -1) {
-		snprintf(err, errlen, "read %s: %s", unread, errno ==
-		    EINVAL ? "not a regular file" : strerror(errno));
+		snprintf(err, errlen, "read %s: %s", unread,
+		    files_why(errno));
 		dropped = -1;
 		goto out;
 	}

@@ -212,8 +212,8 @@ filed_read(struct filed *f, filed_skip_fn *skip, void *arg, char *err,
 	for (i = 0; i < f->nfiles; i++)
 		if (read_file(f, i, skip, arg) == -1) {
 			snprintf(err, errlen, "%s %s: %s", f->file[i].fd == -1 ?
-			    "open" : "read", f->file[i].path, errno == EINVAL ?
-			    "not a regular file" : files_why(errno));
+			    "open" : "read", f->file[i].path,
+			    files_why(errno));
 			return -1;
 		}
 	return 0;

@@ -234,8 +234,8 @@ ledger_vet(const char *path, char *err, size_t errlen)
 	if ((fd = files_open_read(path)) == -1) {
 		if (errno == ENOENT)
 			return 0;
-		snprintf(err, errlen, "ledger %s: %s", path, errno == EINVAL ?
-		    "not a regular file" : files_why(errno));
+		snprintf(err, errlen, "ledger %s: %s", path,
+		    files_why(errno));
 		return -1;
 	}
 	rc = first_entry(fd, path, err, errlen);

@@ -462,13 +462,11 @@ summ_finish(struct summ *s, const char *rundir, const char *admitted_from,
 	json_object_set(out, "run", s->t);
 	path = rundir_path(rundir, RUNDIR_RESULTS, NULL);
 	if (recount(s, tot, path) == -1)
-		problem(s, "read %s: %s", path, errno == EINVAL ?
-		    "not a regular file" : strerror(errno)), rc = -1;
+		problem(s, "read %s: %s", path, files_why(errno)), rc = -1;
 	free(path);
 	path = rundir_path(rundir, RUNDIR_DEAD, NULL);
 	if (recount(s, tot, path) == -1)
-		problem(s, "read %s: %s", path, errno == EINVAL ?
-		    "not a regular file" : strerror(errno)), rc = -1;
+		problem(s, "read %s: %s", path, files_why(errno)), rc = -1;
 	free(path);
 	json_object_set(out, "totals", tot);
 	json_decref(s->tot);

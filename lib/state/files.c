@@ -31,7 +31,8 @@ const char *
 files_why(int e)
 {
 	return e == ELOOP ? "a symbolic link (the run directory's files are "
-	    "never followed: put the file itself there)" : strerror(e);
+	    "never followed: put the file itself there)" : e == EINVAL ?
+	    "not a regular file" : strerror(e);
 }
 
 int
@@ -281,12 +282,11 @@ files_load(const char *path, size_t flags, json_error_t *je)
 	int fd;
 
 	if ((fd = files_open_read(path)) == -1) {
-		if (je != NULL)
+		if (je != NULL) {
 			memset(je, 0, sizeof(*je));
-		if (je != NULL)
 			snprintf(je->text, sizeof(je->text), "%s",
-			    errno == EINVAL ? "not a regular file" :
 			    files_why(errno));
+		}
 		return NULL;
 	}
 	doc = json_loadfd(fd, flags, je);

@@ -57,7 +57,8 @@ int	files_open(const char *path, int flags, mode_t mode);
 /*
  * What errno e says of a run directory's file files_open (or
  * files_open_read) failed on: ELOOP is a symbolic link there, never
- * followed, not "Too many levels of symbolic links".
+ * followed, not "Too many levels of symbolic links"; EINVAL, from
+ * files_open_read, not a regular file.
  */
 const char *files_why(int e);
 /*
