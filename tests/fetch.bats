@@ -458,10 +458,7 @@ cpu_of() {
 	rfp-fetch -j 1 --run-dir "$RD" <"$BATS_TEST_TMPDIR/m" \
 	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
-	for _ in $(seq 1 100); do
-		[ "$(requests_for)" -ge 2 ] && break
-		sleep 0.05
-	done
+	requests_reach 2 || :
 	sleep 0.3	# time enough for more to go, were they let
 	n=$(requests_for)
 	cat "$RD/docs/.part/doc-1" >"$BATS_TEST_TMPDIR/body-1"
@@ -908,11 +905,8 @@ hop_portal() {
 	mkdir -p "$RD"
 	rfp-fetch --config "$BATS_TEST_TMPDIR/c.yaml" --run-dir "$RD" \
 	    <"$BATS_TEST_TMPDIR/m" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
-	local pid=$! i
-	for i in $(seq 1 250); do
-		[ "$(requests_for)" -ge 1 ] && break
-		sleep 0.02
-	done
+	local pid=$!
+	requests_reach 1 5 0.02 || :
 	[ "$(requests_for)" -eq 1 ]
 	sleep 0.2
 	kill -TERM "$pid"

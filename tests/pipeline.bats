@@ -409,10 +409,7 @@ dead_count() {
 	timeout 60 "$ROOT/pipeline.sh" -q -j 1 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" \
 	    2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
-	for i in $(seq 1 200); do
-		[ "$(requests_for)" -ge 3 ] && break
-		sleep 0.05
-	done
+	requests_reach 3 10 || :
 	echo '{"iv_s":[1,2]}' >"$RUN/state/rate/f.json"
 	rc=0
 	wait "$pid" || rc=$?

@@ -315,11 +315,8 @@ YAML
 	mock_start "$BATS_TEST_TMPDIR/hang.yaml"
 	manifest /h 2 h >"$M"
 	rfp-fetch --run-dir "$RUN" <"$M" >/dev/null 2>&1 &
-	local pid=$! i
-	for i in $(seq 1 200); do
-		[ "$(requests_for)" -ge 2 ] && break
-		sleep 0.05
-	done
+	local pid=$!
+	requests_reach 2 10 || :
 	[ "$(requests_for)" -eq 2 ]
 	kill -TERM "$pid"
 	if ! gone_within "$pid" 10; then

@@ -276,6 +276,19 @@ requests_for() {
 	    ($p == "" or .path == $p))] | length' "$MOCK_LOG"
 }
 
+# requests_reach N [SECONDS [STEP]]: wait until the mock has seen N
+# requests, looking every STEP seconds (0.05) for SECONDS at the most
+# (5); fails when it has not.
+requests_reach() {
+	local i tries
+	tries=$(awk -v s="${2:-5}" -v d="${3:-0.05}" 'BEGIN { printf "%d", s / d }')
+	for i in $(seq 1 "$tries"); do
+		[ "$(requests_for "")" -ge "$1" ] && return 0
+		sleep "${3:-0.05}"
+	done
+	return 1
+}
+
 # The driver, as installed it would be "rfpipe".
 pipeline.sh() {
 	"$ROOT/pipeline.sh" "$@"

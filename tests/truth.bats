@@ -340,10 +340,7 @@ left_then_filed() {
 	# A's sink stalls; A's fetch finishes more, then dies.
 	kill -STOP "$sink"
 	n=$(requests_for)
-	for _ in $(seq 1 500); do
-		[ "$(requests_for)" -ge $((n + 4)) ] && break
-		sleep 0.01
-	done
+	requests_reach $((n + 4)) 5 0.01 || :
 	kill -KILL "$fetch"
 	# B: A lives on in its sink, so what A claimed is A's.
 	run --separate-stderr timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m"
