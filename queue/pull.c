@@ -23,6 +23,14 @@
 #include "queue/queue.h"
 
 /*
+ * What a claim returns of each row: its id, its rec, and whether the rec
+ * is a record of that id (an object, its id the row's), which the server
+ * knows from jsonb without pull parsing every record again.
+ */
+#define RETURNED	"id, rec::text, jsonb_typeof(rec) = 'object', " \
+    "coalesce(rec->'id' = to_jsonb(id), false)"
+
+/*
  * Claim up to $3 records for $1 in load order, none that $1 put back in
  * the queue (file.c: a row the deadline cut is queued again under its
  * cutter's name; written again to the same rfp-fetch it was a duplicate
@@ -43,7 +51,7 @@ static const char q_claim[] =
     "ORDER BY seq LIMIT $3::int FOR UPDATE SKIP LOCKED) "
     "UPDATE rfp_queue SET status = 'claimed', owner = $1, lease_until = "
     "now() + $2::float8 * interval '1 second', claims = claims + 1 WHERE "
-    "id = ANY (ARRAY(SELECT id FROM n)) RETURNING id, rec::text";
+    "id = ANY (ARRAY(SELECT id FROM n)) RETURNING " RETURNED;
 static const char q_sweep[] =
     "WITH e AS (SELECT id, seq FROM rfp_queue WHERE status = 'claimed' AND "
     "(lease_until IS NULL OR lease_until < now()) AND owner IS DISTINCT "
@@ -53,7 +61,7 @@ static const char q_sweep[] =
     "UPDATE rfp_queue SET status = 'claimed', owner = $1, lease_until = "
     "now() + $2::float8 * interval '1 second', claims = claims + 1 WHERE id "
     "= ANY (ARRAY(SELECT id FROM (SELECT * FROM e UNION ALL SELECT * FROM "
-    "n) x ORDER BY seq LIMIT $3::int)) RETURNING id, rec::text";
+    "n) x ORDER BY seq LIMIT $3::int)) RETURNING " RETURNED;
 /*
  * Renew this owner's leases, and count its claims.  A row another
  * transaction has locked is passed over, not waited for: file locks its
@@ -278,26 +286,21 @@ held_filed(struct pull *pl, const char *const *p, double lease)
  * as rfp-fetch keeps a bad line's.
  */
 static int
-unusable(struct pull *pl, const char *id, const char *text)
+unusable(struct pull *pl, PGresult *r, int i)
 {
-	json_t *rec, *letter;
+	const char *id = PQgetvalue(r, i, 0), *text = PQgetvalue(r, i, 1);
+	json_t *letter;
 	char *t, why[160];
-	size_t len = strlen(text);
 
-	rec = len < REC_LINE_MAX ? json_loads(text, 0, NULL) : NULL;
-	if (len >= REC_LINE_MAX)
+	if (strlen(text) >= REC_LINE_MAX)
 		snprintf(why, sizeof(why), "longer than %d bytes",
 		    REC_LINE_MAX);
-	else if (!json_is_object(rec))
+	else if (strcmp(PQgetvalue(r, i, 2), "t") != 0)
 		snprintf(why, sizeof(why), "not a JSON object");
-	else if (!json_is_string(json_object_get(rec, "id")) || strcmp(
-	    json_string_value(json_object_get(rec, "id")), id) != 0)
+	else if (strcmp(PQgetvalue(r, i, 3), "t") != 0)
 		snprintf(why, sizeof(why), "its field \"id\" is not the row's");
-	else {
-		json_decref(rec);
+	else
 		return 0;
-	}
-	json_decref(rec);
 	msg_warn("pull: row \"%.80s\": its rec is %s; filed dead bad_input, "
 	    "not handed on", id, why);
 	letter = json_pack("{s:s,s:s,s:s,s:s,s:s%}", "id", id, "fate",
@@ -334,8 +337,7 @@ claim(struct pull *pl, const char *const *p, int sweep)
 	for (i = 0; i < n; i++) {
 		if ((pl->run_filed != NULL &&
 		    filed_here(pl, PQgetvalue(r, (int)i, 0))) ||
-		    unusable(pl, PQgetvalue(r, (int)i, 0), PQgetvalue(r,
-		    (int)i, 1))) {
+		    unusable(pl, r, (int)i)) {
 			here++;
 			continue;
 		}
