@@ -399,12 +399,7 @@ options(int argc, char *argv[])
 	else if (config == NULL || opts.conf.seed == 0)
 		opts.conf.seed = (unsigned long)clk_hash((uint64_t)getpid(),
 		    &t, 0) ^ (unsigned long)(clk_now() * 1e6);
-	if (deadline == NULL)
-		deadline = opts.conf.deadline;
-	if (deadline != NULL && clk_deadline(deadline, clk_now(),
-	    &opts.deadline) == -1)
-		msg_die(2, "option --deadline: cannot read \"%s\" as a time",
-		    deadline);
+	opts.deadline = opt_deadline_pick(deadline, &opts.conf);
 	state = opt_state_pick(state, &opts.conf, config);
 	if (state != NULL && store_init(state, err, sizeof(err)) == -1)
 		msg_die(1, "%s", err);

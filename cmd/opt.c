@@ -153,3 +153,15 @@ opt_state_pick(const char *flag, const struct conf *c, const char *config)
 		    config);
 	return c->state;
 }
+
+double
+opt_deadline_pick(const char *flag, const struct conf *c)
+{
+	const char *when = flag != NULL ? flag : c->deadline;
+	double t = 0;
+
+	if (when != NULL && clk_deadline(when, clk_now(), &t) == -1)
+		msg_die(2, "option --deadline: cannot read \"%s\" as a time",
+		    when);
+	return t;
+}

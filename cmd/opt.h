@@ -36,6 +36,12 @@ const char *opt_state(const char *s);
  */
 const char *opt_state_pick(const char *flag, const struct conf *c,
 	    const char *config);
+/*
+ * The deadline as an epoch: flag (from --deadline) when given, else the
+ * deadline key of c, resolved now; 0 when neither; die 2 when it cannot
+ * be read.
+ */
+double	opt_deadline_pick(const char *flag, const struct conf *c);
 /* Flush and close stdout; die 1 naming the error (a full disk must not exit 0). */
 void	opt_fshut(void);
 /* Die 2 with the usage when an operand follows the options. */

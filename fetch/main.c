@@ -875,10 +875,7 @@ options(int argc, char *argv[], struct cli *cli)
 	    fo.conf.on_open_dead;
 	if (cli->deadline == NULL)
 		cli->deadline = fo.conf.deadline;
-	if (cli->deadline != NULL && clk_deadline(cli->deadline, clk_now(),
-	    &fo.deadline) == -1)
-		msg_die(2, "option --deadline: cannot read \"%s\" as a time",
-		    cli->deadline);
+	fo.deadline = opt_deadline_pick(cli->deadline, &fo.conf);
 }
 
 /*

@@ -155,12 +155,7 @@ main(int argc, char *argv[])
 		opt_usage(usage);
 	}
 	opt_conf(&conf, config);
-	if (deadline == NULL)
-		deadline = conf.deadline;
-	if (deadline != NULL && clk_deadline(deadline, clk_now(),
-	    &opts.deadline) == -1)
-		msg_die(2, "option --deadline: cannot read \"%s\" as a time",
-		    deadline);
+	opts.deadline = opt_deadline_pick(deadline, &conf);
 	state = opt_state_pick(state, &conf, config);
 	if (state == NULL)
 		msg_die(2, "needs --state URL (or the config's state: key)");
