@@ -42,11 +42,17 @@ static const char q_file[] =
      * A document the deadline cut never failed: its row goes back to the
      * queue for the next run or another host, not dead (filed dead, no
      * host ever took it up again, and the queue said it reconciled).  It
-     * keeps the cutter's name, which pull of that name passes over.
+     * keeps the cutter's name, which pull of that name passes over.  A
+     * submission the cut found sent (or maybe sent: "sent" in its letter)
+     * keeps saying so in its row, so that the host that takes it up asks
+     * before it sends it again, whatever ledger that host keeps
+     * (fetch/submit.c).
      */
     "c AS (UPDATE rfp_queue q SET status = CASE WHEN f.dead_reason = "
     "'" CUT "' THEN 'queued' ELSE f.fate END, owner = $2, lease_until = "
-    "NULL "
+    "NULL, rec = CASE WHEN f.dead_reason = '" CUT "' AND f.rec -> 'sent' "
+    "= 'true'::jsonb AND jsonb_typeof(q.rec) = 'object' THEN q.rec || "
+    "'{\"sent\": true}'::jsonb ELSE q.rec END "
     "FROM f, o WHERE q.id = f.id AND o.id = f.id AND (o.status = "
     "'queued' OR (o.status = 'claimed' AND o.owner = $2)) RETURNING q.id, "
     "q.status), "

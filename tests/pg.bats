@@ -641,3 +641,23 @@ load pg
 	echo "refused: $refused"
 	[ "$refused" -le 100 ]
 }
+
+@test "queue: a submission the deadline cut once sent goes back to the queue saying so, and the next pull hands it on so" {
+	for i in 1 2; do
+		printf '{"id":"app-%d","url":"http://127.0.0.1:9/submit/app-%d","method":"POST","body":{"n":%d},"endpoint":"grants","idempotency_key":"k-%d"}\n' \
+		    "$i" "$i" "$i" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	rfp-queue --state "$URL" load <"$BATS_TEST_TMPDIR/m" >/dev/null
+	run -124 timeout 1 rfp-queue --state "$URL" --owner A pull
+	[ "${#lines[@]}" -eq 2 ]
+	# app-1 was on the wire when the deadline came; app-2 never left.
+	jq -c 'if .id == "app-1" then . + {sent: true} else . end |
+	    . + {fate: "dead", dead_reason: "deadline_cut"}' "$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/f"
+	run -0 rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/f"
+	[ "$(sql "SELECT string_agg(id || ' ' || status || ' ' || coalesce(rec->>'sent', '-'), ',' ORDER BY id) FROM rfp_queue")" = "app-1 queued true,app-2 queued -" ]
+	# Another host takes them up: app-1 is asked about before any resend.
+	run -124 timeout 1 rfp-queue --state "$URL" --owner B pull
+	[ "${#lines[@]}" -eq 2 ]
+	jq -s -e 'map(select(.id == "app-1" and .sent == true)) | length == 1' <<<"$output"
+	jq -s -e 'map(select(.id == "app-2" and has("sent"))) | length == 0' <<<"$output"
+}
