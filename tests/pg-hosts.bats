@@ -500,3 +500,23 @@ load pg
 	z=$(printf '0%.0s' $(seq 1 8100))
 	limited_run "127.0.0.${z}1"
 }
+
+@test "rfp-fetch and rfp-backoff --state, run alone: a link where the run directory's filed files go stops them before anything is sent" {
+	mock_start "$FIX/pg/hosts.yaml"
+	printf '{"id":"d1","url":"%s/nih/d1"}\n' "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
+	local f rd=$BATS_TEST_TMPDIR/rd
+	for f in results.ndjson dead.ndjson state/claims.ndjson logs/attempts.ndjson; do
+		rm -rf "$rd" "$BATS_TEST_TMPDIR/real"
+		mkdir -p "$rd/state" "$rd/logs"
+		: >"$BATS_TEST_TMPDIR/real"
+		ln -s "$BATS_TEST_TMPDIR/real" "$rd/$f"
+		run --separate-stderr timeout 20 rfp-fetch --state "$URL" --run-dir "$rd" <"$BATS_TEST_TMPDIR/m"
+		[ "$status" -eq 1 ] || fail "$f: $status: $stderr"
+		[ "$stderr" = "rfp-fetch: $rd/$f: a symbolic link (the run directory's files are never followed: put the file itself there)" ] || fail "$f: $stderr"
+		run --separate-stderr timeout 20 rfp-backoff --state "$URL" --run-dir "$rd" </dev/null
+		[ "$status" -eq 1 ] || fail "$f: $status: $stderr"
+		[ "$stderr" = "rfp-backoff: $rd/$f: a symbolic link (the run directory's files are never followed: put the file itself there)" ] || fail "$f: $stderr"
+		[ ! -s "$BATS_TEST_TMPDIR/real" ]
+	done
+	[ "$(requests_for)" -eq 0 ]
+}

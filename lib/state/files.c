@@ -615,17 +615,13 @@ check_one(const char *path, const char *kind, files_valid_fn *valid,
 }
 
 int
-files_check_state(const char *rundir, files_valid_fn *valid, char *err,
-    size_t errlen)
+files_check_filed(const char *rundir, char *err, size_t errlen)
 {
-	static const char *kinds[] = { "rate", "breaker" };
 	static const enum rundir_file filed[] = { RUNDIR_RESULTS, RUNDIR_DEAD,
 	    RUNDIR_CLAIMS, RUNDIR_ATTEMPTS };
-	struct dirent *de;
 	struct stat st;
-	char *path, *dir;
-	size_t i, n;
-	DIR *d;
+	char *path;
+	size_t i;
 	int rc = 0;
 
 	/*
@@ -641,7 +637,21 @@ files_check_state(const char *rundir, files_valid_fn *valid, char *err,
 		}
 		free(path);
 	}
-	if (rc != 0)
+	return rc;
+}
+
+int
+files_check_state(const char *rundir, files_valid_fn *valid, char *err,
+    size_t errlen)
+{
+	static const char *kinds[] = { "rate", "breaker" };
+	struct dirent *de;
+	char *path, *dir;
+	size_t i, n;
+	DIR *d;
+	int rc;
+
+	if ((rc = files_check_filed(rundir, err, errlen)) != 0)
 		return rc;
 	path = rundir_state(rundir, "budget", NULL);
 	rc = check_one(path, "budget", NULL, err, errlen);
