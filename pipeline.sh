@@ -419,10 +419,18 @@ cfg_deadline() {
 }
 
 admitted=
+filed_before=
+# A run directory that has filed some of the manifest's lines: --check
+# says how many, and the progress line counts what is left (--total), not
+# the whole manifest.
+filed_from=
+[ -n "$manifest" ] && [ -z "$queue" ] && [ -d "$run_dir/state" ] &&
+	filed_from=$run_dir
 # shellcheck disable=SC2086
 if [ -n "$manifest" ] && [ -n "$check" ]; then
 	rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
-	    ${deadline:+"--deadline=$deadline"} <"$manifest"
+	    ${deadline:+"--deadline=$deadline"} \
+	    ${filed_from:+"--run-dir=$filed_from" --resume $retry_dead} <"$manifest"
 	case $? in
 	0) exit 0 ;;
 	*) exit 2 ;;
@@ -435,7 +443,9 @@ unmatched="matches no record; the records' endpoints are"
 if [ -n "$manifest" ] || [ -n "$config" ]; then
 	# shellcheck disable=SC2086
 	checked=$(rfp-fetch --check ${config:+"--config=$config"} $jobs_opt \
-	    ${deadline:+"--deadline=$deadline"} <"${manifest:-/dev/null}" 2>&1)
+	    ${deadline:+"--deadline=$deadline"} \
+	    ${filed_from:+"--run-dir=$filed_from" --resume $retry_dead} \
+	    <"${manifest:-/dev/null}" 2>&1)
 	if [ $? -eq 2 ] && [ -n "$config" ]; then
 		problems=$(printf '%s\n' "$checked" | grep '^rfp-fetch: ' |
 		    grep -v '^rfp-fetch: line [0-9]*: ')
@@ -451,6 +461,8 @@ if [ -n "$manifest" ] || [ -n "$config" ]; then
 		    sed -n 's/^manifest: \([0-9]*\) lines, .*/\1/p')
 		[ -n "$admitted" ] ||
 			die 1 "rfp-fetch --check: no count of $manifest"
+		filed_before=$(printf '%s\n' "$checked" |
+		    sed -n 's/^filed: \([0-9]*\) of .*/\1/p')
 	fi
 	cfg_deadline "$checked"
 fi
@@ -698,7 +710,7 @@ trap 'stop HUP' HUP
 	rfp-sink --run-dir="$run_dir" --retry-fifo="$fifo" \
 	    --fetch-ended="$fetch_ended" --owner="$claims_owner" \
 	    --admitted-from="$report" --fate-status --progress="$progress" \
-	    --total="$admitted" $quiet $verbose
+	    --total="$((admitted - ${filed_before:-0}))" $quiet $verbose
 	code=$?
 	# Its status is the pipeline's.  A failure is noted as well, in its
 	# turn: rfp-sink failing at start-up, rfp-fetch stopped after it, and

@@ -136,17 +136,26 @@ admit_key(const json_t *rec, const char *id, long lineno, char *err,
  * resume finds it already in dead.ndjson (the line is skipped, rec
  * freed), else 0 with rec keyed.
  */
-static int
-line_key(json_t *rec, const char *line, size_t len)
+/* The key of this manifest line, counted as the nth of its text. */
+static void
+key_of(const char *line, size_t len, char *key, size_t keylen)
 {
-	char hex[17], key[48];
+	char hex[17];
 	json_int_t n;
 
 	snprintf(hex, sizeof(hex), "%016llx",
 	    (unsigned long long)clk_hash(0, line, len));
 	n = json_integer_value(json_object_get(A.nth, hex)) + 1;
 	json_object_set_new(A.nth, hex, json_integer(n));
-	snprintf(key, sizeof(key), "%s.%lld", hex, (long long)n);
+	snprintf(key, keylen, "%s.%lld", hex, (long long)n);
+}
+
+static int
+line_key(json_t *rec, const char *line, size_t len)
+{
+	char key[48];
+
+	key_of(line, len, key, sizeof(key));
 	if (A.filed != NULL && !A.retry_dead && filed_keyed(A.filed, key)) {
 		A.n.skipped++;
 		json_decref(rec);
@@ -621,6 +630,33 @@ admit_settle(void)
 		*(f ? &A.n.skipped : &A.n.orphaned) += 1;
 		json_object_del(A.held, id);
 	}
+}
+
+void
+admit_check_open(const char *run_dir, int retry_dead)
+{
+	char err[PATH_MAX + 128];
+
+	A.nth = json_object();
+	A.retry_dead = retry_dead;
+	A.fd_fifo = -1;
+	A.filed = filed_new(run_dir, 0);
+	/* Unreadable, it files nothing here: the run says why. */
+	if (filed_read(A.filed, NULL, NULL, err, sizeof(err)) == -1) {
+		filed_free(A.filed);
+		A.filed = NULL;
+	}
+}
+
+int
+admit_check_filed(const char *id, const char *line, size_t len)
+{
+	char key[48];
+
+	if (id != NULL)
+		return filed(id);
+	key_of(line, len, key, sizeof(key));
+	return A.filed != NULL && !A.retry_dead && filed_keyed(A.filed, key);
 }
 
 void

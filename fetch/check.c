@@ -92,12 +92,12 @@ names(const json_t *eps, char *buf, size_t len)
 
 int
 check_manifest(int fd, const struct conf *c, const char *config,
-    double deadline, const char *deadline_text)
+    double deadline, const char *deadline_text, const char *run_dir)
 {
 	struct rec_reader *r = rec_reader_new(fd, 0);
 	json_t *eps = json_object(), *seen = json_object(), *rec, *v;
-	json_t *keys = json_object();
-	long lines = 0, bad = 0, lineno, n;
+	json_t *keys = json_object(), *ids = json_object();
+	long lines = 0, bad = 0, filed = 0, lineno, n;
 	int rc, problems = 0;
 	char err[300], list[1024], when[32];
 	const char *k, *id;
@@ -118,11 +118,25 @@ check_manifest(int fd, const struct conf *c, const char *config,
 			msg_line(lineno, "line longer than %d bytes",
 			    REC_LINE_MAX);
 			bad++;
+			filed += run_dir != NULL && admit_check_filed(NULL,
+			    line, len);
 			continue;
 		}
 		/* As admission reads it (fetch/admit.c), in its order. */
 		if ((rec = rec_parse(line, len, err, sizeof(err))) != NULL)
 			admit_clean(rec);
+		/*
+		 * What a resume skips, filed: by its id, the first line's
+		 * that has it; else by the line's key.
+		 */
+		if (run_dir != NULL) {
+			id = rec_str(rec, "id");
+			if (id != NULL && json_object_get(ids, id) != NULL)
+				id = NULL;
+			else if (id != NULL)
+				json_object_set_new(ids, id, json_true());
+			filed += admit_check_filed(id, line, len);
+		}
 		if (rec == NULL || admit_size(rec, len, err, sizeof(err)) ==
 		    -1 || doc_check(rec, err, sizeof(err)) == -1 ||
 		    field_check_json(rec, err, sizeof(err)) == -1 ||
@@ -169,6 +183,10 @@ check_manifest(int fd, const struct conf *c, const char *config,
 	rec_reader_free(r);
 	printf("manifest: %ld lines, %ld documents, %ld bad\n", lines,
 	    lines - bad, bad);
+	if (run_dir != NULL)
+		printf("filed: %ld of the %ld lines already, in %s; a resume "
+		    "admits the other %ld\n", filed, lines, run_dir, lines -
+		    filed);
 	json_object_foreach(eps, k, v)
 		show(c, k, (long)json_integer_value(v));
 	names(eps, list, sizeof(list));
@@ -213,6 +231,7 @@ check_manifest(int fd, const struct conf *c, const char *config,
 	json_decref(eps);
 	json_decref(seen);
 	json_decref(keys);
+	json_decref(ids);
 	if (problems > 0)
 		return 2;
 	return bad > 0 ? 3 : 0;

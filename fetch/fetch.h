@@ -277,6 +277,15 @@ void	admit_counts(struct admit_counts *n);
 void	admit_settle(void);	/* held ids filed since: filed (the end) */
 void	admit_close(void);
 /*
+ * --check's count of what a resume skips as filed: admit_check_open reads
+ * run_dir's files as --resume (or --retry-dead) does; admit_check_filed
+ * says whether admission skips a manifest line, by its id (NULL when it
+ * has none of its own: no record, no id, an earlier line's) or else by
+ * its text's key.  admit_close frees them.
+ */
+void	admit_check_open(const char *run_dir, int retry_dead);
+int	admit_check_filed(const char *id, const char *line, size_t len);
+/*
  * A manifest line's record as admission takes it: what only a stage sets
  * removed (line_key, line, stage; and but for a retry, every attempt
  * field).  --check reads a line the same way.
@@ -372,7 +381,7 @@ void	xfer_clear(json_t *rec);
  * names an endpoint no record has or the deadline is past.
  */
 int	check_manifest(int fd, const struct conf *c, const char *config,
-	    double deadline, const char *deadline_text);
+	    double deadline, const char *deadline_text, const char *run_dir);
 
 /*
  * Claims (claims.c): which live pipeline on the run directory holds an id.

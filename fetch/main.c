@@ -1002,8 +1002,12 @@ main(int argc, char *argv[])
 		/* Headers and body files are checked as admission does. */
 		xfer_init(&fo);
 		bodies_init(&fo);
+		if (fo.run_dir != NULL && (cli.resume || cli.retry_dead))
+			admit_check_open(fo.run_dir, cli.retry_dead);
 		c = check_manifest(STDIN_FILENO, &fo.conf, cli.config,
-		    fo.deadline, cli.deadline);
+		    fo.deadline, cli.deadline, fo.run_dir != NULL &&
+		    (cli.resume || cli.retry_dead) ? fo.run_dir : NULL);
+		admit_close();
 		bodies_close_root();
 		conf_free(&fo.conf);
 		opt_fshut();

@@ -594,7 +594,8 @@ dead_count() {
 }
 
 @test "pipeline: a bad manifest line is dead-lettered once, however many resumes, and after lines added above it" {
-	mock_start "$FIX/mock/ok.yaml"
+	printf 'routes:\n  - {match: "/nih/*", endpoint: nih}\n  - {match: "/slow/*", endpoint: nih, delay_ms: 20000}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
 	local m=$BATS_TEST_TMPDIR/m
 	{
 		manifest /nih 2 nih
@@ -811,4 +812,36 @@ mangle() {
 	jq -e '.admitted == 1 and .totals.succeeded == 5 and .totals.dead == 0 and .totals.stray_lines == 0' "$RUN/summary.json"
 	[ ! -s "$RUN/dead.ndjson" ]
 	filed_once "$RUN" "$BATS_TEST_TMPDIR/m"
+}
+
+@test "pipeline: a resume's progress counts the lines left, and --check --run-dir --resume says how many are filed already" {
+	printf 'routes:\n  - {match: "/nih/*", endpoint: nih}\n  - {match: "/slow/*", endpoint: nih, delay_ms: 20000}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	local m=$BATS_TEST_TMPDIR/m
+	{
+		manifest /nih 8 nih
+		manifest /gone 2 gone
+		printf '{bad\n'
+		printf '{"id":"nih-1","url":"%s/nih/again"}\n' "$MOCK_URL"
+	} >"$m"
+	run -3 --separate-stderr pipeline.sh --progress none --run-dir "$RUN" "$m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 8 ]
+	[ "$(wc -l <"$RUN/dead.ndjson")" -eq 4 ]
+	run -3 --separate-stderr rfp-fetch --check --run-dir "$RUN" --resume <"$m"
+	[[ $output == *$'\nfiled: 12 of the 12 lines already, in '"$RUN"$'; a resume admits the other 0\n'* ]] || fail "$output"
+	# --retry-dead takes up the dead: a line's letter and the 404s.
+	run -3 --separate-stderr rfp-fetch --check --run-dir "$RUN" --retry-dead <"$m"
+	[[ $output == *$'\nfiled: 8 of the 12 lines already, in '"$RUN"$'; a resume admits the other 4\n'* ]] || fail "$output"
+	# Without --run-dir, or --resume, nothing is said of it.
+	run -3 --separate-stderr rfp-fetch --check --run-dir "$RUN" <"$m"
+	[[ $output != *'filed: '* ]]
+	# Three more: the resume's progress is of three, not fifteen.
+	for i in 9 10 11; do
+		printf '{"id":"nih-%d","url":"%s/slow/doc-%d","endpoint":"nih"}\n' "$i" "$MOCK_URL" "$i"
+	done >>"$m"
+	RFPIPE_PROGRESS_INTERVAL=0.05 run -3 --separate-stderr pipeline.sh -j 1 --progress plain --run-dir "$RUN" "$m"
+	# Answers of 0.2 s real, one at a time, a line every 0.5 ms.
+	grep -q '^rfp-sink: progress: ' <<<"$stderr" || fail "$stderr"
+	[ -z "$(grep '^rfp-sink: progress: ' <<<"$stderr" | grep -v '^rfp-sink: progress: [0-3]/3 done, ok [0-3], dead 0, pending [0-3], ')" ] || fail "$stderr"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 11 ]
 }
