@@ -165,12 +165,15 @@ cmd_want=
 cmd_opts=1
 cmd_secret=
 for a in "$@"; do
-	# A database URL's password is not printed (the stages say the URL
-	# as user:***@ too): the resume line leaves it out, and says so.
+	# A database URL's password is not printed: the resume line says the
+	# URL as the stages do (rfp-queue redact), and says so.  A URL that
+	# cannot be read so is refused below; until then it is not shown.
 	case $cmd_want:$a in
 	--queue:*|--state:*|:--queue=*|:--state=*)
-		r=$(printf '%s\n' "$a" | sed -e 's#^\([^:/]*://[^:@/]*\):[^/]*@#\1:***@#' \
-		    -e 's#\([?&]password=\)[^&]*#\1***#g')
+		r=${a#--queue=}
+		r=${r#--state=}
+		r=$(rfp-queue --state="$r" redact 2>/dev/null) || r='***'
+		r=${a%"${a#--queue=}"}${a%"${a#--state=}"}$r
 		[ "$r" = "$a" ] || cmd_secret=1
 		a=$r ;;
 	esac

@@ -40,6 +40,7 @@
 #include "lib/config/conf.h"
 #include "cmd/msg.h"
 #include "cmd/opt.h"
+#include "lib/state/pg.h"
 #include "lib/state/store.h"
 #include "lib/base/x.h"
 #include "queue/queue.h"
@@ -50,7 +51,7 @@ static const char usage[] =
     "usage: rfp-queue [-hv] [--batch N] [--config FILE] [--deadline WHEN]\n"
     "                 [--lease S] [--owner NAME] [--retry-dead]\n"
     "                 [--run-dir DIR] [--state URL] [--version]\n"
-    "                 load|pull|file|count|summary\n";
+    "                 load|pull|file|count|summary|redact\n";
 
 static struct qopts opts;
 const char *q_cmd = "";
@@ -94,7 +95,7 @@ main(int argc, char *argv[])
 	const char *config = NULL, *state = NULL, *cmd, *owner = NULL;
 	const char *deadline = NULL;
 	struct conf conf;
-	char err[512], host[256];
+	char err[512], host[256], *redacted;
 	int c;
 
 	msg_init(PROG);
@@ -150,7 +151,8 @@ main(int argc, char *argv[])
 		msg_die(2, "option --retry-dead: needs --run-dir");
 	cmd = q_cmd = argv[optind];
 	if (strcmp(cmd, "load") && strcmp(cmd, "pull") && strcmp(cmd,
-	    "file") && strcmp(cmd, "count") && strcmp(cmd, "summary")) {
+	    "file") && strcmp(cmd, "count") && strcmp(cmd, "summary") &&
+	    strcmp(cmd, "redact")) {
 		msg_warn("unknown command \"%s\"", cmd);
 		opt_usage(usage);
 	}
@@ -159,6 +161,14 @@ main(int argc, char *argv[])
 	state = opt_state_pick(state, &conf, config);
 	if (state == NULL)
 		msg_die(2, "needs --state URL (or the config's state: key)");
+	/* The URL as every stage says it: rfpipe's resume line too. */
+	if (strcmp(cmd, "redact") == 0) {
+		puts(redacted = pg_redact(state));
+		free(redacted);
+		conf_free(&conf);
+		opt_fshut();
+		return 0;
+	}
 	if (owner == NULL) {
 		if (gethostname(host, sizeof(host) - 1) == -1)
 			strcpy(host, "localhost");

@@ -279,8 +279,9 @@ load pg
 	# for it (--on-open wait, the default).
 	printf 'breaker: {failures: 3, cooldown: 1h}\n' >"$BATS_TEST_TMPDIR/c.yaml"
 	# A password in the URL (the server trusts; it is not checked) is
-	# not printed in the resume line.
-	URL="postgresql://rfp:S3cretPW@/$DB?host=$PGDIR"
+	# not printed in the resume line, nor one under a parameter name
+	# written percent-encoded.
+	URL="postgresql://rfp:S3cretPW@/$DB?host=$PGDIR&pass%77ord=S3cretPW"
 	load_unserved 40
 	host 1
 	breaker_opened 1
@@ -296,7 +297,7 @@ load pg
 	[ "$rc" -eq 143 ]
 	[ -z "$(pgrep -g "${HOSTS[1]}" || :)" ]
 	grep -q 'interrupted by SIGTERM; resume with' "$BATS_TEST_TMPDIR/h1.err"
-	grep -qF -- "--queue 'postgresql://rfp:***@/$DB?host=$PGDIR'" "$BATS_TEST_TMPDIR/h1.err" ||
+	grep -qF -- "--queue 'postgresql://rfp:***@/$DB?host=$PGDIR&pass%77ord=***'" "$BATS_TEST_TMPDIR/h1.err" ||
 	    fail "$(cat "$BATS_TEST_TMPDIR/h1.err")"
 	grep -q 'the password in the database URL is shown as \*\*\*' "$BATS_TEST_TMPDIR/h1.err"
 	! grep -q S3cretPW "$BATS_TEST_TMPDIR/h1.err"

@@ -661,3 +661,13 @@ load pg
 	jq -s -e 'map(select(.id == "app-1" and .sent == true)) | length == 1' <<<"$output"
 	jq -s -e 'map(select(.id == "app-2" and has("sent"))) | length == 0' <<<"$output"
 }
+
+@test "queue: redact prints the URL as every stage says it, its password ***, and connects to nothing" {
+	run -0 --separate-stderr rfp-queue --state 'postgresql://rfp:p@ss?w#rd@127.0.0.1:1/x?sslmode=require&pass%77ord=two' redact
+	[ "$output" = 'postgresql://rfp:***@127.0.0.1:1/x?sslmode=require&pass%77ord=***' ]
+	[ -z "$stderr" ]
+	run -0 rfp-queue --state 'postgresql:///x?host=/tmp' redact
+	[ "$output" = 'postgresql:///x?host=/tmp' ]
+	run -2 --separate-stderr rfp-queue --state 'mysql://u:p@h/x' redact
+	[ -z "$output" ]
+}
