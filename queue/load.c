@@ -159,3 +159,42 @@ load(void)
 	printf("{\"added\":%ld,\"present\":%ld,\"bad\":%ld}\n", added,
 	    valid - added, bad);
 }
+
+/*
+ * requeue: the rows filed dead (of the dead_reasons in reasons, n of
+ * them; any when n is 0) back in the queue, their results dropped, in one
+ * statement: the next pull of any host takes them up.  A submission its
+ * letter says was sent keeps saying so (file.c), so that it is asked
+ * about before it is sent again.
+ */
+void
+requeue(char *const *reasons, int n)
+{
+	json_t *a = json_array();
+	char *s;
+	const char *p[1];
+	PGresult *r;
+	long back;
+	int i;
+
+	for (i = 0; i < n; i++)
+		json_array_append_new(a, json_string(reasons[i]));
+	s = json_dumps(a, JSON_COMPACT);
+	p[0] = s;
+	r = q("WITH d AS (DELETE FROM rfp_results r USING rfp_queue q WHERE "
+	    "q.id = r.id AND q.status = 'dead' AND (jsonb_array_length($1::"
+	    "jsonb) = 0 OR r.dead_reason IN (SELECT jsonb_array_elements_text("
+	    "$1::jsonb))) RETURNING r.id, r.rec), "
+	    "u AS (UPDATE rfp_queue q SET status = 'queued', owner = NULL, "
+	    "lease_until = NULL, rec = CASE WHEN d.rec -> 'sent' = "
+	    "'true'::jsonb AND jsonb_typeof(q.rec) = 'object' THEN q.rec || "
+	    "'{\"sent\": true}'::jsonb ELSE q.rec END FROM d WHERE q.id = d.id "
+	    "RETURNING q.id) "
+	    "SELECT count(*), pg_notify('" CHANNEL "', '0 ') FROM u", 1, p,
+	    PGRES_TUPLES_OK);
+	back = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	free(s);
+	json_decref(a);
+	printf("{\"requeued\":%ld}\n", back);
+}

@@ -38,6 +38,7 @@
 
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
+#include "lib/record/fate.h"
 #include "cmd/msg.h"
 #include "cmd/opt.h"
 #include "lib/state/pg.h"
@@ -51,7 +52,9 @@ static const char usage[] =
     "usage: rfp-queue [-hv] [--batch N] [--config FILE] [--deadline WHEN]\n"
     "                 [--lease S] [--owner NAME] [--retry-dead]\n"
     "                 [--run-dir DIR] [--state URL] [--version]\n"
-    "                 load|pull|file|count|summary|redact\n";
+    "                 load|pull|file|count|summary|redact\n"
+    "       rfp-queue [-v] [--config FILE] [--state URL] requeue "
+    "[REASON ...]\n";
 
 static struct qopts opts;
 const char *q_cmd = "";
@@ -143,7 +146,7 @@ main(int argc, char *argv[])
 		msg_warn("expected a command");
 		opt_usage(usage);
 	}
-	if (optind != argc - 1) {
+	if (optind != argc - 1 && strcmp(argv[optind], "requeue") != 0) {
 		msg_warn("unexpected argument \"%s\"", argv[argc - 1]);
 		opt_usage(usage);
 	}
@@ -152,10 +155,15 @@ main(int argc, char *argv[])
 	cmd = q_cmd = argv[optind];
 	if (strcmp(cmd, "load") && strcmp(cmd, "pull") && strcmp(cmd,
 	    "file") && strcmp(cmd, "count") && strcmp(cmd, "summary") &&
-	    strcmp(cmd, "redact")) {
+	    strcmp(cmd, "redact") && strcmp(cmd, "requeue")) {
 		msg_warn("unknown command \"%s\"", cmd);
 		opt_usage(usage);
 	}
+	for (c = optind + 1; strcmp(cmd, "requeue") == 0 && c < argc; c++)
+		if (fate_reason_of(argv[c]) == -1)
+			msg_die(2, "requeue: \"%s\" is no dead reason (see "
+			    "rfpipe(7): permanent, exhausted, quota, ...)",
+			    argv[c]);
 	opt_conf(&conf, config);
 	opts.deadline = opt_deadline_pick(deadline, &conf);
 	state = opt_state_pick(state, &conf, config);
@@ -194,6 +202,8 @@ main(int argc, char *argv[])
 		pull(&opts);
 	else if (strcmp(cmd, "file") == 0)
 		file(opts.owner);
+	else if (strcmp(cmd, "requeue") == 0)
+		requeue(argv + optind + 1, argc - optind - 1);
 	else if (strcmp(cmd, "count") == 0)
 		printf("%ld\n", q_long("SELECT count(*) FROM rfp_queue", 0,
 		    NULL));

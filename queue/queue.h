@@ -63,6 +63,8 @@ long	affected(PGresult *r);
 
 /* load.c: the manifest on stdin into rfp_queue, once per id. */
 void	load(void);
+/* ... and the rows filed dead (of these reasons, or any) queued again. */
+void	requeue(char *const *reasons, int n);
 
 /* pull.c: claimed records out on stdout for rfp-fetch, until none is left. */
 void	pull(const struct qopts *o);

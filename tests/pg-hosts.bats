@@ -521,3 +521,36 @@ load pg
 	done
 	[ "$(requests_for)" -eq 0 ]
 }
+
+@test "rfp-queue requeue REASON: the rows filed dead so go back to the queue, and a run with --retry-dead does them; the others stay dead" {
+	printf 'routes:\n  - {match: "/r/*", endpoint: r, script: [503, 200]}\n  - {match: "/gone/*", endpoint: gone, script: [404]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
+	mock_start "$BATS_TEST_TMPDIR/s.yaml"
+	for i in 1 2 3; do
+		printf '{"id":"r%d","url":"%s/r/%d"}\n' "$i" "$MOCK_URL" "$i"
+	done >"$BATS_TEST_TMPDIR/m"
+	printf '{"id":"g1","url":"%s/gone/1"}\n{"id":"g2","url":"%s/gone/2"}\n' "$MOCK_URL" "$MOCK_URL" >>"$BATS_TEST_TMPDIR/m"
+	: >"$BATS_TEST_TMPDIR/c.yaml"
+	run -3 timeout 60 "$ROOT/pipeline.sh" -q --config "$BATS_TEST_TMPDIR/c.yaml" --max-attempts 1 \
+	    --run-dir "$BATS_TEST_TMPDIR/r" --queue "$URL" "$BATS_TEST_TMPDIR/m"
+	[ "$(sql "SELECT string_agg(id || ' ' || dead_reason, ',' ORDER BY id) FROM rfp_results")" = "g1 permanent,g2 permanent,r1 exhausted,r2 exhausted,r3 exhausted" ]
+	# r2's letter said it was sent (as a submission's would).
+	sql "UPDATE rfp_results SET rec = rec || '{\"sent\": true}' WHERE id = 'r2'"
+	run -2 --separate-stderr rfp-queue --state "$URL" requeue exhaust
+	[ "$stderr" = 'rfp-queue: requeue: "exhaust" is no dead reason (see rfpipe(7): permanent, exhausted, quota, ...)' ]
+	run -0 rfp-queue --state "$URL" requeue exhausted
+	[ "$output" = '{"requeued":3}' ]
+	[ "$(sql "SELECT string_agg(id || ' ' || status || ' ' || coalesce(rec->>'sent', '-'), ',' ORDER BY id) FROM rfp_queue")" = "g1 dead -,g2 dead -,r1 queued -,r2 queued true,r3 queued -" ]
+	[ "$(sql "SELECT count(*) FROM rfp_results")" -eq 2 ]
+	# Again: none left to requeue.
+	run -0 rfp-queue --state "$URL" requeue exhausted
+	[ "$output" = '{"requeued":0}' ]
+	# Exit 3: the run directory holds g1's and g2's letters still.
+	run -3 timeout 60 "$ROOT/pipeline.sh" -q --config "$BATS_TEST_TMPDIR/c.yaml" --max-attempts 1 \
+	    --run-dir "$BATS_TEST_TMPDIR/r" --queue "$URL" --retry-dead
+	[ "$(sql "SELECT string_agg(id || ' ' || status, ',' ORDER BY id) FROM rfp_queue")" = "g1 dead,g2 dead,r1 done,r2 done,r3 done" ]
+	run -0 rfp-queue --state "$URL" summary
+	jq -e '.done == 3 and .dead == 2 and .refiled == 0 and .reconciled' <<<"$output"
+	# With no reason, every dead row.
+	run -0 rfp-queue --state "$URL" requeue
+	[ "$output" = '{"requeued":2}' ]
+}
