@@ -50,9 +50,7 @@ static const char q_file[] =
      */
     "c AS (UPDATE rfp_queue q SET status = CASE WHEN f.dead_reason = "
     "'" CUT "' THEN 'queued' ELSE f.fate END, owner = $2, lease_until = "
-    "NULL, rec = CASE WHEN f.dead_reason = '" CUT "' AND f.rec -> 'sent' "
-    "= 'true'::jsonb AND jsonb_typeof(q.rec) = 'object' THEN q.rec || "
-    "'{\"sent\": true}'::jsonb ELSE q.rec END "
+    "NULL, " Q_KEEP_SENT("f.dead_reason = '" CUT "'", "f.rec") " "
     "FROM f, o WHERE q.id = f.id AND o.id = f.id AND (o.status = "
     "'queued' OR (o.status = 'claimed' AND o.owner = $2)) RETURNING q.id, "
     "q.status), "

@@ -186,10 +186,8 @@ requeue(char *const *reasons, int n)
 	    "jsonb) = 0 OR r.dead_reason IN (SELECT jsonb_array_elements_text("
 	    "$1::jsonb))) RETURNING r.id, r.rec), "
 	    "u AS (UPDATE rfp_queue q SET status = 'queued', owner = NULL, "
-	    "lease_until = NULL, rec = CASE WHEN d.rec -> 'sent' = "
-	    "'true'::jsonb AND jsonb_typeof(q.rec) = 'object' THEN q.rec || "
-	    "'{\"sent\": true}'::jsonb ELSE q.rec END FROM d WHERE q.id = d.id "
-	    "RETURNING q.id) "
+	    "lease_until = NULL, " Q_KEEP_SENT("true", "d.rec") " FROM d "
+	    "WHERE q.id = d.id RETURNING q.id) "
 	    "SELECT count(*), pg_notify('" CHANNEL "', '0 ') FROM u", 1, p,
 	    PGRES_TUPLES_OK);
 	back = strtol(PQgetvalue(r, 0, 0), NULL, 10);

@@ -16,6 +16,16 @@
  */
 #define CHANNEL	"rfp_queue_filed"
 
+/*
+ * SQL: a row of rfp_queue q put back in the queue keeps what its letter
+ * (the jsonb letter) says of a submission sent, so that the host that
+ * takes it up asks before it sends it again (fetch/submit.c).  cond: when.
+ */
+#define Q_KEEP_SENT(cond, letter)					\
+	"rec = CASE WHEN " cond " AND " letter " -> 'sent' = 'true'::jsonb "	\
+	"AND jsonb_typeof(q.rec) = 'object' THEN q.rec || "		\
+	"'{\"sent\": true}'::jsonb ELSE q.rec END"
+
 /* The options main.c reads, for the command it runs. */
 struct qopts {
 	long	 batch;
