@@ -409,14 +409,39 @@ fail:
 	return -1;
 }
 
+/*
+ * Whether the parameter name k (klen bytes, percent-encoded) is one whose
+ * value is a secret, as libpq reads it: password, or sslpassword (the
+ * client key's passphrase).
+ */
+static int
+secret_key(const char *k, size_t klen)
+{
+	char key[16];
+	size_t i, n = 0;
+	unsigned x;
+
+	for (i = 0; i < klen; i++) {
+		x = (unsigned char)k[i];
+		if (k[i] == '%' && i + 2 < klen &&
+		    isxdigit((unsigned char)k[i + 1]) &&
+		    isxdigit((unsigned char)k[i + 2]) &&
+		    sscanf(k + i + 1, "%2x", &x) == 1)
+			i += 2;
+		if (n == sizeof(key) - 1)
+			return 0;
+		key[n++] = (char)x;
+	}
+	key[n] = '\0';
+	return strcmp(key, "password") == 0 || strcmp(key, "sslpassword") == 0;
+}
+
 char *
 pg_redact(const char *url)
 {
-	const char *s = strstr(url, "://"), *a, *at = NULL, *colon, *k;
-	size_t alen, klen, i, n, off;
-	char *r, *t, key[16];
-	unsigned x;
-	int long_key;
+	const char *s = strstr(url, "://"), *a, *at = NULL, *colon, *k, *q;
+	size_t alen, klen, i, off;
+	char *r, *t;
 
 	r = xstrdup(url);
 	if (s == NULL)
@@ -425,42 +450,38 @@ pg_redact(const char *url)
 	 * scheme://user:password@host/...: the userinfo ends at the last @
 	 * of the authority (a raw @ in a password showed what followed it),
 	 * which ends at the first / as libpq reads it (a raw ? or # in a
-	 * password is the password's).
+	 * password is the password's).  A raw / in a password, which libpq
+	 * refuses, is the password's too when an @ follows it before any ?:
+	 * the URL is shown in the message that refuses it.
 	 */
 	a = s + 3;
 	alen = strcspn(a, "/");
 	for (i = 0; i < alen; i++)
 		if (a[i] == '@')
 			at = a + i;
+	if (at == NULL && (q = strchr(a, '@')) != NULL &&
+	    memchr(a, '?', (size_t)(q - a)) == NULL)
+		at = q;
 	if (at != NULL && (colon = memchr(a, ':', (size_t)(at - a))) != NULL) {
 		free(r);
 		r = xasprintf("%.*s:***%s", (int)(colon - url), url, at);
 	}
 	/*
-	 * ...?password=secret&...: each parameter's name read as libpq reads
-	 * it, percent-decoded (pass%77ord is password).
+	 * ...?password=secret&...: the query starts at the first ? after the
+	 * userinfo, with or without a path before it (postgresql://?host=...
+	 * and postgresql://h?password=... are libpq's too); each parameter's
+	 * name read as libpq reads it, percent-decoded (pass%77ord is
+	 * password).
 	 */
 	a = strstr(r, "://") + 3;
-	if ((k = strchr(a + strcspn(a, "/"), '?')) == NULL)
+	if ((q = strstr(a, ":***@")) != NULL)
+		a = q + 5;
+	if ((k = strchr(a, '?')) == NULL)
 		return r;
 	for (k++;; k += klen + 1) {
 		klen = strcspn(k, "&");
-		n = 0;
-		long_key = 0;
-		for (i = 0; i < klen && k[i] != '='; i++) {
-			x = (unsigned char)k[i];
-			if (k[i] == '%' && i + 2 < klen &&
-			    isxdigit((unsigned char)k[i + 1]) &&
-			    isxdigit((unsigned char)k[i + 2]) &&
-			    sscanf(k + i + 1, "%2x", &x) == 1)
-				i += 2;
-			if (n < sizeof(key) - 1)
-				key[n++] = (char)x;
-			else
-				long_key = 1;
-		}
-		key[n] = '\0';
-		if (i < klen && !long_key && strcmp(key, "password") == 0) {
+		i = strcspn(k, "=");
+		if (i < klen && secret_key(k, i)) {
 			off = (size_t)(k - r) + i + 1;
 			t = xasprintf("%.*s***%s", (int)off, r, k + klen);
 			free(r);

@@ -52,10 +52,25 @@ main(void)
 	    "postgresql://h/db?%70%61%73%73%77%6f%72%64=***");
 	redacts("postgresql://u:secret@h/db?password=S3&x=1",
 	    "postgresql://u:***@h/db?password=***&x=1");
+	/* A query with no path before it is libpq's too. */
+	redacts("postgresql://u:pw@h?password=secret",
+	    "postgresql://u:***@h?password=***");
+	redacts("postgresql://?host=/sock&user=rfp&dbname=t1&password=secret",
+	    "postgresql://?host=/sock&user=rfp&dbname=t1&password=***");
+	redacts("postgresql://h?password=secret", "postgresql://h?password=***");
+	/* The client key's passphrase is a secret too. */
+	redacts("postgresql://u@h/db?sslpassword=secret&sslmode=require",
+	    "postgresql://u@h/db?sslpassword=***&sslmode=require");
+	redacts("postgresql://u@h/db?ssl%70assword=secret",
+	    "postgresql://u@h/db?ssl%70assword=***");
+	/* A raw / in a password (libpq refuses it, and says the URL). */
+	redacts("postgresql://u:pa/secret@h/db", "postgresql://u:***@h/db");
 	/* No password: as it was; an @ in a path is no userinfo. */
 	keeps("postgresql://u@h/db");
 	keeps("postgresql://h/db?user=u&passwordx=1&apassword=2");
 	keeps("postgresql:///db?host=/tmp/a@b");
+	keeps("postgresql://?host=/tmp/a@b&user=u");
+	keeps("postgresql://h/db?sslpasswordx=1&xsslpassword=2");
 	keeps("postgresql://h/db?");
 	keeps("postgresql://h/db?&&");
 	keeps("not a url");
