@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "lib/accounts/filed.h"
+#include "lib/state/files.h"
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
 #include "lib/record/doc.h"
@@ -632,7 +633,7 @@ admit_settle(void)
 	}
 }
 
-void
+int
 admit_check_open(const char *run_dir, int retry_dead)
 {
 	char err[PATH_MAX + 128];
@@ -641,11 +642,15 @@ admit_check_open(const char *run_dir, int retry_dead)
 	A.retry_dead = retry_dead;
 	A.fd_fifo = -1;
 	A.filed = filed_new(run_dir, 0);
-	/* Unreadable, it files nothing here: the run says why. */
-	if (filed_read(A.filed, NULL, NULL, err, sizeof(err)) == -1) {
+	/* What the run would stop at (a link, a FIFO, no right to read). */
+	if (files_check_filed(run_dir, err, sizeof(err)) == -1 ||
+	    filed_read(A.filed, NULL, NULL, err, sizeof(err)) == -1) {
+		msg_warn("%s", err);
 		filed_free(A.filed);
 		A.filed = NULL;
+		return -1;
 	}
+	return 0;
 }
 
 int

@@ -973,7 +973,7 @@ main(int argc, char *argv[])
 	struct stat st;
 	char err[512];
 	long parked;
-	int c;
+	int c, bad_dir;
 
 	msg_init(PROG);
 	opt_check_env();
@@ -1002,12 +1002,16 @@ main(int argc, char *argv[])
 		/* Headers and body files are checked as admission does. */
 		xfer_init(&fo);
 		bodies_init(&fo);
-		if (fo.run_dir != NULL && (cli.resume || cli.retry_dead))
-			admit_check_open(fo.run_dir, cli.retry_dead);
+		bad_dir = fo.run_dir != NULL && (cli.resume ||
+		    cli.retry_dead) && admit_check_open(fo.run_dir,
+		    cli.retry_dead) == -1;
 		c = check_manifest(STDIN_FILENO, &fo.conf, cli.config,
 		    fo.deadline, cli.deadline, fo.run_dir != NULL &&
-		    (cli.resume || cli.retry_dead) ? fo.run_dir : NULL);
+		    (cli.resume || cli.retry_dead) && !bad_dir ? fo.run_dir :
+		    NULL);
 		admit_close();
+		if (bad_dir)
+			c = 2;
 		bodies_close_root();
 		conf_free(&fo.conf);
 		opt_fshut();

@@ -835,6 +835,15 @@ mangle() {
 	# Without --run-dir, or --resume, nothing is said of it.
 	run -3 --separate-stderr rfp-fetch --check --run-dir "$RUN" <"$m"
 	[[ $output != *'filed: '* ]]
+	# Files the run would stop at are a problem, not "0 filed".
+	cp -r "$RUN" "$RUN.f"
+	rm "$RUN.f/dead.ndjson"
+	mkfifo "$RUN.f/dead.ndjson"
+	run -2 --separate-stderr timeout 20 rfp-fetch --check --run-dir "$RUN.f" --resume <"$m"
+	[[ $output != *'filed: '* ]]
+	[ "${stderr_lines[0]}" = "rfp-fetch: $RUN.f/dead.ndjson: not a regular file" ] || fail "$stderr"
+	run -2 --separate-stderr timeout 20 "$ROOT/pipeline.sh" --check --run-dir "$RUN.f" "$m"
+	[ "${stderr_lines[0]}" = "rfp-fetch: $RUN.f/dead.ndjson: not a regular file" ] || fail "$stderr"
 	# Three more: the resume's progress is of three, not fifteen.
 	for i in 9 10 11; do
 		printf '{"id":"nih-%d","url":"%s/slow/doc-%d","endpoint":"nih"}\n' "$i" "$MOCK_URL" "$i"
