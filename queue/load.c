@@ -163,7 +163,8 @@ load(void)
 /*
  * requeue: the rows filed dead (of the dead_reasons in reasons, n of
  * them; any when n is 0) back in the queue, their results dropped, in one
- * statement: the next pull of any host takes them up.  A submission its
+ * statement: the next pull of any host takes them up; refused (exit 1)
+ * while a host runs.  A submission its
  * letter says was sent keeps saying so (file.c), so that it is asked
  * about before it is sent again.
  */
@@ -174,9 +175,26 @@ requeue(char *const *reasons, int n)
 	char *s;
 	const char *p[1];
 	PGresult *r;
-	long back;
+	long back, others;
 	int i;
 
+	/*
+	 * A host running (its pull, with a run directory, files what that
+	 * directory holds dead again, at once) would undo it, and requeue
+	 * would have said it was done.
+	 */
+	if ((others = pg_others()) > 0)
+		msg_die(1, "requeue: %ld other rfpipe process%s connected to "
+		    "the database: a host that runs files what is put back "
+		    "dead again from its run directory; requeue once no host "
+		    "runs, then start them with --retry-dead", others,
+		    others == 1 ? " is" : "es are");
+	if ((back = q_long("SELECT count(*) FROM rfp_queue WHERE status = "
+	    "'claimed' AND lease_until > now()", 0, NULL)) > 0)
+		msg_die(1, "requeue: %ld row%s claimed by a host whose "
+		    "lease runs yet: requeue once no host runs, then start "
+		    "them with --retry-dead", back, back == 1 ? " is" :
+		    "s are");
 	for (i = 0; i < n; i++)
 		json_array_append_new(a, json_string(reasons[i]));
 	s = json_dumps(a, JSON_COMPACT);

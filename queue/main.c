@@ -52,9 +52,9 @@ static const char usage[] =
     "usage: rfp-queue [-hv] [--batch N] [--config FILE] [--deadline WHEN]\n"
     "                 [--lease S] [--owner NAME] [--retry-dead]\n"
     "                 [--run-dir DIR] [--state URL] [--version]\n"
-    "                 load|pull|file|count|summary|redact\n"
-    "       rfp-queue [-v] [--config FILE] [--state URL] requeue "
-    "[REASON ...]\n";
+    "                 load|pull|file|count|summary\n"
+    "       rfp-queue [-v] [--config FILE] [--state URL]\n"
+    "                 redact|requeue [REASON ...]\n";
 
 static struct qopts opts;
 const char *q_cmd = "";
@@ -99,6 +99,7 @@ main(int argc, char *argv[])
 	const char *deadline = NULL;
 	struct conf conf;
 	char err[512], host[256], *redacted;
+	const char *not_all = NULL;	/* an option some commands take */
 	int c;
 
 	msg_init(PROG);
@@ -108,15 +109,18 @@ main(int argc, char *argv[])
 	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
+			not_all = "batch";
 			opts.batch = opt_long("batch", optarg, 1, 100000);
 			break;
 		case 'C':
 			config = optarg;
 			break;
 		case 'D':
+			not_all = "deadline";
 			deadline = optarg;
 			break;
 		case 'l':
+			not_all = "lease";
 			opts.lease = opt_duration("lease", optarg);
 			/*
 			 * A lease of 0 runs out as it is granted: two hosts
@@ -127,12 +131,15 @@ main(int argc, char *argv[])
 				    "\"%s\"", LEASE_LEAST, optarg);
 			break;
 		case 'o':
+			not_all = "owner";
 			owner = optarg;
 			break;
 		case 'R':
+			not_all = "retry-dead";
 			opts.retry_dead = 1;
 			break;
 		case 'r':
+			not_all = "run-dir";
 			opts.run_dir = optarg;
 			break;
 		case 'S':
@@ -153,6 +160,12 @@ main(int argc, char *argv[])
 	if (opts.retry_dead && opts.run_dir == NULL)
 		msg_die(2, "option --retry-dead: needs --run-dir");
 	cmd = q_cmd = argv[optind];
+	/* Taken and dropped, an option would seem to have done something. */
+	if (not_all != NULL && (strcmp(cmd, "requeue") == 0 ||
+	    strcmp(cmd, "redact") == 0)) {
+		msg_warn("option --%s: %s takes none", not_all, cmd);
+		opt_usage(usage);
+	}
 	if (strcmp(cmd, "load") && strcmp(cmd, "pull") && strcmp(cmd,
 	    "file") && strcmp(cmd, "count") && strcmp(cmd, "summary") &&
 	    strcmp(cmd, "redact") && strcmp(cmd, "requeue")) {

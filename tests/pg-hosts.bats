@@ -550,6 +550,24 @@ load pg
 	[ "$(sql "SELECT string_agg(id || ' ' || status, ',' ORDER BY id) FROM rfp_queue")" = "g1 dead,g2 dead,r1 done,r2 done,r3 done" ]
 	run -0 rfp-queue --state "$URL" summary
 	jq -e '.done == 3 and .dead == 2 and .refiled == 0 and .reconciled' <<<"$output"
+	# Options requeue does not take are refused, not dropped.
+	run -2 --separate-stderr rfp-queue --state "$URL" --owner X requeue
+	[ "${stderr_lines[0]}" = 'rfp-queue: option --owner: requeue takes none' ]
+	# While a host runs (here a pull, holding one claim of a fresh row),
+	# it would file what is put back dead again: refused.
+	sql "INSERT INTO rfp_queue (id, rec) VALUES ('w1', '{\"id\":\"w1\",\"url\":\"http://127.0.0.1:9/w1\"}')"
+	RFPIPE_TIME_SCALE=1 timeout 60 rfp-queue --state "$URL" --owner A --lease 30 pull >"$BATS_TEST_TMPDIR/out" &
+	local p=$!
+	out_reaches 1
+	run -1 --separate-stderr rfp-queue --state "$URL" requeue
+	[ "$stderr" = 'rfp-queue: requeue: 1 other rfpipe process is connected to the database: a host that runs files what is put back dead again from its run directory; requeue once no host runs, then start them with --retry-dead' ] || fail "$stderr"
+	kill "$p"
+	wait "$p" || :
+	# Gone, its claim is still under a lease that runs: refused too.
+	run -1 --separate-stderr rfp-queue --state "$URL" requeue
+	[ "$stderr" = 'rfp-queue: requeue: 1 row is claimed by a host whose lease runs yet: requeue once no host runs, then start them with --retry-dead' ] || fail "$stderr"
+	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE status = 'dead'")" -eq 2 ]
+	sql "UPDATE rfp_queue SET lease_until = now() - interval '1 s' WHERE id = 'w1'"
 	# With no reason, every dead row.
 	run -0 rfp-queue --state "$URL" requeue
 	[ "$output" = '{"requeued":2}' ]

@@ -592,6 +592,27 @@ pg_alive(const char *id)
 	return a;
 }
 
+long
+pg_others(void)
+{
+	char err[256];
+	PGresult *r;
+	long n;
+
+	if (!sees_locks)
+		return -1;
+	if ((r = pg_exec("SELECT count(DISTINCT pid) FROM pg_locks WHERE "
+	    "locktype = 'advisory' AND database = (SELECT oid FROM "
+	    "pg_database WHERE datname = current_database()) AND classid = "
+	    ID_LOCK " AND objsubid = 2 AND granted AND pid <> "
+	    "pg_backend_pid()", 0, NULL, PGRES_TUPLES_OK, err,
+	    sizeof(err))) == NULL)
+		return -1;
+	n = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	return n;
+}
+
 PGconn *
 pg_conn(void)
 {

@@ -96,6 +96,12 @@ void	pg_close(void);
  */
 int	pg_alive(const char *id);
 /*
+ * How many other rfpipe processes are connected to the database now (each
+ * holds its session lock), or -1 on an error or when this role may not
+ * read pg_locks.
+ */
+long	pg_others(void);
+/*
  * Run one statement with text parameters; the result when it returned
  * want (PGRES_COMMAND_OK or PGRES_TUPLES_OK), else NULL with err set.
  * The caller PQclears the result.
