@@ -357,9 +357,18 @@ lease_opt=${lease:+--lease=$lease}
 # shellcheck disable=SC2086
 rfp-backoff ${config:+"--config=$config"} $seed_opt $ma_opt $budget_opt </dev/null >/dev/null ||
 	exit 2
+# A database URL the stages would refuse (one libpq would misread), with
+# the stages' own words, before anything is made: --help comes after it.
+# The URL's fault is said under the option typed.
 # shellcheck disable=SC2086
 if [ -n "$queue" ]; then
 	rfp-queue $batch_opt $lease_opt --help >/dev/null || exit 2
+	err=$(rfp-queue --state="$queue" --help 2>&1 >/dev/null) ||
+		die 2 "option --queue: ${err#*option --state: }"
+fi
+if [ -n "$state" ] && [ "$state" != "$queue" ]; then
+	err=$(rfp-backoff --state="$state" --help 2>&1 >/dev/null) ||
+		die 2 "option --state: ${err#*option --state: }"
 fi
 # A parse stage only when the configuration names a parser (rfp-parse
 # also stops the run here, with 2, when one is not found).

@@ -138,19 +138,27 @@ opt_check_env(void)
 const char *
 opt_state(const char *s)
 {
+	char err[256];
+
 	if (!store_is_url(s))
 		msg_die(2, "option --state: expected a postgresql:// URL");
+	if (store_url_check(s, err, sizeof(err)) == -1)
+		msg_die(2, "option --state: %s", err);
 	return s;
 }
 
 const char *
 opt_state_pick(const char *flag, const struct conf *c, const char *config)
 {
+	char err[256];
+
 	if (flag != NULL || c->state == NULL)
 		return flag;
 	if (!store_is_url(c->state))
 		msg_die(2, "%s: key \"state\": expected a postgresql:// URL",
 		    config);
+	if (store_url_check(c->state, err, sizeof(err)) == -1)
+		msg_die(2, "%s: key \"state\": %s", config, err);
 	return c->state;
 }
 

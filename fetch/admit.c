@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "lib/accounts/filed.h"
+#include "lib/control/valid.h"
 #include "lib/state/files.h"
 #include "lib/base/clk.h"
 #include "lib/config/conf.h"
@@ -634,7 +635,7 @@ admit_settle(void)
 }
 
 int
-admit_check_open(const char *run_dir, int retry_dead)
+admit_check_open(const char *run_dir, int retry_dead, int shared)
 {
 	char err[PATH_MAX + 128];
 
@@ -642,9 +643,13 @@ admit_check_open(const char *run_dir, int retry_dead)
 	A.retry_dead = retry_dead;
 	A.fd_fifo = -1;
 	A.filed = filed_new(run_dir, 0);
-	/* What the run would stop at (a link, a FIFO, no right to read). */
-	if (files_check_filed(run_dir, err, sizeof(err)) == -1 ||
-	    filed_read(A.filed, NULL, NULL, err, sizeof(err)) == -1) {
+	/*
+	 * What the run would stop at: a link, a FIFO, no right to read; and
+	 * with the state in the run directory, a state file corrupt.
+	 */
+	if ((shared ? files_check_filed(run_dir, err, sizeof(err)) :
+	    files_check_state(run_dir, control_valid, err, sizeof(err))) ==
+	    -1 || filed_read(A.filed, NULL, NULL, err, sizeof(err)) == -1) {
 		msg_warn("%s", err);
 		filed_free(A.filed);
 		A.filed = NULL;

@@ -282,10 +282,11 @@ void	admit_close(void);
  * says whether admission skips a manifest line, by its id (NULL when it
  * has none of its own: no record, no id, an earlier line's) or else by
  * its text's key.  admit_close frees them.  admit_check_open: 0, or -1
- * said on stderr when the files cannot be read (a link, a FIFO), as the
- * run would stop at them; nothing is filed then.
+ * said on stderr when the files cannot be read (a link, a FIFO) or, the
+ * state not shared (in PostgreSQL), a state file is corrupt, as the run
+ * would stop at them; nothing is filed then.
  */
-int	admit_check_open(const char *run_dir, int retry_dead);
+int	admit_check_open(const char *run_dir, int retry_dead, int shared);
 int	admit_check_filed(const char *id, const char *line, size_t len);
 /*
  * A manifest line's record as admission takes it: what only a stage sets

@@ -1004,7 +1004,8 @@ main(int argc, char *argv[])
 		bodies_init(&fo);
 		bad_dir = fo.run_dir != NULL && (cli.resume ||
 		    cli.retry_dead) && admit_check_open(fo.run_dir,
-		    cli.retry_dead) == -1;
+		    cli.retry_dead, cli.state != NULL || fo.conf.state !=
+		    NULL) == -1;
 		c = check_manifest(STDIN_FILENO, &fo.conf, cli.config,
 		    fo.deadline, cli.deadline, fo.run_dir != NULL &&
 		    (cli.resume || cli.retry_dead) && !bad_dir ? fo.run_dir :

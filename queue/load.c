@@ -183,7 +183,10 @@ requeue(char *const *reasons, int n)
 	 * directory holds dead again, at once) would undo it, and requeue
 	 * would have said it was done.
 	 */
-	if ((others = pg_others()) > 0)
+	if ((others = pg_others()) == -1)
+		msg_warn("requeue: whether a host runs cannot be told (this "
+		    "role may not read pg_locks): be sure none does");
+	else if (others > 0)
 		msg_die(1, "requeue: %ld other rfpipe process%s connected to "
 		    "the database: a host that runs files what is put back "
 		    "dead again from its run directory; requeue once no host "

@@ -80,6 +80,34 @@ load pg
 	[[ $stderr == "rfp-queue: postgresql://127.0.0.1:1/x?password=***&user=u: cannot connect: "* ]]
 }
 
+@test "store: a URL libpq would misread and quote back (a raw @, / or % in a password, a space) is refused naming what to write, never quoting it, exit 2" {
+	local u want
+	while IFS='|' read -r u want; do
+		run -2 --separate-stderr rfp-fetch --state "$u" </dev/null
+		[ "$stderr" = "rfp-fetch: option --state: $want" ] || fail "$u: $stderr"
+		run -2 --separate-stderr rfp-queue --state "$u" redact
+		[ "$stderr" = "rfp-queue: option --state: $want" ] || fail "$u: $stderr"
+		printf 'state: "%s"\n' "$u" >"$BATS_TEST_TMPDIR/c.yaml"
+		run -2 --separate-stderr rfp-backoff --config "$BATS_TEST_TMPDIR/c.yaml" </dev/null
+		[ "$stderr" = "rfp-backoff: $BATS_TEST_TMPDIR/c.yaml: key \"state\": $want" ] || fail "$u: $stderr"
+	done <<-'EOF2'
+	postgresql://admin@srv:S3cret@srv.example:5432/b|an @ after the user name and password: write an @ in a user name or password as %40
+	postgresql://rfp:S3/cret@127.0.0.1:5432/b|a port that is not a number: write a / in a password as %2F
+	postgresql://rfp:50%S3cret@127.0.0.1/b|a % in the URL not followed by two hex digits: write a % in a password as %25
+	postgresql://rfp@127.0.0.1/b?password=50%S3|a % in the URL not followed by two hex digits: write a % in a password as %25
+	postgresql://u:S3 cret@h/db|a space or control character in the URL: write a space as %20
+	EOF2
+	# What libpq quotes that the URL as shown does not (here an
+	# environment's value) is not quoted.
+	PGSSLMODE=S3cret run -1 --separate-stderr rfp-queue --state "postgresql://u@127.0.0.1:1/x" count
+	[ "$stderr" = 'rfp-queue: postgresql://u@127.0.0.1:1/x: cannot connect: invalid sslmode value: "..."' ] || fail "$stderr"
+	# Valid URLs pass: IPv6, several hosts, a socket, an @ in a path.
+	for u in 'postgresql://[::1]:5432,h2:6543/db' 'postgresql:///db?host=/tmp' 'postgresql://h:5432/b@2026' 'postgresql://h:/db'; do
+		run -0 rfp-queue --state "$u" redact
+		[ "$output" = "$u" ]
+	done
+}
+
 @test "store: a server that accepts and never answers is given up on after 10 s, one line, exit 1, not waited on for ever" {
 	ready_start silent perl -MIO::Socket::INET -e '
 	    my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1:0",
@@ -663,7 +691,7 @@ load pg
 }
 
 @test "queue: redact prints the URL as every stage says it, its password ***, and connects to nothing" {
-	run -0 --separate-stderr rfp-queue --state 'postgresql://rfp:p@ss?w#rd@127.0.0.1:1/x?sslmode=require&pass%77ord=two' redact
+	run -0 --separate-stderr rfp-queue --state 'postgresql://rfp:p%40ss?w#rd@127.0.0.1:1/x?sslmode=require&pass%77ord=two' redact
 	[ "$output" = 'postgresql://rfp:***@127.0.0.1:1/x?sslmode=require&pass%77ord=***' ]
 	[ -z "$stderr" ]
 	run -0 rfp-queue --state 'postgresql:///x?host=/tmp' redact

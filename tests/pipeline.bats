@@ -844,6 +844,12 @@ mangle() {
 	[ "${stderr_lines[0]}" = "rfp-fetch: $RUN.f/dead.ndjson: not a regular file" ] || fail "$stderr"
 	run -2 --separate-stderr timeout 20 "$ROOT/pipeline.sh" --check --run-dir "$RUN.f" "$m"
 	[ "${stderr_lines[0]}" = "rfp-fetch: $RUN.f/dead.ndjson: not a regular file" ] || fail "$stderr"
+	# So is a state file the run would find corrupt.
+	rm -rf "$RUN.f"
+	cp -r "$RUN" "$RUN.f"
+	echo garbage >"$RUN.f/state/rate/nih.json"
+	run -2 --separate-stderr timeout 20 "$ROOT/pipeline.sh" --check --run-dir "$RUN.f" "$m"
+	[[ ${stderr_lines[0]} == "rfp-fetch: $RUN.f/state/rate/nih.json: corrupt state file ("* ]] || fail "$stderr"
 	# Three more: the resume's progress is of three, not fifteen.
 	for i in 9 10 11; do
 		printf '{"id":"nih-%d","url":"%s/slow/doc-%d","endpoint":"nih"}\n' "$i" "$MOCK_URL" "$i"

@@ -100,14 +100,56 @@ static const char *const migrations[] = {
 };
 #define NMIG	((int)(sizeof(migrations) / sizeof(migrations[0])))
 
-/* The first line of libpq's message. */
+/*
+ * The first line of libpq's message.  One about connecting may quote a
+ * part of the URL (a value libpq could not read, a host, a parameter):
+ * what it quotes stays only when the URL as shown (where, the password
+ * hidden) shows it already, or it is a connection option's name; else
+ * it is "...".
+ */
 static void
 pgerr(char *err, size_t errlen, const char *what, const char *msg)
 {
-	size_t n = strcspn(msg, "\n");
+	static const char *const names[] = { "host", "hostaddr", "port",
+	    "dbname", "user", "password", "sslpassword", "options",
+	    "application_name", "connect_timeout", "sslmode",
+	    "target_session_attrs", "=" };
+	size_t n = strcspn(msg, "\n"), i, j, len = 0;
+	const char *q, *e;
+	char *line = xmalloc(3 * n + 4), *tok;	/* "" becomes "..." */
+	int keep;
 
-	snprintf(err, errlen, "%s: %s%s%.*s", where ? where : "postgresql",
-	    what, *what ? ": " : "", (int)n, msg);
+	if (strcmp(what, "cannot connect") != 0) {
+		memcpy(line, msg, n);
+		len = n;
+	} else {
+		for (i = 0; i < n; i++) {
+			line[len++] = msg[i];
+			if (msg[i] != '"' || (q = memchr(msg + i + 1, '"',
+			    n - i - 1)) == NULL)
+				continue;
+			e = msg + i + 1;
+			tok = xasprintf("%.*s", (int)(q - e), e);
+			keep = where != NULL && strstr(where, tok) != NULL;
+			for (j = 0; !keep && j < sizeof(names) /
+			    sizeof(names[0]); j++)
+				keep = strcmp(tok, names[j]) == 0;
+			if (keep) {
+				memcpy(line + len, e, (size_t)(q - e));
+				len += (size_t)(q - e);
+			} else {
+				memcpy(line + len, "...", 3);
+				len += 3;
+			}
+			free(tok);
+			line[len++] = '"';
+			i = (size_t)(q - msg);
+		}
+	}
+	line[len] = '\0';
+	snprintf(err, errlen, "%s: %s%s%s", where ? where : "postgresql",
+	    what, *what ? ": " : "", line);
+	free(line);
 }
 
 PGresult *
@@ -439,32 +481,43 @@ secret_key(const char *k, size_t klen)
 char *
 pg_redact(const char *url)
 {
-	const char *s = strstr(url, "://"), *a, *at = NULL, *colon, *k, *q;
-	size_t alen, klen, i, off;
+	const char *s = strstr(url, "://"), *a, *at, *e, *colon, *k;
+	size_t f, klen, i, off, q, x;
 	char *r, *t;
 
 	r = xstrdup(url);
 	if (s == NULL)
 		return r;
 	/*
-	 * scheme://user:password@host/...: the userinfo ends at the last @
-	 * of the authority (a raw @ in a password showed what followed it),
-	 * which ends at the first / as libpq reads it (a raw ? or # in a
-	 * password is the password's).  A raw / in a password, which libpq
-	 * refuses, is the password's too when an @ follows it before any ?:
-	 * the URL is shown in the message that refuses it.
+	 * scheme://user:password@host...: libpq's userinfo ends at the first
+	 * @ before any / (a raw ? in a user or password is theirs).  A raw @
+	 * in a password, which libpq would read as the host's start (and
+	 * store_url_check refuses), is hidden with it: the userinfo is taken
+	 * to end at the last @ before the host part ends, at a / or a ?.
 	 */
 	a = s + 3;
-	alen = strcspn(a, "/");
-	for (i = 0; i < alen; i++)
-		if (a[i] == '@')
-			at = a + i;
-	if (at == NULL && (q = strchr(a, '@')) != NULL &&
-	    memchr(a, '?', (size_t)(q - a)) == NULL)
-		at = q;
+	f = strcspn(a, "@/");
+	at = NULL;
+	if (a[f] == '@') {
+		e = a + f + 1;
+		e += strcspn(e, "/?");
+		for (at = a + f; (k = memchr(at + 1, '@', (size_t)(e - at -
+		    1))) != NULL; at = k)
+			;
+	} else if ((x = a[0] == '[' ? strcspn(a, "]") : 0) <= f &&
+	    (colon = memchr(a + x, ':', f - x)) != NULL &&
+	    strspn(colon + 1, "0123456789") < (size_t)(a + f - colon - 1) &&
+	    (k = strchr(a, '@')) != NULL && k < a + strcspn(a, "?"))
+		/*
+		 * user:pass/word@host: a port that is no number, then an @
+		 * before the query: a raw / in a password (refused too).
+		 */
+		at = k;
+	q = at != NULL ? (size_t)(at - url) + 1 : (size_t)(a - url);
 	if (at != NULL && (colon = memchr(a, ':', (size_t)(at - a))) != NULL) {
 		free(r);
 		r = xasprintf("%.*s:***%s", (int)(colon - url), url, at);
+		q = (size_t)(colon - url) + 5;
 	}
 	/*
 	 * ...?password=secret&...: the query starts at the first ? after the
@@ -473,10 +526,7 @@ pg_redact(const char *url)
 	 * name read as libpq reads it, percent-decoded (pass%77ord is
 	 * password).
 	 */
-	a = strstr(r, "://") + 3;
-	if ((q = strstr(a, ":***@")) != NULL)
-		a = q + 5;
-	if ((k = strchr(a, '?')) == NULL)
+	if ((k = strchr(r + q, '?')) == NULL)
 		return r;
 	for (k++;; k += klen + 1) {
 		klen = strcspn(k, "&");

@@ -1,6 +1,7 @@
 /* store: the run directory's flock'd files, or one PostgreSQL database. */
 #include <sys/file.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -43,6 +44,53 @@ store_is_url(const char *url)
 	    strncmp(url, "postgres://", 11) == 0;
 }
 
+int
+store_url_check(const char *url, char *err, size_t errlen)
+{
+	const char *a = strstr(url, "://"), *c, *h, *e, *n;
+	size_t f;
+
+	for (c = url; *c != '\0'; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f) {
+			snprintf(err, errlen, "a space or control character in "
+			    "the URL: write a space as %%20");
+			return -1;
+		} else if (*c == '%' && (!isxdigit((unsigned char)c[1]) ||
+		    !isxdigit((unsigned char)c[2]))) {
+			snprintf(err, errlen, "a %% in the URL not followed by "
+			    "two hex digits: write a %% in a password as %%25");
+			return -1;
+		}
+	if (a == NULL)
+		return 0;
+	a += 3;
+	/* libpq's userinfo: up to the first @ before any /. */
+	f = strcspn(a, "@/");
+	h = a[f] == '@' ? a + f + 1 : a;
+	e = h + strcspn(h, "/?");
+	if (memchr(h, '@', (size_t)(e - h)) != NULL) {
+		snprintf(err, errlen, "an @ after the user name and password: "
+		    "write an @ in a user name or password as %%40");
+		return -1;
+	}
+	/* Hosts, a comma between them, each with a port of digits or none. */
+	for (; h < e; h = n + 1) {
+		n = memchr(h, ',', (size_t)(e - h));
+		if (n == NULL)
+			n = e;
+		c = h;
+		if (*c == '[' && (c = memchr(h, ']', (size_t)(n - h))) == NULL)
+			c = h;
+		if ((c = memchr(c, ':', (size_t)(n - c))) != NULL &&
+		    strspn(c + 1, "0123456789") < (size_t)(n - c - 1)) {
+			snprintf(err, errlen, "a port that is not a number: "
+			    "write a / in a password as %%2F");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 char *
 store_redact(const char *url)
 {
@@ -57,6 +105,12 @@ store_init(const char *url, char *err, size_t errlen)
 	if (!store_is_url(url)) {
 		r = store_redact(url);
 		snprintf(err, errlen, "%s: not a postgresql:// URL", r);
+		free(r);
+		return -1;
+	}
+	if (store_url_check(url, err, errlen) == -1) {
+		r = xstrdup(err);
+		snprintf(err, errlen, "postgresql:// URL: %s", r);
 		free(r);
 		return -1;
 	}

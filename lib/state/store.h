@@ -30,6 +30,13 @@ void	store_close(void);
 char	*store_redact(const char *url);
 /* 1 when url names a PostgreSQL database (postgresql:// or postgres://). */
 int	store_is_url(const char *url);
+/*
+ * Whether url, a postgresql:// URL, reads as libpq reads a URI, without
+ * a part libpq would misread and then quote back in its error (a raw @,
+ * / or % in a password, a space): 0, or -1 with err saying what to
+ * write instead, the URL not quoted.
+ */
+int	store_url_check(const char *url, char *err, size_t errlen);
 
 /*
  * Run fn on the document kind/key under an exclusive lock: the file

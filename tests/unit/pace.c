@@ -630,7 +630,7 @@ shapes(void)
 	 * 1.32 and 1.35 x; floored by a whole round's delivery, 1.15, 1.20,
 	 * 1.11 and 1.13 x.  (The same limits answering 503, nginx's
 	 * limit_req's default, are still taken for a cap's: 2.73, 6.48,
-	 * 3.24 and 1.55 x; PACE_503=1.  The README says what was tried.)
+	 * 3.24 and 1.55 x; PACE_503=1.  doc/limits.md says what was tried.)
 	 */
 	for (s = 0; s < 4; s++) {
 		static const double rate[] = { 20, 50, 50, 100 },
@@ -769,7 +769,7 @@ shapes(void)
 	 * A limit that falls step by step, 50/s to 5/s over 30 s, refuses
 	 * now and then at each step, with successes between.  Which
 	 * refusals come when is chaos here: answers in 20 ms drew 90, and
-	 * 130 with a change to how intervals are measured (README) whose
+	 * 130 with a change to how intervals are measured (doc/limits.md) whose
 	 * mean over six answer times was 112 where this one's is 105; the
 	 * fall's rule that refusals outnumber the successes, once taken
 	 * from the one run (118 without it, 89 with it), moves that mean by

@@ -65,11 +65,29 @@ main(void)
 	    "postgresql://u@h/db?ssl%70assword=***");
 	/* A raw / in a password (libpq refuses it, and says the URL). */
 	redacts("postgresql://u:pa/secret@h/db", "postgresql://u:***@h/db");
+	/* libpq's userinfo ends at the first @: an @ in the query is not. */
+	redacts("postgresql://rfp@db.example:5432?password=p@secret",
+	    "postgresql://rfp@db.example:5432?password=***");
+	redacts("postgresql://rfp@h1:5432,h2:5432?password=Xy7@secret",
+	    "postgresql://rfp@h1:5432,h2:5432?password=***");
+	/* A raw ? in the user name is the user name's. */
+	redacts("postgresql://us?er@127.0.0.1:1/db?password=secret",
+	    "postgresql://us?er@127.0.0.1:1/db?password=***");
+	/* A parameter's value is no userinfo, however it reads. */
+	redacts("postgresql://h/db?application_name=a:***@&password=secret",
+	    "postgresql://h/db?application_name=a:***@&password=***");
+	redacts("postgresql://[::1]:5432/db?password=secret",
+	    "postgresql://[::1]:5432/db?password=***");
 	/* No password: as it was; an @ in a path is no userinfo. */
 	keeps("postgresql://u@h/db");
 	keeps("postgresql://h/db?user=u&passwordx=1&apassword=2");
 	keeps("postgresql:///db?host=/tmp/a@b");
 	keeps("postgresql://?host=/tmp/a@b&user=u");
+	keeps("postgresql://127.0.0.1:5432/batch@2026");
+	keeps("postgresql://[::1]:5432/db@x");
+	keeps("postgresql://[::1]/db@x");
+	keeps("postgresql://[::1/db@x");
+	keeps("postgresql://[");
 	keeps("postgresql://h/db?sslpasswordx=1&xsslpassword=2");
 	keeps("postgresql://h/db?");
 	keeps("postgresql://h/db?&&");
