@@ -96,6 +96,7 @@ load pg
 	postgresql://rfp:50%S3cret@127.0.0.1/b|a % in the URL not followed by two hex digits: write a % in a password as %25
 	postgresql://rfp@127.0.0.1/b?password=50%S3|a % in the URL not followed by two hex digits: write a % in a password as %25
 	postgresql://u:S3 cret@h/db|a space or control character in the URL: write a space as %20
+	postgresql://h?user=a@b&password=S3cret|a ? and an = before the first @, which libpq reads as the user name: write an @ in the query, or a ? or = in a user name or password, as %40, %3F, %3D
 	EOF2
 	# What libpq quotes that the URL as shown does not (here an
 	# environment's value) is not quoted.

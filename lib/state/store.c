@@ -66,6 +66,17 @@ store_url_check(const char *url, char *err, size_t errlen)
 	a += 3;
 	/* libpq's userinfo: up to the first @ before any /. */
 	f = strcspn(a, "@/");
+	/*
+	 * postgresql://h?user=a@b&password=x: libpq takes h?user=a for the
+	 * user name and the rest for a host, its password too.
+	 */
+	if (a[f] == '@' && (c = memchr(a, '?', f)) != NULL &&
+	    memchr(c, '=', (size_t)(a + f - c)) != NULL) {
+		snprintf(err, errlen, "a ? and an = before the first @, which "
+		    "libpq reads as the user name: write an @ in the query, or "
+		    "a ? or = in a user name or password, as %%40, %%3F, %%3D");
+		return -1;
+	}
 	h = a[f] == '@' ? a + f + 1 : a;
 	e = h + strcspn(h, "/?");
 	if (memchr(h, '@', (size_t)(e - h)) != NULL) {
