@@ -1054,9 +1054,9 @@ cls() {
 	[ "${stderr_lines[0]}" = 'rfpipe: option --queue: expected a postgresql:// URL' ]
 	# One libpq would misread and quote back, password and all.
 	mistake --state 'postgresql://u:Pa@S3cret@h/db' "$M"
-	[ "$stderr" = 'rfpipe: option --state: an @ after the user name and password: write an @ in a user name or password as %40' ]
+	[ "$stderr" = 'rfpipe: option --state: an @ after the user name and password: write an @ in a password or database name as %40' ]
 	mistake --queue 'postgresql://u:S3/cret@h/db' "$M"
-	[ "$stderr" = 'rfpipe: option --queue: a port that is not a number: write a / in a password as %2F' ]
+	[ "$stderr" = 'rfpipe: option --queue: an @ after a /, where libpq reads no user name: write a / in a password as %2F, an @ in a database name as %40' ]
 }
 
 @test "operator: a --retry-fifo that is a regular file is refused by rfp-fetch and rfp-sink, nothing sent" {

@@ -87,12 +87,20 @@ load pg
 		[ "$stderr" = "rfp-fetch: option --state: $want" ] || fail "$u: $stderr"
 		run -2 --separate-stderr rfp-queue --state "$u" redact
 		[ "$stderr" = "rfp-queue: option --state: $want" ] || fail "$u: $stderr"
-		printf 'state: "%s"\n' "$u" >"$BATS_TEST_TMPDIR/c.yaml"
+		printf "state: '%s'\\n" "$u" >"$BATS_TEST_TMPDIR/c.yaml"
 		run -2 --separate-stderr rfp-backoff --config "$BATS_TEST_TMPDIR/c.yaml" </dev/null
 		[ "$stderr" = "rfp-backoff: $BATS_TEST_TMPDIR/c.yaml: key \"state\": $want" ] || fail "$u: $stderr"
 	done <<-'EOF2'
-	postgresql://admin@srv:S3cret@srv.example:5432/b|an @ after the user name and password: write an @ in a user name or password as %40
-	postgresql://rfp:S3/cret@127.0.0.1:5432/b|a port that is not a number: write a / in a password as %2F
+	postgresql://admin@srv:S3cret@srv.example:5432/b|an @ after the user name and password: write an @ in a password or database name as %40
+	postgresql://app:p@S3/cret@db.example/app|an @ after the user name and password: write an @ in a password or database name as %40
+	postgresql://rfp:S3/cret@127.0.0.1:5432/b|an @ after a /, where libpq reads no user name: write a / in a password as %2F, an @ in a database name as %40
+	postgresql://rfp:S3/cret|a port that is not a number: write a / in a password as %2F
+	postgresql://app:p@S3?cret@127.0.0.1:1/app|a parameter with no = in the query: write a ? or & in a password as %3F, %26
+	postgresql://127.0.0.1:1/db?password=ab&S3cret|a parameter with no = in the query: write a ? or & in a password as %3F, %26
+	postgresql://127.0.0.1:1/db?password=ab&cd=S3cret|libpq cannot read the URL: write an @, /, ?, &, =, %, " or [ in a user name, password or database name as %40, %2F, %3F, %26, %3D, %25, %22, %5B
+	postgresql://u:Tr0ub"S3cret@[::1]5432/db|a " in the URL: write it as %22
+	postgresql://[x?S3cret]/db|a character no address has inside [ ]: write a [ in a user name or password as %5B
+	postgresql://u:S3cret@[::1|a [ with no ]: write a [ in a user name or password as %5B
 	postgresql://rfp:50%S3cret@127.0.0.1/b|a % in the URL not followed by two hex digits: write a % in a password as %25
 	postgresql://rfp@127.0.0.1/b?password=50%S3|a % in the URL not followed by two hex digits: write a % in a password as %25
 	postgresql://u:S3 cret@h/db|a space or control character in the URL: write a space as %20
@@ -102,8 +110,14 @@ load pg
 	# environment's value) is not quoted.
 	PGSSLMODE=S3cret run -1 --separate-stderr rfp-queue --state "postgresql://u@127.0.0.1:1/x" count
 	[ "$stderr" = 'rfp-queue: postgresql://u@127.0.0.1:1/x: cannot connect: invalid sslmode value: "..."' ] || fail "$stderr"
+	# A password, as libpq reads it, is hidden wherever a message has it
+	# (here it is the host's name too).
+	run -1 --separate-stderr rfp-queue --state "postgresql://u:S3cret.invalid@S3cret.invalid/x" count
+	[[ $stderr == 'rfp-queue: postgresql://u:***@***/x: cannot connect: could not translate host name "***" to address: '* ]] || fail "$stderr"
+	[[ $stderr != *S3cret* ]]
 	# Valid URLs pass: IPv6, several hosts, a socket, an @ in a path.
-	for u in 'postgresql://[::1]:5432,h2:6543/db' 'postgresql:///db?host=/tmp' 'postgresql://h:5432/b@2026' 'postgresql://h:/db'; do
+	for u in 'postgresql://[::1]:5432,h2:6543/db' 'postgresql:///db?host=/tmp' 'postgresql://h:5432/b%402026' 'postgresql://h:/db' \
+	    'postgresql://%2Fvar%2Frun%2Fpostgresql/db' 'postgresql://[fe80::1%25eth0]:5432/db' 'postgres://' 'postgresql://h/db?user=a@b&sslrootcert=/x/y'; do
 		run -0 rfp-queue --state "$u" redact
 		[ "$output" = "$u" ]
 	done

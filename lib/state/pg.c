@@ -17,6 +17,9 @@
 
 static PGconn *conn;
 static char *where;		/* the URL, redacted, for messages */
+#define NSECRET	8
+static char *secret[NSECRET];	/* its passwords as libpq reads them, hidden
+				   in what libpq says too */
 static json_t *prepared;	/* names prepared on conn */
 static json_t *tells;		/* [channel, payload] for pg_update to send */
 static int slot_ear = 1;	/* 0: listening for slots given back */
@@ -54,6 +57,8 @@ load(char *err, size_t errlen)
 		SYM(PQsendPrepare, sendprepare),
 		SYM(PQsendQueryPrepared, sendqueryprepared),
 		SYM(PQgetResult, getresult), SYM(PQbackendPID, backendpid),
+		SYM(PQconninfoParse, conninfoparse),
+		SYM(PQconninfoFree, conninfofree),
 	};
 #undef SYM
 	static void *h;
@@ -99,6 +104,22 @@ static const char *const migrations[] = {
 	"filed_at timestamptz NOT NULL DEFAULT now());"
 };
 #define NMIG	((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+/* Each of the URL's passwords in err (of 4 bytes or more) made ***. */
+static void
+hide(char *err)
+{
+	char *at;
+	size_t i, n;
+
+	for (i = 0; i < NSECRET && secret[i] != NULL; i++) {
+		n = strlen(secret[i]);
+		while ((at = strstr(err, secret[i])) != NULL) {
+			memcpy(at, "***", 3);
+			memmove(at + 3, at + n, strlen(at + n) + 1);
+		}
+	}
+}
 
 /*
  * The first line of libpq's message.  One about connecting may quote a
@@ -150,6 +171,7 @@ pgerr(char *err, size_t errlen, const char *what, const char *msg)
 	snprintf(err, errlen, "%s: %s%s%s", where ? where : "postgresql",
 	    what, *what ? ": " : "", line);
 	free(line);
+	hide(err);
 }
 
 PGresult *
@@ -526,7 +548,18 @@ pg_redact(const char *url)
 	 * name read as libpq reads it, percent-decoded (pass%77ord is
 	 * password).
 	 */
-	if ((k = strchr(r + q, '?')) == NULL)
+	/*
+	 * Not a ? in a host's [ ] (libpq's: [x?y] is a host); a [ after the
+	 * hosts (in the path) opens nothing.  x: 1 in [ ], 2 past the hosts.
+	 */
+	for (k = r + q, x = 0; *k != '\0' && (*k != '?' || x == 1); k++)
+		if (x == 0 && *k == '[')
+			x = 1;
+		else if (x == 1 && *k == ']')
+			x = 0;
+		else if (x == 0 && *k == '/')
+			x = 2;
+	if (*k == '\0')
 		return r;
 	for (k++;; k += klen + 1) {
 		klen = strcspn(k, "&");
@@ -591,12 +624,50 @@ hold_id(char *err, size_t errlen)
 }
 
 int
+pg_url_check(const char *url, char *err, size_t errlen)
+{
+	PQconninfoOption *o, *p;
+	char *why = NULL;
+	size_t i = 0;
+
+	if (load(err, errlen) == -1)
+		return 0;
+	if ((o = PQconninfoParse(url, &why)) == NULL) {
+		if (why != NULL)
+			PQfreemem(why);
+		snprintf(err, errlen, "libpq cannot read the URL: write an @, "
+		    "/, ?, &, =, %%, \" or [ in a user name, password or "
+		    "database name as %%40, %%2F, %%3F, %%26, %%3D, %%25, %%22, "
+		    "%%5B");
+		return -1;
+	}
+	/* Kept, to be hidden wherever libpq would say them. */
+	for (p = o; p->keyword != NULL && i < NSECRET; p++)
+		if (p->val != NULL && strlen(p->val) >= 4 &&
+		    (strcmp(p->keyword, "password") == 0 ||
+		    strcmp(p->keyword, "sslpassword") == 0)) {
+			free(secret[i]);
+			secret[i++] = xstrdup(p->val);
+		}
+	PQconninfoFree(o);
+	return 0;
+}
+
+int
 pg_open(const char *url, int want, char *err, size_t errlen)
 {
+	char *why;
+
 	if (load(err, errlen) == -1)
 		return -1;
 	free(where);
 	where = pg_redact(url);
+	if (pg_url_check(url, err, errlen) == -1) {
+		why = xstrdup(err);
+		pgerr(err, errlen, "", why);
+		free(why);
+		return -1;
+	}
 	/*
 	 * A server that accepts and never answers held every stage, and the
 	 * run past its deadline, for as long as it stayed silent.  The URL's
@@ -672,6 +743,8 @@ pg_conn(void)
 void
 pg_close(void)
 {
+	size_t i;
+
 	if (conn != NULL)
 		PQfinish(conn);
 	conn = NULL;
@@ -680,6 +753,10 @@ pg_close(void)
 	json_decref(tells);
 	tells = NULL;
 	slot_ear = 1;
+	for (i = 0; i < NSECRET; i++) {
+		free(secret[i]);
+		secret[i] = NULL;
+	}
 	free(where);
 	where = NULL;
 }

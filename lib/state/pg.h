@@ -53,6 +53,8 @@ struct pg_lib {
 		    const char *const *, const int *, const int *, int);
 	PGresult *(*getresult)(PGconn *);
 	int	 (*backendpid)(const PGconn *);
+	PQconninfoOption *(*conninfoparse)(const char *, char **);
+	void	 (*conninfofree)(PQconninfoOption *);
 };
 extern struct pg_lib pg_lib;
 
@@ -83,7 +85,16 @@ extern struct pg_lib pg_lib;
 #define PQsendQueryPrepared	(*pg_lib.sendqueryprepared)
 #define PQgetResult		(*pg_lib.getresult)
 #define PQbackendPID		(*pg_lib.backendpid)
+#define PQconninfoParse		(*pg_lib.conninfoparse)
+#define PQconninfoFree		(*pg_lib.conninfofree)
 
+/*
+ * Whether libpq reads url (PQconninfoParse): 0, or -1 with err saying so
+ * without quoting it (libpq's own words quote the part it could not
+ * read, a password's perhaps).  0 too when libpq cannot be loaded: the
+ * connection says why.
+ */
+int	pg_url_check(const char *url, char *err, size_t errlen);
 /* Connect to url and create or migrate the schema to version want. */
 int	pg_open(const char *url, int want, char *err, size_t errlen);
 /* The open connection, or NULL. */

@@ -47,20 +47,21 @@ store_is_url(const char *url)
 int
 store_url_check(const char *url, char *err, size_t errlen)
 {
-	const char *a = strstr(url, "://"), *c, *h, *e, *n;
+	const char *a = strstr(url, "://"), *c, *h, *e, *n, *q;
 	size_t f;
+	int in;
 
+#define NO(...)	do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 	for (c = url; *c != '\0'; c++)
-		if ((unsigned char)*c <= ' ' || *c == 0x7f) {
-			snprintf(err, errlen, "a space or control character in "
-			    "the URL: write a space as %%20");
-			return -1;
-		} else if (*c == '%' && (!isxdigit((unsigned char)c[1]) ||
-		    !isxdigit((unsigned char)c[2]))) {
-			snprintf(err, errlen, "a %% in the URL not followed by "
-			    "two hex digits: write a %% in a password as %%25");
-			return -1;
-		}
+		if ((unsigned char)*c <= ' ' || *c == 0x7f)
+			NO("a space or control character in the URL: write a "
+			    "space as %%20");
+		else if (*c == '"')
+			NO("a \" in the URL: write it as %%22");
+		else if (*c == '%' && (!isxdigit((unsigned char)c[1]) ||
+		    !isxdigit((unsigned char)c[2])))
+			NO("a %% in the URL not followed by two hex digits: "
+			    "write a %% in a password as %%25");
 	if (a == NULL)
 		return 0;
 	a += 3;
@@ -71,35 +72,57 @@ store_url_check(const char *url, char *err, size_t errlen)
 	 * user name and the rest for a host, its password too.
 	 */
 	if (a[f] == '@' && (c = memchr(a, '?', f)) != NULL &&
-	    memchr(c, '=', (size_t)(a + f - c)) != NULL) {
-		snprintf(err, errlen, "a ? and an = before the first @, which "
-		    "libpq reads as the user name: write an @ in the query, or "
-		    "a ? or = in a user name or password, as %%40, %%3F, %%3D");
-		return -1;
-	}
+	    memchr(c, '=', (size_t)(a + f - c)) != NULL)
+		NO("a ? and an = before the first @, which libpq reads as the "
+		    "user name: write an @ in the query, or a ? or = in a user "
+		    "name or password, as %%40, %%3F, %%3D");
 	h = a[f] == '@' ? a + f + 1 : a;
-	e = h + strcspn(h, "/?");
-	if (memchr(h, '@', (size_t)(e - h)) != NULL) {
-		snprintf(err, errlen, "an @ after the user name and password: "
-		    "write an @ in a user name or password as %%40");
-		return -1;
-	}
+	/* The hosts: to the first / or ? outside [ ], an address in them. */
+	for (e = h, in = 0; *e != '\0'; e++)
+		if (*e == '[' && !in)
+			in = 1;
+		else if (*e == ']' && in)
+			in = 0;
+		else if (in && !isalnum((unsigned char)*e) && *e != ':' &&
+		    *e != '.' && *e != '%')
+			NO("a character no address has inside [ ]: write a [ "
+			    "in a user name or password as %%5B");
+		else if (!in && (*e == '/' || *e == '?'))
+			break;
+	if (in)
+		NO("a [ with no ]: write a [ in a user name or password as "
+		    "%%5B");
+	/*
+	 * An @ after the user name and password, in a host or the database
+	 * name: a raw one in a password, libpq's userinfo ended at the first.
+	 */
+	q = e + strcspn(e, "?");
+	if (memchr(h, '@', (size_t)(q - h)) != NULL)
+		NO(a[f] == '@' ? "an @ after the user name and password: write "
+		    "an @ in a password or database name as %%40" : "an @ "
+		    "after a /, where libpq reads no user name: write a / in "
+		    "a password as %%2F, an @ in a database name as %%40");
 	/* Hosts, a comma between them, each with a port of digits or none. */
 	for (; h < e; h = n + 1) {
 		n = memchr(h, ',', (size_t)(e - h));
 		if (n == NULL)
 			n = e;
-		c = h;
-		if (*c == '[' && (c = memchr(h, ']', (size_t)(n - h))) == NULL)
+		if (*h != '[' || (c = memchr(h, ']', (size_t)(n - h))) == NULL)
 			c = h;
 		if ((c = memchr(c, ':', (size_t)(n - c))) != NULL &&
-		    strspn(c + 1, "0123456789") < (size_t)(n - c - 1)) {
-			snprintf(err, errlen, "a port that is not a number: "
-			    "write a / in a password as %%2F");
-			return -1;
-		}
+		    strspn(c + 1, "0123456789") < (size_t)(n - c - 1))
+			NO("a port that is not a number: write a / in a "
+			    "password as %%2F");
 	}
-	return 0;
+	/* Each parameter NAME=VALUE: a ? or & in a password split it. */
+	for (c = *q == '?' ? q + 1 : q; *c != '\0'; c = n + (*n != '\0')) {
+		n = c + strcspn(c, "&");
+		if (n > c && memchr(c, '=', (size_t)(n - c)) == NULL)
+			NO("a parameter with no = in the query: write a ? or & "
+			    "in a password as %%3F, %%26");
+	}
+#undef NO
+	return pg_url_check(url, err, errlen);
 }
 
 char *

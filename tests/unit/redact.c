@@ -78,6 +78,13 @@ main(void)
 	    "postgresql://h/db?application_name=a:***@&password=***");
 	redacts("postgresql://[::1]:5432/db?password=secret",
 	    "postgresql://[::1]:5432/db?password=***");
+	/* A ? in a host's [ ] is the host's; a [ in the path opens nothing. */
+	redacts("postgresql://[x?y]/db?password=secret",
+	    "postgresql://[x?y]/db?password=***");
+	redacts("postgres:///%3F[?password=@]secret",
+	    "postgres:///%3F[?password=***");
+	redacts("postgresql://u/[db%3Fu=%26?password=]secret:p@",
+	    "postgresql://u/[db%3Fu=%26?password=***");
 	/* No password: as it was; an @ in a path is no userinfo. */
 	keeps("postgresql://u@h/db");
 	keeps("postgresql://h/db?user=u&passwordx=1&apassword=2");
