@@ -832,6 +832,11 @@ mangle() {
 	# --retry-dead takes up the dead: a line's letter and the 404s.
 	run -3 --separate-stderr rfp-fetch --check --run-dir "$RUN" --retry-dead <"$m"
 	[[ $output == *$'\nfiled: 8 of the 12 lines already, in '"$RUN"$'; a resume admits the other 4\n'* ]] || fail "$output"
+	# rfpipe --check says it of a run directory that has a state/.
+	run -2 --separate-stderr "$ROOT/pipeline.sh" --check --run-dir "$RUN" "$m"
+	[[ $output == *$'\nfiled: 12 of the 12 lines already, in '"$RUN"$'; a resume admits the other 0\n'* ]] || fail "$output"
+	run -2 --separate-stderr "$ROOT/pipeline.sh" --check --run-dir "$RUN.none" "$m"
+	[[ $output != *'filed: '* ]]
 	# Without --run-dir, or --resume, nothing is said of it.
 	run -3 --separate-stderr rfp-fetch --check --run-dir "$RUN" <"$m"
 	[[ $output != *'filed: '* ]]
