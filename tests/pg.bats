@@ -80,7 +80,7 @@ load pg
 	[[ $stderr == "rfp-queue: postgresql://127.0.0.1:1/x?password=***&user=u: cannot connect: "* ]]
 }
 
-@test "store: a URL libpq would misread and quote back (a raw @, / or % in a password, a space) is refused naming what to write, never quoting it, exit 2" {
+@test "store: a URL libpq would misread and quote back (a raw @, / or % in a password, a control character) is refused naming what to write, never quoting it, exit 2" {
 	local u want
 	while IFS='|' read -r u want; do
 		run -2 --separate-stderr rfp-fetch --state "$u" </dev/null
@@ -103,7 +103,7 @@ load pg
 	postgresql://u:S3cret@[::1|a [ with no ]: write a [ in a user name or password as %5B
 	postgresql://rfp:50%S3cret@127.0.0.1/b|a % in the URL not followed by two hex digits: write a % in a password as %25
 	postgresql://rfp@127.0.0.1/b?password=50%S3|a % in the URL not followed by two hex digits: write a % in a password as %25
-	postgresql://u:S3 cret@h/db|a space or control character in the URL: write a space as %20
+	postgresql://u:S3	cret@h/db|a control character in the URL: write it percent-encoded
 	postgresql://h?user=a@b&password=S3cret|a ? and an = before the first @, which libpq reads as the user name: write an @ in the query, or a ? or = in a user name or password, as %40, %3F, %3D
 	EOF2
 	# What libpq quotes that the URL as shown does not (here an
@@ -117,6 +117,7 @@ load pg
 	[[ $stderr != *S3cret* ]]
 	# Valid URLs pass: IPv6, several hosts, a socket, an @ in a path.
 	for u in 'postgresql://[::1]:5432,h2:6543/db' 'postgresql:///db?host=/tmp' 'postgresql://h:5432/b%402026' 'postgresql://h:/db' \
+	    'postgresql://h/my db?application_name=night batch' 'postgresql://h/db?options=-c%20lock_timeout%3D60s' \
 	    'postgresql://%2Fvar%2Frun%2Fpostgresql/db' 'postgresql://[fe80::1%25eth0]:5432/db' 'postgres://' 'postgresql://h/db?user=a@b&sslrootcert=/x/y'; do
 		run -0 rfp-queue --state "$u" redact
 		[ "$output" = "$u" ]

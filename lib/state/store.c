@@ -53,9 +53,9 @@ store_url_check(const char *url, char *err, size_t errlen)
 
 #define NO(...)	do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 	for (c = url; *c != '\0'; c++)
-		if ((unsigned char)*c <= ' ' || *c == 0x7f)
-			NO("a space or control character in the URL: write a "
-			    "space as %%20");
+		if ((unsigned char)*c < ' ' || *c == 0x7f)
+			NO("a control character in the URL: write it "
+			    "percent-encoded");
 		else if (*c == '"')
 			NO("a \" in the URL: write it as %%22");
 		else if (*c == '%' && (!isxdigit((unsigned char)c[1]) ||
