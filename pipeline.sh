@@ -273,7 +273,8 @@ while [ $# -gt 0 ]; do
 	--state) need_arg "$1" $# "${2-}"; state=$2; shift ;;
 	--state=*) nonempty "$1"; state=${1#*=} ;;
 	--) shift; break ;;
-	-*) bad_usage "unknown option \"$1\"" ;;
+	# Its name: a value given with = may be a password.
+	-*) bad_usage "unknown option \"${1%%=*}\"" ;;
 	*) break ;;
 	esac
 	shift

@@ -45,8 +45,9 @@ opt_bad(const char *usage, char *const argv[], int c)
 		arg = letter;
 	if (c == ':')
 		msg_warn("option %s: needs a value", arg);
-	else
-		msg_warn("unknown option \"%s\"", arg);
+	else	/* Its name: a value given with = may be a password. */
+		msg_warn("unknown option \"%.*s\"", (int)strcspn(arg, "="),
+		    arg);
 	opt_usage(usage);
 }
 

@@ -742,6 +742,7 @@ mistake() {
 	--progress bogus|option --progress: expected auto, plain or none
 	--seed abc|option --seed: expected an integer
 	--bogus|unknown option "--bogus"
+	--sate=postgresql://u:S3cret@h/db|unknown option "--sate"
 	--batch 5|option --batch: needs --queue
 	--jobs 99999|option --jobs: expected an integer from 1 to 4096
 	--deadline 25:00|option --deadline: cannot read "25:00" as a time

@@ -29,6 +29,9 @@ needs() {
 		[ -z "$output" ]
 		# Nothing is made before the options are read.
 		[ ! -e "$RD" ]
+		# Named, not its value: a mistyped --state=URL holds a password.
+		run -2 --separate-stderr "$s" --sate=postgresql://u:S3cret@h/db </dev/null
+		[ "${stderr_lines[0]}" = "$s: unknown option \"--sate\"" ] || fail "$stderr"
 	done
 }
 

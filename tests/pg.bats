@@ -118,6 +118,7 @@ load pg
 	# Valid URLs pass: IPv6, several hosts, a socket, an @ in a path.
 	for u in 'postgresql://[::1]:5432,h2:6543/db' 'postgresql:///db?host=/tmp' 'postgresql://h:5432/b%402026' 'postgresql://h:/db' \
 	    'postgresql://h/my db?application_name=night batch' 'postgresql://h/db?options=-c%20lock_timeout%3D60s' \
+	    'postgresql://[fe80::1%25br-0a1b2c]:5432/db' 'postgresql://[fe80::1%25docker_gw~bridge]/db' \
 	    'postgresql://%2Fvar%2Frun%2Fpostgresql/db' 'postgresql://[fe80::1%25eth0]:5432/db' 'postgres://' 'postgresql://h/db?user=a@b&sslrootcert=/x/y'; do
 		run -0 rfp-queue --state "$u" redact
 		[ "$output" = "$u" ]

@@ -83,8 +83,8 @@ store_url_check(const char *url, char *err, size_t errlen)
 			in = 1;
 		else if (*e == ']' && in)
 			in = 0;
-		else if (in && !isalnum((unsigned char)*e) && *e != ':' &&
-		    *e != '.' && *e != '%')
+		else if (in && !isalnum((unsigned char)*e) &&
+		    strchr(":.%-_~", *e) == NULL)
 			NO("a character no address has inside [ ]: write a [ "
 			    "in a user name or password as %%5B");
 		else if (!in && (*e == '/' || *e == '?'))
