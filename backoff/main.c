@@ -411,11 +411,10 @@ options(int argc, char *argv[])
 	 * (rfpipe asks this before anything is sent): one that cannot be
 	 * read would otherwise stop the run at its first retry.
 	 */
-	if (opts.run_dir != NULL && (store_shared() ?
-	    files_check_filed(opts.run_dir, err, sizeof(err)) == -1 :
-	    (files_check_state(opts.run_dir, control_valid, err,
-	    sizeof(err)) == -1 ||
-	    budget_check(opts.run_dir, err, sizeof(err)) == -1)))
+	if (opts.run_dir != NULL && (files_check_state(opts.run_dir,
+	    store_shared(), control_valid, err, sizeof(err)) == -1 ||
+	    (!store_shared() && budget_check(opts.run_dir, err,
+	    sizeof(err)) == -1)))
 		msg_die(1, "%s", err);
 	if (opts.run_dir != NULL && (opts.log = attlog_open(opts.run_dir)) ==
 	    NULL)

@@ -647,9 +647,9 @@ admit_check_open(const char *run_dir, int retry_dead, int shared)
 	 * What the run would stop at: a link, a FIFO, no right to read; and
 	 * with the state in the run directory, a state file corrupt.
 	 */
-	if ((shared ? files_check_filed(run_dir, err, sizeof(err)) :
-	    files_check_state(run_dir, control_valid, err, sizeof(err))) ==
-	    -1 || filed_read(A.filed, NULL, NULL, err, sizeof(err)) == -1) {
+	if (files_check_state(run_dir, shared, control_valid, err,
+	    sizeof(err)) == -1 || filed_read(A.filed, NULL, NULL, err,
+	    sizeof(err)) == -1) {
 		msg_warn("%s", err);
 		filed_free(A.filed);
 		A.filed = NULL;

@@ -893,9 +893,8 @@ run_dir_open(void)
 		msg_die(1, "%s", err);
 	/* Found now, before a request, not at the first retry (rfpipe asks
 	   rfp-backoff the same before it starts the stages). */
-	if ((store_shared() ? files_check_filed(fo.run_dir, err,
-	    sizeof(err)) : files_check_state(fo.run_dir, control_valid, err,
-	    sizeof(err))) == -1)
+	if (files_check_state(fo.run_dir, store_shared(), control_valid, err,
+	    sizeof(err)) == -1)
 		msg_die(1, "%s", err);
 	path = rundir_path(fo.run_dir, RUNDIR_PART, NULL);
 	if (files_mkdir(path, err, sizeof(err)) == -1)

@@ -614,8 +614,13 @@ check_one(const char *path, const char *kind, files_valid_fn *valid,
 	return rc;
 }
 
-int
-files_check_filed(const char *rundir, char *err, size_t errlen)
+/*
+ * The files every run appends to: regular files, or not there yet, never
+ * followed (a link there stopped rfp-fetch and rfp-sink each, mid-start,
+ * exit 1).
+ */
+static int
+check_filed(const char *rundir, char *err, size_t errlen)
 {
 	static const enum rundir_file filed[] = { RUNDIR_RESULTS, RUNDIR_DEAD,
 	    RUNDIR_CLAIMS, RUNDIR_ATTEMPTS };
@@ -624,10 +629,6 @@ files_check_filed(const char *rundir, char *err, size_t errlen)
 	size_t i;
 	int rc = 0;
 
-	/*
-	 * The files every run appends to, never followed: a link there
-	 * stopped rfp-fetch and rfp-sink each, mid-start, exit 1.
-	 */
 	for (i = 0; rc == 0 && i < sizeof(filed) / sizeof(filed[0]); i++) {
 		path = rundir_path(rundir, filed[i], NULL);
 		if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -641,8 +642,8 @@ files_check_filed(const char *rundir, char *err, size_t errlen)
 }
 
 int
-files_check_state(const char *rundir, files_valid_fn *valid, char *err,
-    size_t errlen)
+files_check_state(const char *rundir, int shared, files_valid_fn *valid,
+    char *err, size_t errlen)
 {
 	static const char *kinds[] = { "rate", "breaker" };
 	struct dirent *de;
@@ -651,7 +652,7 @@ files_check_state(const char *rundir, files_valid_fn *valid, char *err,
 	DIR *d;
 	int rc;
 
-	if ((rc = files_check_filed(rundir, err, errlen)) != 0)
+	if ((rc = check_filed(rundir, err, errlen)) != 0 || shared)
 		return rc;
 	path = rundir_state(rundir, "budget", NULL);
 	rc = check_one(path, "budget", NULL, err, errlen);

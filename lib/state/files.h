@@ -93,22 +93,19 @@ int	files_update(const char *path, files_fn *fn, void *arg, char *err,
 /* Close the state files files_update keeps open. */
 void	files_close_all(void);
 /*
- * Whether the files every run appends to (results.ndjson, dead.ndjson,
- * state/claims.ndjson, logs/attempts.ndjson) are regular files or not
- * there yet: never a link.  0, or -1 with "PATH: why" in err.  With the
- * state in PostgreSQL, this is all of the run directory there is to check.
- */
-int	files_check_filed(const char *rundir, char *err, size_t errlen);
-/*
- * Whether the run directory's state files can be used, before a run sends
- * anything (files_check_filed first): state/budget.json and each file of state/rate/ and
+ * Whether the run directory's files can be used, before a run sends
+ * anything: the files every run appends to (results.ndjson, dead.ndjson,
+ * state/claims.ndjson, logs/attempts.ndjson) regular files or not there
+ * yet, never a link ("PATH: why" in err); and unless shared (the state
+ * in PostgreSQL, so that those are all there is to check),
+ * state/budget.json and each file of state/rate/ and
  * state/breaker/ a JSON object (an empty one is not: it was made and
  * never written), and one valid says could have been written (valid may
  * be NULL).  0, or -1 with "PATH: corrupt state file (why); move it aside
  * to start afresh" in err.
  */
-int	files_check_state(const char *rundir, files_valid_fn *valid, char *err,
-	    size_t errlen);
+int	files_check_state(const char *rundir, int shared,
+	    files_valid_fn *valid, char *err, size_t errlen);
 /*
  * Say in err that the state file path is corrupt, for why (which may be
  * err itself), and how to start afresh.

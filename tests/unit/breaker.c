@@ -249,7 +249,7 @@ main(void)
 		    "field \"fails\"") == 0, "breaker_valid names the field: %s",
 		    err);
 		json_decref(d);
-		ok(files_check_state(dir, control_valid, err, sizeof(err)) ==
+		ok(files_check_state(dir, 0, control_valid, err, sizeof(err)) ==
 		    -1 && strcmp(err, want) == 0, "files_check_state names the "
 		    "file and the field: %s", err);
 		ok(breaker_allow(dir, "z", &bc, t0, 60, 0, 1, &v, &until,
@@ -260,7 +260,7 @@ main(void)
 		    "the corrupt file is left as it was");
 		json_decref(d);
 		unlink(pz);
-		ok(files_check_state(dir, control_valid, err, sizeof(err)) == 0,
+		ok(files_check_state(dir, 0, control_valid, err, sizeof(err)) == 0,
 		    "moved aside, the state is usable again: %s", err);
 		free(want);
 		free(pz);
