@@ -972,6 +972,7 @@ main(int argc, char *argv[])
 	struct stat st;
 	char err[512];
 	long parked;
+	const char *filed_in;
 	int c, bad_dir;
 
 	msg_init(PROG);
@@ -1001,14 +1002,13 @@ main(int argc, char *argv[])
 		/* Headers and body files are checked as admission does. */
 		xfer_init(&fo);
 		bodies_init(&fo);
-		bad_dir = fo.run_dir != NULL && (cli.resume ||
-		    cli.retry_dead) && admit_check_open(fo.run_dir,
+		/* With --resume, what the run directory has filed. */
+		filed_in = cli.resume || cli.retry_dead ? fo.run_dir : NULL;
+		bad_dir = filed_in != NULL && admit_check_open(filed_in,
 		    cli.retry_dead, cli.state != NULL || fo.conf.state !=
 		    NULL) == -1;
 		c = check_manifest(STDIN_FILENO, &fo.conf, cli.config,
-		    fo.deadline, cli.deadline, fo.run_dir != NULL &&
-		    (cli.resume || cli.retry_dead) && !bad_dir ? fo.run_dir :
-		    NULL);
+		    fo.deadline, cli.deadline, bad_dir ? NULL : filed_in);
 		admit_close();
 		if (bad_dir)
 			c = 2;

@@ -544,13 +544,10 @@ pg_redact(const char *url)
 	/*
 	 * ...?password=secret&...: the query starts at the first ? after the
 	 * userinfo, with or without a path before it (postgresql://?host=...
-	 * and postgresql://h?password=... are libpq's too); each parameter's
-	 * name read as libpq reads it, percent-decoded (pass%77ord is
-	 * password).
-	 */
-	/*
-	 * Not a ? in a host's [ ] (libpq's: [x?y] is a host); a [ after the
-	 * hosts (in the path) opens nothing.  x: 1 in [ ], 2 past the hosts.
+	 * and postgresql://h?password=... are libpq's too), but not at one in
+	 * a host's [ ] (libpq's: [x?y] is a host; a [ in the path opens
+	 * nothing; x: 1 in [ ], 2 past the hosts).  Each parameter's name is
+	 * read as libpq reads it, percent-decoded (pass%77ord is password).
 	 */
 	for (k = r + q, x = 0; *k != '\0' && (*k != '?' || x == 1); k++)
 		if (x == 0 && *k == '[')
@@ -656,18 +653,10 @@ pg_url_check(const char *url, char *err, size_t errlen)
 int
 pg_open(const char *url, int want, char *err, size_t errlen)
 {
-	char *why;
-
 	if (load(err, errlen) == -1)
 		return -1;
 	free(where);
 	where = pg_redact(url);
-	if (pg_url_check(url, err, errlen) == -1) {
-		why = xstrdup(err);
-		pgerr(err, errlen, "", why);
-		free(why);
-		return -1;
-	}
 	/*
 	 * A server that accepts and never answers held every stage, and the
 	 * run past its deadline, for as long as it stayed silent.  The URL's

@@ -95,7 +95,11 @@ extern struct pg_lib pg_lib;
  * connection says why.
  */
 int	pg_url_check(const char *url, char *err, size_t errlen);
-/* Connect to url and create or migrate the schema to version want. */
+/*
+ * Connect to url and create or migrate the schema to version want.  url
+ * has passed store_url_check (lib/state/store.h), which reads it as libpq
+ * does, once, and keeps its passwords to hide in messages.
+ */
 int	pg_open(const char *url, int want, char *err, size_t errlen);
 /* The open connection, or NULL. */
 PGconn	*pg_conn(void);
