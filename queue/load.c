@@ -164,9 +164,8 @@ load(void)
  * requeue: the rows filed dead (of the dead_reasons in reasons, n of
  * them; any when n is 0) back in the queue, their results dropped, in one
  * statement: the next pull of any host takes them up; refused (exit 1)
- * while a host runs.  A submission its
- * letter says was sent keeps saying so (file.c), so that it is asked
- * about before it is sent again.
+ * while a host runs.  A submission its letter says was sent keeps saying
+ * so (file.c), so that it is asked about before it is sent again.
  */
 void
 requeue(char *const *reasons, int n)

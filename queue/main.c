@@ -41,7 +41,6 @@
 #include "lib/record/fate.h"
 #include "cmd/msg.h"
 #include "cmd/opt.h"
-#include "lib/state/pg.h"
 #include "lib/state/store.h"
 #include "lib/base/x.h"
 #include "queue/queue.h"
@@ -184,7 +183,7 @@ main(int argc, char *argv[])
 		msg_die(2, "needs --state URL (or the config's state: key)");
 	/* The URL as every stage says it: rfpipe's resume line too. */
 	if (strcmp(cmd, "redact") == 0) {
-		puts(redacted = pg_redact(state));
+		puts(redacted = store_redact(state));
 		free(redacted);
 		conf_free(&conf);
 		opt_fshut();
