@@ -362,13 +362,10 @@ rfp-backoff ${config:+"--config=$config"} $seed_opt $ma_opt $budget_opt </dev/nu
 # the stages' own words, before anything is made: --help comes after it.
 # The URL's fault is said under the option typed.
 # shellcheck disable=SC2086
-if [ -n "$queue" ] &&
-    ! err=$(rfp-queue --state="$queue" $batch_opt $lease_opt --help 2>&1 >/dev/null); then
-	case $err in
-	*"option --state: "*) die 2 "option --queue: ${err#*option --state: }" ;;
-	esac
-	printf '%s\n' "$err" >&2
-	exit 2
+if [ -n "$queue" ]; then
+	rfp-queue $batch_opt $lease_opt --help >/dev/null || exit 2
+	err=$(rfp-queue --state="$queue" --help 2>&1 >/dev/null) ||
+		die 2 "option --queue: ${err#*option --state: }"
 fi
 if [ -n "$state" ] && [ "$state" != "$queue" ]; then
 	err=$(rfp-backoff --state="$state" --help 2>&1 >/dev/null) ||
