@@ -20,7 +20,8 @@
 
 #define LOAD_MAX	1000	/* records a statement of load adds */
 #define LOAD_LOCK	"7270003"	/* the advisory lock a load holds (7270001:
-				   the schema's migration, 7270002: ids) */
+				   the schema's migration, 7270002: ids,
+				   7270004: every process, pg.c) */
 
 /* Add the group of records (a JSON array of {id, rec}); how many were new. */
 static long
@@ -160,6 +161,10 @@ load(void)
 	    valid - added, bad);
 }
 
+#define BUSY	"a host that runs files what is put back dead again from " \
+		"its run directory; requeue once no host runs, then start " \
+		"them with --retry-dead"
+
 /*
  * requeue: the rows filed dead (of the dead_reasons in reasons, n of
  * them; any when n is 0) back in the queue, their results dropped, in one
@@ -175,22 +180,25 @@ requeue(char *const *reasons, int n)
 	const char *p[1];
 	PGresult *r;
 	long back, others;
-	int i;
+	int i, alone;
 
 	/*
 	 * A host running (its pull, with a run directory, files what that
 	 * directory holds dead again, at once) would undo it, and requeue
-	 * would have said it was done.
+	 * would have said it was done.  Asked in the transaction that puts
+	 * the rows back: a host that starts meanwhile waits for its end.
 	 */
-	if ((others = pg_others()) == -1)
-		msg_warn("requeue: whether a host runs cannot be told (this "
-		    "role may not read pg_locks): be sure none does");
-	else if (others > 0)
-		msg_die(1, "requeue: %ld other rfpipe process%s connected to "
-		    "the database: a host that runs files what is put back "
-		    "dead again from its run directory; requeue once no host "
-		    "runs, then start them with --retry-dead", others,
-		    others == 1 ? " is" : "es are");
+	PQclear(q("BEGIN", 0, NULL, PGRES_COMMAND_OK));
+	if ((alone = pg_alone()) == -1)
+		msg_die(1, "requeue: whether a host runs cannot be told");
+	if (!alone) {
+		if ((others = pg_others()) > 0)
+			msg_die(1, "requeue: %ld other rfpipe process%s "
+			    "connected to the database: " BUSY, others,
+			    others == 1 ? " is" : "es are");
+		msg_die(1, "requeue: another rfpipe process is connected to "
+		    "the database: " BUSY);
+	}
 	if ((back = q_long("SELECT count(*) FROM rfp_queue WHERE status = "
 	    "'claimed' AND lease_until > now()", 0, NULL)) > 0)
 		msg_die(1, "requeue: %ld row%s claimed by a host whose "
@@ -212,6 +220,7 @@ requeue(char *const *reasons, int n)
 	    PGRES_TUPLES_OK);
 	back = strtol(PQgetvalue(r, 0, 0), NULL, 10);
 	PQclear(r);
+	PQclear(q("COMMIT", 0, NULL, PGRES_COMMAND_OK));
 	free(s);
 	json_decref(a);
 	printf("{\"requeued\":%ld}\n", back);

@@ -561,6 +561,16 @@ load pg
 	out_reaches 1
 	run -1 --separate-stderr rfp-queue --state "$URL" requeue
 	[ "$stderr" = 'rfp-queue: requeue: 1 other rfpipe process is connected to the database: a host that runs files what is put back dead again from its run directory; requeue once no host runs, then start them with --retry-dead' ] || fail "$stderr"
+	# A role that may not read pg_locks, which cannot count them, is
+	# refused alike.
+	local role=rq$BATS_TEST_NUMBER
+	sql "CREATE ROLE $role LOGIN"
+	sql "GRANT ALL ON SCHEMA public TO $role"
+	sql "GRANT ALL ON ALL TABLES IN SCHEMA public TO $role"
+	sql "REVOKE SELECT ON pg_locks FROM PUBLIC"
+	run -1 --separate-stderr rfp-queue --state "postgresql:///$DB?host=$PGDIR&user=$role" requeue
+	[ "$stderr" = 'rfp-queue: requeue: another rfpipe process is connected to the database: a host that runs files what is put back dead again from its run directory; requeue once no host runs, then start them with --retry-dead' ] || fail "$stderr"
+	sql "GRANT SELECT ON pg_locks TO PUBLIC"
 	kill "$p"
 	wait "$p" || :
 	# Gone, its claim is still under a lease that runs: refused too.

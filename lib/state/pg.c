@@ -587,6 +587,13 @@ pg_redact(const char *url)
  * second waiting in pg_open for as long as the first runs.
  */
 #define ID_LOCK	"7270002"
+/*
+ * ... and every process holds RUN_LOCK shared, one key for all, for as
+ * long as it is connected: a process that takes it alone, in a
+ * transaction (pg_alone), knows no other is connected, whatever the role
+ * may read, and none connects until that transaction ends.
+ */
+#define RUN_LOCK	"7270004"
 
 static const char q_alive[] =
     "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
@@ -612,7 +619,8 @@ hold_id(char *err, size_t errlen)
 	proc_id(id, sizeof(id));
 	if ((r = pg_exec("SELECT pg_advisory_lock_shared(" ID_LOCK
 	    ", hashtext($1)), has_table_privilege('pg_catalog.pg_locks', "
-	    "'SELECT')", 1, p, PGRES_TUPLES_OK, err, errlen)) == NULL)
+	    "'SELECT'), pg_advisory_lock_shared(" RUN_LOCK ")", 1, p,
+	    PGRES_TUPLES_OK, err, errlen)) == NULL)
 		return -1;
 	sees_locks = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 1),
 	    "t") == 0;
@@ -721,6 +729,21 @@ pg_others(void)
 	n = strtol(PQgetvalue(r, 0, 0), NULL, 10);
 	PQclear(r);
 	return n;
+}
+
+int
+pg_alone(void)
+{
+	char err[256];
+	PGresult *r;
+	int a;
+
+	if ((r = pg_exec("SELECT pg_try_advisory_xact_lock(" RUN_LOCK ")",
+	    0, NULL, PGRES_TUPLES_OK, err, sizeof(err))) == NULL)
+		return -1;
+	a = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+	PQclear(r);
+	return a;
 }
 
 PGconn *
