@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <libpq-fe.h>
 
 #include "cmd/msg.h"
+#include "lib/base/clk.h"
 #include "lib/state/pg.h"
 #include "lib/record/rec.h"
 #include "queue/queue.h"
@@ -161,9 +163,22 @@ load(void)
 	    valid - added, bad);
 }
 
+#define REQ_WAIT	10	/* logical s requeue waits on a row, or is
+				   idle half-way, at the most */
 #define BUSY	"a host that runs files what is put back dead again from " \
 		"its run directory; requeue once no host runs, then start " \
 		"them with --retry-dead"
+
+/* The dead rows of the reasons in $1 (any if none) queued again. */
+static const char q_requeue[] =
+    "WITH d AS (DELETE FROM rfp_results r USING rfp_queue q WHERE "
+    "q.id = r.id AND q.status = 'dead' AND (jsonb_array_length($1::"
+    "jsonb) = 0 OR r.dead_reason IN (SELECT jsonb_array_elements_text("
+    "$1::jsonb))) RETURNING r.id, r.rec), "
+    "u AS (UPDATE rfp_queue q SET status = 'queued', owner = NULL, "
+    "lease_until = NULL, " Q_KEEP_SENT("true", "d.rec") " FROM d "
+    "WHERE q.id = d.id RETURNING q.id) "
+    "SELECT count(*), pg_notify('" CHANNEL "', '0 ') FROM u";
 
 /*
  * requeue: the rows filed dead (of the dead_reasons in reasons, n of
@@ -179,26 +194,37 @@ requeue(char *const *reasons, int n)
 	char *s;
 	const char *p[1];
 	PGresult *r;
-	long back, others;
+	char sql[128], err[512];
+	long back, others, wait;
 	int i, alone;
 
 	/*
 	 * A host running (its pull, with a run directory, files what that
 	 * directory holds dead again, at once) would undo it, and requeue
 	 * would have said it was done.  Asked in the transaction that puts
-	 * the rows back: a host that starts meanwhile waits for its end.
+	 * the rows back: a process that connects meanwhile waits for its
+	 * end.  So the transaction is kept short: a row another transaction
+	 * holds is waited for REQ_WAIT at most, and the server ends it if
+	 * requeue stops half-way (a suspended or hung client) for as long.
+	 * pg_locks, where it may be read, counts too: a process of a build
+	 * that took no run lock.
 	 */
+	wait = (long)fmax(1000, clk_real(REQ_WAIT) * 1000);
+	snprintf(sql, sizeof(sql), "SET LOCAL lock_timeout = %ld", wait);
 	PQclear(q("BEGIN", 0, NULL, PGRES_COMMAND_OK));
-	if ((alone = pg_alone()) == -1)
-		msg_die(1, "requeue: whether a host runs cannot be told");
-	if (!alone) {
-		if ((others = pg_others()) > 0)
-			msg_die(1, "requeue: %ld other rfpipe process%s "
-			    "connected to the database: " BUSY, others,
-			    others == 1 ? " is" : "es are");
-		msg_die(1, "requeue: another rfpipe process is connected to "
-		    "the database: " BUSY);
-	}
+	PQclear(q(sql, 0, NULL, PGRES_COMMAND_OK));
+	snprintf(sql, sizeof(sql), "SET LOCAL "
+	    "idle_in_transaction_session_timeout = %ld", wait);
+	PQclear(q(sql, 0, NULL, PGRES_COMMAND_OK));
+	if ((alone = pg_alone(err, sizeof(err))) == -1)
+		msg_die(1, "requeue: %s", err);
+	if ((others = pg_others()) > 0)
+		msg_die(1, "requeue: %ld other rfpipe process%s connected to "
+		    "the database: " BUSY, others, others == 1 ? " is" :
+		    "es are");
+	if (!alone)
+		msg_die(1, "requeue: another rfpipe process is, or was a "
+		    "moment ago, connected to the database: " BUSY);
 	if ((back = q_long("SELECT count(*) FROM rfp_queue WHERE status = "
 	    "'claimed' AND lease_until > now()", 0, NULL)) > 0)
 		msg_die(1, "requeue: %ld row%s claimed by a host whose "
@@ -209,15 +235,9 @@ requeue(char *const *reasons, int n)
 		json_array_append_new(a, json_string(reasons[i]));
 	s = json_dumps(a, JSON_COMPACT);
 	p[0] = s;
-	r = q("WITH d AS (DELETE FROM rfp_results r USING rfp_queue q WHERE "
-	    "q.id = r.id AND q.status = 'dead' AND (jsonb_array_length($1::"
-	    "jsonb) = 0 OR r.dead_reason IN (SELECT jsonb_array_elements_text("
-	    "$1::jsonb))) RETURNING r.id, r.rec), "
-	    "u AS (UPDATE rfp_queue q SET status = 'queued', owner = NULL, "
-	    "lease_until = NULL, " Q_KEEP_SENT("true", "d.rec") " FROM d "
-	    "WHERE q.id = d.id RETURNING q.id) "
-	    "SELECT count(*), pg_notify('" CHANNEL "', '0 ') FROM u", 1, p,
-	    PGRES_TUPLES_OK);
+	if ((r = pg_exec(q_requeue, 1, p, PGRES_TUPLES_OK, err,
+	    sizeof(err))) == NULL)
+		msg_die(1, "requeue: %s; nothing was put back", err);
 	back = strtol(PQgetvalue(r, 0, 0), NULL, 10);
 	PQclear(r);
 	PQclear(q("COMMIT", 0, NULL, PGRES_COMMAND_OK));

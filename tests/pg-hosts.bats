@@ -569,7 +569,7 @@ load pg
 	sql "GRANT ALL ON ALL TABLES IN SCHEMA public TO $role"
 	sql "REVOKE SELECT ON pg_locks FROM PUBLIC"
 	run -1 --separate-stderr rfp-queue --state "postgresql:///$DB?host=$PGDIR&user=$role" requeue
-	[ "$stderr" = 'rfp-queue: requeue: another rfpipe process is connected to the database: a host that runs files what is put back dead again from its run directory; requeue once no host runs, then start them with --retry-dead' ] || fail "$stderr"
+	[ "$stderr" = 'rfp-queue: requeue: another rfpipe process is, or was a moment ago, connected to the database: a host that runs files what is put back dead again from its run directory; requeue once no host runs, then start them with --retry-dead' ] || fail "$stderr"
 	sql "GRANT SELECT ON pg_locks TO PUBLIC"
 	kill "$p"
 	wait "$p" || :
@@ -581,4 +581,60 @@ load pg
 	# With no reason, every dead row.
 	run -0 rfp-queue --state "$URL" requeue
 	[ "$output" = '{"requeued":2}' ]
+}
+
+@test "rfp-queue requeue: a row another transaction holds is waited for a while, not for ever, nor is a requeue stopped half-way; a process that starts meanwhile connects once it ends" {
+	local p rc n
+	run -0 rfp-queue --state "$URL" load <<<'{"id":"d1","url":"http://127.0.0.1:9/d1"}'
+	rfp-queue --state "$URL" --owner A file <<<'{"id":"d1","fate":"dead","dead_reason":"exhausted"}' >/dev/null
+	[ "$(sql "SELECT status FROM rfp_queue WHERE id = 'd1'")" = dead ]
+	# A transaction left open on the row (by hand, at a psql prompt).
+	y_open
+	y_says "BEGIN; SELECT id FROM rfp_queue WHERE id = 'd1' FOR UPDATE;"
+	y_hears d1
+	rfp-queue --state "$URL" requeue 2>"$BATS_TEST_TMPDIR/err" &
+	p=$!
+	lock_waited || fail "requeue did not wait on the row"
+	# Connecting waits for requeue's end; requeue gives up on the row.
+	run -0 timeout 15 rfp-queue --state "$URL" summary
+	rc=0
+	wait "$p" || rc=$?
+	[ "$rc" -eq 1 ]
+	grep -q '^rfp-queue: requeue: .*; nothing was put back$' "$BATS_TEST_TMPDIR/err" || fail "$(cat "$BATS_TEST_TMPDIR/err")"
+	[ "$(sql "SELECT status FROM rfp_queue WHERE id = 'd1'")" = dead ]
+	y_says "COMMIT;"
+	y_close
+	# Stopped half-way, between its statements, the run lock held (^Z at
+	# a terminal; here its statement that puts the rows back is held up
+	# 20 s on its way out): the server ends its transaction, and the
+	# processes that start connect.  Its statements are counted first,
+	# on a requeue with nothing to do: that one is the last but two.
+	n=$(strace -f -e trace=sendto -o /dev/stdout rfp-queue --state "$URL" requeue quota 2>/dev/null | grep -c '^[0-9]* *sendto(')
+	[ "$(sql "SELECT status FROM rfp_queue WHERE id = 'd1'")" = dead ]
+	strace -f -o /dev/null -e trace=sendto -e inject=sendto:delay_enter=20000000:when=$((n - 2)) \
+	    rfp-queue --state "$URL" requeue 2>"$BATS_TEST_TMPDIR/err" &
+	p=$!
+	for rc in $(seq 1 200); do
+		[ "$(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 7270004 AND mode = 'ExclusiveLock' AND granted")" -eq 1 ] && break
+		sleep 0.05
+	done
+	[ "$rc" -lt 200 ] || fail "requeue did not take the run lock"
+	run -0 timeout 10 rfp-queue --state "$URL" summary
+	kill -KILL "$p"
+	wait "$p" || :
+	[ "$(sql "SELECT status FROM rfp_queue WHERE id = 'd1'")" = dead ]
+	# A process of a build that took no run lock, its id lock alone, is
+	# counted in pg_locks.
+	y_open
+	y_says "SELECT pg_advisory_lock_shared(7270002, hashtext('4242@old')), 'held';"
+	y_hears '|held'
+	run -1 --separate-stderr rfp-queue --state "$URL" requeue
+	[ "$stderr" = 'rfp-queue: requeue: 1 other rfpipe process is connected to the database: a host that runs files what is put back dead again from its run directory; requeue once no host runs, then start them with --retry-dead' ] || fail "$stderr"
+	y_close
+	for rc in $(seq 1 200); do
+		[ "$(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7270002")" -eq 0 ] && break
+		sleep 0.05
+	done
+	run -0 rfp-queue --state "$URL" requeue
+	[ "$output" = '{"requeued":1}' ]
 }

@@ -732,14 +732,13 @@ pg_others(void)
 }
 
 int
-pg_alone(void)
+pg_alone(char *err, size_t errlen)
 {
-	char err[256];
 	PGresult *r;
 	int a;
 
 	if ((r = pg_exec("SELECT pg_try_advisory_xact_lock(" RUN_LOCK ")",
-	    0, NULL, PGRES_TUPLES_OK, err, sizeof(err))) == NULL)
+	    0, NULL, PGRES_TUPLES_OK, err, errlen)) == NULL)
 		return -1;
 	a = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
 	PQclear(r);

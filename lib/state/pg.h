@@ -119,9 +119,9 @@ long	pg_others(void);
 /*
  * In a transaction: 1 when no other rfpipe process is connected, and then
  * none connects (pg_open waits) until the transaction ends; 0 when one is;
- * -1 on an error.  Needs no read of pg_locks.
+ * -1 on an error, said in err.  Needs no read of pg_locks.
  */
-int	pg_alone(void);
+int	pg_alone(char *err, size_t errlen);
 /*
  * Run one statement with text parameters; the result when it returned
  * want (PGRES_COMMAND_OK or PGRES_TUPLES_OK), else NULL with err set.
