@@ -697,8 +697,9 @@ two_speeds() {
 	told_a20 30
 	echo "refused $(logged '.status == 429') of $(requests_for); state: $(jq -c '{takes}' "$RUN/state/rate/a.json")"
 	# None on an idle machine; a loaded one delivers some sends bunched
-	# (3 of 64 in a full run of the suite), as it does any told pace's.
-	[ "$(logged '.status == 429')" -le 6 ]
+	# (3 of 64 in a full run of the suite, once 9 of 75), as it does any
+	# told pace's (doc/limits.md).  Every hop refused is 30 and more.
+	[ "$(logged '.status == 429')" -le 15 ]
 	# Each hop took a grant of the pace, as the first request did.
 	jq -e --argjson n "$(requests_for)" '.takes == $n' "$RUN/state/rate/a.json"
 }

@@ -543,7 +543,8 @@ dead_count() {
 	printf 'stderr:\n%s\n' "$stderr"	# shown when a check fails
 	# rfp-sink may find the disk full first, and say so first.
 	[[ $stderr == *"rfp-fetch: write $RUN/docs/.part/p-"*": No space left on device; stopping: "* ]]
-	[[ $stderr == *"rfpipe: rfp-fetch failed with status 1"* ]]
+	[[ $stderr == *"rfpipe: rfp-fetch failed with status 1"* ||
+	    $stderr == *"rfpipe: rfp-sink failed with status 1 (then "*"rfp-fetch 1"* ]]
 	# Each line is a stage's or rfpipe's, never sh's ("424: echo: I/O error").
 	[ -z "$(grep -v '^rfp[-a-z]*: ' <<<"$stderr")" ]
 	[[ $stderr != *"echo: "* && $stderr != *"printf: "* ]]
