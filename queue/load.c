@@ -165,9 +165,10 @@ load(void)
 
 #define REQ_WAIT	10	/* logical s requeue waits on a row, or is
 				   idle half-way, at the most */
+#define AFTER	"requeue once no host runs, then start them with " \
+		"--retry-dead"
 #define BUSY	"a host that runs files what is put back dead again from " \
-		"its run directory; requeue once no host runs, then start " \
-		"them with --retry-dead"
+		"its run directory; " AFTER
 
 /* The dead rows of the reasons in $1 (any if none) queued again. */
 static const char q_requeue[] =
@@ -194,8 +195,8 @@ requeue(char *const *reasons, int n)
 	char *s;
 	const char *p[1];
 	PGresult *r;
-	char sql[128], err[512];
-	long back, others, wait;
+	char wait[32], err[512];
+	long back, others;
 	int i, alone;
 
 	/*
@@ -209,13 +210,13 @@ requeue(char *const *reasons, int n)
 	 * pg_locks, where it may be read, counts too: a process of a build
 	 * that took no run lock.
 	 */
-	wait = (long)fmax(1000, clk_real(REQ_WAIT) * 1000);
-	snprintf(sql, sizeof(sql), "SET LOCAL lock_timeout = %ld", wait);
+	snprintf(wait, sizeof(wait), "%.0f", fmax(1000, clk_real(REQ_WAIT) *
+	    1000));
+	p[0] = wait;
 	PQclear(q("BEGIN", 0, NULL, PGRES_COMMAND_OK));
-	PQclear(q(sql, 0, NULL, PGRES_COMMAND_OK));
-	snprintf(sql, sizeof(sql), "SET LOCAL "
-	    "idle_in_transaction_session_timeout = %ld", wait);
-	PQclear(q(sql, 0, NULL, PGRES_COMMAND_OK));
+	PQclear(q("SELECT set_config('lock_timeout', $1, true), set_config("
+	    "'idle_in_transaction_session_timeout', $1, true)", 1, p,
+	    PGRES_TUPLES_OK));
 	if ((alone = pg_alone(err, sizeof(err))) == -1)
 		msg_die(1, "requeue: %s", err);
 	if ((others = pg_others()) > 0)
@@ -228,8 +229,7 @@ requeue(char *const *reasons, int n)
 	if ((back = q_long("SELECT count(*) FROM rfp_queue WHERE status = "
 	    "'claimed' AND lease_until > now()", 0, NULL)) > 0)
 		msg_die(1, "requeue: %ld row%s claimed by a host whose "
-		    "lease runs yet: requeue once no host runs, then start "
-		    "them with --retry-dead", back, back == 1 ? " is" :
+		    "lease runs yet: " AFTER, back, back == 1 ? " is" :
 		    "s are");
 	for (i = 0; i < n; i++)
 		json_array_append_new(a, json_string(reasons[i]));

@@ -649,8 +649,7 @@ pg_url_check(const char *url, char *err, size_t errlen)
 	/* Kept, to be hidden wherever libpq would say them. */
 	for (p = o; p->keyword != NULL && i < NSECRET; p++)
 		if (p->val != NULL && strlen(p->val) >= 4 &&
-		    (strcmp(p->keyword, "password") == 0 ||
-		    strcmp(p->keyword, "sslpassword") == 0)) {
+		    secret_key(p->keyword, strlen(p->keyword))) {
 			free(secret[i]);
 			secret[i++] = xstrdup(p->val);
 		}
