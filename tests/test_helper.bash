@@ -145,6 +145,18 @@ strays() {
 	[ -n "${BATS_TEARDOWN_STARTED:-}" ] && [ -z "${BATS_TEST_COMPLETED:-}" ] ||
 	    return 0
 	kill_tagged
+	dead_notes
+}
+
+# dead_notes: for a test that did not complete, what its run directory
+# ($RUN) dead-lettered, a line a document (the first ten), to the test's
+# output: a pipeline run with -q under "run" says nothing of why it exited
+# 3, and a failure on a CI machine is all there is to read.
+dead_notes() {
+	[ -n "${RUN:-}" ] && [ -s "$RUN/dead.ndjson" ] || return 0
+	echo "$RUN/dead.ndjson ($(wc -l <"$RUN/dead.ndjson") lines), first ten:"
+	head -n 10 "$RUN/dead.ndjson" | jq -r '"  \(.id // "?") \(.dead_reason // "?"): \(.dead_detail // "")"' 2>/dev/null ||
+	    head -n 10 "$RUN/dead.ndjson" | cut -c1-300
 }
 
 # A test that hangs fails in RFP_TEST_TIMEOUT seconds (BATS_TEST_TIMEOUT's,
