@@ -667,12 +667,13 @@ two_speeds() {
 	# refuses past it (nginx limit_req without nodelay, 503).  Each
 	# answer waits a third of a second longer than the one before, and
 	# the window, grown by each, let 17 in flight: 6 of 66 refused at
-	# once, before the pace had started.
+	# once, before the pace had started.  Now 0 or 1 on an idle machine;
+	# one busy with six suites at once drew 2.
 	scenario d '{kind: gcra, per_s: 3, burst: 10, nodelay: false, status: 503, retry_after: 1}'
 	all_saved d 60 32
 	never_opened
 	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
-	[ "$(logged '.action == "rate_limited"')" -le 1 ]
+	[ "$(logged '.action == "rate_limited"')" -le 3 ]
 }
 
 @test "limiters: a portal just slower than its first answers is no queue: the window opens to -j all the same (#18)" {
