@@ -360,15 +360,17 @@ header() {
 }
 
 @test "limits: from_s and until_s switch limiters on and off (a portal tightening at night)" {
-	# Burst 2 for the first 100 logical s (1 s real), burst 0 after.
+	# Burst 2 for the first 300 logical s (3 s real), burst 0 after.  At
+	# 1 s, a machine busy with six suites at once was past it before the
+	# day's last request.
 	limits_scenario '    limits:' \
-	    '      - {kind: gcra, per_s: 0.01, burst: 2, until_s: 100, headers: ietf, name: day}' \
-	    '      - {kind: gcra, per_s: 0.01, from_s: 100, headers: ietf, name: night}'
+	    '      - {kind: gcra, per_s: 0.01, burst: 2, until_s: 300, headers: ietf, name: day}' \
+	    '      - {kind: gcra, per_s: 0.01, from_s: 300, headers: ietf, name: night}'
 	run burst 5 /z/day
 	[ "$(grep -c '^200 ' <<<"$output")" -eq 3 ]
 	run curl -s -o /dev/null -D - "$MOCK_URL/z/day-x"
 	[[ "$(header RateLimit-Policy)" == '"day";q=3;w='* ]]
-	sleep 1.1
+	sleep 3.1
 	run burst 5 /z/night
 	[ "$(grep -c '^200 ' <<<"$output")" -eq 1 ]
 	run curl -s -o /dev/null -D - "$MOCK_URL/z/night-x"
