@@ -614,9 +614,11 @@ two_speeds() {
 	# granted meanwhile went at the pace that was just refused.  The pace
 	# comes down from the burst's rate, 30 to 90 times the limit, a cut a
 	# refusal: the last documents of an endpoint are refused up to four
-	# times (five on a loaded machine, in one run of 40 the fifth time
-	# at its last attempt: dead, exhausted; doc/limits.md).  Attempts
-	# enough for that here: the order is what this test is about.
+	# times (five with eight runs at once on two cores, and in one run
+	# of 32 so the fifth time at its last attempt: dead, exhausted;
+	# doc/limits.md).  Attempts enough for that here: the order is what
+	# this test is about.  How many are refused is bounded all the same:
+	# 12 to 67 of about 460 requests in all the runs measured.
 	local r=() m=$BATS_TEST_TMPDIR/m e
 	for e in 1 2 3 4; do
 		r+=("{match: \"/b$e/*\", endpoint: b$e, limits: [{kind: gcra, per_s: 1, burst: 90}]}")
@@ -634,6 +636,8 @@ two_speeds() {
 	    add' "$RUN/logs/attempts.ndjson")
 	echo "sent between a first refusal's answer and the pace's news: $between"
 	[ "$between" -eq 0 ]
+	echo "refused $(logged '.status == 429') of $(requests_for)"
+	[ "$(logged '.status == 429')" -le 100 ]
 }
 
 @test "limiters: a window closed longer than its Retry-After says: every document saved, none refused to death (#18)" {
@@ -744,5 +748,8 @@ two_speeds() {
 	portal=$(jq -s '[.[] | select(.kind == "request" and (.path | startswith("/a/")))] | length' "$MOCK_LOG")
 	[ "$(requests_for)" -eq $((portal + 20)) ]
 	[ "$(logged '.status == 429')" -le 3 ]
+	# Every request to the portal past the 20 documents' is a refusal's
+	# retry: none sent again after a hop.
+	[ "$portal" -eq $((20 + $(logged '.status == 429'))) ]
 	jq -e --argjson n "$portal" '.takes == $n' "$RUN/state/rate/a.json"
 }

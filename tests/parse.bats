@@ -197,6 +197,9 @@ through() {
 	assert_success
 	check x1 '.parsed == "docs/x1.parsed"'
 	cmp "$RUN/docs/x1.parsed" "$P/nih-good.json"
+	# The child was out of the group: the run's end left it running (the
+	# teardown ends it).
+	run ! gone "$(cat "$PARSE_PIDS")"
 }
 
 @test "parse: a parser killed by a signal is permanent, the signal named" {
