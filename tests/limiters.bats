@@ -744,12 +744,13 @@ two_speeds() {
 	# machine delivers some sends of a told strict pace bunched, and one
 	# was refused in a run of the suite at six files at once); each hop
 	# to the download server took none.
-	local portal
+	local portal refused
 	portal=$(jq -s '[.[] | select(.kind == "request" and (.path | startswith("/a/")))] | length' "$MOCK_LOG")
+	refused=$(logged '.status == 429')
 	[ "$(requests_for)" -eq $((portal + 20)) ]
-	[ "$(logged '.status == 429')" -le 3 ]
+	[ "$refused" -le 3 ]
 	# Every request to the portal past the 20 documents' is a refusal's
 	# retry: none sent again after a hop.
-	[ "$portal" -eq $((20 + $(logged '.status == 429'))) ]
+	[ "$portal" -eq $((20 + refused)) ]
 	jq -e --argjson n "$portal" '.takes == $n' "$RUN/state/rate/a.json"
 }

@@ -614,11 +614,8 @@ load pg
 	strace -f -o /dev/null -e trace=sendto -e inject=sendto:delay_enter=20000000:when=$((n - 2)) \
 	    rfp-queue --state "$URL" requeue 2>"$BATS_TEST_TMPDIR/err" &
 	p=$!
-	for rc in $(seq 1 200); do
-		[ "$(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 7270004 AND mode = 'ExclusiveLock' AND granted")" -eq 1 ] && break
-		sleep 0.05
-	done
-	[ "$rc" -lt 200 ] || fail "requeue did not take the run lock"
+	sql_reaches "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 7270004 AND mode = 'ExclusiveLock' AND granted" 1 \
+	    "requeue did not take the run lock"
 	run -0 timeout 10 rfp-queue --state "$URL" summary
 	kill -KILL "$p"
 	wait "$p" || :
@@ -631,10 +628,8 @@ load pg
 	run -1 --separate-stderr rfp-queue --state "$URL" requeue
 	[ "$stderr" = 'rfp-queue: requeue: 1 other rfpipe process is connected to the database: a host that runs files what is put back dead again from its run directory; requeue once no host runs, then start them with --retry-dead' ] || fail "$stderr"
 	y_close
-	for rc in $(seq 1 200); do
-		[ "$(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7270002")" -eq 0 ] && break
-		sleep 0.05
-	done
+	sql_reaches "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7270002" 0 \
+	    "the old build's session kept its id lock"
 	run -0 rfp-queue --state "$URL" requeue
 	[ "$output" = '{"requeued":1}' ]
 }

@@ -187,6 +187,17 @@ lock_waited() {
 	return 1
 }
 
+# sql_reaches QUERY VALUE WHAT: wait (10 s at most) for QUERY to answer
+# VALUE; fail saying WHAT did not happen if it does not.
+sql_reaches() {
+	local i
+	for i in $(seq 1 200); do
+		[ "$(sql "$1")" = "$2" ] && return 0
+		sleep 0.05
+	done
+	fail "$3 (after 10 s: $(sql "$1"), not $2)"
+}
+
 # out_reaches N: wait (5 s at most) for N lines in $BATS_TEST_TMPDIR/out.
 out_reaches() {
 	local i
