@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
 # The bench is not run by the tests (it takes minutes and measures time),
 # so a fault in it would wait for the next bench to show: each script must
-# parse, bench/run.sh with every part it sources must pass shellcheck, and
-# its own rules hold on its cheapest path (--scale --dry-run: PostgreSQL
-# and nginx start and stop, nothing runs).
+# parse (and pass shellcheck with every part it sources: make lint, in
+# tests/harness.bats), and its own rules hold on its cheapest path
+# (--scale --dry-run: PostgreSQL and nginx start and stop, nothing runs).
 
 load test_helper
 
@@ -12,14 +12,6 @@ load test_helper
 	for f in "$ROOT"/bench/run.sh "$ROOT"/bench/lib/*.sh "$ROOT"/bench/*.sh; do
 		bash -n "$f" || fail "$f does not parse"
 	done
-}
-
-@test "bench: run.sh and the parts it sources pass shellcheck" {
-	command -v shellcheck >/dev/null 2>&1 || skip "shellcheck is not installed"
-	cd "$ROOT/bench"
-	run shellcheck -x run.sh
-	echo "$output"
-	[ "$status" -eq 0 ]
 }
 
 @test "bench --work DIR: a directory that was there before is kept, with what it held" {
