@@ -670,7 +670,9 @@ load pg
 	# Told 2,500/s: a lease of 32 sends spans 13 ms.  Taken for a free
 	# pace (all granted, 2,000/s or more), it let the gate send without
 	# the pace for 50 ms, 32 at a time: 588 to 1,026 refusals in 2,000.
-	# Sends spaced 0.4 ms apart still meet the loop's jitter: 7 to 11.
+	# Sends spaced 0.4 ms apart still meet the loop's jitter: 7 to 11
+	# alone, 101 once with four more files running on the two cores; the
+	# bound is 250 (the bug, planted again: 432).
 	export RFPIPE_TIME_SCALE=1
 	printf 'routes:\n  - {match: "/l/*", endpoint: l, limits: [{kind: gcra, per_s: 2500, burst: 1}]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"
@@ -684,7 +686,7 @@ load pg
 	[ "$(grep -c . "$BATS_TEST_TMPDIR/out")" -ge 2000 ]
 	refused=$(logged '.action == "rate_limited"')
 	echo "refused: $refused"
-	[ "$refused" -le 100 ]
+	[ "$refused" -le 250 ]
 }
 
 @test "queue: a submission the deadline cut once sent goes back to the queue saying so, and the next pull hands it on so" {
