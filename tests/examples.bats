@@ -143,8 +143,9 @@ setup() {
 @test "examples: the NSF parser reads a PDF; the NIH one passes pages with the office's fields and refuses one short of a project number (#23)" {
 	command -v pdftotext >/dev/null || skip "pdftotext (poppler-utils) is not installed"
 	local run=$BATS_TEST_TMPDIR/run
-	# The parsers' timeouts (30 s) at a tenth: 3 s real.  At the suite's
-	# hundredth, jq on a busy machine was not done in 0.3 s.
+	# The parsers' timeouts at a tenth: NIH's jq 3 s real, NSF's pdftotext
+	# 12 s.  At the suite's hundredth, jq on a busy machine was not done
+	# in 0.3 s.
 	export RFPIPE_TIME_SCALE=0.1
 	mkdir -p "$run/docs"
 	cp "$FIX/parse/award.pdf" "$run/docs/sol-1"
