@@ -136,13 +136,15 @@ commits() {
 	timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$BATS_TEST_TMPDIR/c.yaml" \
 	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" &
 	pid=$!
-	# Once the k-th "slow" submission (k seeded, 1 to 5) is committed
-	# and not yet answered (it is held 1 s), kill rfp-fetch, the ledger's
-	# writer: its key is left in doubt.  (Counted in submissions, not in
-	# documents filed: the submissions, fewer and on their own slots, had
-	# all been answered before 60 % of the documents were filed on a
-	# loaded machine, and nothing was left to kill.)
-	k=$(awk -v s="$seed" 'BEGIN { srand(s * 7919 + 1); printf "%d", 1 + rand() * 5 }')
+	# Once the k-th "slow" submission is committed and not yet answered
+	# (it is held 1 s), kill rfp-fetch, the ledger's writer: its key is
+	# left in doubt.  k is seeded, from 1 to half the slow ones the
+	# mix holds (a tenth of the submissions: 1 to 5 of 500 documents).
+	# (Counted in submissions, not in documents filed: the submissions,
+	# fewer and on their own slots, had all been answered before 60 % of
+	# the documents were filed on a loaded machine, and nothing was left
+	# to kill.)
+	k=$(awk -v s="$seed" -v n="$N" 'BEGIN { srand(s * 7919 + 1); m = int(n / 100); if (m < 1) m = 1; printf "%d", 1 + rand() * m }')
 	for _ in $(seq 1 3000); do
 		[ "$(grep -c '"method":"POST".*"action":"slow"' "$MOCK_LOG")" -ge "$k" ] && break
 		sleep 0.01
@@ -152,6 +154,9 @@ commits() {
 	victim=$(stage_of "$pid" fetch)
 	[ -n "$victim" ]
 	kill -KILL "$victim"
+	# The slow submissions committed by then, as ids.
+	grep '"method":"POST".*"action":"slow"' "$MOCK_LOG" |
+	    jq -r '.path | sub("^/s/"; "s-")' | sort >"$BATS_TEST_TMPDIR/slow"
 	wait "$pid" || :
 	run timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$BATS_TEST_TMPDIR/c.yaml" \
 	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
@@ -166,6 +171,12 @@ commits() {
 	jq -r 'select(.dead_reason == "ambiguous_submit") | .id' "$RUN/dead.ndjson" |
 	    sort >"$BATS_TEST_TMPDIR/ambiguous"
 	[ -s "$BATS_TEST_TMPDIR/ambiguous" ]
+	# One of them at least was in doubt when the kill came: a slow
+	# submission is answered in 1 s, long before the 600 s timeout, and
+	# only a kill leaves one without its answer (the drops are in doubt
+	# whatever the kill).
+	[ -n "$(comm -12 "$BATS_TEST_TMPDIR/slow" "$BATS_TEST_TMPDIR/ambiguous")" ] ||
+	    fail "no slow submission committed before the kill ($(paste -sd' ' "$BATS_TEST_TMPDIR/slow")) is ambiguous"
 	(cd "$RUN" && find . -type f -exec sha256sum {} + | sort) >"$BATS_TEST_TMPDIR/run1.sums"
 	n1=$(wc -l <"$MOCK_LOG")
 	run timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$BATS_TEST_TMPDIR/c.yaml" \
