@@ -36,6 +36,12 @@ share() {
 	    'BEGIN { srand(s * 7919 + t); printf "%d", n * (lo + rand() * w) }'
 }
 
+# slow_posts: the mock's log lines of the "slow" submissions committed
+# so far.
+slow_posts() {
+	grep '"method":"POST".*"action":"slow"' "$MOCK_LOG"
+}
+
 # stage_of PID NAME: the pid of rfp-NAME under PID, if it still runs.
 stage_of() {
 	local p
@@ -144,19 +150,18 @@ commits() {
 	# fewer and on their own slots, had all been answered before 60 % of
 	# the documents were filed on a loaded machine, and nothing was left
 	# to kill.)
-	k=$(awk -v s="$seed" -v n="$N" 'BEGIN { srand(s * 7919 + 1); m = int(n / 100); if (m < 1) m = 1; printf "%d", 1 + rand() * m }')
+	k=$(($(share "$seed" 1 0 0.01) + 1))
 	for _ in $(seq 1 3000); do
-		[ "$(grep -c '"method":"POST".*"action":"slow"' "$MOCK_LOG")" -ge "$k" ] && break
+		[ "$(slow_posts | wc -l)" -ge "$k" ] && break
 		sleep 0.01
 	done
-	[ "$(grep -c '"method":"POST".*"action":"slow"' "$MOCK_LOG")" -ge "$k" ] ||
+	[ "$(slow_posts | wc -l)" -ge "$k" ] ||
 	    fail "fewer than $k slow submissions committed in 30 s"
 	victim=$(stage_of "$pid" fetch)
 	[ -n "$victim" ]
 	kill -KILL "$victim"
 	# The slow submissions committed by then, as ids.
-	grep '"method":"POST".*"action":"slow"' "$MOCK_LOG" |
-	    jq -r '.path | sub("^/s/"; "s-")' | sort >"$BATS_TEST_TMPDIR/slow"
+	slow_posts | jq -r '.path | sub("^/s/"; "s-")' | sort >"$BATS_TEST_TMPDIR/slow"
 	wait "$pid" || :
 	run timeout 120 "$ROOT/pipeline.sh" -q --seed "$seed" --config "$BATS_TEST_TMPDIR/c.yaml" \
 	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"

@@ -67,6 +67,15 @@ never_opened() {
 	done
 }
 
+# refused_at_most N FILTER: the mock's log holds no more than N requests
+# matching FILTER (its refusals); says how many, of how many requests.
+refused_at_most() {
+	local n
+	n=$(logged "$2")
+	echo "refused $n of $(requests_for)"
+	[ "$n" -le "$1" ]
+}
+
 # noise EP: the share of refusals the pace of EP found to be noise (0: none).
 noise() {
 	jq -e '.nz // 0' "$RUN/state/rate/$1.json"
@@ -370,8 +379,7 @@ noise() {
 	run timeout 60 "$ROOT/pipeline.sh" -q -j 8 --seed 1 --deadline +8s \
 	    --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ "$(saved m-)" -eq 60 ]
-	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
-	[ "$(logged '.action == "rate_limited"')" -le 10 ]
+	refused_at_most 10 '.action == "rate_limited"'
 }
 
 # stale_portal: one mock, two routes of rfpipe's endpoint p (one pace): /slow/*
@@ -636,8 +644,7 @@ two_speeds() {
 	    add' "$RUN/logs/attempts.ndjson")
 	echo "sent between a first refusal's answer and the pace's news: $between"
 	[ "$between" -eq 0 ]
-	echo "refused $(logged '.status == 429') of $(requests_for)"
-	[ "$(logged '.status == 429')" -le 100 ]
+	refused_at_most 100 '.status == 429'
 }
 
 @test "limiters: a window closed longer than its Retry-After says: every document saved, none refused to death (#18)" {
@@ -676,8 +683,7 @@ two_speeds() {
 	scenario d '{kind: gcra, per_s: 3, burst: 10, nodelay: false, status: 503, retry_after: 1}'
 	all_saved d 60 32
 	never_opened
-	echo "refused $(logged '.action == "rate_limited"') of $(requests_for)"
-	[ "$(logged '.action == "rate_limited"')" -le 3 ]
+	refused_at_most 3 '.action == "rate_limited"'
 }
 
 @test "limiters: a portal just slower than its first answers is no queue: the window opens to -j all the same (#18)" {
@@ -727,8 +733,8 @@ two_speeds() {
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 120 ]
 	[ ! -s "$RUN/dead.ndjson" ]
 	never_opened
-	echo "refused $(logged '.status == 429') of $(requests_for); state: $(jq -c '{rate, cuts, n_ok}' "$RUN/state/rate/a.json")"
-	[ "$(logged '.status == 429')" -le 12 ]
+	echo "state: $(jq -c '{rate, cuts, n_ok}' "$RUN/state/rate/a.json")"
+	refused_at_most 12 '.status == 429'
 	# Each 302 is a success for the pace, as the answer after it is:
 	# untold, the pace heard of half the requests that got through, and
 	# ended at 119/s where the limit was 200 (at a time scale of 0.1).
