@@ -418,17 +418,45 @@ trap 'early_stop HUP 129' HUP
 # bad ones included: the count the budget and the progress line are given
 # before the run, and that rfp-fetch's --report gives rfp-sink after it.
 # The config's deadline, with no --deadline, is resolved once too, from
-# what rfp-fetch --check printed ($1): each stage reading "+2h" for itself
+# what rfp-fetch --check printed: each stage reading "+2h" for itself
 # would end at its own time, and a resume two hours later.  It goes to the
 # stages, and to the resume line, as the time it resolved to.
 cfg_deadline() {
-	cfg_dl=$(printf '%s\n' "$1" | sed -n 's/^deadline: //p')
 	if [ -z "$deadline" ] && [ -n "$cfg_dl" ]; then
 		at=$(rfp-backoff --resolve-deadline "$cfg_dl" 2>/dev/null) ||
 			die 1 "rfp-fetch --check: cannot read deadline \"$cfg_dl\""
 		dl_opt=--deadline=$at
 		cmd_cfg_dl=$at
 	fi
+}
+
+# checked_lines: read what rfp-fetch --check printed ($checked) in one
+# pass of the shell's own read, not a sed for each figure (each a fork:
+# 10 ms of a run's start): admitted from "manifest: N lines, ...",
+# filed_before from "filed: N of ...", cfg_dl from "deadline: ...".
+checked_lines() {
+	while IFS= read -r line; do
+		case $line in
+		'manifest: '*' lines, '*)
+			n=${line#manifest: }
+			n=${n%%' lines, '*}
+			case $n in
+			*[!0-9]*) ;;
+			*) admitted=$n ;;
+			esac ;;
+		'filed: '*' of '*)
+			n=${line#filed: }
+			n=${n%%' of '*}
+			case $n in
+			*[!0-9]*) ;;
+			*) filed_before=$n ;;
+			esac ;;
+		'deadline: '*)
+			cfg_dl=${line#deadline: } ;;
+		esac
+	done <<EOF
+$checked
+EOF
 }
 
 admitted=
@@ -469,15 +497,12 @@ if [ -n "$manifest" ] || [ -n "$config" ]; then
 			printf '%s\n' "$problems" | grep -qv "$unmatched" && exit 2
 		fi
 	fi
-	if [ -n "$manifest" ]; then
-		admitted=$(printf '%s\n' "$checked" |
-		    sed -n 's/^manifest: \([0-9]*\) lines, .*/\1/p')
-		[ -n "$admitted" ] ||
-			die 1 "rfp-fetch --check: no count of $manifest"
-		filed_before=$(printf '%s\n' "$checked" |
-		    sed -n 's/^filed: \([0-9]*\) of .*/\1/p')
+	cfg_dl=
+	checked_lines
+	if [ -n "$manifest" ] && [ -z "$admitted" ]; then
+		die 1 "rfp-fetch --check: no count of $manifest"
 	fi
-	cfg_deadline "$checked"
+	cfg_deadline
 fi
 
 umask 077
@@ -530,8 +555,14 @@ fi
 # The pipeline's name in state/claims.ndjson: rfp-fetch and rfp-sink both
 # hold it, so the ids it claimed stay its while any of them still runs.
 claims_owner=$$.$(date +%s)
-rm -f "$fifo" "$report" "$fetch_pid" "$fetch_ended" "$fetch_ended.w" \
-    "$parse_pid"
+# Left by an earlier run under this process id, if any (an rm for each
+# run would be a fork for nothing).
+for f in "$fifo" "$report" "$fetch_pid" "$fetch_ended" "$fetch_ended.w" \
+    "$parse_pid"; do
+	if [ -e "$f" ] || [ -L "$f" ]; then
+		rm -f "$f"
+	fi
+done
 true >"$status" || die 1 "write $status: failed"
 mkfifo -m 600 "$fifo" || die 1 "mkfifo $fifo: failed"
 # rfp-fetch holds the FIFO's read end and rfp-sink its write end, and no one
