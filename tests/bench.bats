@@ -90,24 +90,14 @@ load test_helper
 	setsid env --default-signal=INT "$ROOT/bench/run.sh" --scale --quick --no-build \
 	    --cells queue-1 --work "$w" 2>"$BATS_TEST_TMPDIR/err" &
 	b=$!
-	for i in $(seq 300); do
-		pgrep -f "rfp-fetch.*$w/" >/dev/null && break
-		sleep 0.1
-	done
-	pgrep -f "rfp-fetch.*$w/" >/dev/null ||
+	POLL_STEP=0.1 poll 30 running -f "rfp-fetch.*$w/" ||
 	    fail "no rfp-fetch ran in 30 s: $(cat "$BATS_TEST_TMPDIR/err")"
 	kill -INT -- -"$b"
-	for i in $(seq 300); do
-		kill -0 "$b" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -0 "$b" 2>/dev/null && fail "the bench still runs 30 s after the Ctrl-C"
+	POLL_STEP=0.1 poll 30 gone "$b" ||
+	    fail "the bench still runs 30 s after the Ctrl-C"
 	wait "$b" || s=$?
 	[ "$s" -eq 130 ] || fail "exit $s, not 130"
-	for i in $(seq 50); do
-		pgrep -f "$w/" >/dev/null || break
-		sleep 0.1
-	done
+	POLL_STEP=0.1 poll 5 not running -f "$w/" || :
 	run pgrep -af "$w/"
 	[ -z "$output" ] || fail "still running after the bench: $output"
 }

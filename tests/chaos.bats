@@ -42,6 +42,15 @@ slow_posts() {
 	grep '"method":"POST".*"action":"slow"' "$MOCK_LOG"
 }
 
+# What poll waits for: N slow submissions or more; N pipelines or more
+# owning the run directory.
+slow_posts_reach() {
+	[ "$(slow_posts | wc -l)" -ge "$1" ]
+}
+owners_reach() {
+	[ "$(ls "$RUN/state/owners" 2>/dev/null | wc -l)" -ge "$1" ]
+}
+
 # stage_of PID NAME: the pid of rfp-NAME under PID, if it still runs.
 stage_of() {
 	local p
@@ -151,11 +160,7 @@ commits() {
 	# the documents were filed on a loaded machine, and nothing was left
 	# to kill.)
 	k=$(($(share "$seed" 1 0 0.01) + 1))
-	for _ in $(seq 1 3000); do
-		[ "$(slow_posts | wc -l)" -ge "$k" ] && break
-		sleep 0.01
-	done
-	[ "$(slow_posts | wc -l)" -ge "$k" ] ||
+	POLL_STEP=0.01 poll 30 slow_posts_reach "$k" ||
 	    fail "fewer than $k slow submissions committed in 30 s"
 	victim=$(stage_of "$pid" fetch)
 	[ -n "$victim" ]
@@ -235,11 +240,7 @@ commits() {
 	pids=("$a" "$b")
 	# which ends once both own the directory; in the second, a seeded
 	# stage of one of them is killed.
-	for _ in $(seq 1 3000); do
-		[ "$(ls "$RUN/state/owners" 2>/dev/null | wc -l)" -ge 2 ] && break
-		sleep 0.01
-	done
-	[ "$(ls "$RUN/state/owners" 2>/dev/null | wc -l)" -ge 2 ]
+	POLL_STEP=0.01 poll 30 owners_reach 2
 	mock_release
 	# rfpipe (timeout's child) names its pipeline after its pid.
 	shs=("$(pgrep -P "$a" | head -n 1)" "$(pgrep -P "$b" | head -n 1)")

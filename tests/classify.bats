@@ -267,10 +267,7 @@ classify_json() {
 	exec 4>"$in"
 	echo '{"id":"a","status":200}' >&4
 	echo '{"id":"b","status":503,"escaped\u0041":1}' >&4
-	for i in $(seq 1 500); do
-		[ "$(wc -l <"$out")" -eq 2 ] && break
-		sleep 0.01
-	done
+	POLL_STEP=0.01 poll 5 lines_at_least 2 "$out" || :
 	kill -0 "$pid"
 	[ "$(wc -l <"$out")" -eq 2 ]
 	exec 4>&-

@@ -483,10 +483,7 @@ cpu_of() {
 	    2>/dev/null &
 	pid=$!
 	# Output is written in pieces, but held no longer than a moment.
-	for _ in $(seq 1 60); do
-		[ "$(grep -c . "$BATS_TEST_TMPDIR/out")" -ge 20 ] && break
-		sleep 0.05
-	done
+	poll 3 lines_at_least 20 "$BATS_TEST_TMPDIR/out" || :
 	n=$(grep -c . "$BATS_TEST_TMPDIR/out") || true
 	hung=$(grep -c '"id":"h"' "$BATS_TEST_TMPDIR/out") || true
 	kill "$pid" 2>/dev/null || true
@@ -762,11 +759,7 @@ at_report() {
 	    rfp-fetch --run-dir "$RD" --report "$BATS_TEST_TMPDIR/rep" \
 	    <"$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
 	tracer=$!
-	for i in $(seq 1 1000); do
-		[ -e "$BATS_TEST_TMPDIR/rep.tmp" ] && break
-		sleep 0.01
-	done
-	[ -e "$BATS_TEST_TMPDIR/rep.tmp" ]
+	POLL_STEP=0.01 poll 10 test -e "$BATS_TEST_TMPDIR/rep.tmp"
 }
 
 @test "fetch: every record rfp-fetch wrote has its attempt line, killed at its very end too" {
@@ -812,11 +805,8 @@ at_report() {
 	    -e inject=renameat:delay_enter=3000000 \
 	    rfp-fetch --run-dir "$RD" --config "$BATS_TEST_TMPDIR/c.yaml" \
 	    <"$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/out" 2>/dev/null &
-	local tracer=$! i
-	for i in $(seq 1 1000); do
-		[ -n "$(ls -A "$RD/docs/.part" 2>/dev/null)" ] && break
-		sleep 0.01
-	done
+	local tracer=$!
+	POLL_STEP=0.01 poll 10 nonempty_dir "$RD/docs/.part" || :
 	kill -TERM "$(pgrep -P "$tracer" -x rfp-fetch)"
 	timeout 30 tail --pid="$tracer" -f /dev/null
 	wait "$tracer" || :
@@ -842,21 +832,14 @@ at_report() {
 	local pid=$! i
 	exec 5>"$BATS_TEST_TMPDIR/in"
 	# Idle, waiting for its manifest.
-	for i in $(seq 1 500); do
-		grep -q poll "/proc/$pid/wchan" 2>/dev/null && break
-		sleep 0.01
-	done
+	POLL_STEP=0.01 poll 5 matches "/proc/$pid/wchan" poll || :
 	# Another pipeline's hold, for 5 s; then a line to claim.
 	flock -x "$RD/state/claims.ndjson" sleep 5 &
 	local holder=$!
-	until ! flock -n "$RD/state/claims.ndjson" true; do sleep 0.01; done
+	POLL_STEP=0.01 poll 5 not flock -n "$RD/state/claims.ndjson" true
 	manifest /nih 1 >&5
-	for i in $(seq 1 300); do
-		grep -q lock "/proc/$pid/wchan" 2>/dev/null && break
-		sleep 0.01
-	done
 	# Waiting for the lock (locks_lock_inode_wait), not elsewhere.
-	grep -q lock "/proc/$pid/wchan"
+	POLL_STEP=0.01 poll 3 matches "/proc/$pid/wchan" lock
 	kill -TERM "$pid"
 	exec 5>&-
 	wait "$holder"

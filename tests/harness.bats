@@ -23,11 +23,7 @@ load test_helper
 
 # gone_all PATTERN: no process matches PATTERN (pgrep -f) within 5 s.
 gone_all() {
-	local i
-	for i in $(seq 1 50); do
-		pgrep -f "$1" >/dev/null || return 0
-		sleep 0.1
-	done
+	POLL_STEP=0.1 poll 5 not running -f "$1" && return 0
 	pgrep -fa "$1" >&2
 	return 1
 }

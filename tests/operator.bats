@@ -37,21 +37,14 @@ fetch_started() {
 # reads it), else to $BATS_TEST_TMPDIR/err.  SIGINT is not ignored in it,
 # as it would be in a background job here.
 interrupt() {
-	local sig=$1 who=$2 pid i
+	local sig=$1 who=$2 pid
 	shift 2
 	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" -j 2 \
 	    --run-dir "$RUN" --seed 1 "$@" "$M" >"$BATS_TEST_TMPDIR/out" \
 	    2>"${err_to:-$BATS_TEST_TMPDIR/err}" &
 	pid=$!
-	# 30 s, by the clock: a check that runs jq takes 50 ms on a busy
-	# machine, and 3,000 of them ran past the test's own timeout.
-	i=$((SECONDS + 30))
-	while [ "$SECONDS" -lt "$i" ]; do
-		"${started:-in_flight}" && break
-		sleep 0.01
-	done
 	# Shown if the test fails: a signal sent before the run got there.
-	"${started:-in_flight}" ||
+	POLL_STEP=0.01 poll 30 "${started:-in_flight}" ||
 	    echo "interrupt: ${started:-in_flight} not true after 30 s; signalled anyway"
 	[ -z "${before_signal:-}" ] || $before_signal
 	case $who in
@@ -139,11 +132,8 @@ check_interrupted() {
 	awk 'BEGIN { for (i = 1; i <= 1000000; i++) printf "{\"id\":\"d%d\",\"url\":\"http://127.0.0.1:9/d%d\"}\n", i, i }' >"$M"
 	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" -q \
 	    --run-dir "$RUN" "$M" 2>"$BATS_TEST_TMPDIR/err" &
-	local pid=$! i
-	for i in $(seq 1 300); do
-		pgrep -f -g "$pid" -- "rfp-fetch --check" >/dev/null && break
-		sleep 0.02
-	done
+	local pid=$!
+	POLL_STEP=0.02 poll 6 running -f -g "$pid" -- "rfp-fetch --check" || :
 	kill -TERM -- -"$pid"
 	status=0
 	timeout 30 tail --pid="$pid" -f /dev/null || kill -KILL -- -"$pid"
@@ -263,19 +253,15 @@ check_interrupted() {
 	start_slow 30
 	local tracer i
 	attach() {
-		for i in $(seq 1 500); do
-			[ -e "$BATS_TEST_TMPDIR/held.mkfifo" ] && break
-			sleep 0.01
-		done
+		POLL_STEP=0.01 poll 5 test -e "$BATS_TEST_TMPDIR/held.mkfifo" || :
 		strace -p "$pid" -o /dev/null -e trace=clone \
 		    -e inject=clone:delay_exit=3000000:when=1 \
 		    2>"$BATS_TEST_TMPDIR/strace" &
 		tracer=$!
-		for i in $(seq 1 500); do
-			grep -q attached "$BATS_TEST_TMPDIR/strace" && break
-			kill -0 "$tracer" 2>/dev/null || break
-			sleep 0.01
-		done
+		attached() {
+			matches "$BATS_TEST_TMPDIR/strace" attached || gone "$tracer"
+		}
+		POLL_STEP=0.01 poll 5 attached || :
 		release
 	}
 	started_traced() {
@@ -332,11 +318,11 @@ check_interrupted() {
 	setsid env --default-signal=INT,TERM "$ROOT/pipeline.sh" -q \
 	    --run-dir "$RUN" --seed 1 "$M" 2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
-	for i in $(seq 1 3000); do
-		[ "$(cat "$RUN/results.ndjson" 2>/dev/null | wc -l)" -eq 5 ] &&
-		    [ "$(requests_for /slow/doc-1)" -ge 1 ] 2>/dev/null && break
-		sleep 0.01
-	done
+	fast_filed() {
+		lines_at_least 5 "$RUN/results.ndjson" &&
+		    requests_at_least 1 /slow/doc-1 2>/dev/null
+	}
+	POLL_STEP=0.01 poll 30 fast_filed || :
 	kill -TERM "$pid"
 	timeout 30 tail --pid="$pid" -f /dev/null || kill -KILL -- -"$pid"
 	run -143 wait "$pid"
@@ -361,11 +347,11 @@ check_interrupted() {
 	sh_pid=$!
 	# Under load (the sanitizer pass) the first request can take seconds;
 	# a stop before the run directory exists leaves no summary to check.
-	for i in $(seq 1 3000); do
-		[ -s "$d/pid" ] && [ "$(requests_for /slow/doc-1)" -ge 1 ] 2>/dev/null && break
-		sleep 0.01
-	done
-	[ "$(requests_for /slow/doc-1)" -ge 1 ]
+	slow_started() {
+		[ -s "$d/pid" ] && requests_at_least 1 /slow/doc-1 2>/dev/null
+	}
+	POLL_STEP=0.01 poll 30 slow_started || :
+	requests_at_least 1 /slow/doc-1
 	pid=$(cat "$d/pid")
 	kill -INT "$pid"
 	if ! timeout 30 tail --pid="$pid" -f /dev/null; then
@@ -391,10 +377,7 @@ resume_line() {
 	setsid env --default-signal=INT,TERM ${via:-} "$ROOT/pipeline.sh" "$@" \
 	    --run-dir "$RUN" "$M" 2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
-	for i in $(seq 1 3000); do
-		[ "$(requests_for /slow/doc-1)" -gt "$n0" ] 2>/dev/null && break
-		sleep 0.01
-	done
+	POLL_STEP=0.01 poll 30 requests_at_least $((n0 + 1)) /slow/doc-1 2>/dev/null || :
 	kill -TERM "$pid"
 	timeout 10 tail --pid="$pid" -f /dev/null || kill -KILL -- -"$pid"
 	run -143 wait "$pid"
@@ -480,10 +463,7 @@ resume_line() {
 	n0=$(requests_for /slow/doc-1)
 	setsid "$ROOT/pipeline.sh" --config "$BATS_TEST_TMPDIR/c.yaml" --run-dir "$RUN" "$M" 2>/dev/null &
 	pid=$!
-	for i in $(seq 1 3000); do
-		[ "$(requests_for /slow/doc-1)" -gt "$n0" ] && break
-		sleep 0.01
-	done
+	POLL_STEP=0.01 poll 30 requests_at_least $((n0 + 1)) /slow/doc-1 || :
 	dls=$(for p in $(pgrep -s "$pid"); do
 		tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | grep -- '^--deadline=' || :
 	done)
@@ -549,10 +529,7 @@ resume_line() {
 	chmod +x "$BATS_TEST_TMPDIR/shim/rfp-sink"
 	PATH=$BATS_TEST_TMPDIR/shim:$PATH setsid "$ROOT/pipeline.sh" --progress none --run-dir "$RUN" "$M" 2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
-	for i in $(seq 1 500); do
-		[ -s "$RUN/summary.json" ] && break
-		sleep 0.02
-	done
+	POLL_STEP=0.02 poll 10 test -s "$RUN/summary.json" || :
 	kill -TERM "$pid"
 	timeout 20 tail --pid="$pid" -f /dev/null || kill -KILL -- -"$pid"
 	run -0 wait "$pid"

@@ -79,10 +79,7 @@ most_within() {
 	pipeline.sh -q --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" "$BATS_TEST_TMPDIR/m" &
 	pid=$!
 	# Wait until four requests are on the wire, then stop the fetcher.
-	for i in $(seq 1 500); do
-		[ "$(jq -s '[.[] | select(.kind == "request")] | length' "$MOCK_LOG" 2>/dev/null || echo 0)" -ge 4 ] && break
-		sleep 0.01
-	done
+	POLL_STEP=0.01 poll 5 requests_at_least 4 2>/dev/null || :
 	pkill -TERM -f -- "rfp-fetch --run-dir=$RUN" || :
 	wait "$pid" || :
 	# A fresh server: the killed run's requests no longer count as in flight.

@@ -42,13 +42,6 @@ fetched() {
 	    "$1" "$(wc -c <"$2")" "$1" "$extra"
 }
 
-# gone PID: PID runs no more (gone, or a zombie no one has reaped yet).
-gone() {
-	local st
-	st=$(ps -o stat= -p "$1") || return 0
-	[[ $st == Z* ]]
-}
-
 # parse_run [OPTION...]: rfp-parse over $BATS_TEST_TMPDIR/in, bounded.
 parse_run() {
 	run --separate-stderr timeout 30 rfp-parse --run-dir "$RUN" \
@@ -381,11 +374,8 @@ through() {
 	for i in 1 2 3 4 5; do fetched "c$i" "$P/nih-good.json"; done >"$BATS_TEST_TMPDIR/in"
 	timeout 30 rfp-parse --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" \
 	    <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" &
-	local pid=$! i
-	for i in $(seq 1 500); do
-		[ "$(wc -l <"$PARSE_PIDS" 2>/dev/null || echo 0)" -ge 2 ] && break
-		sleep 0.01
-	done
+	local pid=$!
+	POLL_STEP=0.01 poll 5 lines_at_least 2 "$PARSE_PIDS" || :
 	sleep 0.05
 	# Two are running now, and two only, until their time is up.
 	[ "$(wc -l <"$PARSE_PIDS")" -eq 2 ]
@@ -404,7 +394,7 @@ through() {
 	timeout 30 rfp-parse --run-dir "$RUN" --config "$BATS_TEST_TMPDIR/c.yaml" \
 	    <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out1" &
 	p1=$!
-	for i in $(seq 1 500); do [ -e "$slow.started" ] && break; sleep 0.01; done
+	POLL_STEP=0.01 poll 5 test -e "$slow.started" || :
 	sleep 0.1
 	parse_run
 	assert_success
@@ -428,11 +418,7 @@ through() {
 		    <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" \
 		    2>"$BATS_TEST_TMPDIR/err" &
 		pid=$!
-		for i in $(seq 1 500); do
-			[ -s "$PARSE_PIDS" ] && break
-			sleep 0.01
-		done
-		[ -s "$PARSE_PIDS" ]
+		POLL_STEP=0.01 poll 5 test -s "$PARSE_PIDS"
 		kill -"$sig" "$pid"
 		if [ "$sig" = TERM ]; then
 			timeout 10 tail --pid="$pid" -f /dev/null
@@ -606,7 +592,7 @@ parse: {command: [$P/parsers/later]}"
 	pid=$!
 	exec 4>"$BATS_TEST_TMPDIR/feed"
 	{ fetched t1 "$P/nih-good.json"; fetched t2 "$P/nih-good.json"; } >&4
-	for i in $(seq 1 500); do [ -s "$PARSE_PIDS" ] && break; sleep 0.01; done
+	POLL_STEP=0.01 poll 5 test -s "$PARSE_PIDS" || :
 	kill -TERM "$pid"
 	sleep 0.2
 	{
@@ -636,7 +622,7 @@ stop_parsing() {
 	    --config "$BATS_TEST_TMPDIR/c.yaml" --seed 1 "$BATS_TEST_TMPDIR/m" \
 	    >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
-	for i in $(seq 1 1000); do [ -s "$PARSE_PIDS" ] && break; sleep 0.01; done
+	POLL_STEP=0.01 poll 10 test -s "$PARSE_PIDS" || :
 	sleep 0.2
 	if [ "$who" = group ]; then kill -"$sig" -- -"$pid"; else kill -"$sig" "$pid"; fi
 	# A parser runs for 864 s: only a stop ends this in time.

@@ -82,22 +82,13 @@ host() {
 # breaker_opened N: wait (at most 20 s) for host N to say its breaker is
 # open; fails if it has not.
 breaker_opened() {
-	local i
-	for i in $(seq 1 400); do
-		grep -q 'the breaker is open' "$BATS_TEST_TMPDIR/h$1.err" 2>/dev/null && break
-		sleep 0.05
-	done
-	grep -q 'the breaker is open' "$BATS_TEST_TMPDIR/h$1.err"
+	poll 20 matches "$BATS_TEST_TMPDIR/h$1.err" 'the breaker is open'
 }
 
 # finish N: wait (at most 60 s) for host N; its exit status must be 0 or 3.
 finish() {
-	local p=${HOSTS[$1]} i rc=0
-	for i in $(seq 1 600); do
-		kill -0 "$p" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -0 "$p" 2>/dev/null && fail "host $1 still running after 60 s"
+	local p=${HOSTS[$1]} rc=0
+	POLL_STEP=0.1 poll 60 gone "$p" || fail "host $1 still running after 60 s"
 	wait "$p" || rc=$?
 	[ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] ||
 	    fail "host $1 exited $rc: $(cat "$BATS_TEST_TMPDIR/h$1.err")"
@@ -179,32 +170,27 @@ y_close() {
 # lock_waited: wait (5 s at most) for a session to wait on a lock; fail
 # if none does.
 lock_waited() {
-	local i
-	for i in $(seq 1 100); do
-		[ "$(sql "SELECT count(*) FROM pg_locks WHERE NOT granted")" -gt 0 ] && return 0
-		sleep 0.05
-	done
-	return 1
+	poll 5 sql_at_least "SELECT count(*) FROM pg_locks WHERE NOT granted" 1
+}
+
+# What poll waits for: QUERY answers VALUE; a count of N or more.
+sql_is() {
+	[ "$(sql "$1")" = "$2" ]
+}
+sql_at_least() {
+	[ "$(sql "$1")" -ge "$2" ]
 }
 
 # sql_reaches QUERY VALUE WHAT: wait (10 s at most) for QUERY to answer
 # VALUE; fail saying WHAT did not happen if it does not.
 sql_reaches() {
-	local i
-	for i in $(seq 1 200); do
-		[ "$(sql "$1")" = "$2" ] && return 0
-		sleep 0.05
-	done
-	fail "$3 (after 10 s: $(sql "$1"), not $2)"
+	poll 10 sql_is "$1" "$2" ||
+	    fail "$3 (after 10 s: $(sql "$1"), not $2)"
 }
 
 # out_reaches N: wait (5 s at most) for N lines in $BATS_TEST_TMPDIR/out.
 out_reaches() {
-	local i
-	for i in $(seq 1 100); do
-		[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -ge "$1" ] && return 0
-		sleep 0.05
-	done
+	poll 5 lines_at_least "$1" "$BATS_TEST_TMPDIR/out" || :
 }
 
 # filed: the ids in every host's results and dead letters, one a line.
@@ -215,12 +201,8 @@ filed() {
 
 # wait_for FILE PATTERN: at most 10 s for a line matching PATTERN in FILE.
 wait_for() {
-	local i
-	for i in $(seq 1 200); do
-		grep -q -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	fail "nothing matching \"$2\" in $1 after 10 s: $(cat "$1")"
+	poll 10 matches "$1" "$2" ||
+	    fail "nothing matching \"$2\" in $1 after 10 s: $(cat "$1")"
 }
 
 # stale_runs FIRST THEN: on one database, 300 documents through rfp's
@@ -258,10 +240,8 @@ other_host() {
 		setsid psql -qAt "$URL" -c "SELECT pg_advisory_lock(7270002, hashtext('4242@elsewhere'))" \
 		    -c 'SELECT pg_sleep(30)' >/dev/null 2>&1 3>&- &
 		HOSTS+=("$!")
-		for i in $(seq 1 50); do
-			[ "$(sql "SELECT count(*) FROM pg_locks WHERE classid = 7270002 AND granted")" -ge 1 ] && break
-			sleep 0.1
-		done
+		POLL_STEP=0.1 poll 5 sql_at_least \
+		    "SELECT count(*) FROM pg_locks WHERE classid = 7270002 AND granted" 1 || :
 	fi
 	# The schema, as any rfp process makes it.
 	rfp-fetch --state "$URL" </dev/null >/dev/null
@@ -290,20 +270,14 @@ pace_listen() {
 		for i in $(seq 1 600); do echo 'SELECT pg_sleep(0.05);'; done
 	} | psql -X -qAt "$URL" >"$BATS_TEST_TMPDIR/news" 2>&1 &
 	HOSTS[0]=$!
-	for i in $(seq 1 100); do
-		[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()")" -ge 1 ] && break
-		sleep 0.1
-	done
+	POLL_STEP=0.1 poll 10 sql_at_least \
+	    "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()" 1 || :
 }
 
 # pace_heard: wait up to 10 s for pace_listen's host to be told of a cut,
 # then stop it.
 pace_heard() {
-	local i
-	for i in $(seq 1 100); do
-		grep -q 'rfp_pace' "$BATS_TEST_TMPDIR/news" && break
-		sleep 0.1
-	done
+	POLL_STEP=0.1 poll 10 matches "$BATS_TEST_TMPDIR/news" rfp_pace || :
 	kill "${HOSTS[0]}" 2>/dev/null
 }
 

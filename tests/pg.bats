@@ -192,10 +192,7 @@ load pg
 	# A claims all three and stalls (here: is stopped) past its lease.
 	run -124 timeout 1 rfp-queue --state "$URL" --owner A --lease 10 pull
 	[ "${#lines[@]}" -eq 3 ]
-	for i in $(seq 1 100); do
-		[ "$(sql "SELECT count(*) FROM rfp_queue WHERE lease_until < now()")" -eq 3 ] && break
-		sleep 0.05
-	done
+	poll 5 sql_is "SELECT count(*) FROM rfp_queue WHERE lease_until < now()" 3 || :
 	# B claims them again.
 	run -124 timeout 1 rfp-queue --state "$URL" --owner B pull
 	[ "${#lines[@]}" -eq 3 ]
@@ -231,10 +228,7 @@ load pg
 	# counted those 4 as held, renewed them and claimed nothing, for ever.
 	RFPIPE_TIME_SCALE=1 timeout 60 rfp-queue --state "$URL" --lease 2 --batch 100 pull >"$BATS_TEST_TMPDIR/out" &
 	p=$!
-	for i in $(seq 1 200); do
-		[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" -ge 12 ] && break
-		sleep 0.05
-	done
+	poll 10 lines_at_least 12 "$BATS_TEST_TMPDIR/out" || :
 	kill "$p"
 	wait "$p" || :
 	[ "$(jq -r .id "$BATS_TEST_TMPDIR/out" | sort -u | wc -l)" -eq 12 ]
@@ -307,11 +301,10 @@ load pg
 	v1=$(lease d1) v2=$(lease d2)
 	# A renewal every third of the lease, 2 s: d2's moves on while d1 is
 	# held, and nothing of this database waits on a lock.
-	for i in $(seq 1 100); do
-		[ "$(lease d2)" != "$v2" ] && break
-		sleep 0.05
-	done
-	[ "$(lease d2)" != "$v2" ]
+	moved() {
+		[ "$(lease "$1")" != "$2" ]
+	}
+	poll 5 moved d2 "$v2"
 	[ "$(lease d1)" = "$v1" ]
 	[ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")" -eq 0 ]
 	y_says "SELECT id FROM rfp_queue WHERE id = 'd2' FOR UPDATE; COMMIT; SELECT 'done';"
@@ -321,12 +314,7 @@ load pg
 	# Passed over, d1 is renewed a twentieth of the lease later (0.3 s;
 	# a second allowed), not at the next third (2 s): held by another
 	# host's file, or by hand, longer than that, it had run out first.
-	end=$(($(date +%s%N) + 1000000000))
-	while [ "$(date +%s%N)" -lt "$end" ]; do
-		[ "$(lease d1)" != "$v1" ] && break
-		sleep 0.05
-	done
-	[ "$(lease d1)" != "$v1" ]
+	poll 1 moved d1 "$v1"
 	kill -0 "$p"
 	kill "$p"
 }
@@ -456,10 +444,7 @@ load pg
 	# Found at a renewal a quarter lease or more after the one that
 	# first found it (a third of the lease apart, 1 s): this host's own
 	# records are in the run directory a moment before file closes them.
-	for i in $(seq 1 100); do
-		[ "$(sql "SELECT count(*) FROM rfp_results")" -eq 1 ] && break
-		sleep 0.05
-	done
+	poll 5 sql_is "SELECT count(*) FROM rfp_results" 1 || :
 	[ "$(sql "SELECT id || ' ' || fate || ' ' || owner FROM rfp_results")" = "d1 done B" ]
 	jq -c 'select(.id == "d2") + {fate: "done"}' "$BATS_TEST_TMPDIR/out" |
 	    rfp-queue --state "$URL" --owner B file >/dev/null
@@ -513,10 +498,7 @@ load pg
 	jq -c 'select(.id == "d1") + {fate: "done", status: 200}' "$BATS_TEST_TMPDIR/out" \
 	    >"$BATS_TEST_TMPDIR/d1"
 	cp "$BATS_TEST_TMPDIR/d1" "$BATS_TEST_TMPDIR/r/results.ndjson"
-	for i in $(seq 1 100); do
-		[ "$(sql "SELECT count(*) FROM rfp_results")" -eq 1 ] && break
-		sleep 0.05
-	done
+	poll 5 sql_is "SELECT count(*) FROM rfp_results" 1 || :
 	[ "$(sql "SELECT id || ' ' || owner FROM rfp_results")" = "d1 A" ]
 	run -0 --separate-stderr rfp-queue --state "$URL" --owner A file <"$BATS_TEST_TMPDIR/d1"
 	[ -z "$stderr" ]
@@ -607,10 +589,8 @@ load pg
 	setsid sh -c 'sleep 30 | exec unshare -pf --kill-child rfp-fetch --state "$1"' \
 	    sh "$URL" >/dev/null 2>&1 3>&- &
 	HOSTS+=("$!")
-	for i in $(seq 1 50); do
-		[ "$(sql "SELECT count(*) FROM pg_locks WHERE classid = 7270002 AND granted")" -ge 1 ] && break
-		sleep 0.1
-	done
+	POLL_STEP=0.1 poll 5 sql_at_least \
+	    "SELECT count(*) FROM pg_locks WHERE classid = 7270002 AND granted" 1 || :
 	run -0 timeout 10 unshare -pf --kill-child rfp-fetch --state "$URL" </dev/null
 }
 

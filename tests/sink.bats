@@ -473,10 +473,10 @@ slow_input() {
 	local err=$BATS_TEST_TMPDIR/progress.err waiting i
 	quiet_input() {
 		printf '{"id":"Q-1","fate":"done","endpoint":"nih"}\n'
-		for i in $(seq 200); do
-			[ "$(grep -c "$1" "$err" 2>/dev/null)" -ge 3 ] && break
-			sleep 0.05
-		done
+		said_thrice() {
+			[ "$(grep -c "$1" "$err" 2>/dev/null)" -ge 3 ]
+		}
+		poll 10 said_thrice "$1" || :
 		printf '{"id":"Q-2","fate":"done","endpoint":"nih"}\n'
 	}
 	local want='^rfp-sink: progress: 1/2 done, ok 1, dead 0, pending 1, '
@@ -565,7 +565,7 @@ slow_input() {
 	flock -s "$RD/state/sink.lock" sleep 30 &
 	local holder=$!
 	# flock(1) starts sleep once it holds the lock.
-	until [ -n "$(ps -o pid= --ppid "$holder")" ] || ! kill -0 "$holder" 2>/dev/null; do sleep 0.01; done
+	POLL_STEP=0.01 poll 5 running -P "$holder"
 	run -0 --separate-stderr timeout 10 rfp-sink -q --run-dir "$RD" <"$BATS_TEST_TMPDIR/in"
 	kill $(ps -o pid= --ppid "$holder") "$holder"
 	[[ $stderr != *'cut a torn'* ]]

@@ -309,11 +309,8 @@ cut_on_the_wire() {
 	    -e inject=renameat:delay_enter=3000000 \
 	    rfp-fetch --run-dir "$RUN" <"$BATS_TEST_TMPDIR/m" \
 	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
-	local tracer=$! i fetch=
-	for i in $(seq 1 1000); do
-		[ -n "$(ls -A "$RUN/docs/.part" 2>/dev/null)" ] && break
-		sleep 0.01
-	done
+	local tracer=$! fetch=
+	POLL_STEP=0.01 poll 10 nonempty_dir "$RUN/docs/.part" || :
 	fetch=$(pgrep -P "$tracer" -x rfp-fetch)
 	[ -n "$fetch" ]
 	kill -TERM "$fetch"

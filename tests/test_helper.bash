@@ -299,17 +299,67 @@ requests_for() {
 	    ($p == "" or .path == $p))] | length' "$MOCK_LOG"
 }
 
+# poll SECONDS CMD...: run CMD until it succeeds, every POLL_STEP seconds
+# (0.05); false when SECONDS (a decimal) of wall time pass first.  A
+# deadline, not a count of tries: on a loaded machine each try can take
+# longer than the step, and a count would stretch the wait with it.
+poll() {
+	local s=$1 i f=000000 end
+	shift
+	i=${s%%.*}
+	[[ $s != *.* ]] || f=${s#*.}000000
+	# EPOCHREALTIME in microseconds, whatever the locale's decimal point.
+	end=$((${EPOCHREALTIME//[!0-9]/} + 10#${i:-0} * 1000000 + 10#${f:0:6}))
+	until "$@"; do
+		((${EPOCHREALTIME//[!0-9]/} < end)) || return 1
+		sleep "${POLL_STEP:-0.05}"
+	done
+}
+
+# What poll waits for.
+# gone PID: PID runs no more (gone, or a zombie no one has reaped yet).
+gone() {
+	local st
+	st=$(ps -o stat= -p "$1" 2>/dev/null) || return 0
+	[[ $st == Z* ]]
+}
+# matches FILE PATTERN: a line of FILE (there or not yet) matches PATTERN.
+matches() {
+	grep -q -- "$2" "$1" 2>/dev/null
+}
+# lines_at_least N FILE: FILE (there or not yet) has N lines or more.
+lines_at_least() {
+	local n
+	n=$({ wc -l <"$2"; } 2>/dev/null) || n=0
+	[ "$n" -ge "$1" ]
+}
+# requests_at_least N [PATH]: the mock has seen N requests or more (for
+# PATH).
+requests_at_least() {
+	[ "$(requests_for "${2:-}")" -ge "$1" ]
+}
+# holds_reach K: the mock has begun its Kth hold.
+holds_reach() {
+	[ "$(grep -c '"kind":"hold"' "$MOCK_LOG" 2>/dev/null)" -ge "$1" ]
+}
+# running PGREP-ARGS...: pgrep finds a process.
+running() {
+	pgrep "$@" >/dev/null
+}
+# nonempty_dir DIR: DIR holds a file.
+nonempty_dir() {
+	[ -n "$(ls -A "$1" 2>/dev/null)" ]
+}
+# not CMD...: CMD fails.
+not() {
+	! "$@"
+}
+
 # requests_reach N [SECONDS [STEP]]: wait until the mock has seen N
 # requests, looking every STEP seconds (0.05) for SECONDS at the most
 # (5); fails when it has not.
 requests_reach() {
-	local i tries
-	tries=$(awk -v s="${2:-5}" -v d="${3:-0.05}" 'BEGIN { printf "%d", s / d }')
-	for i in $(seq 1 "$tries"); do
-		[ "$(requests_for "")" -ge "$1" ] && return 0
-		sleep "${3:-0.05}"
-	done
-	return 1
+	POLL_STEP=${3:-0.05} poll "${2:-5}" requests_at_least "$1"
 }
 
 # The driver, as installed it would be "rfpipe".
@@ -377,13 +427,8 @@ descendants() {
 # then until mock_release, no request to a route is answered, so a run
 # with one in flight cannot end.
 mock_held() {
-	local k=${1:-1} end=$((SECONDS + ${2:-20}))
-	while [ "$SECONDS" -lt "$end" ]; do
-		[ "$(grep -c '"kind":"hold"' "$MOCK_LOG" 2>/dev/null)" -ge "$k" ] &&
-		    return 0
-		sleep 0.005
-	done
-	echo "mock_held: no hold $k in $MOCK_LOG after ${2:-20} s" >&2
+	POLL_STEP=0.005 poll "${2:-20}" holds_reach "${1:-1}" && return 0
+	echo "mock_held: no hold ${1:-1} in $MOCK_LOG after ${2:-20} s" >&2
 	return 1
 }
 
@@ -442,10 +487,5 @@ need_strace() {
 # gone_within PID SECONDS: 0 once PID has ended, looked at every 0.05 s;
 # 1 if it still runs SECONDS from now.
 gone_within() {
-	local i
-	for i in $(seq 1 $(($2 * 20))); do
-		kill -0 "$1" 2>/dev/null || return 0
-		sleep 0.05
-	done
-	! kill -0 "$1" 2>/dev/null
+	poll "$2" gone "$1"
 }

@@ -69,10 +69,7 @@ setup() {
 	timeout 120 "$ROOT/pipeline.sh" -q -j 4 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" 2>"$BATS_TEST_TMPDIR/e1" &
 	p=$!
 	# The second cron job starts while the first is on the wire.
-	for i in $(seq 1 200); do
-		[ "$(jq -s 'length' "$MOCK_LOG" 2>/dev/null || echo 0)" -ge 4 ] && break
-		sleep 0.05
-	done
+	poll 10 lines_at_least 4 "$MOCK_LOG" || :
 	run timeout 120 "$ROOT/pipeline.sh" -q -j 4 --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	wait "$p"
 	echo "$output" | head -3
@@ -91,10 +88,7 @@ setup() {
 	manifest /slow 6 s >"$BATS_TEST_TMPDIR/m"
 	setsid "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" 2>/dev/null &
 	p=$!
-	for i in $(seq 1 200); do
-		[ "$(jq -s 'length' "$MOCK_LOG" 2>/dev/null || echo 0)" -ge 2 ] && break
-		sleep 0.05
-	done
+	poll 10 lines_at_least 2 "$MOCK_LOG" || :
 	kill -KILL -- "-$p"
 	wait "$p" || :
 	[ -s "$RUN/state/claims.ndjson" ]
@@ -121,10 +115,7 @@ setup() {
 		sed -n 1p "$BATS_TEST_TMPDIR/m"
 		# p-1 met, the files were read; now another pipeline files p-2
 		# and ends, and p-2 comes here at once.
-		for _ in $(seq 1 500); do
-			[ "$(requests_for /ok/doc-1)" -ge 1 ] && break
-			sleep 0.01
-		done
+		POLL_STEP=0.01 poll 5 requests_at_least 1 /ok/doc-1 || :
 		sed -n 2p "$BATS_TEST_TMPDIR/m" | jq -c '. + {fate: "done", status: 200}' >>"$RUN/results.ndjson"
 		printf '{"id":"p-2","owner":"2.2"}\n' >>"$RUN/state/claims.ndjson"
 		sed -n 2p "$BATS_TEST_TMPDIR/m"
@@ -144,11 +135,7 @@ hold_owner() {
 		exec sleep 60
 	) &
 	HOLDER=$!
-	for _ in $(seq 1 200); do
-		flock -n "$RUN/state/owners/$1" true || return 0
-		sleep 0.01
-	done
-	return 1
+	POLL_STEP=0.01 poll 2 not flock -n "$RUN/state/owners/$1" true
 }
 
 @test "truth: a claim appended after a torn claims line stands on a line of its own, and another pipeline leaves its id alone" {
@@ -159,16 +146,10 @@ hold_owner() {
 	# Pipeline A claims p-1, fetches it and stays alive.
 	{
 		cat "$BATS_TEST_TMPDIR/m"
-		for _ in $(seq 1 600); do
-			[ -e "$BATS_TEST_TMPDIR/go" ] && break
-			sleep 0.05
-		done
+		poll 30 test -e "$BATS_TEST_TMPDIR/go" || :
 	} | timeout 60 rfp-fetch --run-dir "$RUN" >/dev/null 2>&1 &
 	a=$!
-	for _ in $(seq 1 500); do
-		[ "$(requests_for /ok/doc-1)" -ge 1 ] && break
-		sleep 0.01
-	done
+	POLL_STEP=0.01 poll 5 requests_at_least 1 /ok/doc-1 || :
 	[ "$(requests_for /ok/doc-1)" -eq 1 ]
 	# B, on the same manifest, leaves it to A.
 	run --separate-stderr timeout 60 rfp-fetch --resume --run-dir "$RUN" <"$BATS_TEST_TMPDIR/m"
@@ -189,18 +170,12 @@ hold_owner() {
 	printf '{"id":"p-1","owner":"9.9"}\n' >"$RUN/state/claims.ndjson"
 	{
 		sed -n 2p "$BATS_TEST_TMPDIR/m"
-		for _ in $(seq 1 600); do
-			[ -e "$BATS_TEST_TMPDIR/go" ] && break
-			sleep 0.05
-		done
+		poll 30 test -e "$BATS_TEST_TMPDIR/go" || :
 		sed -n 1p "$BATS_TEST_TMPDIR/m"
 	} | timeout 60 rfp-fetch --resume --run-dir "$RUN" \
 	    --report "$BATS_TEST_TMPDIR/report.json" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
 	a=$!
-	for _ in $(seq 1 500); do
-		[ "$(requests_for /ok/doc-2)" -ge 1 ] && break
-		sleep 0.01
-	done
+	POLL_STEP=0.01 poll 5 requests_at_least 1 /ok/doc-2 || :
 	# It files p-1 and ends meanwhile; then the line reaches this run.
 	printf '{"id":"p-1","status":200,"fate":"done"}\n' >>"$RUN/results.ndjson"
 	kill "$HOLDER"
@@ -226,10 +201,7 @@ left_then_filed() {
 	printf '{"id":"p-1","owner":"9.9"}\n' >"$RUN/state/claims.ndjson"
 	{
 		sed -n 1p "$BATS_TEST_TMPDIR/m"
-		for _ in $(seq 1 500); do
-			grep -q 'being processed by another pipeline' "$BATS_TEST_TMPDIR/err" && break
-			sleep 0.01
-		done
+		POLL_STEP=0.01 poll 5 matches "$BATS_TEST_TMPDIR/err" 'being processed by another pipeline' || :
 		{
 			cat "$RUN/results.ndjson"
 			[ "$#" -eq 0 ] || printf '%s\n' "$@"
@@ -279,10 +251,7 @@ left_then_filed() {
 	printf '{"id":"p-1","owner":"3.3"}\n' >"$RUN/state/claims.ndjson"
 	timeout 60 "$ROOT/pipeline.sh" --progress none --run-dir "$RUN" "$BATS_TEST_TMPDIR/m" 2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
-	for _ in $(seq 1 500); do
-		grep -q 'being processed by another pipeline' "$BATS_TEST_TMPDIR/err" && break
-		sleep 0.01
-	done
+	POLL_STEP=0.01 poll 5 matches "$BATS_TEST_TMPDIR/err" 'being processed by another pipeline' || :
 	# The holder ends (its deadline, a kill) without filing p-1.
 	kill "$HOLDER"
 	wait "$HOLDER" 2>/dev/null || :

@@ -302,10 +302,10 @@ TABLE
 	rfp-fetch -j 2 --run-dir "$RUN" --timeout 3000 --connect-timeout 3000 \
 	    <"$BATS_TEST_TMPDIR/m" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
 	pid=$!
-	for _ in $(seq 1 1000); do
-		[ "$(jq -s '[.[] | select(.endpoint == "g" and .status == 200)] | length' "$BATS_TEST_TMPDIR/out")" -eq 20 ] && break
-		sleep 0.01
-	done
+	fetched_all() {
+		[ "$(jq -s '[.[] | select(.endpoint == "g" and .status == 200)] | length' "$BATS_TEST_TMPDIR/out")" -eq 20 ]
+	}
+	POLL_STEP=0.01 poll 10 fetched_all || :
 	kill "$pid"
 	wait "$pid" || :
 	jq -s -e '[.[] | select(.endpoint == "g" and .status == 200)] | length == 20' "$BATS_TEST_TMPDIR/out"
@@ -360,10 +360,7 @@ TABLE
 	{
 		printf '{"id":"s-1","url":"%s/f/1","method":"POST","body":{},"endpoint":"s","idempotency_key":"key-1","status_url":"%s/_status/{key}"}\n' \
 		    "$MOCK_URL" "$MOCK_URL"
-		for _ in $(seq 1 500); do
-			[ "$(jq -s 'map(select(.kind == "control")) | length' "$MOCK_LOG")" -ge 1 ] && break
-			sleep 0.01
-		done
+		POLL_STEP=0.01 poll 5 matches "$MOCK_LOG" '"kind":"control"' || :
 		sleep 0.3
 		manifest /g 5 g
 	} | { run -0 --separate-stderr timeout 60 rfp-fetch --run-dir "$RUN"; echo "$output" >"$BATS_TEST_TMPDIR/out"; }
