@@ -464,9 +464,10 @@ load pg
 	done
 	# None alone; under the sanitizers, three runs of four files at once
 	# on two cores, sends bunched past the burst of 10 and drew a few.
-	# The three together send 336 to 360 a second here, under the limit:
-	# a lease's sends bunched (a tenth of an interval apart) draw 101 or
-	# 102; a pace too fast by half, none (its hosts do not reach it).
+	# The three together send 305 to 331 a second here (266 to 273 with
+	# other tests running), under the limit: a lease's sends bunched (a
+	# tenth of an interval apart) draw 101 or 102; a pace too fast by
+	# half, none (its hosts do not reach it).
 	echo "refused: $(logged '.action == "rate_limited"') of 600"
 	[ "$(logged '.action == "rate_limited"')" -le 6 ]
 	# Asked a send at a time, pace and breaker took 3,570 to 3,633
