@@ -48,6 +48,11 @@ teardown() {
 		kill -KILL -- "-$p" 2>/dev/null
 	done
 	mock_stop
+	# A session killed client side runs on in the server (a psql's
+	# pg_sleep, with the locks it holds) into the next test.
+	psql -qAt "postgresql:///postgres?host=$PGDIR&user=rfp" -c \
+	    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '$DB'" \
+	    >/dev/null 2>&1 || :
 }
 
 sql() {
@@ -241,7 +246,7 @@ other_host() {
 		    -c 'SELECT pg_sleep(30)' >/dev/null 2>&1 3>&- &
 		HOSTS+=("$!")
 		POLL_STEP=0.1 poll 5 sql_at_least \
-		    "SELECT count(*) FROM pg_locks WHERE classid = 7270002 AND granted" 1 || :
+		    "SELECT count(*) FROM pg_locks WHERE classid = 7270002 AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())" 1 || :
 	fi
 	# The schema, as any rfp process makes it.
 	rfp-fetch --state "$URL" </dev/null >/dev/null

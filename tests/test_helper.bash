@@ -306,6 +306,16 @@ requests_for() {
 poll() {
 	local s=$1 i f=000000 end
 	shift
+	# Said, not swallowed by a caller's || : (a wait of 1,5 s would be
+	# read as arithmetic; bash before 5 has no EPOCHREALTIME).
+	if [[ ! $s =~ ^[0-9]*(\.[0-9]+)?$ || -z $s ]]; then
+		echo "poll: \"$s\" is not a number of seconds" >&2
+		return 2
+	fi
+	if [ -z "${EPOCHREALTIME:-}" ]; then
+		echo "poll: no EPOCHREALTIME (bash 5 is needed)" >&2
+		return 2
+	fi
 	i=${s%%.*}
 	[[ $s != *.* ]] || f=${s#*.}000000
 	# EPOCHREALTIME in microseconds, whatever the locale's decimal point.
