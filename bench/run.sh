@@ -66,7 +66,7 @@ usage="usage: bench/run.sh [--quick] [--only PATTERN[,PATTERN...]] [--keep]
        bench/run.sh ... --dry-run
 
   --quick        smaller N and fewer scenarios: about 2 minutes (with
-                 --limiters: 10 of the 34 cells, about 4 minutes)
+                 --limiters: 10 of the 35 cells, about 4 minutes)
   --only P       run the scenarios matching the shell pattern(s) P:
                  stampede, stampede-ra, flaky, throughput, stage ('stampede*'),
                  limiters (run only when named)
