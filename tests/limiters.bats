@@ -448,9 +448,10 @@ stale_run() {
 	echo "refused $refused of $sent"
 	# 2 to 3 % alone, beside busy loops, and under the sanitizers; 5.4
 	# and 8.8 % in two sanitizer passes of the whole suite (3 files at
-	# once on 2 cores, 200 requests a real second).  The stampede this
-	# guards against refused 25 %.
-	[ "$((refused * 10))" -le "$sent" ]
+	# once on 2 cores, 200 requests a real second), 12 % (41 of 341) once
+	# in the plain pass, five files at once.  The stampede this guards
+	# against refused 25 %.
+	[ "$((refused * 6))" -le "$sent" ]
 }
 
 @test "limiters: the run at once after a limited one, on the same run directory, is not paced at the old rate where the limit is gone" {

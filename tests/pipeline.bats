@@ -410,7 +410,10 @@ dead_count() {
 	    2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
 	requests_reach 3 10 || :
-	echo '{"iv_s":[1,2]}' >"$RUN/state/rate/f.json"
+	# Under the file's lock, as the stages write it: written without, an
+	# update that had read the file before can write over it (in place),
+	# and the run does not stop (its exit was not 1 once, under load).
+	flock "$RUN/state/rate/f.json" sh -c 'echo '"'"'{"iv_s":[1,2]}'"'"' >"$1"' sh "$RUN/state/rate/f.json"
 	rc=0
 	wait "$pid" || rc=$?
 	[ "$rc" -eq 1 ]
