@@ -432,32 +432,20 @@ cfg_deadline() {
 
 # checked_lines: read what rfp-fetch --check printed ($checked): admitted
 # from "manifest: N lines, ...", filed_before from "filed: N of ...",
-# cfg_dl from "deadline: ...".  One sed picks the three lines out (one
-# for each was a fork apiece, 10 ms of a run's start), and the shell's
-# read takes them apart: read alone over all of it, a byte a call, took
-# 15 s where a manifest's every line was bad.
+# cfg_dl from "deadline: ...".  One sed for the three (a sed each was a
+# fork apiece, 10 ms of a run's start); the shell's read alone over all
+# of it, a byte a call, took 15 s where a manifest's every line was bad.
 checked_lines() {
 	while IFS= read -r line; do
 		case $line in
-		'manifest: '*' lines, '*)
-			n=${line#manifest: }
-			n=${n%%' lines, '*}
-			case $n in
-			*[!0-9]*) ;;
-			*) admitted=$n ;;
-			esac ;;
-		'filed: '*' of '*)
-			n=${line#filed: }
-			n=${n%%' of '*}
-			case $n in
-			*[!0-9]*) ;;
-			*) filed_before=$n ;;
-			esac ;;
-		'deadline: '*)
-			cfg_dl=${line#deadline: } ;;
+		'admitted '*) admitted=${line#admitted } ;;
+		'filed '*) filed_before=${line#filed } ;;
+		'deadline '*) cfg_dl=${line#deadline } ;;
 		esac
 	done <<EOF
-$(printf '%s\n' "$checked" | sed -n '/^manifest: /p; /^filed: /p; /^deadline: /p')
+$(printf '%s\n' "$checked" | sed -n \
+    -e 's/^manifest: \([0-9]*\) lines, .*/admitted \1/p' \
+    -e 's/^filed: \([0-9]*\) of .*/filed \1/p' -e 's/^deadline: /deadline /p')
 EOF
 }
 
