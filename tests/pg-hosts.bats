@@ -629,7 +629,7 @@ load pg
 	strace -f -o /dev/null -e trace=sendto -e inject=sendto:delay_enter=20000000:when=$((n - 2)) \
 	    rfp-queue --state "$URL" requeue 2>"$BATS_TEST_TMPDIR/err" &
 	p=$!
-	sql_reaches "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 7270004 AND mode = 'ExclusiveLock' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())" 1 \
+	sql_reaches "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 7270004 AND mode = 'ExclusiveLock' AND granted AND $HERE_DB" 1 \
 	    "requeue did not take the run lock"
 	run -0 timeout 10 rfp-queue --state "$URL" summary
 	kill -KILL "$p"
@@ -643,7 +643,7 @@ load pg
 	run -1 --separate-stderr rfp-queue --state "$URL" requeue
 	[ "$stderr" = 'rfp-queue: requeue: 1 other rfpipe process is connected to the database: a host that runs files what is put back dead again from its run directory; requeue once no host runs, then start them with --retry-dead' ] || fail "$stderr"
 	y_close
-	sql_reaches "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7270002 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())" 0 \
+	sql_reaches "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7270002 AND $HERE_DB" 0 \
 	    "the old build's session kept its id lock"
 	run -0 rfp-queue --state "$URL" requeue
 	[ "$output" = '{"requeued":1}' ]

@@ -59,6 +59,17 @@ sql() {
 	psql -qAt "$URL" -c "$1"
 }
 
+# Of pg_locks, the rows of the test's own database: a server session a
+# test killed client side may hold a lock for a while after it.
+HERE_DB="database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+
+# id_lock_held: wait (5 s at most) for another process to hold an id lock
+# (what every rfp process holds while it runs) in the test's database.
+id_lock_held() {
+	POLL_STEP=0.1 poll 5 sql_at_least \
+	    "SELECT count(*) FROM pg_locks WHERE classid = 7270002 AND granted AND $HERE_DB" 1 || :
+}
+
 # docs N: N documents, every tenth failing once with 503, then 30
 # submissions to an endpoint that would commit a resent key twice.
 docs() {
@@ -245,8 +256,7 @@ other_host() {
 		setsid psql -qAt "$URL" -c "SELECT pg_advisory_lock(7270002, hashtext('4242@elsewhere'))" \
 		    -c 'SELECT pg_sleep(30)' >/dev/null 2>&1 3>&- &
 		HOSTS+=("$!")
-		POLL_STEP=0.1 poll 5 sql_at_least \
-		    "SELECT count(*) FROM pg_locks WHERE classid = 7270002 AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())" 1 || :
+		id_lock_held
 	fi
 	# The schema, as any rfp process makes it.
 	rfp-fetch --state "$URL" </dev/null >/dev/null

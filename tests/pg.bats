@@ -589,8 +589,7 @@ load pg
 	setsid sh -c 'sleep 30 | exec unshare -pf --kill-child rfp-fetch --state "$1"' \
 	    sh "$URL" >/dev/null 2>&1 3>&- &
 	HOSTS+=("$!")
-	POLL_STEP=0.1 poll 5 sql_at_least \
-	    "SELECT count(*) FROM pg_locks WHERE classid = 7270002 AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())" 1 || :
+	id_lock_held
 	run -0 timeout 10 unshare -pf --kill-child rfp-fetch --state "$URL" </dev/null
 }
 
