@@ -22,13 +22,14 @@ demo="$build poppler-utils"
 # PostgreSQL state backend's server, and the tools the suites call (man-db
 # renders the pages as an installed system does; mandoc lints them; the
 # parse suite runs real parsers: pdftotext and jq; GNU time measures the
-# largest resident size; openssl makes the https tests' certificate).
+# largest resident size; openssl makes the https tests' certificate;
+# valgrind runs the plain build's stages under memcheck, tests/memcheck.bats).
 # The browser that loads rfp-report's HTML page in tests/report.bats (and
 # keeps a screenshot of it in make report-shot): headless, no display.
 browser="chromium"
 test="$build bats bats-support bats-assert parallel clang libclang-rt-14-dev
 postgresql jq poppler-utils shellcheck strace mandoc man-db curl procps time
-openssl $browser"
+openssl valgrind $browser"
 # The bench: the peers it measures rfpipe against, and a real nginx limiter.
 bench="$test python3 python3-aiohttp time gawk coreutils nginx-light"
 # The Debian package: its build tools (dpkg-buildpackage checks for
