@@ -180,6 +180,33 @@ filed(const char *id)
 }
 
 /*
+ * A submission whose letter says it left ("sent": true) goes out again
+ * saying so: the ledger is what keeps it from a second send, and a ledger
+ * since emptied, deleted or not named by this run's configuration does
+ * not know its key; the letter does (submit_gate takes "sent" with no
+ * ledger entry for ambiguous).  Run again with --retry-dead on a run
+ * directory whose ledger was removed, an ambiguous submission was sent a
+ * second time and committed twice.
+ */
+static void
+carry_sent(json_t *rec, const char *id)
+{
+	json_t *was;
+	size_t len;
+	char *line, err[64];
+
+	if (!doc_submits(rec_str(rec, "method"),
+	    json_is_true(json_object_get(rec, "idempotent"))) ||
+	    (line = filed_record(A.filed, id, &len)) == NULL)
+		return;
+	if ((was = rec_parse(line, len, err, sizeof(err))) != NULL &&
+	    json_is_true(json_object_get(was, "sent")))
+		json_object_set_new(rec, "sent", json_true());
+	json_decref(was);
+	free(line);
+}
+
+/*
  * rec, refused, leaves at once dead bad_input (err says why), unless a
  * resume finds it filed: by its id, or without one by its line's key.
  */
@@ -311,9 +338,11 @@ admit(char *line, size_t len, long lineno, enum rec_rc rrc)
 	switch (A.filed != NULL ? filed_as(A.filed, id) : FILED_NOT) {
 	case FILED_CUT:
 		A.n.resumed_cut++;
+		carry_sent(rec, id);
 		break;
 	case FILED_DEAD:	/* --retry-dead */
 		A.n.retried_dead++;
+		carry_sent(rec, id);
 		break;
 	default:
 		break;

@@ -194,6 +194,24 @@ cut_on_the_wire() {
 	jq -s -e 'length == 1 and .[0].dead_reason == "ambiguous_submit"' "$BATS_TEST_TMPDIR/run2/dead.ndjson"
 }
 
+@test "submit: --retry-dead where the ledger was deleted or emptied sends no ambiguous submission again: its dead letter says it left" {
+	submissions nodedupe 3 >"$BATS_TEST_TMPDIR/m"
+	run -3 pipeline.sh -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s 'map(select(.dead_reason == "ambiguous_submit" and .sent)) | length' "$RUN/dead.ndjson")" -eq 3 ]
+	for gone in deleted emptied; do
+		if [ "$gone" = deleted ]; then
+			rm "$RUN/state/ledger.ndjson"
+		else
+			: >"$RUN/state/ledger.ndjson"
+		fi
+		run -3 pipeline.sh -q --retry-dead --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+		[ "$(jq -s 'map(select(.kind == "request")) | length' "$MOCK_LOG")" -eq 3 ] ||
+		    fail "ledger $gone: sent again"
+		tail -n 3 "$RUN/dead.ndjson" | jq -s -e 'length == 3 and all(.dead_reason == "ambiguous_submit" and .sent)'
+	done
+	[ "$(jq -s 'map(select(.committed)) | length' "$MOCK_LOG")" -eq 3 ]
+}
+
 @test "submit: a submission without a body whose reply is lost is sent once: out whole is sent (#19)" {
 	printf 'routes:\n  - {match: "/n/*", endpoint: n, submit: true, script: [drop, 200]}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_stop
