@@ -220,14 +220,15 @@ transient(struct view *v, long lineno)
 		return 0;
 	}
 	ra = view_num(v, "retry_after_s", -1);
+	/*
+	 * Past max_retry_after: a quota, deadline or not, as rfp-fetch files
+	 * the endpoint's other documents.  A shorter wait that lands past
+	 * the deadline is cut below, as any retry due after it.
+	 */
 	if (conf_wait_past(ra, c->max_retry_after)) {
-		if (opts.deadline > 0 && now + clk_real(ra) > opts.deadline)
-			dead(v, FATE_DEADLINE_CUT, "Retry-After %.0f s lands "
-			    "past the deadline", ra);
-		else
-			dead(v, FATE_QUOTA, "the portal said to come back in "
-			    "%.0f s, past max_retry_after %.0f s; its other "
-			    "documents are held unsent", ra, c->max_retry_after);
+		dead(v, FATE_QUOTA, "the portal said to come back in %.0f s, "
+		    "past max_retry_after %.0f s; its other documents are held "
+		    "unsent", ra, c->max_retry_after);
 		return 0;
 	}
 	d = delay_for(v, attempt, ra);

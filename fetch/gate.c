@@ -361,17 +361,31 @@ state_fail(const char *err)
 }
 
 /*
- * The pace holds e past its quota: j leaves dead, unsent, saying when the
- * portal said to come back.
+ * The pace holds e until until: j leaves dead, unsent, saying when the
+ * portal said to come back.  A wait past max_retry_after is a quota; a
+ * shorter one is held only because the deadline comes first (a RateLimit
+ * window of a second that resets just past it), and j is cut, for the
+ * next run to take up, as rfp-backoff cuts a retry due past it.  Filed
+ * quota, 194 of 200 documents behind a 1 s window were left for
+ * --retry-dead alone.
  */
 static void
 quota_kill(struct job *j, double until)
 {
+	const struct ep *e = j->ep;
 	char when[64], why[200];
 
 	clk_iso(until, when, sizeof(when));
+	if (!(e->pace.quota_after > 0 && conf_wait_past(until - clk_now(),
+	    e->pace.quota_after))) {
+		snprintf(why, sizeof(why), "\"%s\" is held until %s, when "
+		    "the portal's window resets: past the deadline", e->name,
+		    when);
+		out_kill(j->rec, 0, FATE_DEADLINE_CUT, why);
+		return;
+	}
 	snprintf(why, sizeof(why), "the portal's quota for \"%s\" is spent; "
-	    "it said to come back at %s", j->ep->name, when);
+	    "it said to come back at %s", e->name, when);
 	out_kill(j->rec, 0, FATE_QUOTA, why);
 }
 

@@ -327,6 +327,15 @@ EOF
 	check soon '.fate == "retry"'
 }
 
+@test "backoff: a Retry-After over --max-retry-after is quota even past the deadline, as rfp-fetch files its endpoint's others; a shorter one past it is cut" {
+	backoff_json --seed 1 --budget 100 --deadline +10s --max-retry-after 3600 -- \
+	    '{"id":"day","class":"transient","attempt":1,"retry_after_s":86400}' \
+	    '{"id":"hour","class":"transient","attempt":1,"retry_after_s":3599}'
+	assert_success
+	check day '.fate == "dead" and .dead_reason == "quota"'
+	check hour '.fate == "dead" and .dead_reason == "deadline_cut"'
+}
+
 @test "backoff: each bad line is one stderr line and one dead bad_input record, and the batch goes on" {
 	local in=$BATS_TEST_TMPDIR/in
 	{

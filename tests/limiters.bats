@@ -283,6 +283,21 @@ noise() {
 	jq -e '.run.dead_by_reason.quota == 40' "$RUN/summary.json"
 }
 
+@test "limiters: a RateLimit window that resets past the deadline cuts what it holds, for the next run: not quota" {
+	# Every answer says Remaining 0 and Reset 1: a request a logical
+	# second (0.1 s), 60 documents, a deadline 2 s away.  Filed quota,
+	# the cut documents were left for --retry-dead alone.
+	routes '{match: "/w/*", endpoint: w, rate: {per_s: 20, burst: 0, retry_after: 1}, ratelimit_headers: true}'
+	manifest /w 60 w >"$BATS_TEST_TMPDIR/m"
+	run -4 timeout 60 "$ROOT/pipeline.sh" -q -j 32 --seed 1 --deadline +2s --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	done=$(wc -l <"$RUN/results.ndjson")
+	[ "$done" -ge 1 ] && [ "$done" -lt 60 ]
+	[ "$(jq -s 'map(select(.dead_reason == "quota")) | length' "$RUN/dead.ndjson")" -eq 0 ]
+	[ "$(jq -s 'map(select(.dead_reason == "deadline_cut")) | length' "$RUN/dead.ndjson")" -eq $((60 - done)) ]
+	run -0 timeout 60 "$ROOT/pipeline.sh" -q -j 32 --seed 1 --deadline +60s --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(wc -l <"$RUN/results.ndjson")" -eq 60 ]
+}
+
 @test "limiters: a 503 from an endpoint that never answered is an outage: the breaker opens" {
 	printf 'routes:\n  - {match: "/o/*", endpoint: o, outage: {start_s: 0, status: 503}}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"

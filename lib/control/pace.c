@@ -1121,8 +1121,10 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 		p->rl_reset = 0;	/* no window: the count is a hint */
 	/*
 	 * A reset past the deadline, or further off than a Retry-After may
-	 * be (conf_wait_past), is a quota: the held work leaves saying when
-	 * to come back, rather than the endpoint freezing.
+	 * be (conf_wait_past), holds the endpoint to its end: the held work
+	 * leaves at once saying when to come back (rfp-fetch files it quota,
+	 * or deadline_cut where only the deadline comes first), rather than
+	 * the endpoint freezing.
 	 */
 	if (p->rl_left == 0 && p->rl_reset > e->now && rl_settled(p, e->now) &&
 	    ((c->deadline > 0 && p->rl_reset >= c->deadline) ||

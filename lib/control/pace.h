@@ -56,7 +56,8 @@ struct pace_cfg {
 	long	burst;		/* requests at once; 0 and 1: one at a time */
 	double	quota_after;	/* a Retry-After past this (real s) is a quota;
 				   0: never */
-	double	deadline;	/* epoch; a hold past it is a quota; 0: none */
+	double	deadline;	/* epoch; a hold past it ends the endpoint's
+				   work (quota_until); 0: none */
 	long	conc;		/* the endpoint's concurrency, configured:
 				   the window starts there, not at 2, and
 				   only a concurrency cap's refusals (503,
