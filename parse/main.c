@@ -44,6 +44,7 @@
 #include "lib/config/conf.h"
 #include "lib/record/doc.h"
 #include "lib/record/fate.h"
+#include "lib/record/field.h"
 #include "cmd/msg.h"
 #include "cmd/opt.h"
 #include "lib/record/rec.h"
@@ -239,6 +240,24 @@ already_parsed(const json_t *rec, const char *id)
 	return same;
 }
 
+/* What take() reads, each of the contract's type, or -1 with err. */
+static int
+reads_check(const json_t *rec, char *err, size_t errlen)
+{
+	static const char *const reads[] = { "id", "endpoint", "body_path",
+		"status", "error", "check", "parsed", "parsed_sha256", NULL };
+	json_t *sub = json_object(), *v;
+	size_t i;
+	int rc;
+
+	for (i = 0; reads[i] != NULL; i++)
+		if ((v = json_object_get(rec, reads[i])) != NULL)
+			json_object_set(sub, reads[i], v);
+	rc = field_check_json(sub, err, errlen);
+	json_decref(sub);
+	return rc;
+}
+
 /*
  * Sort one record: out as it came, out dead, or into the waiting list as
  * a job.  The record's words are read to find the body and the endpoint,
@@ -249,12 +268,24 @@ take(json_t *rec, const char *line, size_t len, long lineno)
 {
 	const struct conf_parse *cp;
 	const char *fate = rec_str(rec, "fate"), *id, *bp;
-	char reason[64], *ep, *want;
+	char reason[64], err[256], *ep, *want;
 	struct job *j;
 
-	if ((json_object_get(rec, "fate") != NULL &&
-	    fate_of(fate) != FATE_DONE) ||
-	    json_object_get(rec, "body_path") == NULL ||
+	if (json_object_get(rec, "fate") != NULL && fate_of(fate) !=
+	    FATE_DONE) {
+		put_line(line, len);
+		return;
+	}
+	/*
+	 * A field it reads of the wrong type ("status": "200"), refused as
+	 * every stage refuses what it reads: passed on as a record that is
+	 * no success, it went by unsaid.
+	 */
+	if (reads_check(rec, err, sizeof(err)) == -1) {
+		put_bad(rec, lineno, err);
+		return;
+	}
+	if (json_object_get(rec, "body_path") == NULL ||
 	    class_of_fetch(rec, reason, sizeof(reason)) != CLASS_OK) {
 		put_line(line, len);
 		return;

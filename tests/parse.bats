@@ -243,6 +243,27 @@ through() {
 	[ ! -e x ] && [ ! -e "$RUN/x" ]
 }
 
+@test "parse: a field it reads of the wrong type is dead bad_input naming line and field; a dead record passes as it came" {
+	conf "parse: {command: [$P/parsers/ok]}"
+	echo body >"$BATS_TEST_TMPDIR/body"
+	{
+		printf '%s\n' '{"id":"s","status":"200","error":null,"body_path":"docs/s","endpoint":"doc"}'
+		printf '%s\n' '{"id":"e","status":200,"error":7,"body_path":"docs/e","endpoint":"doc"}'
+		printf '%s\n' '{"id":"d","status":"200","fate":"dead","dead_reason":"permanent","endpoint":"doc"}'
+		fetched good "$BATS_TEST_TMPDIR/body"
+	} >"$BATS_TEST_TMPDIR/in"
+	parse_run
+	assert_success
+	[ "${#lines[@]}" -eq 4 ]
+	check_line 1 '.fate == "dead" and .dead_reason == "bad_input" and .stage == "rfp-parse" and (.dead_detail | startswith("field \"status\": "))'
+	check_line 2 '.dead_reason == "bad_input" and (.dead_detail | startswith("field \"error\": "))'
+	check d '.dead_reason == "permanent" and .status == "200"'
+	check good '.parsed == "docs/good.parsed"'
+	[[ ${stderr_lines[0]} == 'rfp-parse: line 1: field "status": '* ]]
+	[[ ${stderr_lines[1]} == 'rfp-parse: line 2: field "error": '* ]]
+	[ "${#stderr_lines[@]}" -eq 2 ]
+}
+
 @test "parse: a body or a parse that is a FIFO or a directory is no hang: bad_input, or parsed again" {
 	conf "parse: {command: [$P/parsers/ok]}"
 	echo body >"$BATS_TEST_TMPDIR/body"
