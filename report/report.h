@@ -53,6 +53,8 @@ struct rep {
 	double		 t0, t1;	/* the first and last line of the log */
 	double		 deadline;	/* epoch; 0: none */
 	double		 scale;		/* RFPIPE_TIME_SCALE of the run */
+	const char	*path;		/* the file being read, and ... */
+	long		 lineno;	/* ... its line (a warning names them) */
 };
 
 /* At most this many dead letters of a reason are listed by id. */

@@ -444,3 +444,20 @@ NDJSON
 	[[ ${stderr_lines[0]} == "rfp-report: $RUN/summary.json: "* ]]
 	assert_line --regexp '^  succeeded +2$'
 }
+
+@test "report: a summary.json that is no object, a line filed twice and a dead_reason that is no string are each named, and counted once" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 4 nih >"$M"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$M"
+	# By hand: a result filed again, and a dead letter with a number
+	# for its reason.
+	head -n 1 "$RUN/results.ndjson" >>"$RUN/results.ndjson"
+	printf '{"id":"x-1","fate":"dead","dead_reason":42,"endpoint":"nih"}\n' >>"$RUN/dead.ndjson"
+	echo '[]' >"$RUN/summary.json"
+	run -1 --separate-stderr rfp-report "$RUN"
+	assert_line --regexp '^  succeeded +4$'
+	assert_line --regexp '^  dead-lettered +1$'
+	[[ $stderr == *"$RUN/summary.json: not a JSON object; not read"* ]] || fail "$stderr"
+	[[ $stderr == *"$RUN/results.ndjson:5: id \"nih-1\" is filed already; counted once"* ]] || fail "$stderr"
+	[[ $stderr == *"$RUN/dead.ndjson:1: field \"dead_reason\": not a string; counted as bad_input"* ]] || fail "$stderr"
+}
