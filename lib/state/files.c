@@ -617,13 +617,14 @@ check_one(const char *path, const char *kind, files_valid_fn *valid,
 /*
  * The files every run appends to: regular files, or not there yet, never
  * followed (a link there stopped rfp-fetch and rfp-sink each, mid-start,
- * exit 1).
+ * exit 1).  So too summary.json, which rfp-sink puts in place at the end:
+ * a directory there failed the run, exit 1, once every document was sent.
  */
 static int
 check_filed(const char *rundir, char *err, size_t errlen)
 {
 	static const enum rundir_file filed[] = { RUNDIR_RESULTS, RUNDIR_DEAD,
-	    RUNDIR_CLAIMS, RUNDIR_ATTEMPTS };
+	    RUNDIR_CLAIMS, RUNDIR_ATTEMPTS, RUNDIR_SUMMARY };
 	struct stat st;
 	char *path;
 	size_t i;
