@@ -617,14 +617,15 @@ check_one(const char *path, const char *kind, files_valid_fn *valid,
 /*
  * The files every run appends to: regular files, or not there yet, never
  * followed (a link there stopped rfp-fetch and rfp-sink each, mid-start,
- * exit 1).  So too summary.json, which rfp-sink puts in place at the end:
- * a directory there failed the run, exit 1, once every document was sent.
+ * exit 1).  summary.json, which rfp-sink renames into place at the end,
+ * replacing whatever is there, may be anything but a directory: one there
+ * failed the run, exit 1, once every document was sent.
  */
 static int
 check_filed(const char *rundir, char *err, size_t errlen)
 {
 	static const enum rundir_file filed[] = { RUNDIR_RESULTS, RUNDIR_DEAD,
-	    RUNDIR_CLAIMS, RUNDIR_ATTEMPTS, RUNDIR_SUMMARY };
+	    RUNDIR_CLAIMS, RUNDIR_ATTEMPTS };
 	struct stat st;
 	char *path;
 	size_t i;
@@ -639,6 +640,13 @@ check_filed(const char *rundir, char *err, size_t errlen)
 		}
 		free(path);
 	}
+	path = rundir_path(rundir, RUNDIR_SUMMARY, NULL);
+	if (rc == 0 && lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: a directory, where the run puts its "
+		    "summary", path);
+		rc = -1;
+	}
+	free(path);
 	return rc;
 }
 

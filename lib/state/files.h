@@ -95,9 +95,9 @@ void	files_close_all(void);
 /*
  * Whether the run directory's files can be used, before a run sends
  * anything: the files every run appends to (results.ndjson, dead.ndjson,
- * state/claims.ndjson, logs/attempts.ndjson) and summary.json regular
- * files or not there yet, never a link ("PATH: why" in err); and unless
- * shared (the state
+ * state/claims.ndjson, logs/attempts.ndjson) regular files or not there
+ * yet, never a link, and summary.json no directory ("PATH: why" in err);
+ * and unless shared (the state
  * in PostgreSQL, so that those are all there is to check),
  * state/budget.json and each file of state/rate/ and
  * state/breaker/ a JSON object (an empty one is not: it was made and
