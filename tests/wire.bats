@@ -343,6 +343,24 @@ TABLE
 	[ "$(jq -s '[.[] | select(.path | startswith("/s/"))] | length' "$MOCK_LOG")" -eq 0 ]
 }
 
+@test "wire: a submission cut while its status_url was asked, resumed with its ledger gone, is asked again and never sent" {
+	mock_start "$FIX/wire/status.yaml"
+	mkdir -p "$RUN/state"
+	printf '{"id":"s-1","url":"%s/s/1","method":"POST","body":{},"endpoint":"s","idempotency_key":"key-1","status_url":"%s/hang/{key}"}\n' \
+	    "$MOCK_URL" "$MOCK_URL" >"$BATS_TEST_TMPDIR/m"
+	printf '{"key":"key-1","id":"s-1","event":"intent","t":1}\n' >"$RUN/state/ledger.ndjson"
+	echo 'timeout: 3000s' >"$BATS_TEST_TMPDIR/c.yaml"
+	run -4 timeout 60 "$ROOT/pipeline.sh" -q --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$RUN" --deadline +1s "$BATS_TEST_TMPDIR/m"
+	jq -e 'select(.id == "s-1") | .dead_reason == "deadline_cut" and .sent' "$RUN/dead.ndjson"
+	# The letter is all that says it may have gone: the resume asks again.
+	rm "$RUN/state/ledger.ndjson"
+	run -4 timeout 60 "$ROOT/pipeline.sh" -q --config "$BATS_TEST_TMPDIR/c.yaml" \
+	    --run-dir "$RUN" --deadline +1s "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s '[.[] | select(.path | startswith("/s/"))] | length' "$MOCK_LOG")" -eq 0 ]
+	[ "$(jq -s '[.[] | select(.path | startswith("/hang/"))] | length' "$MOCK_LOG")" -eq 2 ]
+}
+
 @test "wire: a status_url over https is asked with --ca-file, as every request is (#24)" {
 	mock_tls_start "$FIX/wire/status.yaml"
 	mkdir -p "$RUN/state"

@@ -259,7 +259,7 @@ filed_record(const struct filed *f, const char *id, size_t *len)
 	char *buf, err[64];
 	int ok;
 
-	if (s == NULL || s->as < FILED_DEAD)
+	if (s == NULL || s->as < FILED_CUT)
 		return NULL;
 	buf = xmalloc(s->len + 1);
 	ok = pread(f->file[s->file].fd, buf, s->len, s->at) ==

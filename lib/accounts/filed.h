@@ -50,7 +50,8 @@ enum filed_as filed_as(const struct filed *f, const char *id);
 /* Whether a letter of dead.ndjson holds the line key key. */
 int	filed_keyed(const struct filed *f, const char *key);
 /*
- * The record that files id (FILED_DEAD or FILED_DONE), read again from
+ * The record that files id (FILED_CUT, FILED_DEAD or FILED_DONE), read
+ * again from
  * its file: allocated, NUL-terminated, without its newline, its length in
  * *len.  NULL when id is not filed, or what is read there now is not a
  * record of id.

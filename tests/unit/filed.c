@@ -120,7 +120,8 @@ test_standing(void)
 	    "the result, not the letter");
 	record_is(f, "c", "{\"id\":\"c\",\"fate\":\"dead\","
 	    "\"dead_reason\":\"permanent\"}", "the last letter but the cut");
-	record_is(f, "d", "(none)", "a cut has no record");
+	record_is(f, "d", "{\"id\":\"d\",\"fate\":\"dead\","
+	    "\"dead_reason\":\"deadline_cut\"}", "a cut's letter, its record");
 	record_is(f, "zz", "(none)", "an id in neither file has none");
 	ok(!filed_changed(f), "unchanged");
 
