@@ -362,22 +362,21 @@ state_fail(const char *err)
 
 /*
  * The pace holds e until until: j leaves dead, unsent, saying when the
- * portal said to come back.  A wait past max_retry_after is a quota; a
- * shorter one is held only because the deadline comes first (a RateLimit
- * window of a second that resets just past it), and j is cut, for the
- * next run to take up, as rfp-backoff cuts a retry due past it.  Filed
- * quota, 194 of 200 documents behind a 1 s window were left for
+ * portal said to come back.  A wait past max_retry_after (lng) is a
+ * quota; a shorter one holds only because the deadline comes first (a
+ * RateLimit window of a second that resets just past it), and j is cut,
+ * for the next run to take up, as rfp-backoff cuts a retry due past it.
+ * Filed quota, 194 of 200 documents behind a 1 s window were left for
  * --retry-dead alone.
  */
 static void
-quota_kill(struct job *j, double until)
+quota_kill(struct job *j, double until, int lng)
 {
 	const struct ep *e = j->ep;
 	char when[64], why[200];
 
 	clk_iso(until, when, sizeof(when));
-	if (!(e->pace.quota_after > 0 && conf_wait_past(until - clk_now(),
-	    e->pace.quota_after))) {
+	if (!lng) {
 		snprintf(why, sizeof(why), "\"%s\" is held until %s, when "
 		    "the portal's window resets: past the deadline", e->name,
 		    when);
@@ -607,7 +606,7 @@ gate_try(struct job *j, long room, int *slot, int *probe)
 			e->pace.first = 0;
 			if (g.quota_until > 0) {
 				gate_give(e, *slot);
-				quota_kill(j, g.quota_until);
+				quota_kill(j, g.quota_until, g.quota_long);
 				return -1;
 			}
 			if (attlog_pace(fo->log, &e->seen, e->name, g.rate,

@@ -298,6 +298,24 @@ noise() {
 	[ "$(wc -l <"$RUN/results.ndjson")" -eq 60 ]
 }
 
+@test "limiters: a quota's hold stays a quota as it runs down, deadline or none" {
+	# A 429 with Retry-After 100 s, over max_retry_after 60 s, holds the
+	# endpoint; its next documents come in once under 60 s of the hold
+	# are left.  They were filed deadline_cut, with no deadline at all.
+	export RFPIPE_TIME_SCALE=0.01
+	routes '{match: "/q/*", endpoint: q, script: [429], retry_after: 100}'
+	echo 'max_retry_after: 60s' >"$BATS_TEST_TMPDIR/c.yaml"
+	{
+		printf '{"id":"q-1","url":"%s/q/1"}\n' "$MOCK_URL"
+		POLL_STEP=0.01 poll 10 matches "$MOCK_LOG" '"/q/1"' || :
+		sleep 0.6
+		printf '{"id":"q-%d","url":"%s/q/%d"}\n' 2 "$MOCK_URL" 2 3 "$MOCK_URL" 3
+	} | { run -0 --separate-stderr timeout 60 rfp-fetch --config "$BATS_TEST_TMPDIR/c.yaml"; echo "$output" >"$BATS_TEST_TMPDIR/out"; }
+	[ "$(jq -s 'map(select(.id != "q-1" and .dead_reason == "quota")) | length' "$BATS_TEST_TMPDIR/out")" -eq 2 ] ||
+	    fail "$(cat "$BATS_TEST_TMPDIR/out")"
+	[ "$(requests_for)" -eq 1 ]
+}
+
 @test "limiters: a 503 from an endpoint that never answered is an outage: the breaker opens" {
 	printf 'routes:\n  - {match: "/o/*", endpoint: o, outage: {start_s: 0, status: 503}}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"

@@ -180,6 +180,8 @@ struct pst {
 	double	iv_i;		/* the next interval's place */
 	double	ok_t[NOK];	/* the last p_ok successes' times */
 	double	quota_until;	/* out of quota until then: nothing is */
+	double	q_long;		/* 1: that hold is a wait past max_retry_after
+				   (a quota), not one only the deadline beats */
 	double	takes;		/* sends granted in all */
 	double	rl_seq;		/* the grant the freshest header answered */
 	double	rl_left;	/* sends the portal allows before rl_reset */
@@ -247,7 +249,7 @@ static const struct {
 	F(tat), F(paced), F(rate), F(win), F(ok_k), F(okh_n), F(w_held),
 	F(l_min), F(l_up), F(l_first), F(w_guess), F(cuts),
 	F(n_cut), F(r_fail), F(dec_at), F(cut_seq), F(t_first), F(n_ok), F(ref_at), F(s_ref), F(ref_rate),
-	F(iv_i), F(quota_until), F(takes), F(rl_seq),
+	F(iv_i), F(quota_until), F(q_long), F(takes), F(rl_seq),
 	F(rl_left), F(rl_reset), F(rl_limit), F(rl_win), F(seen), F(hint),
 	F(rl_rem), F(rl_turn), F(rl_wguess), F(rl_heard), F(rl_tseq),
 	F(rl_min), F(rl_mend), F(rl_ans), F(rl_mtakes), F(rl_at),
@@ -489,6 +491,8 @@ bad_field(const struct pst *p)
 		return "paced";
 	if (p->p_held != 0 && p->p_held != 1)
 		return "p_held";
+	if (p->q_long != 0 && p->q_long != 1)
+		return "q_long";
 	if (p->r_low != 0 && p->r_low != 1)
 		return "r_low";
 	if (p->w_guess != 0 && p->w_guess != 1)
@@ -594,6 +598,7 @@ age(struct pst *p, const struct pace_cfg *c)
 	init(p, c);
 	p->hint = o.paced && !(c->rate > 0) ? o.rate : o.hint;
 	p->quota_until = o.quota_until;
+	p->q_long = o.q_long;
 	p->takes = o.takes;
 	p->cut_seq = o.cut_seq;
 	p->rl_seq = o.rl_seq;
@@ -808,6 +813,37 @@ rl_settled(const struct pst *p, double now)
 	    p->rl_ans <= 0) || fabs(now - p->rl_at) >= rl_settle();
 }
 
+/*
+ * Hold the endpoint until until, from now: lng when the wait is past
+ * max_retry_after (a quota), not only past the deadline.  A hold
+ * lengthened by a quota is a quota's.
+ */
+static void
+hold(struct pst *p, double now, double until, int lng)
+{
+	if (p->quota_until <= now)
+		p->q_long = 0;
+	p->quota_until = fmax(p->quota_until, until);
+	if (lng)
+		p->q_long = 1;
+}
+
+/*
+ * Whether a RateLimit count at 0 with its reset at rl_reset holds the
+ * endpoint to it, from now: a reset past the deadline, or further off
+ * than a Retry-After may be (conf_wait_past); 2 for the second.
+ */
+static int
+rl_holds(const struct pst *p, const struct pace_cfg *c, double now)
+{
+	if (!(p->rl_left == 0 && p->rl_reset > now && rl_settled(p, now)))
+		return 0;
+	if (c->quota_after > 0 && conf_wait_past(p->rl_reset - now,
+	    c->quota_after))
+		return 2;
+	return c->deadline > 0 && p->rl_reset >= c->deadline;
+}
+
 /* Reserve up to o->want sends at o->now, as that many takes in a row. */
 static void
 take(struct pst *p, struct op *o)
@@ -815,6 +851,7 @@ take(struct pst *p, struct op *o)
 	struct pace_grant *g = o->g;
 	double iv, tat, allow, ahead = 0, eps = 0, late;
 	long n;
+	int h;
 
 	g->seq = (long)p->takes;
 	/* 0: no window; the stored one is at least 1 (load checks). */
@@ -833,13 +870,11 @@ take(struct pst *p, struct op *o)
 	 * A reset saved by an earlier run, or a count that has settled at
 	 * 0 since, is held to the same bounds as an answer's (ratelimit).
 	 */
-	if (p->rl_left == 0 && p->rl_reset > o->now && rl_settled(p,
-	    o->now) && ((o->c->deadline > 0 && p->rl_reset >= o->c->deadline) ||
-	    (o->c->quota_after > 0 && conf_wait_past(p->rl_reset - o->now,
-	    o->c->quota_after))))
-		p->quota_until = fmax(p->quota_until, p->rl_reset);
+	if ((h = rl_holds(p, o->c, o->now)) != 0)
+		hold(p, o->now, p->rl_reset, h == 2);
 	if (o->now < p->quota_until) {
 		g->quota_until = p->quota_until;
+		g->quota_long = p->q_long == 1;
 		return;
 	}
 	/* The portal's own count, where it gives one. */
@@ -998,7 +1033,7 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 {
 	const struct hdr_ratelimit *rl = &e->rl;
 	double later, same, end;
-	int ours;
+	int ours, h;
 
 	/*
 	 * An answer to a send granted since the window turned, as counted
@@ -1126,11 +1161,8 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 * or deadline_cut where only the deadline comes first), rather than
 	 * the endpoint freezing.
 	 */
-	if (p->rl_left == 0 && p->rl_reset > e->now && rl_settled(p, e->now) &&
-	    ((c->deadline > 0 && p->rl_reset >= c->deadline) ||
-	    (c->quota_after > 0 && conf_wait_past(p->rl_reset - e->now,
-	    c->quota_after))))
-		p->quota_until = fmax(p->quota_until, p->rl_reset);
+	if ((h = rl_holds(p, c, e->now)) != 0)
+		hold(p, e->now, p->rl_reset, h == 2);
 }
 
 /* A new round: what is granted from now on is news of the pace set now. */
@@ -1860,7 +1892,7 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	}
 	if (e->retry_after > 0 && c->quota_after > 0 &&
 	    conf_wait_past(e->retry_after, c->quota_after)) {
-		p->quota_until = fmax(p->quota_until, e->now + e->retry_after);
+		hold(p, e->now, e->now + e->retry_after, 1);
 		return;
 	}
 	count(p, e);

@@ -102,7 +102,9 @@ struct pace_grant {
 	long	window;		/* requests in flight allowed; 0: no limit */
 	long	seq;		/* the first grant's number; the rest follow */
 	double	quota_until;	/* > 0: the endpoint is held until then, a
-				   quota: nothing is granted */
+				   quota: nothing is granted ... */
+	int	quota_long;	/* ... 1: for a wait past max_retry_after;
+				   0: only the deadline comes first */
 	int	counted;	/* a RateLimit remaining is counted down by
 				   the grants: every send must be granted */
 };
