@@ -108,31 +108,14 @@ each_line(struct rep *r, const char *path, line_fn *fn, int dead)
 	return rc == REC_ERR ? -1 : 0;
 }
 
-/* A document of results.ndjson or dead.ndjson. */
+/* A document's record, filed as dead or not, counted (rep_load's end). */
 static void
-doc_line(struct rep *r, json_t *rec, int dead)
+doc_count(struct rep *r, json_t *rec, int dead)
 {
 	const char *id = rec_str(rec, "id"), *why;
 	struct rep_ep *e;
 	json_t *list;
 
-	/* A stray line's letter is no document's, nor an endpoint's. */
-	if (dead && summ_stray(rec_str(rec, "fate"), id, rec_str(rec,
-	    REC_LINE_KEY))) {
-		summ_add(r->all, rec);
-		return;
-	}
-	/*
-	 * The sink files an id once, in one of the two files, a later
-	 * filing taking the earlier one's place: another line of it is a
-	 * directory edited or torn.  Counted twice, 40 documents read as 41
-	 * succeeded.
-	 */
-	if (id != NULL && json_object_get(r->filed, id) != NULL) {
-		msg_warn("%s:%ld: id \"%s\" is filed already; counted once",
-		    r->path, r->lineno, id);
-		return;
-	}
 	e = ep_get(r, rec_str(rec, "endpoint"));
 	summ_add(r->all, rec);
 	summ_add(e->summ, rec);
@@ -141,11 +124,6 @@ doc_line(struct rep *r, json_t *rec, int dead)
 	seen(r, id);
 	if (!dead || fate_of(rec_str(rec, "fate")) == FATE_DONE)
 		return;
-	if (json_object_get(rec, "dead_reason") != NULL &&
-	    rec_str(rec, "dead_reason") == NULL)
-		msg_warn("%s:%ld: field \"dead_reason\": not a string; "
-		    "counted as %s", r->path, r->lineno,
-		    fate_reason(FATE_BAD_INPUT));
 	why = rec_str(rec, "dead_reason") ? rec_str(rec, "dead_reason") :
 	    fate_reason(FATE_BAD_INPUT);
 	if ((list = json_object_get(r->dead_by, why)) == NULL) {
@@ -157,6 +135,51 @@ doc_line(struct rep *r, json_t *rec, int dead)
 		    id ? id : "?", "ep", e->name, "detail",
 		    rec_str(rec, "dead_detail") ? rec_str(rec, "dead_detail") :
 		    ""));
+}
+
+/*
+ * A line of results.ndjson or dead.ndjson.  An id's lines are counted
+ * once, as rfp-fetch reads them (lib/accounts/filed.c): a result over any
+ * letter, a letter over a deadline cut, and of lines of one weight the
+ * last.  dead.ndjson holds the letters a later filing superseded until the
+ * last sink of the run directory compacts it (a run going on, or another
+ * pipeline's, or one killed), and each line counted read 40 documents as
+ * 41.  A result filed twice in results.ndjson is no sink's doing: named.
+ */
+static void
+doc_line(struct rep *r, json_t *rec, int dead)
+{
+	const char *id = rec_str(rec, "id");
+	json_t *was;
+	int weight;
+
+	/* A stray line's letter is no document's, nor an endpoint's. */
+	if (dead && summ_stray(rec_str(rec, "fate"), id, rec_str(rec,
+	    REC_LINE_KEY))) {
+		summ_add(r->all, rec);
+		return;
+	}
+	if (dead && json_object_get(rec, "dead_reason") != NULL &&
+	    rec_str(rec, "dead_reason") == NULL)
+		msg_warn("%s:%ld: field \"dead_reason\": not a string; "
+		    "counted as %s", r->path, r->lineno,
+		    fate_reason(FATE_BAD_INPUT));
+	if (id == NULL) {
+		doc_count(r, rec, dead);
+		return;
+	}
+	weight = !dead ? 3 : rec_str(rec, "dead_reason") != NULL &&
+	    fate_reason_of(rec_str(rec, "dead_reason")) ==
+	    FATE_DEADLINE_CUT ? 1 : 2;
+	if ((was = json_object_get(r->chosen, id)) == NULL)
+		json_array_append_new(r->order, json_string(id));
+	else if (json_integer_value(json_array_get(was, 0)) > weight)
+		return;
+	else if (weight == 3)
+		msg_warn("%s:%ld: id \"%s\" has a result already; counted "
+		    "once", r->path, r->lineno, id);
+	json_object_set_new(r->chosen, id, json_pack("[i,b,O]", weight, dead,
+	    rec));
 }
 
 const char *
@@ -289,7 +312,7 @@ rep_load(struct rep *r, const char *dir)
 		{ RUNDIR_DEAD, doc_line, 1 }
 	};
 	json_error_t je;
-	json_t *left;
+	json_t *left, *rec;
 	size_t i;
 	char *path;
 	int rc = 0;
@@ -301,6 +324,8 @@ rep_load(struct rep *r, const char *dir)
 	r->filed = json_object();
 	r->seen = json_object();
 	r->pending = json_array();
+	r->chosen = json_object();
+	r->order = json_array();
 	r->scale = 1;
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		path = rundir_path(dir, files[i].f, NULL);
@@ -308,6 +333,15 @@ rep_load(struct rep *r, const char *dir)
 			rc = -1;
 		free(path);
 	}
+	for (i = 0; i < json_array_size(r->order); i++) {
+		rec = json_object_get(r->chosen, json_string_value(
+		    json_array_get(r->order, i)));
+		doc_count(r, json_array_get(rec, 2), json_is_true(
+		    json_array_get(rec, 1)));
+	}
+	json_decref(r->chosen);
+	json_decref(r->order);
+	r->chosen = r->order = NULL;
 	path = rundir_path(dir, RUNDIR_SUMMARY, NULL);
 	if ((r->summary = files_load(path, 0, &je)) == NULL &&
 	    access(path, F_OK) == 0) {

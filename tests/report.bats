@@ -458,6 +458,28 @@ NDJSON
 	assert_line --regexp '^  succeeded +4$'
 	assert_line --regexp '^  dead-lettered +1$'
 	[[ $stderr == *"$RUN/summary.json: not a JSON object; not read"* ]] || fail "$stderr"
-	[[ $stderr == *"$RUN/results.ndjson:5: id \"nih-1\" is filed already; counted once"* ]] || fail "$stderr"
+	[[ $stderr == *"$RUN/results.ndjson:5: id \"nih-1\" has a result already; counted once"* ]] || fail "$stderr"
 	[[ $stderr == *"$RUN/dead.ndjson:1: field \"dead_reason\": not a string; counted as bad_input"* ]] || fail "$stderr"
+}
+
+@test "report: letters a later filing superseded, not yet compacted away, are counted as rfp-fetch reads them, without a word" {
+	mock_start "$FIX/mock/ok.yaml"
+	manifest /nih 3 nih >"$M"
+	run -0 pipeline.sh -q --run-dir "$RUN" "$M"
+	# As dead.ndjson holds them while another sink of the run directory
+	# runs: nih-1 cut, then filed permanent; x-2 cut, then filed again
+	# cut; nih-2 cut before its result.
+	{
+		printf '{"id":"nih-1","fate":"dead","dead_reason":"deadline_cut","endpoint":"nih"}\n'
+		printf '{"id":"x-2","fate":"dead","dead_reason":"deadline_cut","endpoint":"nih"}\n'
+		printf '{"id":"nih-2","fate":"dead","dead_reason":"deadline_cut","endpoint":"nih"}\n'
+		printf '{"id":"x-2","fate":"dead","dead_reason":"deadline_cut","endpoint":"nih"}\n'
+	} >"$RUN/dead.ndjson"
+	grep -v '"nih-1"' "$RUN/results.ndjson" >"$RUN/r" && mv "$RUN/r" "$RUN/results.ndjson"
+	printf '{"id":"nih-1","fate":"dead","dead_reason":"permanent","endpoint":"nih"}\n' >>"$RUN/dead.ndjson"
+	run -0 --separate-stderr rfp-report "$RUN"
+	[ -z "$stderr" ] || fail "$stderr"
+	assert_line --regexp '^  succeeded +2$'
+	assert_line --regexp '^  dead-lettered +1$'
+	assert_line --regexp '^  cut \(deadline\) +1$'
 }
