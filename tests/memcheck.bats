@@ -34,12 +34,14 @@ vg_path() {
 	export RFPIPE_TIME_SCALE=0.05
 }
 
-# vg_clean STAGE...: every run under memcheck ended as a process does (a
-# stage killed by a signal has no leak check, and its report no summary)
-# with no error, lost blocks counted; and each STAGE did the run's work
-# under it at least once, not only a probe (--check, --list).
+# vg_clean STAGE:WORD...: every run under memcheck ended as a process
+# does (a stage killed by a signal has no leak check, and its report no
+# summary) with no error, lost blocks counted; and each STAGE ran under it
+# with WORD in its command line (an option or command only the run's work
+# has: rfpipe also starts stages to ask them things, --check, --list,
+# --help, on empty input, and those alone prove nothing).
 vg_clean() {
-	local s f bad=0
+	local a f bad=0
 	for f in "$VGLOG"/*; do
 		grep -q '^==[0-9]*== ERROR SUMMARY: 0 errors' "$f" && continue
 		echo "# ${f##*/}:"
@@ -47,10 +49,11 @@ vg_clean() {
 		bad=1
 	done
 	[ "$bad" -eq 0 ] || fail "memcheck reported the errors above, or a stage did not end"
-	for s; do
-		grep -h '^==[0-9]*== Command: ' "$VGLOG/$s".* 2>/dev/null |
-		    grep -vq -e ' --check' -e ' --list' ||
-		    fail "$s never did a run's work under valgrind: $(grep -h 'Command: ' "$VGLOG"/*)"
+	for a; do
+		grep -h '^==[0-9]*== Command: ' "$VGLOG/${a%%:*}".* 2>/dev/null |
+		    grep -v -e ' --check' -e ' --list' -e ' --help' |
+		    grep -qF -e "${a#*:}" ||
+		    fail "${a%%:*} never ran with \"${a#*:}\" under valgrind: $(grep -h 'Command: ' "$VGLOG"/*)"
 	done
 }
 
@@ -102,7 +105,8 @@ night() {
 	[ -s "$BATS_TEST_TMPDIR/r.html" ]
 	run -3 timeout 240 "$ROOT/pipeline.sh" -q --retry-dead --seed 1 --run-dir "$R" \
 	    --config "$FIX/memcheck/rfpipe.yaml" "$BATS_TEST_TMPDIR/m"
-	vg_clean rfp-fetch rfp-classify rfp-backoff rfp-sink rfp-parse rfp-report
+	vg_clean rfp-fetch:--retry-fifo rfp-classify:--config rfp-backoff:--admitted \
+	    rfp-sink:--retry-fifo rfp-parse:--run-dir rfp-report:--html
 }
 
 @test "memcheck: hosts' state and the queue in PostgreSQL, a corrupt row among them, valgrind-clean" {
@@ -117,5 +121,7 @@ night() {
 	[ "$(sql "SELECT count(*) FROM rfp_queue WHERE status NOT IN ('done', 'dead')")" -eq 0 ]
 	[ "$(sql "SELECT count(*) FROM rfp_results WHERE dead_reason = 'bad_input'")" -ge 1 ]
 	run -0 rfp-queue --state "$URL" summary
-	vg_clean rfp-queue rfp-fetch rfp-classify rfp-backoff rfp-sink rfp-parse
+	vg_clean 'rfp-queue: load' 'rfp-queue: pull' 'rfp-queue: file' \
+	    rfp-fetch:--from-queue rfp-classify:--config rfp-backoff:--admitted \
+	    rfp-sink:--retry-fifo rfp-parse:--run-dir
 }
