@@ -316,6 +316,50 @@ noise() {
 	[ "$(requests_for)" -eq 1 ]
 }
 
+# held_state QUOTA_UNTIL [MORE]: endpoint w's pace state, held until
+# QUOTA_UNTIL (epoch), MORE its other fields; one user elsewhere, so that
+# it is no stale state.
+held_state() {
+	mkdir -p "$RUN/state/rate"
+	chmod 700 "$RUN" "$RUN/state" "$RUN/state/rate"
+	printf '{"paced": 0, "win": 4, "quota_until": %s, "seen": %s, "users": {"1@elsewhere.invalid": %s}%s}\n' \
+	    "$1" "$EPOCHREALTIME" "$EPOCHREALTIME" "${2:-}" >"$RUN/state/rate/w.json"
+}
+
+@test "limiters: a hold saved by a binary that did not tell a quota from a deadline's stays a quota" {
+	export RFPIPE_TIME_SCALE=0.01
+	routes '{match: "/w/*", endpoint: w}'
+	held_state "$(awk -v t="$EPOCHREALTIME" 'BEGIN { printf "%.3f", t + 100 }')"
+	manifest /w 3 w >"$BATS_TEST_TMPDIR/m"
+	run -3 timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
+	[ "$(jq -s 'map(select(.dead_reason == "quota")) | length' "$RUN/dead.ndjson")" -eq 3 ]
+	[ "$(requests_for)" -eq 0 ]
+}
+
+@test "limiters: a quota's hold lengthened by a reset only the deadline makes a hold: quota, then deadline_cut" {
+	# A quota until +1 s; a RateLimit count at 0 whose reset, at +3.5 s,
+	# is within max_retry_after (600 s, 6 real) but past the deadline at
+	# +3 s.  One flag for the whole hold filed b, come after the quota's
+	# end, quota too.
+	export RFPIPE_TIME_SCALE=0.01
+	routes '{match: "/w/*", endpoint: w}'
+	at() { awk -v t="$t0" -v d="$1" 'BEGIN { printf "%.3f", t + d }'; }
+	t0=$EPOCHREALTIME
+	held_state "$(at 1)" ", \"q_long\": $(at 1), \"rl_left\": 0, \"rl_rem\": 0, \"rl_limit\": 10, \"rl_reset\": $(at 3.5)"
+	echo 'max_retry_after: 600s' >"$BATS_TEST_TMPDIR/c.yaml"
+	{
+		printf '{"id":"a","endpoint":"w","url":"%s/w/a"}\n' "$MOCK_URL"
+		sleep 1.5
+		printf '{"id":"b","endpoint":"w","url":"%s/w/b"}\n' "$MOCK_URL"
+	} | { run -0 --separate-stderr timeout 60 rfp-fetch --run-dir "$RUN" --deadline "@$(at 3)" \
+	    --config "$BATS_TEST_TMPDIR/c.yaml"; echo "$output" >"$BATS_TEST_TMPDIR/out"; }
+	jq -s -e 'map(select(.id == "a"))[0].dead_reason == "quota"' "$BATS_TEST_TMPDIR/out" ||
+	    fail "$(cat "$BATS_TEST_TMPDIR/out")"
+	jq -s -e 'map(select(.id == "b"))[0].dead_reason == "deadline_cut"' "$BATS_TEST_TMPDIR/out" ||
+	    fail "$(cat "$BATS_TEST_TMPDIR/out")"
+	[ "$(requests_for)" -eq 0 ]
+}
+
 @test "limiters: a 503 from an endpoint that never answered is an outage: the breaker opens" {
 	printf 'routes:\n  - {match: "/o/*", endpoint: o, outage: {start_s: 0, status: 503}}\n' >"$BATS_TEST_TMPDIR/s.yaml"
 	mock_start "$BATS_TEST_TMPDIR/s.yaml"

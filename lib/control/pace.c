@@ -180,8 +180,9 @@ struct pst {
 	double	iv_i;		/* the next interval's place */
 	double	ok_t[NOK];	/* the last p_ok successes' times */
 	double	quota_until;	/* out of quota until then: nothing is */
-	double	q_long;		/* 1: that hold is a wait past max_retry_after
-				   (a quota), not one only the deadline beats */
+	double	q_long;		/* the hold is a quota's (a wait past
+				   max_retry_after) until then; after, to
+				   quota_until, one only the deadline made */
 	double	takes;		/* sends granted in all */
 	double	rl_seq;		/* the grant the freshest header answered */
 	double	rl_left;	/* sends the portal allows before rl_reset */
@@ -451,6 +452,7 @@ bad_field(const struct pst *p)
 		B(rl_left, -HUGE_VAL, 0x1p53),
 		/* No Retry-After or HTTP date reaches past 9999. */
 		B(quota_until, -HUGE_VAL, Y10K),
+		B(q_long, 0, Y10K),
 		B(rl_reset, -HUGE_VAL, Y10K),
 		B(r_n, 0, RECENT),
 		B(l_up, 0, Q_RUN),
@@ -491,8 +493,6 @@ bad_field(const struct pst *p)
 		return "paced";
 	if (p->p_held != 0 && p->p_held != 1)
 		return "p_held";
-	if (p->q_long != 0 && p->q_long != 1)
-		return "q_long";
 	if (p->r_low != 0 && p->r_low != 1)
 		return "r_low";
 	if (p->w_guess != 0 && p->w_guess != 1)
@@ -550,6 +550,12 @@ load(struct pst *p, const json_t *d, const struct pace_cfg *c, char *why,
 		snprintf(why, n, "field \"%s\"", bad);
 		return -1;
 	}
+	/*
+	 * A hold saved by a binary that did not tell a quota from a hold
+	 * only the deadline made filed its documents quota: so it stays.
+	 */
+	if (json_object_get(d, "q_long") == NULL)
+		p->q_long = fmax(p->quota_until, 0);
 	/* As ratelimit() takes them, and as a binary before it kept them. */
 	p->rl_win = win_or_none(p->rl_win);
 	p->rl_wguess = win_or_none(p->rl_wguess);
@@ -814,18 +820,17 @@ rl_settled(const struct pst *p, double now)
 }
 
 /*
- * Hold the endpoint until until, from now: lng when the wait is past
- * max_retry_after (a quota), not only past the deadline.  A hold
- * lengthened by a quota is a quota's.
+ * Hold the endpoint until until: lng when the wait is past
+ * max_retry_after (a quota), not only past the deadline.  Each part of a
+ * hold is what set it: a quota's, lengthened by a reset only the deadline
+ * makes a hold, is a quota until its own end and a deadline's after.
  */
 static void
-hold(struct pst *p, double now, double until, int lng)
+hold(struct pst *p, double until, int lng)
 {
-	if (p->quota_until <= now)
-		p->q_long = 0;
 	p->quota_until = fmax(p->quota_until, until);
 	if (lng)
-		p->q_long = 1;
+		p->q_long = fmax(p->q_long, until);
 }
 
 /*
@@ -871,10 +876,10 @@ take(struct pst *p, struct op *o)
 	 * 0 since, is held to the same bounds as an answer's (ratelimit).
 	 */
 	if ((h = rl_holds(p, o->c, o->now)) != 0)
-		hold(p, o->now, p->rl_reset, h == 2);
+		hold(p, p->rl_reset, h == 2);
 	if (o->now < p->quota_until) {
 		g->quota_until = p->quota_until;
-		g->quota_long = p->q_long == 1;
+		g->quota_long = o->now < p->q_long;
 		return;
 	}
 	/* The portal's own count, where it gives one. */
@@ -1162,7 +1167,7 @@ ratelimit(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	 * the endpoint freezing.
 	 */
 	if ((h = rl_holds(p, c, e->now)) != 0)
-		hold(p, e->now, p->rl_reset, h == 2);
+		hold(p, p->rl_reset, h == 2);
 }
 
 /* A new round: what is granted from now on is news of the pace set now. */
@@ -1892,7 +1897,7 @@ feedback(struct pst *p, const struct pace_cfg *c, const struct pace_ev *e)
 	}
 	if (e->retry_after > 0 && c->quota_after > 0 &&
 	    conf_wait_past(e->retry_after, c->quota_after)) {
-		hold(p, e->now, e->now + e->retry_after, 1);
+		hold(p, e->now + e->retry_after, 1);
 		return;
 	}
 	count(p, e);
