@@ -108,9 +108,13 @@ each_line(struct rep *r, const char *path, line_fn *fn, int dead)
 	return rc == REC_ERR ? -1 : 0;
 }
 
-/* A document's record, filed as dead or not, counted (rep_load's end). */
+/*
+ * A document's record, filed as dead or not, counted (rep_load's end);
+ * path and lineno say where it was read.
+ */
 static void
-doc_count(struct rep *r, json_t *rec, int dead)
+doc_count(struct rep *r, json_t *rec, int dead, const char *path,
+    long lineno)
 {
 	const char *id = rec_str(rec, "id"), *why;
 	struct rep_ep *e;
@@ -124,6 +128,10 @@ doc_count(struct rep *r, json_t *rec, int dead)
 	seen(r, id);
 	if (!dead || fate_of(rec_str(rec, "fate")) == FATE_DONE)
 		return;
+	if (json_object_get(rec, "dead_reason") != NULL &&
+	    rec_str(rec, "dead_reason") == NULL)
+		msg_warn("%s:%ld: field \"dead_reason\": not a string; "
+		    "counted as %s", path, lineno, fate_reason(FATE_BAD_INPUT));
 	why = rec_str(rec, "dead_reason") ? rec_str(rec, "dead_reason") :
 	    fate_reason(FATE_BAD_INPUT);
 	if ((list = json_object_get(r->dead_by, why)) == NULL) {
@@ -159,13 +167,8 @@ doc_line(struct rep *r, json_t *rec, int dead)
 		summ_add(r->all, rec);
 		return;
 	}
-	if (dead && json_object_get(rec, "dead_reason") != NULL &&
-	    rec_str(rec, "dead_reason") == NULL)
-		msg_warn("%s:%ld: field \"dead_reason\": not a string; "
-		    "counted as %s", r->path, r->lineno,
-		    fate_reason(FATE_BAD_INPUT));
 	if (id == NULL) {
-		doc_count(r, rec, dead);
+		doc_count(r, rec, dead, r->path, r->lineno);
 		return;
 	}
 	weight = !dead ? 3 : rec_str(rec, "dead_reason") != NULL &&
@@ -178,8 +181,8 @@ doc_line(struct rep *r, json_t *rec, int dead)
 	else if (weight == 3)
 		msg_warn("%s:%ld: id \"%s\" has a result already; counted "
 		    "once", r->path, r->lineno, id);
-	json_object_set_new(r->chosen, id, json_pack("[i,b,O]", weight, dead,
-	    rec));
+	json_object_set_new(r->chosen, id, json_pack("[i,b,O,s,I]", weight,
+	    dead, rec, r->path, (json_int_t)r->lineno));
 }
 
 const char *
@@ -337,7 +340,9 @@ rep_load(struct rep *r, const char *dir)
 		rec = json_object_get(r->chosen, json_string_value(
 		    json_array_get(r->order, i)));
 		doc_count(r, json_array_get(rec, 2), json_is_true(
-		    json_array_get(rec, 1)));
+		    json_array_get(rec, 1)), json_string_value(
+		    json_array_get(rec, 3)), (long)json_integer_value(
+		    json_array_get(rec, 4)));
 	}
 	json_decref(r->chosen);
 	json_decref(r->order);

@@ -468,11 +468,13 @@ NDJSON
 	run -0 pipeline.sh -q --run-dir "$RUN" "$M"
 	# As dead.ndjson holds them while another sink of the run directory
 	# runs: nih-1 cut, then filed permanent; x-2 cut, then filed again
-	# cut; nih-2 cut before its result.
+	# cut; nih-2 cut and nih-3 dead (its reason mangled: no word of a
+	# line that does not count) before their results.
 	{
 		printf '{"id":"nih-1","fate":"dead","dead_reason":"deadline_cut","endpoint":"nih"}\n'
 		printf '{"id":"x-2","fate":"dead","dead_reason":"deadline_cut","endpoint":"nih"}\n'
 		printf '{"id":"nih-2","fate":"dead","dead_reason":"deadline_cut","endpoint":"nih"}\n'
+		printf '{"id":"nih-3","fate":"dead","dead_reason":7,"endpoint":"nih"}\n'
 		printf '{"id":"x-2","fate":"dead","dead_reason":"deadline_cut","endpoint":"nih"}\n'
 	} >"$RUN/dead.ndjson"
 	grep -v '"nih-1"' "$RUN/results.ndjson" >"$RUN/r" && mv "$RUN/r" "$RUN/results.ndjson"
