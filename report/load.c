@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "lib/accounts/attlog.h"
+#include "lib/accounts/filed.h"
 #include "lib/accounts/summ.h"
 #include "cmd/msg.h"
 #include "lib/record/fate.h"
@@ -147,9 +148,8 @@ doc_count(struct rep *r, json_t *rec, int dead, const char *path,
 
 /*
  * A line of results.ndjson or dead.ndjson.  An id's lines are counted
- * once, as rfp-fetch reads them (lib/accounts/filed.c): a result over any
- * letter, a letter over a deadline cut, and of lines of one weight the
- * last.  dead.ndjson holds the letters a later filing superseded until the
+ * once, as rfp-fetch reads them (filed_weight): a result over any letter,
+ * a letter over a deadline cut, and of lines of one weight the last.  dead.ndjson holds the letters a later filing superseded until the
  * last sink of the run directory compacts it (a run going on, or another
  * pipeline's, or one killed), and each line counted read 40 documents as
  * 41.  A result filed twice in results.ndjson is no sink's doing: named.
@@ -158,8 +158,8 @@ static void
 doc_line(struct rep *r, json_t *rec, int dead)
 {
 	const char *id = rec_str(rec, "id");
+	enum filed_as weight;
 	json_t *was;
-	int weight;
 
 	/* A stray line's letter is no document's, nor an endpoint's. */
 	if (dead && summ_stray(rec_str(rec, "fate"), id, rec_str(rec,
@@ -171,18 +171,16 @@ doc_line(struct rep *r, json_t *rec, int dead)
 		doc_count(r, rec, dead, r->path, r->lineno);
 		return;
 	}
-	weight = !dead ? 3 : rec_str(rec, "dead_reason") != NULL &&
-	    fate_reason_of(rec_str(rec, "dead_reason")) ==
-	    FATE_DEADLINE_CUT ? 1 : 2;
+	weight = filed_weight(!dead, rec_str(rec, "dead_reason"));
 	if ((was = json_object_get(r->chosen, id)) == NULL)
 		json_array_append_new(r->order, json_string(id));
 	else if (json_integer_value(json_array_get(was, 0)) > weight)
 		return;
-	else if (weight == 3)
+	else if (weight == FILED_DONE)
 		msg_warn("%s:%ld: id \"%s\" has a result already; counted "
 		    "once", r->path, r->lineno, id);
-	json_object_set_new(r->chosen, id, json_pack("[i,b,O,s,I]", weight,
-	    dead, rec, r->path, (json_int_t)r->lineno));
+	json_object_set_new(r->chosen, id, json_pack("[i,O,s,I]", (int)weight,
+	    rec, r->path, (json_int_t)r->lineno));
 }
 
 const char *
@@ -339,10 +337,10 @@ rep_load(struct rep *r, const char *dir)
 	for (i = 0; i < json_array_size(r->order); i++) {
 		rec = json_object_get(r->chosen, json_string_value(
 		    json_array_get(r->order, i)));
-		doc_count(r, json_array_get(rec, 2), json_is_true(
-		    json_array_get(rec, 1)), json_string_value(
-		    json_array_get(rec, 3)), (long)json_integer_value(
-		    json_array_get(rec, 4)));
+		doc_count(r, json_array_get(rec, 1), json_integer_value(
+		    json_array_get(rec, 0)) != FILED_DONE, json_string_value(
+		    json_array_get(rec, 2)), (long)json_integer_value(
+		    json_array_get(rec, 3)));
 	}
 	json_decref(r->chosen);
 	json_decref(r->order);

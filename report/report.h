@@ -53,8 +53,9 @@ struct rep {
 	double		 t0, t1;	/* the first and last line of the log */
 	double		 deadline;	/* epoch; 0: none */
 	double		 scale;		/* RFPIPE_TIME_SCALE of the run */
-	json_t		*chosen;	/* while loading: {id: [weight, dead,
-					   record]}, the line that counts ... */
+	json_t		*chosen;	/* while loading: {id: [filed_weight,
+					   record, path, lineno]}, the line
+					   that counts ... */
 	json_t		*order;		/* ... and the ids in the order met */
 	const char	*path;		/* the file being read, and ... */
 	long		 lineno;	/* ... its line (a warning names them) */

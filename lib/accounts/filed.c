@@ -85,6 +85,15 @@ spot_new(struct filed *f, const char *id)
 	return &f->spots[f->nspots++];
 }
 
+enum filed_as
+filed_weight(int result, const char *why)
+{
+	if (result)
+		return FILED_DONE;
+	return why != NULL && fate_reason_of(why) == FATE_DEADLINE_CUT ?
+	    FILED_CUT : FILED_DEAD;
+}
+
 /*
  * One line of file i, at offset at; -1 when it is no record.  A letter
  * keyed by its line is that line's, never its id's.
@@ -107,9 +116,7 @@ note(struct filed *f, int i, const char *line, size_t len, off_t at)
 		    json_true());
 	else if (rec_str(rec, "id") != NULL) {
 		s = spot_new(f, rec_str(rec, "id"));
-		own = f->file[i].which == RUNDIR_RESULTS ? FILED_DONE :
-		    why != NULL && fate_reason_of(why) == FATE_DEADLINE_CUT ?
-		    FILED_CUT : FILED_DEAD;
+		own = filed_weight(f->file[i].which == RUNDIR_RESULTS, why);
 		/*
 		 * The weightiest word on it stands, said last by the last
 		 * line of that weight: its record.

@@ -27,6 +27,13 @@ enum filed_as {
 struct filed;
 
 /*
+ * How a line files its id: a line of results.ndjson (result) or a letter
+ * of dead.ndjson with its dead_reason (why, NULL: none).  Of an id's
+ * lines the weightiest stands, and of those the last.
+ */
+enum filed_as filed_weight(int result, const char *why);
+
+/*
  * What RUNDIR has filed; with results_only (--retry-dead: the dead are to
  * be fetched again), results.ndjson alone.  Nothing is read yet.
  */
@@ -51,9 +58,8 @@ enum filed_as filed_as(const struct filed *f, const char *id);
 int	filed_keyed(const struct filed *f, const char *key);
 /*
  * The record that files id (FILED_CUT, FILED_DEAD or FILED_DONE), read
- * again from
- * its file: allocated, NUL-terminated, without its newline, its length in
- * *len.  NULL when id is not filed, or what is read there now is not a
+ * again from its file: allocated, NUL-terminated, without its newline,
+ * its length in *len.  NULL when id is not filed, or what is read there now is not a
  * record of id.
  */
 char	*filed_record(const struct filed *f, const char *id, size_t *len);

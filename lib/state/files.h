@@ -97,8 +97,8 @@ void	files_close_all(void);
  * anything: the files every run appends to (results.ndjson, dead.ndjson,
  * state/claims.ndjson, logs/attempts.ndjson) regular files or not there
  * yet, never a link, and summary.json no directory ("PATH: why" in err);
- * and unless shared (the state
- * in PostgreSQL, so that those are all there is to check),
+ * and unless shared (the state in PostgreSQL, so that those are all there
+ * is to check),
  * state/budget.json and each file of state/rate/ and
  * state/breaker/ a JSON object (an empty one is not: it was made and
  * never written), and one valid says could have been written (valid may
