@@ -48,6 +48,7 @@
 #include "cmd/msg.h"
 #include "cmd/opt.h"
 #include "lib/record/rec.h"
+#include "lib/record/view.h"
 #include "lib/state/rundir.h"
 #include "lib/state/files.h"
 #include "lib/base/x.h"
@@ -81,6 +82,7 @@ static struct {
 	long		 nrun;
 	int		 chld[2];	/* a byte per SIGCHLD */
 	long		 nstopped;	/* records left unparsed by a stop */
+	struct view	*view;		/* a record's fields, type-checked */
 } L = { .chld = { -1, -1 } };
 
 static void
@@ -242,20 +244,13 @@ already_parsed(const json_t *rec, const char *id)
 
 /* What take() reads, each of the contract's type, or -1 with err. */
 static int
-reads_check(const json_t *rec, char *err, size_t errlen)
+reads_check(json_t *rec, char *err, size_t errlen)
 {
 	static const char *const reads[] = { "id", "endpoint", "body_path",
 		"status", "error", "check", "parsed", "parsed_sha256", NULL };
-	json_t *sub = json_object(), *v;
-	size_t i;
-	int rc;
 
-	for (i = 0; reads[i] != NULL; i++)
-		if ((v = json_object_get(rec, reads[i])) != NULL)
-			json_object_set(sub, reads[i], v);
-	rc = field_check_json(sub, err, errlen);
-	json_decref(sub);
-	return rc;
+	view_open_tree(L.view, json_incref(rec));
+	return field_check(L.view, reads, err, errlen);
 }
 
 /*
@@ -552,6 +547,7 @@ loop(void)
 		msg_diesys(1, "fcntl stdin");
 	L.in = rec_reader_new(STDIN_FILENO, REC_STREAM_MAX);
 	L.out = rec_out_new(STDOUT_FILENO);
+	L.view = view_new();
 	L.wait_tail = &L.wait;
 	for (;;) {
 		read_lines();
@@ -573,6 +569,7 @@ loop(void)
 	fcntl(STDIN_FILENO, F_SETFL, fl);
 	rec_out_free(L.out);
 	rec_reader_free(L.in);
+	view_free(L.view);
 }
 
 int
