@@ -316,6 +316,11 @@ noise() {
 	[ "$(requests_for)" -eq 1 ]
 }
 
+# at T0 D: the epoch D seconds after T0 (an EPOCHREALTIME).
+at() {
+	awk -v t="$1" -v d="$2" 'BEGIN { printf "%.3f", t + d }'
+}
+
 # held_state QUOTA_UNTIL [MORE]: endpoint w's pace state, held until
 # QUOTA_UNTIL (epoch), MORE its other fields; one user elsewhere, so that
 # it is no stale state.
@@ -329,7 +334,7 @@ held_state() {
 @test "limiters: a hold saved by a binary that did not tell a quota from a deadline's stays a quota" {
 	export RFPIPE_TIME_SCALE=0.01
 	routes '{match: "/w/*", endpoint: w}'
-	held_state "$(awk -v t="$EPOCHREALTIME" 'BEGIN { printf "%.3f", t + 100 }')"
+	held_state "$(at "$EPOCHREALTIME" 100)"
 	manifest /w 3 w >"$BATS_TEST_TMPDIR/m"
 	run -3 timeout 60 "$ROOT/pipeline.sh" -q --run-dir "$RUN" "$BATS_TEST_TMPDIR/m"
 	[ "$(jq -s 'map(select(.dead_reason == "quota")) | length' "$RUN/dead.ndjson")" -eq 3 ]
@@ -343,15 +348,14 @@ held_state() {
 	# end, quota too.
 	export RFPIPE_TIME_SCALE=0.01
 	routes '{match: "/w/*", endpoint: w}'
-	at() { awk -v t="$t0" -v d="$1" 'BEGIN { printf "%.3f", t + d }'; }
-	t0=$EPOCHREALTIME
-	held_state "$(at 1)" ", \"q_long\": $(at 1), \"rl_left\": 0, \"rl_rem\": 0, \"rl_limit\": 10, \"rl_reset\": $(at 3.5)"
+	local t0=$EPOCHREALTIME
+	held_state "$(at "$t0" 1)" ", \"q_long\": $(at "$t0" 1), \"rl_left\": 0, \"rl_rem\": 0, \"rl_limit\": 10, \"rl_reset\": $(at "$t0" 3.5)"
 	echo 'max_retry_after: 600s' >"$BATS_TEST_TMPDIR/c.yaml"
 	{
 		printf '{"id":"a","endpoint":"w","url":"%s/w/a"}\n' "$MOCK_URL"
 		sleep 1.5
 		printf '{"id":"b","endpoint":"w","url":"%s/w/b"}\n' "$MOCK_URL"
-	} | { run -0 --separate-stderr timeout 60 rfp-fetch --run-dir "$RUN" --deadline "@$(at 3)" \
+	} | { run -0 --separate-stderr timeout 60 rfp-fetch --run-dir "$RUN" --deadline "@$(at "$t0" 3)" \
 	    --config "$BATS_TEST_TMPDIR/c.yaml"; echo "$output" >"$BATS_TEST_TMPDIR/out"; }
 	jq -s -e 'map(select(.id == "a"))[0].dead_reason == "quota"' "$BATS_TEST_TMPDIR/out" ||
 	    fail "$(cat "$BATS_TEST_TMPDIR/out")"
